@@ -1,0 +1,162 @@
+"""What the fake provider records and what it answers with: plain data, no I/O.
+
+A wire builds replies; the server in this package carries them out. Keeping the
+timing and disconnect behaviour as data (``hang=True``) is what lets a wire stay a
+pure function of the scenario and the request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import parse_qsl
+
+from ..errors import ProviderInputError
+
+__all__ = [
+    "Handler",
+    "HangReply",
+    "JsonReply",
+    "RecordedRequest",
+    "Reply",
+    "StreamReply",
+]
+
+
+def _header_items(headers: Optional[Mapping[str, str]]) -> Tuple[Tuple[str, str], ...]:
+    items = tuple((str(k), str(v)) for k, v in (headers or {}).items())
+    for name, value in items:
+        if not name or any(c in name for c in " \r\n:") or any(c in value for c in "\r\n"):
+            raise ProviderInputError(
+                f"invalid reply header {name!r}: {value!r}; names need no spaces or colons "
+                "and values no line breaks"
+            )
+    return items
+
+
+@dataclass(frozen=True)
+class JsonReply:
+    """A whole reply: ``body`` is JSON-encoded unless it is already ``bytes``."""
+
+    body: Any
+    status: int = 200
+    headers: Optional[Mapping[str, str]] = None
+    content_type: str = "application/json"
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 599:
+            raise ProviderInputError(f"reply status must be 100-599, got {self.status!r}")
+        _header_items(self.headers)
+
+    def encoded(self) -> bytes:
+        """The body as it goes on the wire."""
+        if isinstance(self.body, (bytes, bytearray)):
+            return bytes(self.body)
+        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def header_items(self) -> Tuple[Tuple[str, str], ...]:
+        """The extra headers, validated."""
+        return _header_items(self.headers)
+
+
+@dataclass(frozen=True)
+class StreamReply:
+    """A streamed reply: each chunk is written and flushed on its own.
+
+    Over HTTP/1.1 each chunk is one chunk of the chunked encoding; over h2 one DATA
+    frame (or more, where flow control asks). With ``hang=True`` the response stays
+    open after the last chunk until the client goes away or the provider closes.
+    """
+
+    chunks: Sequence[bytes]
+    content_type: str = "text/event-stream"
+    status: int = 200
+    headers: Optional[Mapping[str, str]] = None
+    hang: bool = False
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 599:
+            raise ProviderInputError(f"reply status must be 100-599, got {self.status!r}")
+        for index, chunk in enumerate(self.chunks):
+            if not isinstance(chunk, (bytes, bytearray)):
+                raise ProviderInputError(
+                    f"StreamReply chunk {index} is {type(chunk).__name__}, not bytes; "
+                    "encode it first, e.g. with conformance.sse()"
+                )
+        _header_items(self.headers)
+
+    def header_items(self) -> Tuple[Tuple[str, str], ...]:
+        """The extra headers, validated."""
+        return _header_items(self.headers)
+
+
+@dataclass(frozen=True)
+class HangReply:
+    """A request that is never answered: no status line, no headers, until the client leaves."""
+
+
+Reply = Union[JsonReply, StreamReply, HangReply]
+
+#: A handler gets each request and returns a reply, or an awaitable of one.
+Handler = Callable[["RecordedRequest"], Union[Reply, Awaitable[Reply]]]
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the provider received it.
+
+    ``headers`` has lower-case names; a repeated header's values are joined with
+    ``", "``. ``json`` is the parsed body, or ``None`` where the body is empty or not
+    JSON. ``closed_at`` is set (``time.monotonic()``) when the client closed the
+    connection or, over h2, the stream.
+    """
+
+    method: str
+    path: str
+    query: str
+    headers: Dict[str, str]
+    body: bytes
+    http_version: str
+    json: Any = None
+    error: Optional[str] = None
+    received_at: float = field(default_factory=time.monotonic)
+    closed_at: Optional[float] = None
+    _closed: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.json is None and self.body:
+            try:
+                self.json = json.loads(self.body)
+            except (ValueError, UnicodeDecodeError):
+                self.json = None
+
+    @property
+    def params(self) -> Dict[str, str]:
+        """The query string parsed; a repeated name keeps its last value."""
+        return dict(parse_qsl(self.query, keep_blank_values=True))
+
+    @property
+    def target(self) -> str:
+        """Path and query as the request line had them."""
+        return f"{self.path}?{self.query}" if self.query else self.path
+
+    @property
+    def closed(self) -> bool:
+        """Whether the client has closed the connection (h2: the stream)."""
+        return self._closed.is_set()
+
+    def mark_closed(self) -> None:
+        """Record that the client went away; only the first call counts."""
+        if not self._closed.is_set():
+            self.closed_at = time.monotonic()
+            self._closed.set()
+
+    def wait_closed(self, timeout: Optional[float] = None) -> bool:
+        """Block until the client closes or ``timeout`` passes; return whether it closed."""
+        return self._closed.wait(timeout)
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.target} ({self.http_version})"

@@ -1,0 +1,140 @@
+"""The scenario table: what each case scripts and what the backend must do.
+
+Every scenario runs in ``chat`` and ``stream`` mode unless its row says otherwise.
+The wires decide *how* a provider says each scenario; this table says what a good
+backend makes of it, in words that go into failure messages and the docs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Tuple
+
+__all__ = ["MODES", "SCENARIOS", "Scenario"]
+
+#: ``chat`` calls ``backend.chat(request)``; ``stream`` iterates ``backend.chat_stream(request)``.
+MODES: Tuple[str, ...] = ("chat", "stream")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One row of :data:`SCENARIOS`."""
+
+    name: str
+    must: str
+    hint: str
+    modes: Tuple[str, ...] = MODES
+    #: The :data:`~conformance.contract.ERROR_KINDS` key the backend must raise, if any.
+    error_kind: Optional[str] = None
+    #: Only async backends get this case (task cancellation has no sync twin).
+    async_only: bool = False
+
+    @property
+    def method_stem(self) -> str:
+        """The scenario as it appears in a test method name: ``tool_call``."""
+        return self.name.replace("-", "_")
+
+
+def _error(name: str, kind: str, must: str, hint: str) -> Scenario:
+    return Scenario(name, must, hint, error_kind=kind)
+
+
+SCENARIOS: Mapping[str, Scenario] = {
+    row.name: row
+    for row in (
+        Scenario(
+            "text",
+            'return the fixture text with finish_reason "stop", no tool calls, and the usage '
+            "the provider reported",
+            "decode the stream as bytes and split events before decoding UTF-8; read usage "
+            "where the provider puts it",
+        ),
+        Scenario(
+            "tool-call",
+            'return one complete get_weather call (id, name, parsed arguments) as a "tool_calls" '
+            "turn",
+            "gather argument fragments per call until the call is complete, then parse them "
+            "as JSON once",
+        ),
+        Scenario(
+            "tool-call-with-stop",
+            'return the complete get_weather call as a "tool_calls" turn although the provider '
+            'said "stop"',
+            'some providers finish a tool turn with "stop": derive the finish reason from the '
+            "calls present",
+        ),
+        Scenario(
+            "truncated-tool-call",
+            'report "length" and drop the tool call cut off inside its arguments; in stream '
+            "mode never yield it",
+            "a call whose arguments do not parse, on a turn cut off by the token limit, is not "
+            "a call",
+        ),
+        Scenario(
+            "content-filter",
+            'report "content_filter" or "refusal", with no tool calls',
+            "map the provider's safety stop reason instead of passing it through or "
+            'calling it "stop"',
+        ),
+        Scenario(
+            "stream-error",
+            "yield the text streamed before the provider failed, then fail as a retryable "
+            "overloaded error",
+            "check every event for the provider's mid-stream error shape and raise after "
+            "yielding what came before",
+            modes=("stream",),
+            error_kind="overloaded",
+        ),
+        Scenario(
+            "abort",
+            "fail at once with the caller's abort reason and close the connection",
+            "race the read against request.signal and close the socket (or reset the h2 "
+            "stream) when it fires; raise signal.reason itself",
+        ),
+        Scenario(
+            "cancel",
+            "let CancelledError propagate unchanged and close the connection",
+            "do not swallow or wrap asyncio.CancelledError; close the connection in a finally",
+            async_only=True,
+        ),
+        _error(
+            "rate-limit",
+            "rate_limit",
+            "fail as a retryable rate_limit error with retry_after from the provider",
+            "read retry-after-ms, then retry-after (seconds), or the provider's own retry "
+            "delay field",
+        ),
+        _error(
+            "quota",
+            "quota",
+            "fail as a non-retryable quota error, even where the provider sends it as a 429",
+            "tell an exhausted quota from a rate limit by the error code or type in the body, "
+            "not by the status",
+        ),
+        _error(
+            "auth",
+            "auth",
+            "fail as a non-retryable auth error",
+            "map 401/403 and the provider's invalid-key errors to auth",
+        ),
+        _error(
+            "overloaded",
+            "overloaded",
+            "fail as a retryable overloaded error",
+            "map 503/529 and the provider's overloaded error types to overloaded",
+        ),
+        _error(
+            "server-error",
+            "server_error",
+            "fail as a retryable server_error",
+            "map 500 and other 5xx that are not overload to server_error",
+        ),
+        _error(
+            "context-overflow",
+            "context_overflow",
+            "fail as a non-retryable context_overflow error",
+            "recognise the provider's context-length error (a 400 with its own code or message) "
+            "before the generic 400 mapping",
+        ),
+    )
+}

@@ -1,0 +1,158 @@
+"""What every wire is made of: the :class:`Wire` base and the helpers wires share.
+
+Strategy: a wire is data plus small pure functions of ``(scenario, mode, request)``.
+It never awaits and never touches a socket; timing and disconnects are data
+(``StreamReply(hang=True)``, ``HangReply()``) that the fake provider carries out.
+Streams are cut with :func:`tcp_chunks` so that events, JSON strings and multi-byte
+UTF-8 characters straddle chunk boundaries the way TCP delivers them, the same way
+on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ..fixture import CONFORMANCE_FIXTURE
+from ..provider.replies import JsonReply, RecordedRequest, Reply
+
+__all__ = [
+    "Wire",
+    "dumps",
+    "provider_id",
+    "tcp_chunks",
+]
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def dumps(obj: Any) -> str:
+    """JSON as providers send it: compact, UTF-8 left as is."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM) -> str:
+    """An id shaped like a provider's own (``call_`` + 24 characters), the same for a seed.
+
+    Real clients reject or mishandle ids like ``call_1``; these look random but are
+    derived from ``seed`` so that a failure message is the same on every run.
+    """
+    digest = hashlib.sha256(seed.encode("utf-8")).digest()
+    while len(digest) < length:
+        digest += hashlib.sha256(digest).digest()
+    return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
+    """Cut a stream's bytes the way TCP might deliver them, deterministically.
+
+    The cuts fall at pseudo-random offsets derived from ``seed`` (1 to 48 bytes
+    apart), plus two that are always made: one inside the first multi-byte UTF-8
+    character and one inside the first JSON string value, so that a backend that
+    decodes or parses per chunk is caught.
+    """
+    data = b"".join(events)
+    if not data:
+        return []
+    cuts = set()
+    for index, byte in enumerate(data):
+        if byte >= 0xC0:  # the lead byte of a multi-byte character
+            cuts.add(index + 1)
+            break
+    quote = data.find(b'":"')
+    if quote != -1 and quote + 5 < len(data):
+        cuts.add(quote + 5)
+    digest = hashlib.sha256(seed.encode("utf-8")).digest()
+    position, counter = 0, 0
+    while True:
+        if counter >= len(digest):
+            digest = hashlib.sha256(digest).digest()
+            counter = 0
+        position += 1 + digest[counter] % 48
+        counter += 1
+        if position >= len(data):
+            break
+        cuts.add(position)
+    bounds = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+class Wire:
+    """One provider's wire format, as a fake provider answers it.
+
+    Subclasses set the class attributes and implement :meth:`is_generation`,
+    :meth:`wants_stream`, :meth:`reply` and :meth:`check_request`.
+    """
+
+    #: Short name used in case names and the command line: ``openai-chat``.
+    name: str = ""
+    #: What ``LLMError.provider`` is expected to say, informally: ``openai``.
+    provider: str = ""
+    #: The human title for docs and matrices.
+    title: str = ""
+    #: The id the tool call carries on this wire; ``None`` where the provider sends
+    #: none and the backend must make one up.
+    tool_call_id: Optional[str] = None
+    #: Scenarios this provider has no such case for, with the reason; ``reply``
+    #: answers ``None`` for them and the case is skipped with the reason.
+    unsupported: Mapping[str, str] = {}
+
+    def is_generation(self, request: RecordedRequest) -> bool:
+        """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
+        raise NotImplementedError
+
+    def wants_stream(self, request: RecordedRequest) -> bool:
+        """Whether the request asked for a streamed answer (flag, path or query)."""
+        raise NotImplementedError
+
+    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+        """The provider's answer to ``request`` in ``scenario``, or ``None`` if it has none.
+
+        The form (whole or streamed) follows the request, as the real provider's would;
+        ``mode`` only tells which case is running.
+        """
+        raise NotImplementedError
+
+    def aux_reply(self, request: RecordedRequest) -> Reply:
+        """The answer to a request that is not the generation call: a clear 404 by default."""
+        return JsonReply(
+            {
+                "error": {
+                    "message": (
+                        f"the {self.title or self.name} fake provider has no route for "
+                        f"{request.method} {request.path}; the generation call is what is "
+                        "scripted"
+                    ),
+                    "type": "not_found",
+                }
+            },
+            status=404,
+        )
+
+    def check_request(self, request: RecordedRequest, model: str) -> List[str]:
+        """Problems with the generation request: method, path, model, question and tool.
+
+        Each problem is one sentence saying what was expected and what came.
+        """
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def json_object(request: RecordedRequest, problems: List[str]) -> Dict[str, Any]:
+    """The request body as a JSON object, or ``{}`` after noting why it is not one."""
+    body = request.json
+    if isinstance(body, dict):
+        return body
+    if not request.body:
+        problems.append("expected a JSON body, got an empty body")
+    else:
+        problems.append(f"expected a JSON object body, got {request.body[:80]!r}")
+    return {}
+
+
+def fixture_tool_schema() -> Mapping[str, Any]:
+    """The ``get_weather`` parameters schema every wire expects to see sent."""
+    return CONFORMANCE_FIXTURE.tool_parameters
