@@ -97,6 +97,9 @@ class Wire:
     #: Scenarios this provider has no such case for, with the reason; ``reply``
     #: answers ``None`` for them and the case is skipped with the reason.
     unsupported: Mapping[str, str] = {}
+    #: The ``retry_after`` (seconds) a backend reports for ``rate-limit``; ``None``
+    #: where the provider sends no delay, and the backend must report none.
+    rate_limit_retry_after: Optional[float] = CONFORMANCE_FIXTURE.retry_after
 
     def is_generation(self, request: RecordedRequest) -> bool:
         """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
