@@ -68,7 +68,11 @@ class SSEDecoderTest(unittest.TestCase):
         ("empty data not dispatched", b"event: e\n\n", []),
         ("empty data line dispatched", b"data\n\n", [SSEEvent("message", "")]),
         ("event resets", b"event: a\ndata: 1\n\ndata: 2\n\n", [SSEEvent("a", "1"), SSEEvent("message", "2")]),
-        ("id persists", b"id: 7\ndata: a\n\ndata: b\n\n", [SSEEvent("message", "a", "7"), SSEEvent("message", "b", "7")]),
+        (
+            "id persists",
+            b"id: 7\ndata: a\n\ndata: b\n\n",
+            [SSEEvent("message", "a", "7"), SSEEvent("message", "b", "7")],
+        ),
         ("id with NUL ignored", b"id: a\0b\ndata: a\n\n", [SSEEvent("message", "a", None)]),
         ("unknown field and retry", b"retry: 10\nfoo: bar\ndata: x\n\n", [SSEEvent("message", "x")]),
         ("byte order mark", b"\xef\xbb\xbfdata: x\n\n", [SSEEvent("message", "x")]),
@@ -115,10 +119,14 @@ class SSEDecoderTest(unittest.TestCase):
 
     def test_round_trip_from_encoder(self) -> None:
         """What sse() writes reads back as the same events."""
+
+        def compact(value: Any) -> str:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
         values: list[tuple[Any, str | None]] = [("a\nb", None), ({"x": "\u00e9"}, "delta"), ("", "e")]
         data = b"".join(sse(value, event=event) for value, event in values)
         expected = [
-            SSEEvent(event or "message", value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+            SSEEvent(event or "message", value if isinstance(value, str) else compact(value))
             for value, event in values
         ]
         for how, feed in STRATEGIES:
@@ -198,13 +206,14 @@ EVERY_HEADER_TYPE_DECODED = {
     for name, value in EVERY_HEADER_TYPE.items()
 }
 
+MESSAGE_START = {":message-type": "event", ":event-type": "messageStart", ":content-type": "application/json"}
 MESSAGES = [
-    ({":message-type": "event", ":event-type": "messageStart", ":content-type": "application/json"}, b'{"role":"assistant"}'),
+    (MESSAGE_START, b'{"role":"assistant"}'),
     (EVERY_HEADER_TYPE, "\u00e9\U0001f600".encode()),
     ({}, b""),
 ]
 EXPECTED = [
-    EventStreamMessage(headers={":message-type": "event", ":event-type": "messageStart", ":content-type": "application/json"}, payload=b'{"role":"assistant"}'),
+    EventStreamMessage(headers=MESSAGE_START, payload=b'{"role":"assistant"}'),
     EventStreamMessage(headers=EVERY_HEADER_TYPE_DECODED, payload="\u00e9\U0001f600".encode()),
     EventStreamMessage(headers={}, payload=b""),
 ]
