@@ -1,0 +1,397 @@
+"""Anthropic Messages: ``POST {base}/v1/messages``, whole or as SSE with ``event:`` names.
+
+Reference: https://docs.anthropic.com/en/api/messages,
+https://docs.anthropic.com/en/docs/build-with-claude/streaming and
+https://docs.anthropic.com/en/api/errors. The shapes below are the ones
+anthropic-python 1.x and 2.x were seen to accept (``anthropic/types``).
+
+A whole reply is one ``message`` with ``content`` blocks (``text``, ``tool_use`` whose
+``input`` is already an object) and a ``stop_reason``: ``end_turn``, ``tool_use``,
+``max_tokens``, ``refusal`` (with ``stop_details``).
+
+A streamed reply is SSE events whose ``event:`` name equals ``data.type`` (the SDK
+drops events without the name)::
+
+    message_start            (the message, empty content, usage.input_tokens)
+    ping
+    content_block_start      (index, a text block or a tool_use block with input {})
+      content_block_delta ...  (text_delta.text or input_json_delta.partial_json)
+    content_block_stop
+    message_delta            (delta.stop_reason, usage.output_tokens)
+    message_stop
+
+Usage is split: ``input_tokens`` in ``message_start``, the final ``output_tokens`` in
+``message_delta``. A failure after the 200 is ``event: error`` with an
+``overloaded_error`` body, the in-stream twin of a 529.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Mapping, Optional
+
+from ..encoders import sse
+from ..fixture import CONFORMANCE_FIXTURE as FX
+from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+
+__all__ = ["AnthropicWire", "anthropic_wire"]
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+MESSAGE_ID = provider_id("msg_01", "anthropic/message", 22, _BASE62)
+TOOL_USE_ID = provider_id("toolu_01", "anthropic/tool-use", 22, _BASE62)
+REQUEST_ID = provider_id("req_011C", "anthropic/request", 20, _BASE62)
+
+REFUSAL_EXPLANATION = "This request was declined by the model's safety policies."
+OVERLOADED_MESSAGE = "Overloaded"
+
+
+def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    headers = {
+        "request-id": REQUEST_ID,
+        "anthropic-organization-id": "1f5d2c8e-6a0b-4c1d-9e3f-7a2b4c6d8e0f",
+    }
+    headers.update(extra or {})
+    return headers
+
+
+def _start_usage() -> Dict[str, Any]:
+    # message_start carries the input side; output_tokens is a placeholder there.
+    return {
+        "input_tokens": FX.usage.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
+
+
+def _usage() -> Dict[str, Any]:
+    return {**_start_usage(), "output_tokens": FX.usage.output_tokens}
+
+
+def _pieces(text: str, count: int) -> List[str]:
+    step = max(1, -(-len(text) // count))
+    return [text[start : start + step] for start in range(0, len(text), step)]
+
+
+# -- whole replies: message ----------------------------------------------------------------
+
+
+def text_block(text: str) -> Dict[str, Any]:
+    """A ``text`` content block."""
+    return {"type": "text", "text": text}
+
+
+def tool_use_block(input_: Mapping[str, Any]) -> Dict[str, Any]:
+    """A ``tool_use`` content block: ``input`` is an object, not a JSON string."""
+    return {"type": "tool_use", "id": TOOL_USE_ID, "name": FX.tool_name, "input": dict(input_)}
+
+
+def refusal_stop_details() -> Dict[str, Any]:
+    """The ``stop_details`` of a ``refusal`` stop."""
+    return {"type": "refusal", "category": None, "explanation": REFUSAL_EXPLANATION}
+
+
+def message(
+    model: str,
+    content: List[Dict[str, Any]],
+    stop_reason: Optional[str],
+    usage: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """A ``message`` object, whole or (empty, no stop reason) inside ``message_start``."""
+    body: Dict[str, Any] = {
+        "id": MESSAGE_ID,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage if usage is not None else _usage(),
+    }
+    if stop_reason == "refusal":
+        body["stop_details"] = refusal_stop_details()
+    return body
+
+
+# -- streamed replies: the event:-named stream -----------------------------------------------
+
+
+class _Events:
+    """Builds the events of one streamed message."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.events: List[bytes] = []
+        self.index = 0
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        self.events.append(sse(dumps({"type": type_, **fields}), event=type_))
+
+    def message_start(self) -> None:
+        self.emit("message_start", message=message(self.model, [], None, _start_usage()))
+        self.emit("ping")
+
+    def text(self, text: str, pieces: int = 4, stop: bool = True) -> None:
+        self.emit("content_block_start", index=self.index, content_block=text_block(""))
+        for piece in _pieces(text, pieces):
+            delta = {"type": "text_delta", "text": piece}
+            self.emit("content_block_delta", index=self.index, delta=delta)
+        if stop:
+            self.content_block_stop()
+
+    def tool_use(self, partial_json: str, pieces: int = 4, stop: bool = True) -> None:
+        self.emit("content_block_start", index=self.index, content_block=tool_use_block({}))
+        # Anthropic opens a tool_use block with an empty fragment before the real ones.
+        for piece in ["", *_pieces(partial_json, pieces)]:
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            self.emit("content_block_delta", index=self.index, delta=delta)
+        if stop:
+            self.content_block_stop()
+
+    def content_block_stop(self) -> None:
+        self.emit("content_block_stop", index=self.index)
+        self.index += 1
+
+    def message_delta(self, stop_reason: str) -> None:
+        delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
+        if stop_reason == "refusal":
+            delta["stop_details"] = refusal_stop_details()
+        self.emit("message_delta", delta=delta, usage={"output_tokens": FX.usage.output_tokens})
+        self.emit("message_stop")
+
+    def error(self, type_: str, message_: str) -> None:
+        body = {"type": "error", "error": {"type": type_, "message": message_}}
+        self.events.append(sse(dumps({**body, "request_id": REQUEST_ID}), event="error"))
+
+    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        return StreamReply(
+            tcp_chunks(self.events, seed),
+            content_type="text/event-stream; charset=utf-8",
+            headers=_headers({"cache-control": "no-cache"}),
+            hang=hang,
+        )
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+#: scenario -> (status, error.type, message, error.details or None, extra headers)
+ERRORS: Mapping[str, Any] = {
+    "rate-limit": (
+        429,
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization of 50 requests per "
+        "minute. For details, refer to: https://docs.claude.com/en/api/rate-limits.",
+        None,
+        {
+            "retry-after": "7",
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": "2025-11-29T08:00:07Z",
+        },
+    ),
+    # A spend limit reached is a 429 too, told apart only by details.error_code; it
+    # comes without retry-after because waiting a minute does not help.
+    "quota": (
+        429,
+        "rate_limit_error",
+        "You have reached your specified API usage limits. You will regain access on "
+        "2026-01-01 at 00:00 UTC.",
+        {"error_code": "enforced_spend_limit_reached"},
+        {},
+    ),
+    "auth": (401, "authentication_error", "invalid x-api-key", None, {}),
+    "overloaded": (529, "overloaded_error", OVERLOADED_MESSAGE, None, {}),
+    "server-error": (500, "api_error", "Internal server error", None, {}),
+    "context-overflow": (
+        400,
+        "invalid_request_error",
+        "prompt is too long: 208310 tokens > 200000 maximum",
+        None,
+        {},
+    ),
+}
+
+
+def error_reply(scenario: str) -> JsonReply:
+    """The error body and headers Anthropic answers ``scenario`` with."""
+    status, type_, message_, details, extra = ERRORS[scenario]
+    error: Dict[str, Any] = {"type": type_, "message": message_}
+    if details is not None:
+        error["details"] = details
+    body = {"type": "error", "error": error, "request_id": REQUEST_ID}
+    return JsonReply(body, status=status, headers=_headers(extra))
+
+
+# -- the wire ----------------------------------------------------------------------------------
+
+
+class AnthropicWire(Wire):
+    """Anthropic Messages, whole and streamed."""
+
+    name = "anthropic"
+    provider = "anthropic"
+    title = "Anthropic Messages"
+    tool_call_id = TOOL_USE_ID
+
+    def is_generation(self, request: RecordedRequest) -> bool:
+        return request.method == "POST" and request.path.endswith("/v1/messages")
+
+    def wants_stream(self, request: RecordedRequest) -> bool:
+        return isinstance(request.json, dict) and request.json.get("stream") is True
+
+    def aux_reply(self, request: RecordedRequest) -> Reply:
+        # client.messages.count_tokens(): POST /v1/messages/count_tokens
+        if request.method == "POST" and request.path.endswith("/v1/messages/count_tokens"):
+            return JsonReply({"input_tokens": FX.usage.input_tokens}, headers=_headers())
+        return JsonReply(
+            {
+                "type": "error",
+                "error": {
+                    "type": "not_found_error",
+                    "message": (
+                        f"the {self.title} fake provider has no route for {request.method} "
+                        f"{request.path}; POST /v1/messages is what is scripted"
+                    ),
+                },
+                "request_id": REQUEST_ID,
+            },
+            status=404,
+            headers=_headers(),
+        )
+
+    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+        body = request.json if isinstance(request.json, dict) else {}
+        model = str(body.get("model") or "conformance-model")
+        if scenario in ERRORS:
+            return error_reply(scenario)
+        if not self.wants_stream(request):
+            return self._whole(scenario, model)
+        return self._stream(scenario, model)
+
+    def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        if scenario == "text":
+            body = message(model, [text_block(FX.text)], "end_turn")
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            stop = "tool_use" if scenario == "tool-call" else "end_turn"
+            body = message(model, [tool_use_block(FX.tool_arguments)], stop)
+        elif scenario == "truncated-tool-call":
+            # Cut off inside the arguments: the block is there, its input is not to be trusted.
+            content = [text_block(FX.preamble), tool_use_block({})]
+            body = message(model, content, "max_tokens")
+        elif scenario == "content-filter":
+            body = message(model, [], "refusal")
+        elif scenario in ("abort", "cancel"):
+            return HangReply()
+        elif scenario == "stream-error":
+            # A whole reply cannot fail halfway: the provider fails the request instead.
+            return error_reply("overloaded")
+        else:
+            return None
+        return JsonReply(body, headers=_headers())
+
+    def _stream(self, scenario: str, model: str) -> Optional[Reply]:
+        seed = f"{self.name}/{scenario}"
+        out = _Events(model)
+        out.message_start()
+        if scenario == "text":
+            out.text(FX.text)
+            out.message_delta("end_turn")
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            out.tool_use(json.dumps(dict(FX.tool_arguments), ensure_ascii=False))
+            out.message_delta("tool_use" if scenario == "tool-call" else "end_turn")
+        elif scenario == "truncated-tool-call":
+            out.text(FX.preamble, pieces=2)
+            out.tool_use('{"city": "Par', pieces=2)
+            out.message_delta("max_tokens")
+        elif scenario == "content-filter":
+            out.message_delta("refusal")
+        elif scenario == "stream-error":
+            out.text(FX.partial_text, pieces=3, stop=False)
+            out.error("overloaded_error", OVERLOADED_MESSAGE)
+        elif scenario in ("abort", "cancel"):
+            out.text(FX.partial_text, pieces=2, stop=False)
+            return out.reply(seed, hang=True)
+        else:
+            return None
+        return out.reply(seed)
+
+    def check_request(self, request: RecordedRequest, model: str) -> List[str]:
+        problems: List[str] = []
+        if request.method != "POST":
+            problems.append(f"expected POST, got {request.method}")
+        if not request.path.endswith("/v1/messages"):
+            problems.append(f"expected a path ending in /v1/messages, got {request.path}")
+        problems.extend(_check_headers(request.headers))
+        body = json_object(request, problems)
+        if not body:
+            return problems
+        if body.get("model") != model:
+            problems.append(f"expected model {model!r}, got {body.get('model')!r}")
+        max_tokens = body.get("max_tokens")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            problems.append(f"expected max_tokens, a positive integer Anthropic requires, got {max_tokens!r}")
+        problems.extend(_check_messages(body.get("messages")))
+        problems.extend(_check_tools(body.get("tools")))
+        return problems
+
+
+def _check_headers(headers: Mapping[str, str]) -> List[str]:
+    problems: List[str] = []
+    if not headers.get("anthropic-version"):
+        problems.append("expected an anthropic-version header (any version, e.g. 2023-06-01), got none")
+    bearer = headers.get("authorization", "").lower().startswith("bearer ")
+    if not headers.get("x-api-key") and not bearer:
+        problems.append(
+            "expected an x-api-key header or Authorization: Bearer, got neither "
+            f"(authorization={headers.get('authorization')!r})"
+        )
+    return problems
+
+
+def _text_of(content: Any) -> Optional[str]:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        strings = [t for t in texts if isinstance(t, str)]
+        if strings and len(strings) == len(texts):
+            return "".join(strings)
+    return None
+
+
+def _check_messages(messages: Any) -> List[str]:
+    if not isinstance(messages, list) or not messages:
+        return [f"expected messages to be a non-empty list, got {messages!r}"]
+    problems: List[str] = []
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    if "system" in roles:
+        problems.append(
+            'expected the system prompt in the top-level "system" field, got a message with '
+            'role "system" (Anthropic rejects it with a 400)'
+        )
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if not any(_text_of(m.get("content")) == FX.question for m in users):
+        got = [_text_of(m.get("content")) for m in users]
+        problems.append(f"expected a user message {FX.question!r}, got user messages {got!r}")
+    return problems
+
+
+def _check_tools(tools: Any) -> List[str]:
+    if not isinstance(tools, list):
+        return [f"expected tools to list get_weather, got {tools!r}"]
+    named = [t for t in tools if isinstance(t, dict) and t.get("name") == FX.tool_name]
+    if not named:
+        names = [t.get("name") if isinstance(t, dict) else t for t in tools]
+        return [
+            f'expected a tool {{"name": "get_weather", "input_schema": {{...}}}}, got tool names {names!r}'
+        ]
+    schema = named[0].get("input_schema")
+    if schema != dict(fixture_tool_schema()):
+        hint = " (Anthropic names it input_schema, not parameters)" if schema is None else ""
+        return [f"expected get_weather input_schema {dict(fixture_tool_schema())!r}, got {schema!r}{hint}"]
+    return []
+
+
+anthropic_wire = AnthropicWire()

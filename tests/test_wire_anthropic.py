@@ -1,0 +1,289 @@
+"""Tests of the Anthropic Messages wire: shapes, forms, streams and the request check."""
+
+from __future__ import annotations
+
+import json
+import unittest
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from conformance.fixture import CONFORMANCE_FIXTURE as FX
+from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
+from conformance.reference._decoders import SSEDecoder
+from conformance.scenarios import SCENARIOS
+from conformance.wires.anthropic import MESSAGE_ID, TOOL_USE_ID
+from conformance.wires.anthropic import anthropic_wire as wire
+
+MODEL = "conformance-model"
+HEADERS = {"x-api-key": "test", "anthropic-version": "2023-06-01", "content-type": "application/json"}
+
+
+def recorded(
+    body: Any, path: str = "/v1/messages", headers: Optional[Mapping[str, str]] = None
+) -> RecordedRequest:
+    raw = json.dumps(body).encode("utf-8") if body is not None else b""
+    return RecordedRequest("POST", path, "", dict(HEADERS if headers is None else headers), raw, "HTTP/1.1")
+
+
+def good_body(stream: bool = False) -> Dict[str, Any]:
+    body: Dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": FX.max_tokens,
+        "system": FX.system,
+        "messages": [{"role": "user", "content": FX.question}],
+        "tools": [
+            {
+                "name": FX.tool_name,
+                "description": FX.tool_description,
+                "input_schema": dict(FX.tool_parameters),
+            }
+        ],
+    }
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def whole(scenario: str) -> JsonReply:
+    reply = wire.reply(scenario, "chat", recorded(good_body()))
+    assert isinstance(reply, JsonReply), reply
+    return reply
+
+
+def streamed(scenario: str) -> StreamReply:
+    reply = wire.reply(scenario, "stream", recorded(good_body(stream=True)))
+    assert isinstance(reply, StreamReply), reply
+    return reply
+
+
+def events(reply: StreamReply) -> List[Tuple[str, Dict[str, Any]]]:
+    decoder = SSEDecoder()
+    out = []
+    for chunk in reply.chunks:
+        for event in decoder.feed(chunk):
+            out.append((event.event, json.loads(event.data)))
+    return out
+
+
+def deltas(items: List[Tuple[str, Dict[str, Any]]], kind: str) -> str:
+    field = "text" if kind == "text_delta" else "partial_json"
+    return "".join(
+        d["delta"][field] for e, d in items if e == "content_block_delta" and d["delta"]["type"] == kind
+    )
+
+
+class AnthropicWireTest(unittest.TestCase):
+    def test_every_scenario_answers_in_both_forms(self) -> None:
+        """Every scenario has a whole and a streamed answer; none is unsupported."""
+        self.assertEqual(dict(wire.unsupported), {})
+        for name in SCENARIOS:
+            for stream in (False, True):
+                with self.subTest(scenario=name, stream=stream):
+                    reply = wire.reply(name, "stream" if stream else "chat", recorded(good_body(stream)))
+                    self.assertIsNotNone(reply)
+
+    def test_ids_look_like_anthropic_ids(self) -> None:
+        """Ids are toolu_01 and msg_01 plus 22 characters, the same on every run."""
+        self.assertRegex(TOOL_USE_ID, r"^toolu_01[A-Za-z0-9]{22}$")
+        self.assertRegex(MESSAGE_ID, r"^msg_01[A-Za-z0-9]{22}$")
+        self.assertEqual(wire.tool_call_id, TOOL_USE_ID)
+
+    def test_whole_stop_reasons(self) -> None:
+        """Each whole turn carries Anthropic's own stop_reason."""
+        table = {
+            "text": "end_turn",
+            "tool-call": "tool_use",
+            "tool-call-with-stop": "end_turn",
+            "truncated-tool-call": "max_tokens",
+            "content-filter": "refusal",
+        }
+        for name, stop in table.items():
+            with self.subTest(scenario=name):
+                body = whole(name).body
+                self.assertEqual(body["type"], "message")
+                self.assertEqual(body["stop_reason"], stop)
+                self.assertEqual(body["usage"]["input_tokens"], FX.usage.input_tokens)
+                self.assertEqual(body["usage"]["output_tokens"], FX.usage.output_tokens)
+
+    def test_whole_text_and_tool_use_blocks(self) -> None:
+        """Text is a text block; a call is a tool_use block whose input is an object."""
+        self.assertEqual(whole("text").body["content"], [{"type": "text", "text": FX.text}])
+        for name in ("tool-call", "tool-call-with-stop"):
+            with self.subTest(scenario=name):
+                (block,) = whole(name).body["content"]
+                self.assertEqual(
+                    block,
+                    {
+                        "type": "tool_use",
+                        "id": TOOL_USE_ID,
+                        "name": FX.tool_name,
+                        "input": dict(FX.tool_arguments),
+                    },
+                )
+
+    def test_whole_refusal_has_stop_details(self) -> None:
+        """A refusal carries stop_details of type refusal."""
+        self.assertEqual(whole("content-filter").body["stop_details"]["type"], "refusal")
+
+    def test_errors_have_status_and_type(self) -> None:
+        """Each failure answers Anthropic's error body with its status and request-id."""
+        table = {
+            "rate-limit": (429, "rate_limit_error"),
+            "quota": (429, "rate_limit_error"),
+            "auth": (401, "authentication_error"),
+            "overloaded": (529, "overloaded_error"),
+            "server-error": (500, "api_error"),
+            "context-overflow": (400, "invalid_request_error"),
+        }
+        for name, (status, type_) in table.items():
+            for stream in (False, True):
+                with self.subTest(scenario=name, stream=stream):
+                    reply = wire.reply(name, "chat", recorded(good_body(stream)))
+                    assert isinstance(reply, JsonReply)
+                    self.assertEqual(reply.status, status)
+                    self.assertEqual(reply.body["type"], "error")
+                    self.assertEqual(reply.body["error"]["type"], type_)
+                    self.assertIn("request-id", dict(reply.headers or {}))
+        self.assertEqual(float(dict(whole("rate-limit").headers or {})["retry-after"]), FX.retry_after)
+        quota = whole("quota")
+        self.assertEqual(quota.body["error"]["details"], {"error_code": "enforced_spend_limit_reached"})
+        self.assertNotIn("retry-after", dict(quota.headers or {}))
+
+    def test_abort_hangs_in_both_forms(self) -> None:
+        """Abort never answers whole, and streams some text then hangs."""
+        self.assertIsInstance(wire.reply("abort", "chat", recorded(good_body())), HangReply)
+        reply = streamed("abort")
+        self.assertTrue(reply.hang)
+        text = deltas(events(reply), "text_delta")
+        self.assertTrue(text and FX.partial_text.startswith(text))
+
+    def test_stream_events_are_named_after_their_type(self) -> None:
+        """Every event has an event: line equal to data.type, and streams start with message_start."""
+        for name in SCENARIOS:
+            reply = wire.reply(name, "stream", recorded(good_body(stream=True)))
+            if not isinstance(reply, StreamReply):
+                continue
+            with self.subTest(scenario=name):
+                items = events(reply)
+                self.assertEqual([e for e, _ in items[:2]], ["message_start", "ping"])
+                for event, data in items:
+                    self.assertEqual(event, data["type"])
+
+    def test_stream_usage_is_split_between_start_and_delta(self) -> None:
+        """Input tokens come in message_start, the output tokens in message_delta."""
+        items = events(streamed("text"))
+        start = items[0][1]["message"]["usage"]
+        delta = next(d for e, d in items if e == "message_delta")
+        self.assertEqual(start["input_tokens"], FX.usage.input_tokens)
+        self.assertEqual(delta["usage"], {"output_tokens": FX.usage.output_tokens})
+        self.assertEqual(items[-1][0], "message_stop")
+
+    def test_stream_text_deltas_join_to_the_text(self) -> None:
+        """The text_delta pieces join to the fixture text inside one block."""
+        items = events(streamed("text"))
+        self.assertEqual(deltas(items, "text_delta"), FX.text)
+        self.assertEqual(
+            next(d for e, d in items if e == "message_delta")["delta"]["stop_reason"], "end_turn"
+        )
+
+    def test_stream_tool_use_arrives_as_input_json_deltas(self) -> None:
+        """The partial_json pieces join to the arguments; the stop reason differs per scenario."""
+        for name, stop in (("tool-call", "tool_use"), ("tool-call-with-stop", "end_turn")):
+            with self.subTest(scenario=name):
+                items = events(streamed(name))
+                start = next(d for e, d in items if e == "content_block_start")
+                self.assertEqual(start["content_block"]["id"], TOOL_USE_ID)
+                self.assertEqual(start["content_block"]["input"], {})
+                self.assertEqual(json.loads(deltas(items, "input_json_delta")), dict(FX.tool_arguments))
+                self.assertEqual(
+                    next(d for e, d in items if e == "message_delta")["delta"]["stop_reason"], stop
+                )
+
+    def test_stream_truncated_tool_use_stops_for_max_tokens(self) -> None:
+        """A cut-off stream's input does not parse and the stop reason is max_tokens."""
+        items = events(streamed("truncated-tool-call"))
+        self.assertEqual(deltas(items, "text_delta"), FX.preamble)
+        with self.assertRaises(ValueError):
+            json.loads(deltas(items, "input_json_delta"))
+        self.assertEqual(
+            next(d for e, d in items if e == "message_delta")["delta"]["stop_reason"], "max_tokens"
+        )
+
+    def test_stream_refusal(self) -> None:
+        """A refused stream stops for refusal with stop_details."""
+        delta = next(d for e, d in events(streamed("content-filter")) if e == "message_delta")["delta"]
+        self.assertEqual(delta["stop_reason"], "refusal")
+        self.assertEqual(delta["stop_details"]["type"], "refusal")
+
+    def test_stream_error_is_an_overloaded_error_event(self) -> None:
+        """The partial text comes first, then event: error with overloaded_error, and nothing after."""
+        items = events(streamed("stream-error"))
+        self.assertEqual(deltas(items, "text_delta"), FX.partial_text)
+        self.assertEqual(items[-1][0], "error")
+        self.assertEqual(items[-1][1]["error"]["type"], "overloaded_error")
+
+    def test_stream_chunks_cut_inside_a_character(self) -> None:
+        """Some chunk of the text stream ends inside a multi-byte UTF-8 character."""
+        cut = False
+        for chunk in streamed("text").chunks:
+            try:
+                chunk.decode("utf-8")
+            except UnicodeDecodeError:
+                cut = True
+        self.assertTrue(cut)
+
+    def test_stream_decodes_the_same_byte_by_byte(self) -> None:
+        """Fed one byte at a time the stream decodes to the same events."""
+        reply = streamed("tool-call")
+        decoder = SSEDecoder()
+        data = b"".join(reply.chunks)
+        one_by_one = [e for i in range(len(data)) for e in decoder.feed(data[i : i + 1])]
+        self.assertEqual([(e.event, json.loads(e.data)) for e in one_by_one], events(reply))
+
+    def test_aux_reply_answers_count_tokens_and_404s_the_rest(self) -> None:
+        """count_tokens gets a plausible answer; any other path a 404 in Anthropic's error shape."""
+        count = wire.aux_reply(recorded({}, "/v1/messages/count_tokens"))
+        assert isinstance(count, JsonReply)
+        self.assertEqual(count.body, {"input_tokens": FX.usage.input_tokens})
+        missing = wire.aux_reply(recorded({}, "/v1/other"))
+        assert isinstance(missing, JsonReply)
+        self.assertEqual((missing.status, missing.body["error"]["type"]), (404, "not_found_error"))
+        self.assertFalse(wire.is_generation(recorded({}, "/v1/messages/count_tokens")))
+
+    def test_check_request_accepts_either_auth_and_any_version(self) -> None:
+        """x-api-key or Authorization: Bearer, any anthropic-version, string or block content pass."""
+        header_sets = [
+            HEADERS,
+            {"authorization": "Bearer test", "anthropic-version": "2026-10-21"},
+        ]
+        for headers in header_sets:
+            with self.subTest(headers=headers):
+                self.assertEqual(wire.check_request(recorded(good_body(), headers=headers), MODEL), [])
+        blocks = {
+            **good_body(),
+            "messages": [{"role": "user", "content": [{"type": "text", "text": FX.question}]}],
+        }
+        self.assertEqual(wire.check_request(recorded(blocks), MODEL), [])
+
+    def test_check_request_names_each_problem(self) -> None:
+        """Missing headers, max_tokens, a system message or the OpenAI tool shape each give a sentence."""
+        openai_tool = [{"name": FX.tool_name, "parameters": dict(FX.tool_parameters)}]
+        system_message = [{"role": "system", "content": FX.system}, {"role": "user", "content": FX.question}]
+        table = [
+            (recorded(good_body(), headers={"x-api-key": "test"}), "anthropic-version"),
+            (recorded(good_body(), headers={"anthropic-version": "2023-06-01"}), "x-api-key"),
+            (recorded(good_body(), "/v1/chat/completions"), "/v1/messages"),
+            (recorded({**good_body(), "model": "other"}), "expected model"),
+            (recorded({k: v for k, v in good_body().items() if k != "max_tokens"}), "max_tokens"),
+            (recorded({**good_body(), "messages": system_message}), "top-level"),
+            (recorded({**good_body(), "messages": [{"role": "user", "content": "hi"}]}), "user message"),
+            (recorded({**good_body(), "tools": openai_tool}), "input_schema, not parameters"),
+        ]
+        for request, needle in table:
+            with self.subTest(needle=needle):
+                problems = wire.check_request(request, MODEL)
+                self.assertEqual(len(problems), 1, problems)
+                self.assertIn(needle, problems[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
