@@ -1,0 +1,555 @@
+"""Gemini API: ``POST /v1beta/models/{model}:generateContent``, whole or as SSE.
+
+Reference: https://ai.google.dev/api/generate-content (``GenerateContentResponse``,
+``Candidate``, ``Part``, ``FunctionCall``, ``UsageMetadata``) and
+https://ai.google.dev/gemini-api/docs/troubleshooting (the error statuses). The shapes
+below are the ones google-genai 3.x was seen to accept (``google/genai/types.py``).
+Both ``/v1/`` and ``/v1beta/`` are served: google-genai 3.x defaults to ``v1``, older
+releases and most REST clients to ``v1beta``.
+
+The model is named in the path, not in the body. The API key comes in the
+``x-goog-api-key`` header or the ``?key=`` query parameter.
+
+A streamed reply is ``:streamGenerateContent?alt=sse``: ``data:`` events, each one a
+whole ``GenerateContentResponse`` with the next text delta, no ``event:`` names and no
+``[DONE]``; the stream simply ends. Events end with CRLF CRLF, as Google's front end
+writes them. ``usageMetadata`` rides on every event and the last one counts; only the
+last candidate carries ``finishReason``. Function calls are never split: one part holds
+the whole ``functionCall`` with its ``args`` object. A tool turn finishes with
+``finishReason: "STOP"``, never with a tool-specific reason. A failure after the 200 is
+a ``data:`` event whose object is ``{"error": {"code", "message", "status"}}`` (a
+``google.rpc.Status``), and the stream ends there.
+
+Without ``alt=sse`` the streaming method answers one JSON array, written element by
+element; the wire serves that form too, since a backend that forgot the query meets it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..fixture import CONFORMANCE_FIXTURE as FX
+from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+
+__all__ = ["GeminiWire", "gemini_wire"]
+
+#: ``/{version}/models/{model}:{method}``, after whatever base path a gateway adds.
+GENERATE_PATH = re.compile(
+    r"/(?P<version>v1|v1beta)/models/(?P<model>[^/:]+):"
+    r"(?P<method>generateContent|streamGenerateContent)$"
+)
+MODEL_PATH = re.compile(r"/(?P<version>v1|v1beta)/models/(?P<model>[^/:]+)(?::countTokens)?$")
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
+RESPONSE_ID = provider_id("", "gemini/response", 23)
+#: The id Gemini 3 models put on a ``functionCall``; Gemini 2.x sends none.
+FUNCTION_CALL_ID = provider_id("", "gemini/function-call", 8, _LOWER)
+#: An opaque ``thoughtSignature`` (base64, as the SDK insists) beside the call.
+THOUGHT_SIGNATURE = base64.b64encode(hashlib.sha256(b"gemini/thought-signature").digest() * 2).decode("ascii")
+
+OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
+
+
+def _usage(final: bool = True) -> Dict[str, Any]:
+    """``usageMetadata``: on the events before the last only the prompt is counted."""
+    u = FX.usage
+    if not final:
+        return {
+            "promptTokenCount": u.input_tokens,
+            "totalTokenCount": u.input_tokens,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": u.input_tokens}],
+        }
+    return {
+        "promptTokenCount": u.input_tokens,
+        "candidatesTokenCount": u.output_tokens,
+        "totalTokenCount": u.total_tokens,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": u.input_tokens}],
+    }
+
+
+def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    headers = {
+        "vary": "Origin, X-Origin, Referer",
+        "server": "scaffolding on HTTPServer2",
+        "server-timing": "gfet4t7; dur=412",
+        "x-content-type-options": "nosniff",
+    }
+    headers.update(extra or {})
+    return headers
+
+
+def _pretty(body: Any) -> bytes:
+    # Google's front end indents whole JSON bodies by two spaces; SSE events stay on one line.
+    return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8")
+
+
+# -- parts and candidates ----------------------------------------------------------------
+
+
+def text_part(text: str) -> Dict[str, Any]:
+    """A ``Part`` holding text."""
+    return {"text": text}
+
+
+def function_call_part(with_id: bool) -> Dict[str, Any]:
+    """A ``Part`` holding the whole ``functionCall``.
+
+    Gemini 3 models give the call an ``id`` and a ``thoughtSignature`` sibling that the
+    client must echo back; Gemini 2.x models send neither.
+    """
+    call: Dict[str, Any] = {"name": FX.tool_name, "args": dict(FX.tool_arguments)}
+    if with_id:
+        return {"functionCall": {"id": FUNCTION_CALL_ID, **call}, "thoughtSignature": THOUGHT_SIGNATURE}
+    return {"functionCall": call}
+
+
+def candidate(
+    parts: Optional[Sequence[Dict[str, Any]]], finish_reason: Optional[str] = None
+) -> Dict[str, Any]:
+    """A ``Candidate``; ``parts=None`` leaves out ``content`` (a blocked output)."""
+    body: Dict[str, Any] = {}
+    if parts is not None:
+        body["content"] = {"parts": list(parts), "role": "model"}
+    if finish_reason is not None:
+        body["finishReason"] = finish_reason
+    if finish_reason == "SAFETY":
+        body["safetyRatings"] = [
+            {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
+            {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
+        ]
+    body["index"] = 0
+    return body
+
+
+def generate_content_response(
+    model: str, candidates: Optional[List[Dict[str, Any]]], final: bool = True, **extra: Any
+) -> Dict[str, Any]:
+    """A ``GenerateContentResponse``; ``candidates=None`` is a blocked prompt."""
+    body: Dict[str, Any] = {}
+    if candidates is not None:
+        body["candidates"] = candidates
+    body.update(extra)
+    body["usageMetadata"] = _usage(final)
+    body["modelVersion"] = model
+    body["responseId"] = RESPONSE_ID
+    return body
+
+
+def prompt_blocked(model: str) -> Dict[str, Any]:
+    """The prompt was refused: ``promptFeedback.blockReason`` and no ``candidates`` at all."""
+    return generate_content_response(model, None, promptFeedback={"blockReason": "PROHIBITED_CONTENT"})
+
+
+# -- streamed replies ----------------------------------------------------------------------
+
+
+class _Events:
+    """Builds the events of one ``:streamGenerateContent`` answer."""
+
+    def __init__(self, model: str, sse: bool) -> None:
+        self.model = model
+        self.sse = sse
+        self.bodies: List[Dict[str, Any]] = []
+
+    def response(self, parts: Optional[List[Dict[str, Any]]], finish: Optional[str] = None) -> None:
+        final = finish is not None
+        self.bodies.append(generate_content_response(self.model, [candidate(parts, finish)], final=final))
+
+    def text(self, text: str, pieces: int = 4, finish: Optional[str] = None) -> None:
+        step = max(1, -(-len(text) // pieces))
+        starts = list(range(0, len(text), step))
+        for start in starts:
+            last = start == starts[-1]
+            self.response([text_part(text[start : start + step])], finish if last else None)
+
+    def error(self, code: int, status: str, message: str) -> None:
+        self.bodies.append({"error": {"code": code, "message": message, "status": status}})
+
+    def encoded(self) -> List[bytes]:
+        if self.sse:
+            # Google writes CRLF line ends; the SSE grammar allows CRLF, LF or CR.
+            return [f"data: {dumps(body)}\r\n\r\n".encode() for body in self.bodies]
+        # Without alt=sse the method streams one JSON array, element by element.
+        out = []
+        for index, body in enumerate(self.bodies):
+            out.append(("[" if index == 0 else ",\r\n").encode("ascii") + _pretty(body))
+        out.append(b"]" if self.bodies else b"[]")
+        return out
+
+    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        content_type = "text/event-stream" if self.sse else "application/json; charset=UTF-8"
+        chunks = self.encoded()
+        if hang and not self.sse:
+            chunks = chunks[:-1]  # the array is still open when the client leaves
+        return StreamReply(
+            tcp_chunks(chunks, seed),
+            content_type=content_type,
+            headers=_headers(),
+            hang=hang,
+        )
+
+
+# -- errors ------------------------------------------------------------------------------
+
+_RATE_LIMIT_QUOTA_ID = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+_DAILY_QUOTA_ID = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+
+
+def quota_failure(quota_id: str, limit: str) -> Dict[str, Any]:
+    """A ``google.rpc.QuotaFailure`` detail; the ``quotaId`` says per minute or per day."""
+    return {
+        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+        "violations": [
+            {
+                "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                "quotaId": quota_id,
+                "quotaDimensions": {"location": "global", "model": "conformance-model"},
+                "quotaValue": limit,
+            }
+        ],
+    }
+
+
+def retry_info(seconds: int) -> Dict[str, Any]:
+    """A ``google.rpc.RetryInfo`` detail: ``retryDelay`` is a Duration string (``"7s"``)."""
+    return {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{seconds}s"}
+
+
+_HELP = {
+    "@type": "type.googleapis.com/google.rpc.Help",
+    "links": [
+        {
+            "description": "Learn more about Gemini API quotas",
+            "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+        }
+    ],
+}
+
+_QUOTA_TEXT = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. "
+    "To monitor your current usage, head to: https://ai.dev/usage?tab=rate-limit. \n"
+    "* Quota exceeded for metric: generativelanguage.googleapis.com/"
+    "generate_content_free_tier_requests, limit: {limit}, model: conformance-model\n"
+    "Please retry in {delay}."
+)
+_INVALID_KEY = "API key not valid. Please pass a valid API key."
+
+#: scenario -> (HTTP status, error.status, error.message, error.details)
+ERRORS: Mapping[str, Tuple[int, str, str, List[Dict[str, Any]]]] = {
+    # A per-minute limit and an exhausted daily quota are both 429 RESOURCE_EXHAUSTED;
+    # only the QuotaFailure's quotaId (PerMinute / PerDay) and the retry delay differ.
+    "rate-limit": (
+        429,
+        "RESOURCE_EXHAUSTED",
+        _QUOTA_TEXT.format(limit=10, delay="7.0s"),
+        [quota_failure(_RATE_LIMIT_QUOTA_ID, "10"), _HELP, retry_info(int(FX.retry_after))],
+    ),
+    "quota": (
+        429,
+        "RESOURCE_EXHAUSTED",
+        _QUOTA_TEXT.format(limit=250, delay="52758.312448806s"),
+        [quota_failure(_DAILY_QUOTA_ID, "250"), _HELP, retry_info(52758)],
+    ),
+    # A wrong API key is a 400 INVALID_ARGUMENT with ErrorInfo.reason API_KEY_INVALID,
+    # not a 401: 401 UNAUTHENTICATED is only for a bad OAuth token.
+    "auth": (
+        400,
+        "INVALID_ARGUMENT",
+        _INVALID_KEY,
+        [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+                "metadata": {"service": "generativelanguage.googleapis.com"},
+            },
+            {
+                "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+                "locale": "en-US",
+                "message": _INVALID_KEY,
+            },
+        ],
+    ),
+    "overloaded": (503, "UNAVAILABLE", OVERLOADED_MESSAGE, []),
+    "server-error": (
+        500,
+        "INTERNAL",
+        "An internal error has occurred. Please retry or report in "
+        "https://developers.generativeai.google/guide/troubleshooting",
+        [],
+    ),
+    "context-overflow": (
+        400,
+        "INVALID_ARGUMENT",
+        "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).",
+        [],
+    ),
+}
+
+
+def error_body(scenario: str) -> Dict[str, Any]:
+    """The ``{"error": google.rpc.Status}`` body Gemini answers ``scenario`` with."""
+    status, rpc_status, message, details = ERRORS[scenario]
+    error: Dict[str, Any] = {"code": status, "message": message, "status": rpc_status}
+    if details:
+        error["details"] = details
+    return {"error": error}
+
+
+def error_reply(scenario: str) -> JsonReply:
+    """The whole error response for ``scenario``."""
+    return JsonReply(
+        _pretty(error_body(scenario)),
+        status=ERRORS[scenario][0],
+        headers=_headers(),
+        content_type="application/json; charset=UTF-8",
+    )
+
+
+# -- the wire ----------------------------------------------------------------------------
+
+
+class GeminiWire(Wire):
+    """The Gemini API (generativelanguage.googleapis.com), whole and streamed."""
+
+    name = "gemini"
+    provider = "gemini"
+    title = "Gemini API"
+    # tool-call sends the functionCall with an id (Gemini 3), tool-call-with-stop without
+    # (Gemini 2.x): the backend keeps the id where there is one and makes one up otherwise.
+    tool_call_id = None
+
+    def is_generation(self, request: RecordedRequest) -> bool:
+        return request.method == "POST" and GENERATE_PATH.search(request.path) is not None
+
+    def wants_stream(self, request: RecordedRequest) -> bool:
+        return request.path.endswith(":streamGenerateContent")
+
+    def aux_reply(self, request: RecordedRequest) -> Reply:
+        found = MODEL_PATH.search(request.path)
+        if found and request.path.endswith(":countTokens") and request.method == "POST":
+            # models.count_tokens
+            return JsonReply(
+                {
+                    "totalTokens": FX.usage.input_tokens,
+                    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": FX.usage.input_tokens}],
+                },
+                headers=_headers(),
+            )
+        if found and request.method == "GET":
+            # models.get: the Model resource
+            model = found.group("model")
+            return JsonReply(
+                {
+                    "name": f"models/{model}",
+                    "version": "001",
+                    "displayName": model,
+                    "description": "A model served by the conformance fake provider.",
+                    "inputTokenLimit": 1048576,
+                    "outputTokenLimit": 65536,
+                    "supportedGenerationMethods": ["generateContent", "countTokens"],
+                    "temperature": 1,
+                    "topP": 0.95,
+                    "topK": 64,
+                    "maxTemperature": 2,
+                    "thinking": True,
+                },
+                headers=_headers(),
+            )
+        return JsonReply(
+            {
+                "error": {
+                    "code": 404,
+                    "message": (
+                        f"the Gemini fake provider has no route for {request.method} "
+                        f"{request.path}; it serves models/{{model}}:generateContent, "
+                        ":streamGenerateContent, :countTokens and models/{model}"
+                    ),
+                    "status": "NOT_FOUND",
+                }
+            },
+            status=404,
+            headers=_headers(),
+        )
+
+    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+        found = GENERATE_PATH.search(request.path)
+        model = found.group("model") if found else "conformance-model"
+        if scenario in ERRORS:
+            return error_reply(scenario)
+        if not self.wants_stream(request):
+            return self._whole(scenario, model)
+        return self._stream(scenario, model, request.params.get("alt") == "sse")
+
+    def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        if scenario == "text":
+            body = generate_content_response(model, [candidate([text_part(FX.text)], "STOP")])
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            part = function_call_part(with_id=scenario == "tool-call")
+            body = generate_content_response(model, [candidate([part], "STOP")])
+        elif scenario == "truncated-tool-call":
+            # The call is cut off by maxOutputTokens; Gemini sends calls whole, so what
+            # arrives is the text before it and MAX_TOKENS, with no functionCall part.
+            body = generate_content_response(model, [candidate([text_part(FX.preamble)], "MAX_TOKENS")])
+        elif scenario == "content-filter":
+            body = prompt_blocked(model)
+        elif scenario in ("abort", "cancel"):
+            return HangReply()
+        elif scenario == "stream-error":
+            # A whole reply cannot fail halfway: the request fails instead.
+            return error_reply("overloaded")
+        else:
+            return None
+        return JsonReply(_pretty(body), headers=_headers(), content_type="application/json; charset=UTF-8")
+
+    def _stream(self, scenario: str, model: str, sse: bool) -> Optional[Reply]:
+        seed = f"{self.name}/{scenario}"
+        out = _Events(model, sse)
+        if scenario == "text":
+            out.text(FX.text, finish="STOP")
+        elif scenario == "tool-call":
+            # Gemini 3: the call (with id and thoughtSignature), then a last event that
+            # only closes the turn.
+            out.response([function_call_part(with_id=True)])
+            out.response([text_part("")], "STOP")
+        elif scenario == "tool-call-with-stop":
+            # Gemini 2.x: the call without an id, on the event that says STOP.
+            out.response([function_call_part(with_id=False)], "STOP")
+        elif scenario == "truncated-tool-call":
+            out.text(FX.preamble, pieces=2, finish="MAX_TOKENS")
+        elif scenario == "content-filter":
+            # The output was blocked: a candidate with SAFETY and no content.
+            out.response(None, "SAFETY")
+        elif scenario == "stream-error":
+            out.text(FX.partial_text, pieces=3)
+            out.error(503, "UNAVAILABLE", OVERLOADED_MESSAGE)
+        elif scenario in ("abort", "cancel"):
+            out.text(FX.partial_text, pieces=2)
+            return out.reply(seed, hang=True)
+        else:
+            return None
+        return out.reply(seed)
+
+    def check_request(self, request: RecordedRequest, model: str) -> List[str]:
+        problems: List[str] = []
+        if request.method != "POST":
+            problems.append(f"expected POST, got {request.method}")
+        found = GENERATE_PATH.search(request.path)
+        if found is None:
+            problems.append(
+                "expected a path ending in /v1beta/models/{model}:generateContent or "
+                f":streamGenerateContent (or /v1/...), got {request.path}"
+            )
+        else:
+            if found.group("model") != model:
+                problems.append(f"expected model {model!r} in the path, got {found.group('model')!r}")
+            if found.group("method") == "streamGenerateContent":
+                if request.params.get("alt") != "sse":
+                    problems.append(
+                        "expected ?alt=sse on :streamGenerateContent (without it Gemini streams "
+                        f"one JSON array, not server-sent events), got query {request.query!r}"
+                    )
+        problems.extend(_check_key(request))
+        body = json_object(request, problems)
+        if not body:
+            return problems
+        problems.extend(_check_contents(body.get("contents")))
+        problems.extend(_check_tools(body.get("tools")))
+        return problems
+
+
+def _check_key(request: RecordedRequest) -> List[str]:
+    if request.headers.get("x-goog-api-key") or request.params.get("key"):
+        return []
+    if request.headers.get("authorization", "").lower().startswith("bearer "):
+        return []
+    return [
+        "expected the API key in the x-goog-api-key header or the ?key= query parameter, got "
+        "neither (Gemini answers 403 PERMISSION_DENIED without one)"
+    ]
+
+
+def _check_contents(contents: Any) -> List[str]:
+    if not isinstance(contents, list) or not contents:
+        return [f"expected contents to be a non-empty list, got {contents!r}"]
+    problems = []
+    roles = [c.get("role") for c in contents if isinstance(c, dict)]
+    bad = [r for r in roles if r not in (None, "user", "model")]
+    if bad:
+        problems.append(
+            f"expected content roles user or model (the system prompt goes in systemInstruction), got {bad!r}"
+        )
+    texts = []
+    for content in contents:
+        if isinstance(content, dict) and content.get("role") in (None, "user"):
+            parts = content.get("parts")
+            if isinstance(parts, list):
+                texts.append(
+                    "".join(
+                        p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+                    )
+                )
+    if FX.question not in texts:
+        problems.append(f"expected a user content with the text {FX.question!r}, got {texts!r}")
+    return problems
+
+
+def _normal_schema(schema: Any) -> Any:
+    """A schema with ``type`` names lower-cased: the ``Schema`` form spells them ``OBJECT``."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if value is None:
+                continue
+            if key == "type" and isinstance(value, str):
+                out[key] = value.lower()
+            else:
+                out[key] = _normal_schema(value)
+        return out
+    if isinstance(schema, list):
+        return [_normal_schema(v) for v in schema]
+    return schema
+
+
+def _check_tools(tools: Any) -> List[str]:
+    if not isinstance(tools, list):
+        return [
+            'expected tools to be [{"functionDeclarations": [{"name": "get_weather", ...}]}], '
+            f"got {tools!r}"
+        ]
+    declarations: List[Dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            found = tool.get("functionDeclarations", tool.get("function_declarations"))
+            if isinstance(found, list):
+                declarations.extend(d for d in found if isinstance(d, dict))
+    named = [d for d in declarations if d.get("name") == FX.tool_name]
+    if not named:
+        names = [d.get("name") for d in declarations]
+        return [
+            'expected a tool {"functionDeclarations": [{"name": "get_weather", ...}]}, got '
+            f"function declaration names {names!r}"
+        ]
+    declaration = named[0]
+    for key in ("parametersJsonSchema", "parameters_json_schema", "parameters"):
+        if key in declaration:
+            schema = declaration[key]
+            break
+    else:
+        return [
+            "expected get_weather to declare its parameters (parameters or "
+            f"parametersJsonSchema), got keys {sorted(declaration)!r}"
+        ]
+    expected = dict(fixture_tool_schema())
+    if _normal_schema(schema) != _normal_schema(expected):
+        return [f"expected get_weather parameters {expected!r}, got {schema!r}"]
+    return []
+
+
+gemini_wire = GeminiWire()

@@ -1,0 +1,384 @@
+"""Ollama: ``POST /api/chat``, whole or as NDJSON.
+
+Reference: https://github.com/ollama/ollama/blob/main/docs/api.md ("Generate a chat
+completion"), docs/api/errors.mdx and docs/api/streaming.mdx; the Go types are
+``api.ChatResponse`` and ``api.Metrics`` (api/types.go). The shapes below are the ones
+ollama-python 0.6 was seen to accept (``ollama/_types.py``).
+
+``stream`` defaults to true on the server: a request without it gets NDJSON. A streamed
+reply is ``application/x-ndjson``, one ``ChatResponse`` object per line: ``done: false``
+lines with the next text in ``message.content``, then one ``done: true`` line with
+``done_reason`` (``stop`` or ``length``), the token counts ``prompt_eval_count`` and
+``eval_count`` and the durations in nanoseconds. Tool calls never arrive in fragments:
+the server buffers the model's output until a call parses, then sends it whole in
+``message.tool_calls`` with ``function.arguments`` as a JSON object. A tool turn ends
+with ``done_reason: "stop"``; Ollama has no tool-specific reason. ``created_at`` is Go's
+RFC 3339 with nanoseconds, trailing zeros trimmed.
+
+Errors are ``{"error": "<message>"}`` with the HTTP status. After the first line has
+gone out the status can no longer change: a failure is one last line
+``{"error": "..."}``, and the stream ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..encoders import ndjson
+from ..fixture import CONFORMANCE_FIXTURE as FX
+from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from ._base import Wire, fixture_tool_schema, json_object, provider_id, tcp_chunks
+
+__all__ = ["OllamaWire", "ollama_wire"]
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
+#: Ollama 0.12+ numbers each call and gives it an id; older servers send neither.
+TOOL_CALL_ID = provider_id("call_", "ollama/tool-call", 8, _LOWER)
+VERSION = "0.13.0"
+JSON_TYPE = "application/json; charset=utf-8"
+NDJSON_TYPE = "application/x-ndjson"
+
+#: 2025-11-29T08:00:00Z in nanoseconds, plus a fraction: the first ``created_at``.
+_START_NS = 1764403200 * 10**9 + 123456789
+_STEP_NS = 20987651
+
+
+def created_at(index: int = 0) -> str:
+    """The ``created_at`` of line ``index``: Go's ``time.RFC3339Nano`` in UTC.
+
+    Go trims trailing zeros from the fraction (and the dot with them), so the width
+    varies from line to line; a client that parses a fixed width is caught.
+    """
+    ns = _START_NS + index * _STEP_NS
+    seconds, fraction = divmod(ns, 10**9)
+    days, rest = divmod(seconds, 86400)
+    hour, rest = divmod(rest, 3600)
+    minute, second = divmod(rest, 60)
+    # Only 2025-11-29 and the days right after it are ever reached.
+    day = 29 + (days - 20421)
+    text = f"2025-11-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
+    digits = f"{fraction:09d}".rstrip("0")
+    return f"{text}.{digits}Z" if digits else f"{text}Z"
+
+
+def metrics() -> Dict[str, Any]:
+    """The ``api.Metrics`` of a finished turn: token counts and durations in nanoseconds."""
+    return {
+        "total_duration": 1287655308,
+        "load_duration": 58093416,
+        "prompt_eval_count": FX.usage.input_tokens,
+        "prompt_eval_duration": 163874291,
+        "eval_count": FX.usage.output_tokens,
+        "eval_duration": 1061482917,
+    }
+
+
+def tool_call(with_id: bool) -> Dict[str, Any]:
+    """One ``message.tool_calls`` entry: the whole call, ``arguments`` an object."""
+    function: Dict[str, Any] = {"name": FX.tool_name, "arguments": dict(FX.tool_arguments)}
+    if with_id:
+        return {"id": TOOL_CALL_ID, "function": {"index": 0, **function}}
+    return {"function": function}
+
+
+def chat_response(
+    model: str,
+    index: int,
+    content: str,
+    done_reason: Optional[str] = None,
+    tool_calls: Optional[List[Dict[str, Any]]] = None,
+) -> Dict[str, Any]:
+    """One ``ChatResponse``: a ``done: false`` line, or the final one with ``done_reason``."""
+    message: Dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    body: Dict[str, Any] = {"model": model, "created_at": created_at(index), "message": message}
+    if done_reason is None:
+        body["done"] = False
+        return body
+    body["done_reason"] = done_reason
+    body["done"] = True
+    body.update(metrics())
+    return body
+
+
+# -- streamed replies ----------------------------------------------------------------------
+
+
+class _Lines:
+    """Builds the NDJSON lines of one streamed ``/api/chat`` answer."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.lines: List[bytes] = []
+
+    def add(self, body: Dict[str, Any]) -> None:
+        self.lines.append(ndjson(body))
+
+    def text(self, text: str, pieces: int = 4) -> None:
+        step = max(1, -(-len(text) // pieces))
+        for start in range(0, len(text), step):
+            self.add(chat_response(self.model, len(self.lines), text[start : start + step]))
+
+    def tool_calls(self, calls: List[Dict[str, Any]]) -> None:
+        self.add(chat_response(self.model, len(self.lines), "", tool_calls=calls))
+
+    def done(self, done_reason: str) -> None:
+        self.add(chat_response(self.model, len(self.lines), "", done_reason))
+
+    def error(self, message: str) -> None:
+        self.lines.append(ndjson({"error": message}))
+
+    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        return StreamReply(
+            tcp_chunks(self.lines, seed), content_type=NDJSON_TYPE, headers=_headers(), hang=hang
+        )
+
+
+def _headers() -> Dict[str, str]:
+    return {"date": "Sat, 29 Nov 2025 08:00:00 GMT"}
+
+
+# -- errors ------------------------------------------------------------------------------
+
+#: The message of Ollama's ``ErrMaxQueue``: the queue of pending requests is full.
+SERVER_BUSY = "server busy, please try again.  maximum pending requests exceeded"
+
+#: scenario -> (status, body). Only what an Ollama server (or ollama.com behind it) says.
+ERRORS: Mapping[str, Tuple[int, Dict[str, Any]]] = {
+    # Ollama's cloud models answer 429 only for a used-up session, hourly or weekly
+    # usage limit, with no retry-after header: that is a quota, not a rate limit.
+    "quota": (
+        429,
+        {
+            "error": "you (conformance) have reached your weekly usage limit, upgrade for higher "
+            "limits: https://ollama.com/upgrade"
+        },
+    ),
+    # A cloud model without sign-in (or ollama.com with a wrong key).
+    "auth": (
+        401,
+        {
+            "error": "unauthorized",
+            "signin_url": "https://ollama.com/connect?name=conformance&key="
+            + provider_id("", "ollama/signin", 64),
+        },
+    ),
+    "overloaded": (503, {"error": SERVER_BUSY}),
+    "server-error": (
+        500,
+        {"error": "llama runner process has terminated: exit status 2"},
+    ),
+    # Only when input truncation is off; by default Ollama drops the oldest messages.
+    "context-overflow": (
+        400,
+        {"error": "the prompt is longer than the context length currently available to the model"},
+    ),
+}
+
+
+def error_reply(scenario: str) -> JsonReply:
+    """The ``{"error": ...}`` body and status Ollama answers ``scenario`` with."""
+    status, body = ERRORS[scenario]
+    return JsonReply(body, status=status, headers=_headers(), content_type=JSON_TYPE)
+
+
+# -- the wire ----------------------------------------------------------------------------
+
+
+class OllamaWire(Wire):
+    """Ollama's native chat API, whole and streamed."""
+
+    name = "ollama"
+    provider = "ollama"
+    title = "Ollama"
+    # tool-call sends the call with an id (Ollama 0.12+), tool-call-with-stop without
+    # (older servers): the backend keeps an id where there is one and makes one up
+    # otherwise. ollama-python 0.6 drops the id either way.
+    tool_call_id = None
+    unsupported = {
+        "content-filter": (
+            "Ollama has no safety layer: no done_reason or error says the output was filtered"
+        ),
+        "rate-limit": (
+            "Ollama has no rate limit with a retry delay: a local server queues or answers 503, "
+            "and ollama.com's only 429 is a usage limit without retry-after (the quota case)"
+        ),
+    }
+
+    def is_generation(self, request: RecordedRequest) -> bool:
+        return request.method == "POST" and request.path.endswith("/api/chat")
+
+    def wants_stream(self, request: RecordedRequest) -> bool:
+        # The server streams unless told "stream": false.
+        return not (isinstance(request.json, dict) and request.json.get("stream") is False)
+
+    def aux_reply(self, request: RecordedRequest) -> Reply:
+        path = request.path
+        if path in ("/", "") and request.method in ("GET", "HEAD"):
+            return JsonReply(b"Ollama is running", content_type="text/plain; charset=utf-8")
+        if path.endswith("/api/version"):
+            return JsonReply({"version": VERSION}, content_type=JSON_TYPE)
+        body = request.json if isinstance(request.json, dict) else {}
+        model = str(body.get("model") or body.get("name") or "conformance-model")
+        if path.endswith("/api/show") and request.method == "POST":
+            return JsonReply(_show(model), content_type=JSON_TYPE)
+        if path.endswith("/api/tags") and request.method == "GET":
+            return JsonReply({"models": [_tag(model)]}, content_type=JSON_TYPE)
+        if path.endswith("/api/ps") and request.method == "GET":
+            return JsonReply({"models": []}, content_type=JSON_TYPE)
+        return JsonReply(
+            {
+                "error": f"the Ollama fake provider has no route for {request.method} {path}; "
+                "it serves /api/chat, /api/show, /api/tags, /api/ps and /api/version"
+            },
+            status=404,
+            content_type=JSON_TYPE,
+        )
+
+    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+        if scenario in self.unsupported:
+            return None
+        body = request.json if isinstance(request.json, dict) else {}
+        model = str(body.get("model") or "conformance-model")
+        if scenario in ERRORS:
+            return error_reply(scenario)
+        if not self.wants_stream(request):
+            return self._whole(scenario, model)
+        return self._stream(scenario, model)
+
+    def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        if scenario == "text":
+            body = chat_response(model, 0, FX.text, "stop")
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            calls = [tool_call(with_id=scenario == "tool-call")]
+            body = chat_response(model, 0, "", "stop", tool_calls=calls)
+        elif scenario == "truncated-tool-call":
+            # num_predict ran out inside the call: the parser never completed it, so the
+            # turn holds only the text before it, and done_reason "length".
+            body = chat_response(model, 0, FX.preamble, "length")
+        elif scenario in ("abort", "cancel"):
+            return HangReply()
+        elif scenario == "stream-error":
+            return error_reply("overloaded")
+        else:
+            return None
+        return JsonReply(body, headers=_headers(), content_type=JSON_TYPE)
+
+    def _stream(self, scenario: str, model: str) -> Optional[Reply]:
+        seed = f"{self.name}/{scenario}"
+        out = _Lines(model)
+        if scenario == "text":
+            out.text(FX.text)
+            out.done("stop")
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            out.tool_calls([tool_call(with_id=scenario == "tool-call")])
+            out.done("stop")
+        elif scenario == "truncated-tool-call":
+            out.text(FX.preamble, pieces=2)
+            out.done("length")
+        elif scenario == "stream-error":
+            out.text(FX.partial_text, pieces=3)
+            # The status is already 200: the failure is one last {"error": ...} line.
+            out.error(SERVER_BUSY)
+        elif scenario in ("abort", "cancel"):
+            out.text(FX.partial_text, pieces=2)
+            return out.reply(seed, hang=True)
+        else:
+            return None
+        return out.reply(seed)
+
+    def check_request(self, request: RecordedRequest, model: str) -> List[str]:
+        problems: List[str] = []
+        if request.method != "POST":
+            problems.append(f"expected POST, got {request.method}")
+        if not request.path.endswith("/api/chat"):
+            problems.append(f"expected a path ending in /api/chat, got {request.path}")
+        body = json_object(request, problems)
+        if not body:
+            return problems
+        if body.get("model") != model:
+            problems.append(f"expected model {model!r}, got {body.get('model')!r}")
+        problems.extend(_check_messages(body.get("messages")))
+        problems.extend(_check_tools(body.get("tools")))
+        return problems
+
+
+def _show(model: str) -> Dict[str, Any]:
+    """``/api/show``: what ollama-python's ``show()`` reads (capabilities included)."""
+    return {
+        "license": "",
+        "modelfile": f"FROM {model}\n",
+        "parameters": 'stop                           "<|eot_id|>"',
+        "template": "{{ .Prompt }}",
+        "details": _details(),
+        "model_info": {"general.architecture": "llama", "llama.context_length": 131072},
+        "capabilities": ["completion", "tools"],
+        "modified_at": created_at(0),
+    }
+
+
+def _details() -> Dict[str, Any]:
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": "llama",
+        "families": ["llama"],
+        "parameter_size": "3.2B",
+        "quantization_level": "Q4_K_M",
+    }
+
+
+def _tag(model: str) -> Dict[str, Any]:
+    return {
+        "name": model,
+        "model": model,
+        "modified_at": created_at(0),
+        "size": 2019393189,
+        "digest": provider_id("", "ollama/digest", 64, "0123456789abcdef"),
+        "details": _details(),
+    }
+
+
+def _check_messages(messages: Any) -> List[str]:
+    if not isinstance(messages, list) or not messages:
+        return [f"expected messages to be a non-empty list, got {messages!r}"]
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if not any(m.get("content") == FX.question for m in users):
+        got = [m.get("content") for m in users]
+        return [f"expected a user message {FX.question!r}, got user messages {got!r}"]
+    return []
+
+
+def _check_tools(tools: Any) -> List[str]:
+    if not isinstance(tools, list):
+        return [f"expected tools to list the get_weather function, got {tools!r}"]
+    functions: List[Dict[str, Any]] = [
+        t["function"]
+        for t in tools
+        if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
+    ]
+    named = [f for f in functions if f.get("name") == FX.tool_name]
+    if not named:
+        names = [f.get("name") for f in functions]
+        return [
+            'expected a tool {"type": "function", "function": {"name": "get_weather", ...}}, '
+            f"got function names {names!r}"
+        ]
+    parameters = named[0].get("parameters")
+    expected = dict(fixture_tool_schema())
+    if not isinstance(parameters, dict) or _without_none(parameters) != expected:
+        return [f"expected get_weather parameters {expected!r}, got {parameters!r}"]
+    return []
+
+
+def _without_none(value: Any) -> Any:
+    # ollama-python's Tool model sends unset schema fields as null (e.g. "items": null).
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+ollama_wire = OllamaWire()
