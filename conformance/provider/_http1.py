@@ -1,0 +1,638 @@
+"""HTTP/1.1 on an :class:`asyncio.Protocol`, and the door to h2c.
+
+Strategy: one protocol object per connection, a small state machine fed by
+``data_received``. The head is found with one ``find(b"\\r\\n\\r\\n")`` and split with
+bytes operations; a reply the script already has (the common case) is answered in the
+same callback, head and body in one ``transport.write``, with no task. Tasks appear only
+for what must wait: an async handler, a stream the socket cannot take yet, a hang.
+
+The reader is never paused, so a client that leaves is seen at once
+(``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come while
+a reply is under way wait in the buffer (pipelining) up to a bound.
+
+h2c starts here too: the prior-knowledge preface parses as the request line
+``PRI * HTTP/2.0``, and ``Upgrade: h2c`` is an ordinary request; either hands the
+connection to :mod:`._http2`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Tuple
+
+from ._hub import REPLY_TYPES, Hub
+from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+
+if TYPE_CHECKING:
+    from ._http2 import H2Session
+
+__all__ = ["H1Connection"]
+
+# States of a connection.
+_HEAD = 0  # waiting for (the rest of) a request head
+_BODY = 1  # waiting for a Content-Length body
+_CHUNKED = 2  # reading a chunked body
+_BUSY = 3  # a request is being answered (or hangs)
+_DRAIN = 4  # an error was answered; discarding input until the client leaves
+_CLOSED = 5
+_H2 = 6  # handed to the h2 session
+
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_BAD_TARGET = re.compile(rb"[\x00-\x20\x7f]")
+_VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]\Z")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}\Z")
+
+_REASONS = {int(s): s.phrase for s in HTTPStatus}
+_STATUS_LINES: Dict[int, str] = {}
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_SWITCHING = b"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n"
+_END_KEEP = b"\r\n"
+_END_CLOSE = b"connection: close\r\n\r\n"
+_LAST_CHUNK = b"0\r\n\r\n"
+_PREFACE_HEAD = b"PRI * HTTP/2.0\r\n\r\n"
+
+#: How long a connection that was answered with an error may linger, reading and
+#: discarding, so that closing it does not reset the error reply away.
+_DRAIN_SECONDS = 2.0
+_MAX_CHUNK_LINE = 4096
+
+_H2C_ONLY = (
+    "this fake provider was started with http2=True and speaks h2c only "
+    "(prior knowledge or Upgrade: h2c); use an HTTP/2 client or start it with http2=False"
+)
+
+
+def status_line(status: int) -> str:
+    line = _STATUS_LINES.get(status)
+    if line is None:
+        line = _STATUS_LINES[status] = f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"
+    return line
+
+
+def _head(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[str, str]]) -> str:
+    """Status line and headers, without the blank line; the reply's own headers win."""
+    names = {name.lower() for name, _ in extra}
+    lines = [status_line(status)]
+    lines.extend(f"{name}: {value}\r\n" for name, value in fixed if name not in names)
+    lines.extend(f"{name}: {value}\r\n" for name, value in extra)
+    return "".join(lines)
+
+
+def encode_json(reply: JsonReply) -> Tuple[bytes, bytes]:
+    """(head without its blank line, body) of a whole reply."""
+    body = reply.encoded()
+    if reply.status < 200 or reply.status in (204, 304):
+        fixed: List[Tuple[str, str]] = [("content-type", reply.content_type)]
+        body = b""
+    else:
+        fixed = [("content-type", reply.content_type), ("content-length", str(len(body)))]
+    return _head(reply.status, fixed, reply.header_items()).encode("utf-8"), body
+
+
+def encode_stream_head(reply: StreamReply, chunked: bool) -> bytes:
+    fixed = [("content-type", reply.content_type)]
+    if chunked:
+        fixed.append(("transfer-encoding", "chunked"))
+    return _head(reply.status, fixed, reply.header_items()).encode("utf-8")
+
+
+def _frame(chunk: bytes) -> bytes:
+    return b"%x\r\n%b\r\n" % (len(chunk), chunk)
+
+
+class H1Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 until it turns into h2c."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.loop = hub.loop
+        self.transport: Any = None
+        self.buf = bytearray()
+        self.state = _HEAD
+        self.h2: Optional[H2Session] = None
+        #: Every request of this connection: all count as closed when it closes.
+        self.requests: List[RecordedRequest] = []
+        self.first = True
+        self.keep_alive = True
+        self.eof = False
+        self.hanging = False
+        self.paused = False
+        self.resumed: Optional[asyncio.Future[None]] = None
+        self.task: Optional[asyncio.Task[Any]] = None
+        self.timer: Optional[asyncio.TimerHandle] = None
+        #: Loop time since when the client owes us bytes; 0 while we answer.
+        self.since = 0.0
+        # The request being read.
+        self.method = ""
+        self.path = ""
+        self.query = ""
+        self.version = ""
+        self.headers: Dict[str, str] = {}
+        self.length = 0
+        self.parts: List[bytes] = []
+        self.size = 0
+        self.chunk_left = 0
+        self.chunk_phase = 0  # 0 size line, 1 data, 2 CRLF after data, 3 trailers
+        self.head_only = False
+        self.upgrade: Optional[bytes] = None
+
+    # -- asyncio.Protocol -----------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        hub = self.hub
+        if hub.shutting_down:
+            self.transport.abort()
+            return
+        hub.connections.add(self)
+        assert self.loop is not None
+        self.since = self.loop.time()
+        self.timer = self.loop.call_later(hub.header_timeout, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        if self.h2 is not None:
+            self.h2.data_received(data)
+            return
+        state = self.state
+        if state >= _DRAIN:
+            return
+        buf = self.buf
+        buf += data
+        if state == _BUSY:
+            if len(buf) > self.hub.max_header_bytes + self.hub.max_body_bytes:
+                self.abort()  # pipelined far past any request we would accept
+            return
+        self._process()
+
+    def eof_received(self) -> Optional[bool]:
+        self.eof = True
+        if self.h2 is not None:
+            return None
+        self._mark_closed()
+        if self.state in (_BODY, _CHUNKED):
+            self._record(self._build(b"".join(self.parts) if self.parts else bytes(self.buf),
+                                     "the client closed the connection before the body ended"))
+        elif self.state == _BUSY and not self.hanging:
+            # Half-closed after a complete request: finish the reply, then close.
+            return True
+        return None
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self.hub.connections.discard(self)
+        self.state = _CLOSED
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.h2 is not None:
+            self.h2.connection_lost()
+        else:
+            self._mark_closed()
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+        self._wake_writer()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._wake_writer()
+
+    # -- shared with the h2 session -------------------------------------------
+
+    async def writable(self) -> None:
+        """Wait until the transport takes writes again (or is gone)."""
+        while self.paused and self.state != _CLOSED:
+            if self.resumed is None:
+                assert self.loop is not None
+                self.resumed = self.loop.create_future()
+            await self.resumed
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _wake_writer(self) -> None:
+        resumed = self.resumed
+        if resumed is not None:
+            self.resumed = None
+            if not resumed.done():
+                resumed.set_result(None)
+
+    def _mark_closed(self) -> None:
+        hub = self.hub
+        if hub.shutting_down:
+            return
+        for request in self.requests:
+            if not request.closed:
+                hub.mark_closed(request)
+
+    def _check_idle(self) -> None:
+        self.timer = None
+        if self.state == _CLOSED:
+            return
+        assert self.loop is not None
+        timeout = self.hub.header_timeout
+        now = self.loop.time()
+        since = self.h2.idle_since if self.h2 is not None else self.since
+        if since and now - since >= timeout:
+            if self.h2 is not None:
+                self.h2.close_idle()
+            elif self.state in (_BODY, _CHUNKED):
+                self._fail(408, f"the request body did not arrive within {timeout:g} s", True)
+            elif self.buf:
+                self._fail(408, f"the request head did not arrive within {timeout:g} s", False)
+            else:
+                self.transport.close()
+            return
+        delay = timeout - (now - since) if since else timeout
+        self.timer = self.loop.call_later(delay, self._check_idle)
+
+    # -- reading requests -----------------------------------------------------
+
+    def _process(self) -> None:
+        buf = self.buf
+        while True:
+            state = self.state
+            if state == _HEAD:
+                if not buf or not self._parse_head():
+                    return
+            elif state == _BODY:
+                length = self.length
+                if len(buf) < length:
+                    return
+                body = bytes(buf[:length])
+                del buf[:length]
+                self._complete(body)
+            elif state == _CHUNKED:
+                if not self._read_chunks():
+                    return
+                self._complete(b"".join(self.parts))
+            else:
+                return
+
+    def _parse_head(self) -> bool:
+        """Parse a head from the buffer; False when more bytes are needed or it failed."""
+        buf = self.buf
+        while buf[:2] == b"\r\n":  # RFC 9112 2.2: ignore empty lines before a request
+            del buf[:2]
+        end = buf.find(b"\r\n\r\n")
+        limit = self.hub.max_header_bytes
+        if end < 0:
+            if len(buf) > limit:
+                self._head_too_large()
+            return False
+        if end + 4 > limit:
+            self._head_too_large()
+            return False
+        head = bytes(buf[:end])
+        del buf[: end + 4]
+        lines = head.split(b"\r\n")
+        parts = lines[0].split(b" ")
+        if len(parts) != 3:
+            return self._fail(400, f"malformed request line {lines[0][:80]!r}", False)
+        method, target, version = parts
+        if version == b"HTTP/1.1":
+            self.version = "HTTP/1.1"
+        elif version == b"HTTP/1.0":
+            self.version = "HTTP/1.0"
+        elif method == b"PRI" and target == b"*" and version == b"HTTP/2.0" and self.first:
+            self._start_h2(_PREFACE_HEAD + bytes(buf))
+            return False
+        elif _VERSION.match(version):
+            return self._fail(505, f"HTTP version {version.decode('ascii')} is not supported", False)
+        else:
+            return self._fail(400, f"malformed request line {lines[0][:80]!r}", False)
+        if not _TOKEN.match(method):
+            return self._fail(400, f"malformed request method {method[:40]!r}", False)
+        if _BAD_TARGET.search(target) or not (
+            target[:1] == b"/" or target == b"*" or target[:7] == b"http://" or target[:8] == b"https://"
+        ):
+            return self._fail(400, f"malformed request target {target[:80]!r}", False)
+        if target[:1] != b"/" and target != b"*":  # absolute form: keep the path
+            slash = target.find(b"/", target.find(b"//") + 2)
+            target = target[slash:] if slash >= 0 else b"/"
+        path, _, query = target.decode("utf-8", "replace").partition("?")
+        self.method = method.decode("ascii")
+        self.path = path
+        self.query = query
+        self.first = False
+        self.head_only = self.method == "HEAD"
+        self.parts = []
+        headers: Dict[str, str] = {}
+        self.headers = headers
+        for line in lines[1:]:
+            colon = line.find(b":")
+            if colon <= 0 or not _TOKEN.match(line[:colon]):
+                if line[:1] in (b" ", b"\t"):
+                    problem = f"obsolete line folding in header line {line[:80]!r}"
+                elif colon < 0:
+                    problem = f"malformed header line {line[:80]!r} (no colon)"
+                else:
+                    problem = f"malformed header name {line[:colon][:80]!r}"
+                return self._fail(400, problem, True)
+            value = line[colon + 1 :].strip(b" \t")
+            if b"\x00" in value:
+                return self._fail(400, f"NUL byte in header {line[:colon]!r}", True)
+            name = line[:colon].decode("ascii").lower()
+            text = value.decode("latin-1")
+            if name in headers:
+                headers[name] = f"{headers[name]}, {text}"
+            else:
+                headers[name] = text
+        return self._start_body(headers)
+
+    def _start_body(self, headers: Dict[str, str]) -> bool:
+        hub = self.hub
+        http11 = self.version == "HTTP/1.1"
+        connection = headers.get("connection")
+        self.keep_alive = http11 and (connection is None or "close" not in connection.lower())
+        self.upgrade = None
+        upgrade = headers.get("upgrade")
+        if upgrade is not None and http11 and "h2c" in upgrade.lower():
+            settings = headers.get("http2-settings")
+            if settings is not None and hub.h2_available():
+                self.upgrade = settings.strip().encode("latin-1")
+        if hub.http2_only and self.upgrade is None:
+            return self._fail(505, _H2C_ONLY, True)
+        coding = headers.get("transfer-encoding")
+        length = headers.get("content-length")
+        self.size = 0
+        if coding is not None:
+            if length is not None:
+                return self._fail(400, "both Content-Length and Transfer-Encoding were sent", True)
+            if coding.rsplit(",", 1)[-1].strip().lower() != "chunked":
+                return self._fail(400, f"unsupported Transfer-Encoding {coding!r}", True)
+            self.state = _CHUNKED
+            self.chunk_phase = 0
+            self.chunk_left = 0
+            pending = not self.buf
+        elif length is not None:
+            values = {v.strip() for v in length.split(",")}
+            value = values.pop() if len(values) == 1 else ""
+            if not (value.isascii() and value.isdigit()):
+                return self._fail(400, f"malformed Content-Length {length!r}", True)
+            self.length = int(value)
+            if self.length > hub.max_body_bytes:
+                return self._fail(
+                    413,
+                    f"request body of {self.length} bytes is larger than max_body_bytes="
+                    f"{hub.max_body_bytes}",
+                    True,
+                )
+            self.state = _BODY
+            pending = len(self.buf) < self.length
+        else:
+            self.length = 0
+            self.state = _BODY
+            pending = False
+        if pending and http11 and headers.get("expect", "").lower() == "100-continue":
+            self.transport.write(_CONTINUE)
+        return True
+
+    def _read_chunks(self) -> bool:
+        """Decode chunked framing from the buffer; True once the last chunk is in."""
+        buf = self.buf
+        while True:
+            phase = self.chunk_phase
+            if phase == 1:
+                take = min(self.chunk_left, len(buf))
+                if not take:
+                    return False
+                self.parts.append(bytes(buf[:take]))
+                del buf[:take]
+                self.chunk_left -= take
+                if self.chunk_left:
+                    return False
+                self.chunk_phase = 2
+                continue
+            if phase == 2:
+                if len(buf) < 2:
+                    return False
+                if buf[:2] != b"\r\n":
+                    self._fail(400, "bad chunked encoding: chunk data not followed by CRLF", True)
+                    return False
+                del buf[:2]
+                self.chunk_phase = 0
+                continue
+            end = buf.find(b"\r\n")
+            if end < 0:
+                if len(buf) > _MAX_CHUNK_LINE:
+                    self._fail(400, "bad chunked encoding: chunk line too long", True)
+                return False
+            line = bytes(buf[:end])
+            del buf[: end + 2]
+            if phase == 3:  # trailers, read and dropped; an empty line ends the body
+                if not line:
+                    return True
+                continue
+            size_text = line.split(b";", 1)[0].strip(b" \t")
+            if not _HEX.match(size_text):
+                self._fail(400, f"bad chunked encoding: chunk size {size_text[:40]!r}", True)
+                return False
+            size = int(size_text, 16)
+            if size == 0:
+                self.chunk_phase = 3
+                continue
+            self.size += size
+            if self.size > self.hub.max_body_bytes:
+                self._fail(
+                    413,
+                    f"chunked request body is larger than max_body_bytes={self.hub.max_body_bytes}",
+                    True,
+                )
+                return False
+            self.chunk_left = size
+            self.chunk_phase = 1
+
+    def _build(self, body: bytes, error: Optional[str] = None) -> RecordedRequest:
+        return RecordedRequest(
+            self.method, self.path, self.query, self.headers, body, self.version, error=error
+        )
+
+    def _record(self, request: RecordedRequest) -> None:
+        self.requests.append(request)
+        self.hub.record(request)
+
+    def _complete(self, body: bytes) -> None:
+        request = self._build(body)
+        self._record(request)
+        self.state = _BUSY
+        self.since = 0.0
+        if self.upgrade is not None:
+            self._start_upgrade(request)
+            return
+        reply = self.hub.resolve(request)
+        if isinstance(reply, REPLY_TYPES):
+            self._respond(reply)
+        else:
+            self.task = self.hub.spawn(self._respond_later(reply))
+
+    # -- answering ------------------------------------------------------------
+
+    async def _respond_later(self, pending: Awaitable[Reply]) -> None:
+        reply = await pending
+        self.task = None
+        if self.state == _BUSY and not self.transport.is_closing():
+            self._respond(reply)
+            self._process()
+
+    def _respond(self, reply: Reply) -> None:
+        if isinstance(reply, JsonReply):
+            hub = self.hub
+            cached = hub.h1_cache
+            if cached[0] is reply:
+                head, body = cached[1]
+            else:
+                try:
+                    head, body = encode_json(reply)
+                except Exception as exc:  # e.g. a body json cannot encode
+                    head, body = encode_json(hub.encoding_failed(exc))
+                else:
+                    hub.h1_cache = (reply, (head, body))
+            end = _END_KEEP if self.keep_alive else _END_CLOSE
+            self.transport.write(head + end + body if not self.head_only else head + end)
+            self._done()
+        elif isinstance(reply, StreamReply):
+            chunked = self.version == "HTTP/1.1"
+            if not chunked:
+                self.keep_alive = False
+            head = encode_stream_head(reply, chunked)
+            head += _END_KEEP if self.keep_alive else _END_CLOSE
+            chunks = [bytes(c) for c in reply.chunks if c] if not self.head_only else []
+            if chunks:
+                first = chunks[0]
+                self.transport.write(head + (_frame(first) if chunked else first))
+                self._stream(chunks, 1, chunked, reply.hang)
+            else:
+                self.transport.write(head)
+                self._stream(chunks, 0, chunked, reply.hang)
+        else:
+            assert isinstance(reply, HangReply)
+            self.hanging = True
+            if self.eof:
+                self.transport.close()
+
+    def _stream(self, chunks: List[bytes], index: int, chunked: bool, hang: bool) -> None:
+        write = self.transport.write
+        count = len(chunks)
+        while index < count:
+            if self.transport.is_closing():
+                return
+            if self.paused:
+                self.task = self.hub.spawn(self._stream_later(chunks, index, chunked, hang))
+                return
+            chunk = chunks[index]
+            write(_frame(chunk) if chunked else chunk)
+            index += 1
+        if hang:
+            self.hanging = True
+            if self.eof:
+                self.transport.close()
+            return
+        if chunked and not self.head_only:
+            write(_LAST_CHUNK)
+        self._done()
+
+    async def _stream_later(self, chunks: List[bytes], index: int, chunked: bool, hang: bool) -> None:
+        await self.writable()
+        self.task = None
+        if self.state == _BUSY and not self.transport.is_closing():
+            self._stream(chunks, index, chunked, hang)
+            self._process()
+
+    def _done(self) -> None:
+        """The reply is complete: wait for the next request, or close."""
+        if not self.keep_alive or self.eof:
+            self.state = _CLOSED
+            self.transport.close()
+            return
+        self.state = _HEAD
+        assert self.loop is not None
+        self.since = self.loop.time()
+
+    def _fail(self, status: int, message: str, parsed: bool) -> bool:
+        """Answer a bad request with an error and close; record it if it parsed."""
+        if parsed:
+            self._record(self._build(b"".join(self.parts), error=message))
+        kind = "conformance_h2c_only" if status == 505 and parsed else "conformance_bad_request"
+        body = json.dumps({"error": {"message": message, "type": kind}}).encode("utf-8")
+        head = _head(
+            status, [("content-type", "application/json"), ("content-length", str(len(body)))], ()
+        )
+        self.state = _DRAIN
+        self.buf.clear()
+        transport = self.transport
+        transport.write(head.encode("utf-8") + _END_CLOSE + body)
+        # Closing with unread input would reset the connection and could take the
+        # error reply with it; half-close instead and let the client leave first.
+        if transport.can_write_eof():
+            transport.write_eof()
+            assert self.loop is not None
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = self.loop.call_later(_DRAIN_SECONDS, transport.close)
+        else:
+            transport.close()
+        return False
+
+    def _head_too_large(self) -> None:
+        buf = self.buf
+        line_end = buf.find(b"\r\n")
+        parsed = False
+        if 0 < line_end <= self.hub.max_header_bytes:
+            parts = bytes(buf[:line_end]).split(b" ")
+            if len(parts) == 3 and _TOKEN.match(parts[0]) and parts[1][:1] == b"/":
+                path, _, query = parts[1].decode("utf-8", "replace").partition("?")
+                self.method, self.path, self.query = parts[0].decode("ascii"), path, query
+                self.version = parts[2].decode("latin-1")
+                self.headers = {}
+                self.parts = []
+                parsed = True
+        self._fail(
+            431,
+            f"request header section is larger than max_header_bytes={self.hub.max_header_bytes}",
+            parsed,
+        )
+
+    # -- h2c ------------------------------------------------------------------
+
+    def _start_h2(self, data: bytes) -> None:
+        if not self.hub.h2_available():
+            self._fail(
+                505, "an HTTP/2 preface came, but the h2 package is not installed (pip install h2)",
+                False,
+            )
+            return
+        from ._http2 import H2Session
+
+        self.buf.clear()
+        self.state = _H2
+        self.h2 = H2Session(self, self.hub)
+        self.h2.start(data)
+
+    def _start_upgrade(self, request: RecordedRequest) -> None:
+        from ._http2 import H2Session
+
+        settings = self.upgrade
+        assert settings is not None
+        session = H2Session(self, self.hub)
+        try:
+            session.start_upgrade(settings)
+        except Exception as exc:  # a malformed HTTP2-Settings header
+            request.error = f"bad HTTP2-Settings header: {exc}"
+            self._fail(400, request.error, False)
+            return
+        rest = bytes(self.buf)
+        self.buf.clear()
+        self.state = _H2
+        self.h2 = session
+        self.transport.write(_SWITCHING)
+        session.serve_upgraded(request)
+        if rest:
+            session.data_received(rest)

@@ -1,0 +1,440 @@
+"""h2c: an ``h2`` state machine behind the connection's protocol object.
+
+Strategy: the bytes from the client are cut into whole frames here, before ``h2``
+sees them, for one reason: a client GOAWAY must not cut the responses already under
+way. The AWS SDK for JavaScript sends ``GOAWAY(NO_ERROR)`` as soon as it has the
+response headers and keeps reading the stream; ``h2`` would move the connection to
+CLOSED at once and refuse every further ``send_data``. So a NO_ERROR GOAWAY that
+comes while streams are in flight is held back, and fed to ``h2`` only when the last
+of them has ended; then the connection closes gracefully. Frames after it (window
+updates, resets) still go to ``h2`` as usual.
+
+Each reply that cannot be written at once (flow control, an async handler, a stream)
+gets its own task; a whole reply that fits the window is written in the callback.
+Every stream chunk goes out as its own DATA frame(s) and its own transport write.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+
+from ._hub import REPLY_TYPES, Hub
+from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._http1 import H1Connection
+
+__all__ = ["H2Session"]
+
+_PREFACE_SIZE = 24
+_FRAME_HEAD = 9
+_GOAWAY = 0x7
+#: Connection-specific headers HTTP/2 forbids (RFC 9113 8.2.2); a reply's own are dropped.
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"}
+)
+#: The connection-level receive window we open at the start, so large bodies flow.
+_CONNECTION_WINDOW = 1 << 24
+
+Headers = List[Tuple[bytes, bytes]]
+
+
+def _headers(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[str, str]]) -> Headers:
+    names = {name.lower() for name, _ in extra}
+    out: Headers = [(b":status", str(status).encode("ascii"))]
+    out.extend((n.encode("ascii"), v.encode("utf-8")) for n, v in fixed if n not in names)
+    out.extend(
+        (n.lower().encode("ascii"), v.encode("utf-8"))
+        for n, v in extra
+        if n.lower() not in _HOP_BY_HOP
+    )
+    return out
+
+
+def encode_json(reply: JsonReply) -> Tuple[Headers, bytes]:
+    body = reply.encoded()
+    if reply.status < 200 or reply.status in (204, 304):
+        body = b""
+        fixed = [("content-type", reply.content_type)]
+    else:
+        fixed = [("content-type", reply.content_type), ("content-length", str(len(body)))]
+    return _headers(reply.status, fixed, reply.header_items()), body
+
+
+class _Stream:
+    """A request stream from its HEADERS until its reply has ended (or it was reset)."""
+
+    __slots__ = ("stream_id", "head", "parts", "size", "request", "task", "done")
+
+    def __init__(self, stream_id: int, head: List[Tuple[bytes, bytes]]) -> None:
+        self.stream_id = stream_id
+        self.head = head
+        self.parts: List[bytes] = []
+        self.size = 0
+        self.request: Optional[RecordedRequest] = None
+        self.task: Optional[asyncio.Task[Any]] = None
+        self.done = False
+
+
+class H2Session:
+    """The HTTP/2 side of one connection; the owner protocol forwards its events here."""
+
+    def __init__(self, owner: H1Connection, hub: Hub) -> None:
+        self.owner = owner
+        self.hub = hub
+        self.transport = owner.transport
+        self.conn = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=False, header_encoding=None)
+        )
+        self.buf = bytearray()
+        self.preface_left = _PREFACE_SIZE
+        self.streams: Dict[int, _Stream] = {}
+        self.requests: List[RecordedRequest] = []
+        self.held_goaway: Optional[bytes] = None
+        self.window_waiters: List[asyncio.Future[None]] = []
+        self.closed = False
+        assert hub.loop is not None
+        self.loop = hub.loop
+        self.idle_since = self.loop.time()
+        self._handlers: Dict[type, Callable[[Any], None]] = {
+            h2.events.RequestReceived: self._on_request,
+            h2.events.DataReceived: self._on_data,
+            h2.events.StreamEnded: self._on_stream_ended,
+            h2.events.StreamReset: self._on_reset,
+            h2.events.WindowUpdated: self._on_window,
+            h2.events.RemoteSettingsChanged: self._on_window,
+            h2.events.ConnectionTerminated: self._on_terminated,
+        }
+
+    # -- starting ------------------------------------------------------------
+
+    def start(self, data: bytes) -> None:
+        """Prior knowledge: ``data`` begins with the client preface."""
+        self.conn.initiate_connection()
+        self.conn.increment_flow_control_window(_CONNECTION_WINDOW - 65535)
+        self._flush()
+        self.data_received(data)
+
+    def start_upgrade(self, settings: bytes) -> None:
+        """Upgrade: h2c; ``settings`` is the HTTP2-Settings header (base64url, maybe unpadded)."""
+        padded = settings + b"=" * (-len(settings) % 4)
+        base64.urlsafe_b64decode(padded)  # raises on garbage before h2 sees it
+        self.conn.initiate_upgrade_connection(padded)
+
+    def serve_upgraded(self, request: RecordedRequest) -> None:
+        """After the 101: send our preface and answer the upgrade request as stream 1."""
+        self.conn.increment_flow_control_window(_CONNECTION_WINDOW - 65535)
+        self._flush()
+        stream = _Stream(1, [])
+        stream.request = request
+        self.streams[1] = stream
+        self.requests.append(request)
+        self.idle_since = 0.0
+        self._dispatch(stream, request)
+
+    # -- reading -------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        buf = self.buf
+        buf += data
+        size = len(buf)
+        pos = 0
+        if self.preface_left:
+            pos = min(self.preface_left, size)
+            self.preface_left -= pos
+        start = 0
+        limit = self.conn.max_inbound_frame_size
+        while size - pos >= _FRAME_HEAD:
+            length = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2]
+            if length > limit:  # h2 rejects it; hand everything over
+                pos = size
+                break
+            end = pos + _FRAME_HEAD + length
+            if end > size:
+                break
+            if buf[pos + 3] == _GOAWAY and length >= 8:
+                if pos > start and not self._feed(bytes(buf[start:pos])):
+                    return
+                start = pos
+                error_code = int.from_bytes(buf[pos + 13 : pos + 17], "big")
+                if self.streams and error_code == 0 and self.held_goaway is None:
+                    self.held_goaway = bytes(buf[pos:end])
+                    start = end
+            pos = end
+        chunk = bytes(buf[start:pos])
+        del buf[:pos]
+        if chunk:
+            self._feed(chunk)
+
+    def _feed(self, data: bytes) -> bool:
+        """Give whole frames to h2 and act on its events; False once the connection is done."""
+        if self.closed:
+            return False
+        try:
+            events = self.conn.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            # h2 has queued a GOAWAY with the error code; send it and leave.
+            self._flush()
+            self._close()
+            return False
+        handlers = self._handlers
+        for event in events:
+            handler = handlers.get(type(event))
+            if handler is not None:
+                handler(event)
+            if self.closed:
+                return False
+        self._flush()
+        return True
+
+    def _on_request(self, event: h2.events.RequestReceived) -> None:
+        self.streams[event.stream_id] = _Stream(event.stream_id, list(event.headers or ()))
+        self.idle_since = 0.0
+
+    def _on_data(self, event: h2.events.DataReceived) -> None:
+        stream = self.streams.get(event.stream_id)
+        self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+        if stream is None or stream.request is not None or event.data is None:
+            return
+        stream.parts.append(event.data)
+        stream.size += len(event.data)
+        if stream.size > self.hub.max_body_bytes:
+            message = (
+                f"request body is larger than max_body_bytes={self.hub.max_body_bytes}"
+            )
+            request = self._build(stream, message)
+            self._reply_now(stream, _error(413, message))
+            try:
+                self.conn.reset_stream(stream.stream_id, h2.errors.ErrorCodes.NO_ERROR)
+            except h2.exceptions.ProtocolError:
+                pass
+            self._finish(stream)
+            del request
+
+    def _on_stream_ended(self, event: h2.events.StreamEnded) -> None:
+        stream = self.streams.get(event.stream_id)
+        if stream is None or stream.request is not None:
+            return
+        request = self._build(stream, None)
+        self._dispatch(stream, request)
+
+    def _on_reset(self, event: h2.events.StreamReset) -> None:
+        stream = self.streams.get(event.stream_id)
+        if stream is None:
+            return
+        if stream.request is None:
+            self._build(stream, "the client reset the stream before the request ended")
+        assert stream.request is not None
+        if not self.hub.shutting_down:
+            self.hub.mark_closed(stream.request)
+        if stream.task is not None:
+            stream.task.cancel()
+        self._finish(stream)
+        self._wake()
+
+    def _on_window(self, event: Any) -> None:
+        self._wake()
+
+    def _on_terminated(self, event: h2.events.ConnectionTerminated) -> None:
+        self._flush()
+        self._close()
+
+    def _build(self, stream: _Stream, error: Optional[str]) -> RecordedRequest:
+        method = target = authority = ""
+        headers: Dict[str, str] = {}
+        for raw_name, raw_value in stream.head:
+            name = raw_name.decode("latin-1") if isinstance(raw_name, bytes) else raw_name
+            value = raw_value.decode("latin-1") if isinstance(raw_value, bytes) else raw_value
+            if name[:1] == ":":
+                if name == ":method":
+                    method = value
+                elif name == ":path":
+                    target = value
+                elif name == ":authority":
+                    authority = value
+            elif name in headers:
+                headers[name] = f"{headers[name]}, {value}"
+            else:
+                headers[name] = value
+        if authority and "host" not in headers:
+            headers["host"] = authority
+        path, _, query = target.partition("?")
+        body = b"".join(stream.parts)
+        request = RecordedRequest(method, path, query, headers, body, "HTTP/2", error=error)
+        stream.request = request
+        self.requests.append(request)
+        self.hub.record(request)
+        return request
+
+    # -- answering -----------------------------------------------------------
+
+    def _dispatch(self, stream: _Stream, request: RecordedRequest) -> None:
+        reply = self.hub.resolve(request)
+        if isinstance(reply, JsonReply):
+            self._reply_now(stream, reply)
+        elif isinstance(reply, REPLY_TYPES):
+            stream.task = self.hub.spawn(self._send(stream, reply))
+        else:
+            stream.task = self.hub.spawn(self._send_later(stream, reply))
+
+    def _encode(self, reply: JsonReply) -> Tuple[Headers, bytes]:
+        hub = self.hub
+        cached = hub.h2_cache
+        if cached[0] is reply:
+            encoded: Tuple[Headers, bytes] = cached[1]
+            return encoded
+        try:
+            encoded = encode_json(reply)
+        except Exception as exc:
+            return encode_json(hub.encoding_failed(exc))
+        hub.h2_cache = (reply, encoded)
+        return encoded
+
+    def _reply_now(self, stream: _Stream, reply: JsonReply) -> None:
+        """A whole reply: written in this callback when the windows allow it."""
+        headers, body = self._encode(reply)
+        conn = self.conn
+        sid = stream.stream_id
+        try:
+            if not body:
+                conn.send_headers(sid, headers, end_stream=True)
+            elif (
+                not self.owner.paused
+                and len(body) <= conn.max_outbound_frame_size
+                and conn.local_flow_control_window(sid) >= len(body)
+            ):
+                conn.send_headers(sid, headers)
+                conn.send_data(sid, body, end_stream=True)
+            else:
+                stream.task = self.hub.spawn(self._send(stream, reply))
+                return
+        except h2.exceptions.ProtocolError:  # the stream or connection is gone
+            pass
+        self._flush()
+        self._finish(stream)
+
+    async def _send_later(self, stream: _Stream, pending: Awaitable[Reply]) -> None:
+        reply = await pending
+        stream.task = None
+        if self.closed or stream.done:
+            return
+        if isinstance(reply, JsonReply):
+            self._reply_now(stream, reply)
+        else:
+            await self._send(stream, reply)
+
+    async def _send(self, stream: _Stream, reply: Reply) -> None:
+        conn = self.conn
+        sid = stream.stream_id
+        try:
+            if isinstance(reply, HangReply):
+                return  # the stream stays in flight until the client resets it or leaves
+            if isinstance(reply, JsonReply):
+                headers, body = self._encode(reply)
+                conn.send_headers(sid, headers, end_stream=not body)
+                self._flush()
+                if body:
+                    await self._data(sid, body, True)
+            else:
+                assert isinstance(reply, StreamReply)
+                headers = _headers(reply.status, [("content-type", reply.content_type)], reply.header_items())
+                chunks = [bytes(c) for c in reply.chunks if c]
+                conn.send_headers(sid, headers, end_stream=not chunks and not reply.hang)
+                self._flush()
+                last = len(chunks) - 1
+                for index, chunk in enumerate(chunks):
+                    await self._data(sid, chunk, index == last and not reply.hang)
+                if reply.hang:
+                    return
+        except h2.exceptions.ProtocolError:
+            pass  # the client reset the stream or the connection went away
+        self._finish(stream)
+
+    async def _data(self, sid: int, data: bytes, end: bool) -> None:
+        """Send one chunk as DATA frame(s), waiting on flow control; one write per frame."""
+        conn = self.conn
+        offset = 0
+        total = len(data)
+        while offset < total:
+            if self.owner.paused:
+                await self.owner.writable()
+            if self.closed:
+                raise h2.exceptions.ProtocolError("connection closed")
+            size = min(total - offset, conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            if size <= 0:
+                waiter = self.loop.create_future()
+                self.window_waiters.append(waiter)
+                await waiter
+                continue
+            conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
+            offset += size
+            self._flush()
+
+    def _finish(self, stream: _Stream) -> None:
+        """The stream is over for us; release a held GOAWAY when it was the last one."""
+        stream.done = True
+        self.streams.pop(stream.stream_id, None)
+        if not self.streams:
+            self.idle_since = self.loop.time()
+            held = self.held_goaway
+            if held is not None and not self.closed:
+                self.held_goaway = None
+                self._feed(held)
+
+    def _wake(self) -> None:
+        waiters = self.window_waiters
+        if waiters:
+            self.window_waiters = []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def _flush(self) -> None:
+        data = self.conn.data_to_send()
+        if data and not self.transport.is_closing():
+            self.transport.write(data)
+
+    # -- leaving -------------------------------------------------------------
+
+    def close_idle(self) -> None:
+        """No stream for header_timeout: say GOAWAY and close."""
+        try:
+            self.conn.close_connection()
+        except h2.exceptions.ProtocolError:
+            pass
+        self._flush()
+        self._close()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.transport.close()
+
+    def connection_lost(self) -> None:
+        self.closed = True
+        hub = self.hub
+        if not hub.shutting_down:
+            for request in self.requests:
+                hub.mark_closed(request)
+        for stream in list(self.streams.values()):
+            if stream.task is not None:
+                stream.task.cancel()
+        self.streams.clear()
+        for waiter in self.window_waiters:
+            waiter.cancel()
+        self.window_waiters = []
+
+
+def _error(status: int, message: str) -> JsonReply:
+    return JsonReply({"error": {"message": message, "type": "conformance_bad_request"}}, status=status)
