@@ -1,0 +1,402 @@
+"""A reference backend for Amazon Bedrock Converse, standard library plus ``h2``.
+
+It is the smallest backend that meets the whole contract on this wire, and so the
+plainest account of how to read it:
+
+- Percent-encode the model id in the path: inference-profile ids have ``:`` and
+  ARNs have ``/`` too.
+- The system prompt is the top-level ``system`` list, never a message; messages are
+  ``user`` and ``assistant`` only, their content a list of ``{"text": ...}`` blocks.
+- ConverseStream is a binary event stream: feed the bytes to a decoder that checks
+  both CRCs and keeps the unfinished tail of a frame for the next read; a frame is
+  cut anywhere by TCP, inside its prelude or inside a character of its payload.
+- Text blocks have no ``contentBlockStart``; a tool block's input arrives as
+  fragments of one JSON string, parsed once at the end of the turn.
+- Usage comes in ``metadata``, after ``messageStop``: read to the end of the stream.
+- A message with ``:message-type: exception`` is a failure after the 200; its name
+  is lowerCamel (``throttlingException``) where the HTTP header has ``ThrottlingException``.
+- A ``ThrottlingException`` is a daily quota when its message says "per day": Bedrock
+  has no other way to say so. It sends no retry delay either, so none is reported.
+- Authentication is a Bedrock API key sent as ``Authorization: Bearer``; a backend
+  that signs with SigV4 reads the wire the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+from urllib.parse import quote
+
+from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._decoders import EventStreamDecoder, EventStreamError, EventStreamMessage
+from ._errors import decode_json, retry_after_seconds, status_kind
+from ._transport import Response, request
+
+__all__ = ["BedrockConverseBackend"]
+
+#: Bedrock's error names, as ``x-amzn-ErrorType`` spells them, by the contract's kind.
+#: Mid-stream exceptions use the same names in lowerCamel case.
+ERROR_KINDS_BY_NAME: Mapping[str, str] = {
+    "ThrottlingException": "rate_limit",
+    "ServiceQuotaExceededException": "quota",
+    "AccessDeniedException": "auth",
+    "UnrecognizedClientException": "auth",
+    "InvalidSignatureException": "auth",
+    "ExpiredTokenException": "auth",
+    "IncompleteSignatureException": "auth",
+    "MissingAuthenticationTokenException": "auth",
+    "ServiceUnavailableException": "overloaded",
+    "ModelNotReadyException": "overloaded",
+    "InternalServerException": "server_error",
+    "ModelStreamErrorException": "server_error",
+    "ModelErrorException": "server_error",
+    "ModelTimeoutException": "server_error",
+    "ValidationException": "invalid_request",
+}
+
+#: How a ThrottlingException says the quota of the day is spent, not the minute's.
+DAILY_QUOTA = re.compile(r"per day|daily", re.IGNORECASE)
+#: How a ValidationException says the input does not fit the model's context window.
+CONTEXT_OVERFLOW = re.compile(
+    r"input is too long|prompt is too long|too many input tokens|context (window|length)",
+    re.IGNORECASE,
+)
+
+STOP_REASONS: Mapping[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+}
+
+
+@dataclass
+class _PartialToolUse:
+    """A toolUse block while its input fragments arrive."""
+
+    tool_use_id: str = ""
+    name: str = ""
+    input: List[str] = field(default_factory=list)
+    #: A whole reply's input is already parsed; a stream's is a string to join.
+    parsed: Any = None
+
+
+@dataclass
+class _Turn:
+    """What a ConverseStream has said so far."""
+
+    tool_uses: Dict[int, _PartialToolUse] = field(default_factory=dict)
+    stop_reason: Optional[str] = None
+    usage: Optional[Usage] = None
+
+
+class BedrockConverseBackend:
+    """Talks to ``{base_url}/model/{modelId}/converse`` and ``/converse-stream``."""
+
+    provider = "bedrock"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str = "test",
+        http2: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.http2 = http2
+        self.extra_headers = dict(headers or {})
+        self.timeout = timeout
+
+    # -- the request ------------------------------------------------------------------
+
+    def url(self, model: str, stream: bool) -> str:
+        """The operation's URL; ``safe=""`` so that ``:`` and ``/`` in an id are encoded too."""
+        operation = "converse-stream" if stream else "converse"
+        return f"{self.base_url}/model/{quote(model, safe='')}/{operation}"
+
+    def headers(self, stream: bool) -> Dict[str, str]:
+        """Headers of every request: the API key, JSON, and the caller's own."""
+        return {
+            "authorization": f"Bearer {self.api_key}",
+            "content-type": "application/json",
+            "accept": "application/vnd.amazon.eventstream" if stream else "application/json",
+            **self.extra_headers,
+        }
+
+    def body(self, chat: ChatRequest) -> Dict[str, Any]:
+        """The Converse request body (the same for ConverseStream)."""
+        system = [{"text": m.content} for m in chat.messages if m.role == "system"]
+        body: Dict[str, Any] = {
+            "messages": [
+                {"role": m.role, "content": [{"text": m.content}]}
+                for m in chat.messages
+                if m.role != "system"
+            ]
+        }
+        if system:
+            body["system"] = system
+        if chat.max_tokens is not None:
+            body["inferenceConfig"] = {"maxTokens": chat.max_tokens}
+        if chat.tools:
+            body["toolConfig"] = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": t.name,
+                            "description": t.description,
+                            "inputSchema": {"json": dict(t.parameters)},
+                        }
+                    }
+                    for t in chat.tools
+                ]
+            }
+        return body
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        """Send the request; a failure status becomes an :class:`LLMError` here."""
+        payload = json.dumps(self.body(chat), ensure_ascii=False).encode("utf-8")
+        response = await request(
+            self.url(chat.model, stream),
+            "POST",
+            headers=self.headers(stream),
+            body=payload,
+            http2=self.http2,
+            signal=chat.signal,
+            timeout=self.timeout,
+        )
+        if response.status >= 400:
+            try:
+                raw = await response.read()
+            finally:
+                await response.aclose()
+            raise self.status_error(response.status, response.headers, decode_json(raw))
+        return response
+
+    # -- errors -----------------------------------------------------------------------
+
+    @staticmethod
+    def error_name(headers: Mapping[str, str], body: Any) -> str:
+        """The error's name: ``x-amzn-ErrorType`` up to its ``:``, else the body's ``__type``."""
+        raw = headers.get("x-amzn-errortype")
+        if not raw and isinstance(body, dict):
+            raw = body.get("__type") or body.get("code") or body.get("Code")
+        name = str(raw or "").split(":", 1)[0]
+        return name.rsplit("#", 1)[-1]
+
+    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
+        """The contract's kind for a Bedrock error (``status`` is None mid-stream)."""
+        # Mid-stream names are lowerCamel: throttlingException.
+        name = name[:1].upper() + name[1:]
+        kind = ERROR_KINDS_BY_NAME.get(name)
+        if kind == "rate_limit" and DAILY_QUOTA.search(message):
+            return "quota"
+        if kind == "invalid_request" and CONTEXT_OVERFLOW.search(message):
+            return "context_overflow"
+        if kind is not None:
+            return kind
+        return "server_error" if status is None else status_kind(status)
+
+    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
+        """The error for a failure status."""
+        message = ""
+        if isinstance(body, dict):
+            message = str(body.get("message") or body.get("Message") or "")
+        name = self.error_name(headers, body)
+        kind = self.error_kind(name, message, status)
+        return self.make_error(
+            kind,
+            message or f"HTTP {status} {name}".strip(),
+            name=name,
+            status=status,
+            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
+            request_id=headers.get("x-amzn-requestid"),
+        )
+
+    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
+        """Bedrock sends no delay on a throttle; a proxy in front of it might, so read one."""
+        return retry_after_seconds(headers)
+
+    def make_error(
+        self,
+        kind: str,
+        message: str,
+        *,
+        name: str,
+        status: Optional[int],
+        retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
+    ) -> LLMError:
+        details = {"error_type": name, "request_id": request_id}
+        if kind == "invalid_request":
+            return LLMError(
+                message,
+                code="LLM_INVALID_REQUEST",
+                kind=kind,
+                retryable=False,
+                status=status,
+                provider=self.provider,
+                details=details,
+            )
+        return LLMError.from_kind(
+            kind, message, retry_after=retry_after, status=status, provider=self.provider, details=details
+        )
+
+    # -- the answer -------------------------------------------------------------------
+
+    def finish_reason(self, stop_reason: Optional[str], calls: List[ToolCall]) -> str:
+        """The contract's finish reason: tool calls present make a ``tool_calls`` turn."""
+        reason = STOP_REASONS.get(stop_reason or "", "stop" if stop_reason is None else "error")
+        if reason in ("length", "content_filter"):
+            return reason
+        return "tool_calls" if calls else reason
+
+    def complete_calls(self, tool_uses: List[_PartialToolUse], stop_reason: Optional[str]) -> List[ToolCall]:
+        """The calls whose input is a JSON object; none on a turn cut off by the token limit."""
+        # Converse parses a cut-off call's input leniently ({"city": "Par"}), so only
+        # the stop reason tells that the call was never finished.
+        if STOP_REASONS.get(stop_reason or "") == "length":
+            return []
+        calls = []
+        for tool_use in tool_uses:
+            arguments = tool_use.parsed
+            if arguments is None:
+                try:
+                    arguments = json.loads("".join(tool_use.input) or "{}")
+                except ValueError:
+                    continue
+            if isinstance(arguments, dict):
+                calls.append(ToolCall(tool_use.tool_use_id, tool_use.name, arguments))
+        return calls
+
+    @staticmethod
+    def usage(raw: Any) -> Optional[Usage]:
+        if not isinstance(raw, dict):
+            return None
+        return Usage(
+            input_tokens=int(raw.get("inputTokens", 0)),
+            output_tokens=int(raw.get("outputTokens", 0)),
+            total_tokens=int(raw.get("totalTokens", 0)),
+        )
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        """One whole reply from Converse."""
+        response = await self.send(chat, stream=False)
+        try:
+            body = decode_json(await response.read())
+        finally:
+            await response.aclose()
+        output = body.get("output") if isinstance(body, dict) else None
+        message = output.get("message") if isinstance(output, dict) else None
+        if not isinstance(message, dict):
+            raise self.make_error(
+                "server_error", f"no output.message in the reply: {body!r:.200}", name="", status=200
+            )
+        text, tool_uses = [], []
+        for block in message.get("content") or ():
+            if isinstance(block.get("text"), str):
+                text.append(block["text"])
+            elif isinstance(block.get("toolUse"), dict):
+                use = block["toolUse"]
+                tool_uses.append(
+                    _PartialToolUse(
+                        str(use.get("toolUseId", "")), str(use.get("name", "")), parsed=use.get("input")
+                    )
+                )
+        stop_reason = body.get("stopReason")
+        calls = self.complete_calls(tool_uses, stop_reason)
+        return ChatResponse(
+            content="".join(text),
+            finish_reason=self.finish_reason(stop_reason, calls),
+            tool_calls=tuple(calls),
+            usage=self.usage(body.get("usage")),
+        )
+
+    def decoder(self) -> EventStreamDecoder:
+        """The event-stream decoder; it checks both CRCs of every frame."""
+        return EventStreamDecoder()
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        """Text deltas as they come, then one last chunk with the calls, reason and usage."""
+        response = await self.send(chat, stream=True)
+        decoder = self.decoder()
+        turn = _Turn()
+        try:
+            async for data in response:
+                try:
+                    messages = decoder.feed(data)
+                except EventStreamError as exc:
+                    raise self.make_error(
+                        "server_error", f"corrupt event stream: {exc}", name="", status=None
+                    ) from exc
+                for message in messages:
+                    text = self.on_message(message, turn)
+                    if text:
+                        yield StreamChunk(content=text)
+            try:
+                decoder.close()
+            except EventStreamError as exc:
+                raise self.make_error(
+                    "server_error", f"the stream was cut: {exc}", name="", status=None
+                ) from exc
+        finally:
+            await response.aclose()
+        if turn.stop_reason is None:
+            raise self.make_error("server_error", "the stream ended before messageStop", name="", status=None)
+        calls = self.complete_calls([turn.tool_uses[i] for i in sorted(turn.tool_uses)], turn.stop_reason)
+        yield StreamChunk(
+            tool_calls=tuple(calls),
+            finish_reason=self.finish_reason(turn.stop_reason, calls),
+            usage=turn.usage,
+        )
+
+    def on_message(self, message: EventStreamMessage, turn: _Turn) -> str:
+        """Take in one event-stream message: raise its failure, or record its event; return its text."""
+        message_type = message.headers.get(":message-type")
+        if message_type == "exception":
+            payload = decode_json(message.payload)
+            text = payload.get("message") if isinstance(payload, dict) else None
+            name = str(message.headers.get(":exception-type", ""))
+            raise self.make_error(
+                self.error_kind(name, str(text or ""), None), str(text or name), name=name, status=None
+            )
+        if message_type == "error":
+            name = str(message.headers.get(":error-code", ""))
+            text = str(message.headers.get(":error-message", "") or name)
+            raise self.make_error(self.error_kind(name, text, None), text, name=name, status=None)
+        payload = json.loads(message.payload.decode("utf-8"))
+        return self.on_event(str(message.headers.get(":event-type", "")), payload, turn)
+
+    def on_event(self, event_type: str, payload: Mapping[str, Any], turn: _Turn) -> str:
+        """Take in one ConverseStream event; return the text it adds."""
+        index = int(payload.get("contentBlockIndex", 0))
+        if event_type == "contentBlockStart":
+            start = (payload.get("start") or {}).get("toolUse")
+            if isinstance(start, dict):
+                turn.tool_uses[index] = _PartialToolUse(
+                    str(start.get("toolUseId", "")), str(start.get("name", ""))
+                )
+        elif event_type == "contentBlockDelta":
+            delta = payload.get("delta") or {}
+            if isinstance(delta.get("text"), str):
+                return str(delta["text"])
+            tool_use = delta.get("toolUse")
+            if isinstance(tool_use, dict) and index in turn.tool_uses:
+                turn.tool_uses[index].input.append(str(tool_use.get("input", "")))
+        elif event_type == "messageStop":
+            turn.stop_reason = str(payload.get("stopReason") or "")
+        elif event_type == "metadata":
+            turn.usage = self.usage(payload.get("usage"))
+        # messageStart and contentBlockStop carry nothing to keep; unknown events are
+        # skipped, as the SDKs skip them.
+        return ""
+
+    async def aclose(self) -> None:
+        """Nothing to release: each request has a connection of its own."""
