@@ -8,15 +8,20 @@ is a defect.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """One broken backend: ``create(url, http2)`` builds it."""
+    """One broken backend: ``create(url, http2)`` builds it.
+
+    ``headers`` are what the matrix's target expects on every request for this
+    mutant (empty for most; a "forgets a header" mutant is built with some).
+    """
 
     name: str
     bug: str
     wire: str
     create: Callable[[str, bool], Any]
+    headers: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,322 @@
+"""A reference backend for OpenAI Chat Completions, standard library plus ``h2``.
+
+It is the smallest backend that meets the whole contract on this wire, and so the
+plainest account of how to read it:
+
+- Ask for usage on a stream (``stream_options.include_usage``): without it OpenAI
+  sends none.
+- Decode the stream as bytes and split events before decoding UTF-8 (the SSE
+  decoder does); a chunk may end inside a character.
+- Gather tool-call argument fragments per ``index``; a call is complete only at the
+  end of the turn, and only if its arguments parse.
+- A turn with tool calls is a ``tool_calls`` turn whatever ``finish_reason`` said;
+  a ``length`` turn keeps no call that was cut off.
+- A ``data: {"error": ...}`` event is a failure after the 200; a stream that ends
+  without ``[DONE]`` or a finish reason was cut and is a failure too.
+- Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+
+from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._decoders import SSEDecoder
+from ._errors import decode_json, retry_after_seconds, status_kind
+from ._transport import Response, request
+
+__all__ = ["OpenAIChatBackend"]
+
+#: error.code values that mean the account is out of money, not out of requests per minute.
+QUOTA_CODES = frozenset(
+    {
+        "insufficient_quota",
+        "credit_balance_exhausted",
+        "organization_spend_limit_exceeded",
+        "project_spend_limit_exceeded",
+        "organization_usage_limit_exceeded",
+    }
+)
+OVERLOAD_CODES = frozenset({"server_is_overloaded", "slow_down"})
+OVERLOAD_TYPES = frozenset({"service_unavailable_error"})
+
+FINISH_REASONS: Mapping[str, str] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: List[str] = field(default_factory=list)
+
+
+class OpenAIChatBackend:
+    """Talks to ``{base_url}/chat/completions``; ``base_url`` ends in ``/v1``."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str = "test",
+        http2: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.http2 = http2
+        self.extra_headers = dict(headers or {})
+        self.timeout = timeout
+
+    # -- the request ------------------------------------------------------------------
+
+    def headers(self) -> Dict[str, str]:
+        """Headers of every request: the key, JSON, and the caller's own."""
+        return {
+            "authorization": f"Bearer {self.api_key}",
+            "content-type": "application/json",
+            "accept": "application/json",
+            **self.extra_headers,
+        }
+
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        """The Chat Completions request body."""
+        body: Dict[str, Any] = {
+            "model": chat.model,
+            "messages": [{"role": m.role, "content": m.content} for m in chat.messages],
+        }
+        if chat.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.parameters),
+                    },
+                }
+                for t in chat.tools
+            ]
+        if chat.max_tokens is not None:
+            body["max_completion_tokens"] = chat.max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        """Send the request; a failure status becomes an :class:`LLMError` here."""
+        payload = json.dumps(self.body(chat, stream), ensure_ascii=False).encode("utf-8")
+        response = await request(
+            f"{self.base_url}/chat/completions",
+            "POST",
+            headers=self.headers(),
+            body=payload,
+            http2=self.http2,
+            signal=chat.signal,
+            timeout=self.timeout,
+        )
+        if response.status >= 400:
+            raw = await response.read()
+            raise self.status_error(response.status, response.headers, decode_json(raw))
+        return response
+
+    # -- errors -----------------------------------------------------------------------
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        """The contract's kind for an OpenAI error object (``status`` is None mid-stream)."""
+        code, type_ = error.get("code"), error.get("type")
+        if code in QUOTA_CODES or type_ in QUOTA_CODES:
+            return "quota"
+        if code == "context_length_exceeded":
+            return "context_overflow"
+        if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES:
+            return "overloaded"
+        if code == "rate_limit_exceeded":
+            return "rate_limit"
+        if code == "invalid_api_key":
+            return "auth"
+        if status is None:
+            return "server_error"
+        return status_kind(status)
+
+    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
+        """The error for a failure status, with ``retry_after`` for a rate limit."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            error = {"message": f"HTTP {status} with a body that is not an OpenAI error"}
+        kind = self.error_kind(status, error)
+        return self.make_error(
+            kind,
+            error,
+            status=status,
+            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
+            request_id=headers.get("x-request-id"),
+        )
+
+    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
+        """``retry-after-ms``, then ``retry-after``: the order openai-python reads them in."""
+        return retry_after_seconds(headers)
+
+    def make_error(
+        self,
+        kind: str,
+        error: Mapping[str, Any],
+        *,
+        status: Optional[int],
+        retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
+    ) -> LLMError:
+        message = str(error.get("message") or kind)
+        details = {"type": error.get("type"), "code": error.get("code"), "request_id": request_id}
+        if kind in ("rate_limit", "quota", "auth", "overloaded", "server_error", "context_overflow"):
+            return LLMError.from_kind(
+                kind,
+                message,
+                retry_after=retry_after,
+                status=status,
+                provider=self.provider,
+                details=details,
+            )
+        return LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind=kind,
+            retryable=False,
+            status=status,
+            provider=self.provider,
+            details=details,
+        )
+
+    # -- the answer -------------------------------------------------------------------
+
+    def finish_reason(self, reason: Optional[str], calls: List[ToolCall]) -> str:
+        """The contract's finish reason: tool calls present make a ``tool_calls`` turn."""
+        if reason == "length":
+            return "length"
+        if calls:
+            return "tool_calls"
+        return FINISH_REASONS.get(reason or "", "stop" if reason is None else "error")
+
+    def complete_calls(self, partials: List[_PartialCall], reason: Optional[str]) -> List[ToolCall]:
+        """The calls whose arguments parse; none at all on a turn cut off by the limit."""
+        if reason == "length":
+            return []
+        calls = []
+        for partial in partials:
+            try:
+                arguments = json.loads("".join(partial.arguments) or "{}")
+            except ValueError:
+                continue
+            if isinstance(arguments, dict):
+                calls.append(ToolCall(partial.id, partial.name, arguments))
+        return calls
+
+    @staticmethod
+    def usage(raw: Any) -> Optional[Usage]:
+        if not isinstance(raw, dict):
+            return None
+        return Usage(
+            input_tokens=int(raw.get("prompt_tokens", 0)),
+            output_tokens=int(raw.get("completion_tokens", 0)),
+            total_tokens=int(raw.get("total_tokens", 0)),
+        )
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        """One whole reply."""
+        response = await self.send(chat, stream=False)
+        body = decode_json(await response.read())
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not choices:
+            raise self.make_error(
+                "server_error", {"message": f"no choices in the reply: {body!r:.200}"}, status=200
+            )
+        choice = choices[0]
+        message = choice.get("message") or {}
+        reason = choice.get("finish_reason")
+        partials = [
+            _PartialCall(
+                c.get("id", ""),
+                (c.get("function") or {}).get("name", ""),
+                [(c.get("function") or {}).get("arguments", "")],
+            )
+            for c in message.get("tool_calls") or ()
+        ]
+        calls = self.complete_calls(partials, reason)
+        return ChatResponse(
+            content=message.get("content") or "",
+            finish_reason=self.finish_reason(reason, calls),
+            tool_calls=tuple(calls),
+            usage=self.usage(body.get("usage")),
+        )
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        """Text deltas as they come, then one last chunk with the calls, reason and usage."""
+        response = await self.send(chat, stream=True)
+        decoder = self.sse_decoder()
+        partials: Dict[int, _PartialCall] = {}
+        reason: Optional[str] = None
+        usage: Optional[Usage] = None
+        done = False
+        try:
+            async for data in response:
+                for event in decoder.feed(data):
+                    if event.data == "[DONE]":
+                        done = True
+                        break
+                    chunk = json.loads(event.data)
+                    text = self.on_chunk(chunk, partials)
+                    if chunk.get("usage"):
+                        usage = self.usage(chunk["usage"])
+                    for choice in chunk.get("choices") or ():
+                        reason = choice.get("finish_reason") or reason
+                    if text:
+                        yield StreamChunk(content=text)
+                if done:
+                    break
+        finally:
+            await response.aclose()
+        if not done and reason is None:
+            raise self.make_error(
+                "server_error", {"message": "the stream ended before [DONE]"}, status=None
+            )
+        calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
+        yield StreamChunk(
+            tool_calls=tuple(calls), finish_reason=self.finish_reason(reason, calls), usage=usage
+        )
+
+    def sse_decoder(self) -> SSEDecoder:
+        """The event decoder: it splits events on bytes and decodes whole lines only."""
+        return SSEDecoder()
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        """Take in one ``chat.completion.chunk``: raise its error, gather its calls, return its text."""
+        if chunk.get("error"):
+            error = chunk["error"]
+            raise self.make_error(self.error_kind(None, error), error, status=None)
+        text = []
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                text.append(delta["content"])
+            for fragment in delta.get("tool_calls") or ():
+                partial = partials.setdefault(int(fragment.get("index", 0)), _PartialCall())
+                partial.id = fragment.get("id") or partial.id
+                function = fragment.get("function") or {}
+                partial.name = function.get("name") or partial.name
+                if function.get("arguments"):
+                    partial.arguments.append(function["arguments"])
+        return "".join(text)
+
+    async def aclose(self) -> None:
+        """Nothing to release: each request has a connection of its own."""

@@ -1,0 +1,239 @@
+"""The OpenAI Chat Completions wire, as pure functions: shapes, streams, request checks."""
+
+from __future__ import annotations
+
+import json
+import re
+import unittest
+from typing import Any, Dict, List
+
+from conformance.fixture import CONFORMANCE_FIXTURE as FX
+from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
+from conformance.reference._decoders import SSEDecoder
+from conformance.scenarios import SCENARIOS
+from conformance.wires.openai_chat import TOOL_CALL_ID, openai_chat_wire
+
+WIRE = openai_chat_wire
+
+
+def good_body(stream: bool = False) -> Dict[str, Any]:
+    body: Dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "system", "content": FX.system}, {"role": "user", "content": FX.question}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": FX.tool_description,
+                    "parameters": dict(FX.tool_parameters),
+                },
+            }
+        ],
+    }
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def request(body: Any, path: str = "/v1/chat/completions", method: str = "POST") -> RecordedRequest:
+    raw = json.dumps(body).encode() if not isinstance(body, bytes) else body
+    return RecordedRequest(method, path, "", {"content-type": "application/json"}, raw, "HTTP/1.1")
+
+
+def events(reply: StreamReply) -> List[str]:
+    decoder = SSEDecoder()
+    out = []
+    for chunk in reply.chunks:
+        out += [e.data for e in decoder.feed(chunk)]
+    return out
+
+
+class ReplyTests(unittest.TestCase):
+    def test_every_scenario_answers_in_both_forms(self) -> None:
+        """Each scenario has a whole and a streamed answer of the right type."""
+        for scenario in SCENARIOS:
+            for stream in (False, True):
+                with self.subTest(scenario=scenario, stream=stream):
+                    reply = WIRE.reply(scenario, "stream" if stream else "chat", request(good_body(stream)))
+                    self.assertIsInstance(reply, (JsonReply, StreamReply, HangReply))
+
+    def test_whole_text_reply_has_the_required_fields(self) -> None:
+        """A chat.completion carries id, object, created, model, choices and usage."""
+        reply = WIRE.reply("text", "chat", request(good_body()))
+        assert isinstance(reply, JsonReply)
+        body = json.loads(reply.encoded())
+        for key in ("id", "object", "created", "model", "choices", "usage"):
+            self.assertIn(key, body)
+        self.assertEqual(body["object"], "chat.completion")
+        self.assertEqual(body["choices"][0]["message"]["content"], FX.text)
+        self.assertEqual(body["choices"][0]["finish_reason"], "stop")
+        self.assertEqual(body["usage"]["total_tokens"], FX.usage.total_tokens)
+        self.assertEqual(reply.header_items()[0][0], "x-request-id")
+
+    def test_streamed_text_reassembles_and_ends_with_done(self) -> None:
+        """The deltas concatenate to the fixture text, with usage before [DONE]."""
+        reply = WIRE.reply("text", "stream", request(good_body(True)))
+        assert isinstance(reply, StreamReply)
+        data = events(reply)
+        self.assertEqual(data[-1], "[DONE]")
+        chunks = [json.loads(d) for d in data[:-1]]
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+        self.assertEqual(text, FX.text)
+        self.assertEqual(chunks[-1]["choices"], [])
+        self.assertEqual(chunks[-1]["usage"]["prompt_tokens"], FX.usage.input_tokens)
+
+    def test_stream_without_include_usage_has_no_usage_chunk(self) -> None:
+        """Usage comes only when the request asked for it, as OpenAI does."""
+        body = good_body(True)
+        del body["stream_options"]
+        reply = WIRE.reply("text", "stream", request(body))
+        assert isinstance(reply, StreamReply)
+        self.assertTrue(all("usage" not in json.loads(d) for d in events(reply)[:-1]))
+
+    def test_stream_is_cut_inside_a_character_and_a_string(self) -> None:
+        """At least one chunk ends inside a UTF-8 character, and chunks split events."""
+        reply = WIRE.reply("text", "stream", request(good_body(True)))
+        assert isinstance(reply, StreamReply)
+        broken = 0
+        for chunk in reply.chunks:
+            try:
+                chunk.decode("utf-8")
+            except UnicodeDecodeError:
+                broken += 1
+        self.assertGreater(broken, 0)
+        self.assertTrue(any(not c.endswith(b"\n\n") for c in reply.chunks))
+
+    def test_tool_call_arguments_arrive_in_fragments(self) -> None:
+        """The call's id comes first, then argument pieces that join to the fixture's."""
+        reply = WIRE.reply("tool-call", "stream", request(good_body(True)))
+        assert isinstance(reply, StreamReply)
+        chunks = [json.loads(d) for d in events(reply)[:-1]]
+        fragments = [
+            tc for c in chunks if c["choices"] for tc in c["choices"][0]["delta"].get("tool_calls") or ()
+        ]
+        self.assertGreater(len(fragments), 2)
+        self.assertEqual(fragments[0]["id"], TOOL_CALL_ID)
+        arguments = "".join(f["function"]["arguments"] for f in fragments)
+        self.assertEqual(json.loads(arguments), dict(FX.tool_arguments))
+        finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        self.assertEqual(finishes[-1], "tool_calls")
+
+    def test_tool_call_with_stop_says_stop(self) -> None:
+        """The tool-call-with-stop turn finishes with "stop" in both forms."""
+        whole = WIRE.reply("tool-call-with-stop", "chat", request(good_body()))
+        assert isinstance(whole, JsonReply)
+        self.assertEqual(json.loads(whole.encoded())["choices"][0]["finish_reason"], "stop")
+
+    def test_truncated_call_does_not_parse(self) -> None:
+        """The cut-off call's arguments are not valid JSON and the turn says length."""
+        whole = WIRE.reply("truncated-tool-call", "chat", request(good_body()))
+        assert isinstance(whole, JsonReply)
+        choice = json.loads(whole.encoded())["choices"][0]
+        self.assertEqual(choice["finish_reason"], "length")
+        with self.assertRaises(ValueError):
+            json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"])
+
+    def test_stream_error_ends_with_an_error_event_and_no_done(self) -> None:
+        """A mid-stream failure is a data: {"error": ...} event after the partial text."""
+        reply = WIRE.reply("stream-error", "stream", request(good_body(True)))
+        assert isinstance(reply, StreamReply)
+        data = events(reply)
+        self.assertNotIn("[DONE]", data)
+        last = json.loads(data[-1])
+        self.assertEqual(last["error"]["code"], "server_is_overloaded")
+        text = "".join(json.loads(d)["choices"][0]["delta"].get("content") or "" for d in data[:-1])
+        self.assertEqual(text, FX.partial_text)
+
+    def test_abort_hangs(self) -> None:
+        """Abort never answers a whole request and leaves a stream open."""
+        self.assertIsInstance(WIRE.reply("abort", "chat", request(good_body())), HangReply)
+        streamed = WIRE.reply("abort", "stream", request(good_body(True)))
+        assert isinstance(streamed, StreamReply)
+        self.assertTrue(streamed.hang)
+
+    def test_errors_have_the_real_statuses_and_codes(self) -> None:
+        """Each failure is OpenAI's status, error.type and error.code."""
+        table = {
+            "rate-limit": (429, "rate_limit_exceeded"),
+            "quota": (429, "insufficient_quota"),
+            "auth": (401, "invalid_api_key"),
+            "overloaded": (503, None),
+            "server-error": (500, None),
+            "context-overflow": (400, "context_length_exceeded"),
+        }
+        for scenario, (status, code) in table.items():
+            with self.subTest(scenario=scenario):
+                reply = WIRE.reply(scenario, "chat", request(good_body()))
+                assert isinstance(reply, JsonReply)
+                self.assertEqual(reply.status, status)
+                self.assertEqual(json.loads(reply.encoded())["error"]["code"], code)
+        rate = WIRE.reply("rate-limit", "chat", request(good_body()))
+        assert isinstance(rate, JsonReply)
+        self.assertEqual(dict(rate.header_items())["retry-after"], "7")
+
+    def test_ids_look_like_openai_ids(self) -> None:
+        """The tool call id is call_ plus 24 letters and digits."""
+        self.assertRegex(TOOL_CALL_ID, r"^call_[A-Za-z0-9]{24}$")
+
+
+class RequestCheckTests(unittest.TestCase):
+    def test_a_good_request_has_no_problems(self) -> None:
+        """The request the reference backend sends passes, whole and streamed."""
+        self.assertEqual(WIRE.check_request(request(good_body()), "m"), [])
+        self.assertEqual(WIRE.check_request(request(good_body(True)), "m"), [])
+
+    def test_each_defect_is_named(self) -> None:
+        """Every kind of wrong request yields a sentence naming it."""
+        def without(key: str) -> Dict[str, Any]:
+            body = good_body()
+            del body[key]
+            return body
+
+        wrong_schema = good_body()
+        wrong_schema["tools"][0]["function"]["parameters"] = {"type": "object"}
+        no_usage = good_body(True)
+        del no_usage["stream_options"]
+        cases = [
+            ("method", request(good_body(), method="PUT"), "expected POST"),
+            ("path", request(good_body(), path="/v1/completions"), "/v1/chat/completions"),
+            ("model", request({**good_body(), "model": "other"}), "expected model 'm'"),
+            ("question", request({**good_body(), "messages": [{"role": "user", "content": "hi"}]}), "user message"),
+            ("tools", request(without("tools")), "get_weather function"),
+            ("schema", request(wrong_schema), "parameters"),
+            ("include_usage", request(no_usage), "include_usage"),
+            ("not json", request(b"nope"), "JSON object"),
+        ]
+        for name, recorded, fragment in cases:
+            with self.subTest(name):
+                problems = WIRE.check_request(recorded, "m")
+                self.assertTrue(problems)
+                self.assertTrue(any(fragment in p for p in problems), problems)
+
+    def test_content_parts_count_as_the_question(self) -> None:
+        """A user message given as text parts is read like a plain string."""
+        body = good_body()
+        body["messages"][1]["content"] = [{"type": "text", "text": FX.question}]
+        self.assertEqual(WIRE.check_request(request(body), "m"), [])
+
+    def test_generation_and_stream_detection(self) -> None:
+        """Only POST .../chat/completions is the call; the stream flag picks the form."""
+        self.assertTrue(WIRE.is_generation(request(good_body())))
+        self.assertFalse(WIRE.is_generation(request(good_body(), path="/v1/models", method="GET")))
+        self.assertTrue(WIRE.wants_stream(request(good_body(True))))
+        self.assertFalse(WIRE.wants_stream(request(good_body())))
+
+    def test_model_lookup_is_answered(self) -> None:
+        """GET /v1/models/{id} gets a model object; other paths a clear 404."""
+        found = WIRE.aux_reply(request(b"", path="/v1/models/m", method="GET"))
+        assert isinstance(found, JsonReply)
+        self.assertEqual((found.status, json.loads(found.encoded())["id"]), (200, "m"))
+        missing = WIRE.aux_reply(request(b"", path="/v1/embeddings"))
+        assert isinstance(missing, JsonReply)
+        self.assertEqual(missing.status, 404)
+        self.assertTrue(re.search("no route for POST /v1/embeddings", missing.encoded().decode()))
+
+
+if __name__ == "__main__":
+    unittest.main()
