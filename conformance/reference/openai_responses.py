@@ -1,0 +1,339 @@
+"""A reference backend for OpenAI Responses, standard library plus ``h2``.
+
+It is the smallest backend that meets the whole contract on this wire, and so the
+plainest account of how to read it:
+
+- Responses has no finish reason. The turn's ``status`` and
+  ``incomplete_details.reason`` say how it ended; the ``output`` items say what it
+  holds. A ``function_call`` item makes a ``tool_calls`` turn; an ``incomplete``
+  turn cut off by ``max_output_tokens`` keeps no call; a ``refusal`` part or a
+  ``content_filter`` reason is a refusal.
+- The id a tool result must echo is the item's ``call_id``, not its ``id``.
+- Streamed events are told apart by ``data.type`` (the ``event:`` line says the
+  same). Usage comes only with the terminal event. A stream that ends without
+  ``response.completed``, ``response.incomplete`` or ``response.failed`` was cut.
+- A failure after the 200 is an ``error`` event (its fields nested under ``error``
+  in production, flat in the API reference: read both) or ``response.failed``.
+- Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+
+from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._decoders import SSEDecoder
+from ._errors import decode_json, retry_after_seconds, status_kind
+from ._transport import Response, request
+from .openai_chat import OVERLOAD_CODES, OVERLOAD_TYPES, QUOTA_CODES
+
+__all__ = ["OpenAIResponsesBackend"]
+
+#: The events that end a streamed response.
+TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+#: ``response.error.code`` (of a failed response) -> the contract's kind.
+FAILED_CODES: Mapping[str, str] = {
+    "rate_limit_exceeded": "rate_limit",
+    "server_error": "server_error",
+    "vector_store_timeout": "server_error",
+}
+
+
+@dataclass
+class _Turn:
+    """What a response says, gathered from a whole body or from stream events."""
+
+    text: str = ""
+    status: Optional[str] = None
+    incomplete_reason: Optional[str] = None
+    refused: bool = False
+    usage: Optional[Usage] = None
+
+
+class OpenAIResponsesBackend:
+    """Talks to ``{base_url}/responses``; ``base_url`` ends in ``/v1``."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str = "test",
+        http2: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.http2 = http2
+        self.extra_headers = dict(headers or {})
+        self.timeout = timeout
+
+    # -- the request ------------------------------------------------------------------
+
+    def headers(self) -> Dict[str, str]:
+        """Headers of every request: the key, JSON, and the caller's own."""
+        return {
+            "authorization": f"Bearer {self.api_key}",
+            "content-type": "application/json",
+            "accept": "application/json",
+            **self.extra_headers,
+        }
+
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        """The Responses request body: system prompts become ``instructions``."""
+        system = [m.content for m in chat.messages if m.role in ("system", "developer")]
+        body: Dict[str, Any] = {
+            "model": chat.model,
+            "input": [
+                {"role": m.role, "content": m.content}
+                for m in chat.messages
+                if m.role not in ("system", "developer")
+            ],
+        }
+        if system:
+            body["instructions"] = "\n\n".join(system)
+        if chat.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                    # Strict mode would reject a schema with optional properties.
+                    "strict": False,
+                }
+                for t in chat.tools
+            ]
+        if chat.max_tokens is not None:
+            body["max_output_tokens"] = chat.max_tokens
+        if stream:
+            body["stream"] = True
+        return body
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        """Send the request; a failure status becomes an :class:`LLMError` here."""
+        payload = json.dumps(self.body(chat, stream), ensure_ascii=False).encode("utf-8")
+        response = await request(
+            f"{self.base_url}/responses",
+            "POST",
+            headers=self.headers(),
+            body=payload,
+            http2=self.http2,
+            signal=chat.signal,
+            timeout=self.timeout,
+        )
+        if response.status >= 400:
+            raw = await response.read()
+            raise self.status_error(response.status, response.headers, decode_json(raw))
+        return response
+
+    # -- errors -----------------------------------------------------------------------
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        """The contract's kind for an OpenAI error object (``status`` is None mid-stream)."""
+        code, type_ = error.get("code"), error.get("type")
+        if code in QUOTA_CODES or type_ in QUOTA_CODES:
+            return "quota"
+        if code == "context_length_exceeded":
+            return "context_overflow"
+        if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES:
+            return "overloaded"
+        if code in ("rate_limit_exceeded", "too_many_requests"):
+            return "rate_limit"
+        if code == "invalid_api_key":
+            return "auth"
+        if status is None:
+            return FAILED_CODES.get(str(code), "server_error")
+        return status_kind(status)
+
+    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
+        """The error for a failure status, with ``retry_after`` for a rate limit."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            error = {"message": f"HTTP {status} with a body that is not an OpenAI error"}
+        kind = self.error_kind(status, error)
+        return self.make_error(
+            kind,
+            error,
+            status=status,
+            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
+            request_id=headers.get("x-request-id"),
+        )
+
+    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
+        """``retry-after-ms``, then ``retry-after``: the order openai-python reads them in."""
+        return retry_after_seconds(headers)
+
+    def make_error(
+        self,
+        kind: str,
+        error: Mapping[str, Any],
+        *,
+        status: Optional[int],
+        retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
+    ) -> LLMError:
+        message = str(error.get("message") or kind)
+        details = {"type": error.get("type"), "code": error.get("code"), "request_id": request_id}
+        if kind in ("rate_limit", "quota", "auth", "overloaded", "server_error", "context_overflow"):
+            return LLMError.from_kind(
+                kind,
+                message,
+                retry_after=retry_after,
+                status=status,
+                provider=self.provider,
+                details=details,
+            )
+        return LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind=kind,
+            retryable=False,
+            status=status,
+            provider=self.provider,
+            details=details,
+        )
+
+    def stream_error(self, event: Mapping[str, Any]) -> LLMError:
+        """The error an ``error`` event carries, nested under ``error`` or flat."""
+        nested = event.get("error")
+        error = nested if isinstance(nested, dict) else event
+        return self.make_error(self.error_kind(None, error), error, status=None)
+
+    # -- the answer -------------------------------------------------------------------
+
+    def finish_reason(self, turn: _Turn, calls: List[ToolCall]) -> str:
+        """The contract's finish reason from the turn's status and what it holds."""
+        if turn.status == "incomplete":
+            if turn.incomplete_reason == "content_filter":
+                return "content_filter"
+            if turn.incomplete_reason in ("max_output_tokens", "max_messages", None):
+                return "length"
+        if turn.refused:
+            return "refusal"
+        if calls:
+            return "tool_calls"
+        return "stop"
+
+    def complete_calls(self, items: List[Mapping[str, Any]], turn: _Turn) -> List[ToolCall]:
+        """The finished ``function_call`` items whose arguments parse; none on a cut-off turn."""
+        if turn.status == "incomplete":
+            return []
+        calls = []
+        for item in items:
+            if item.get("type") != "function_call" or item.get("status") == "incomplete":
+                continue
+            try:
+                arguments = json.loads(item.get("arguments") or "{}")
+            except ValueError:
+                continue
+            if isinstance(arguments, dict):
+                call_id = str(item.get("call_id") or item.get("id") or "")
+                calls.append(ToolCall(call_id, str(item.get("name", "")), arguments))
+        return calls
+
+    @staticmethod
+    def usage(raw: Any) -> Optional[Usage]:
+        if not isinstance(raw, dict):
+            return None
+        return Usage(
+            input_tokens=int(raw.get("input_tokens", 0)),
+            output_tokens=int(raw.get("output_tokens", 0)),
+            total_tokens=int(raw.get("total_tokens", 0)),
+        )
+
+    def read_response(self, body: Mapping[str, Any], turn: _Turn) -> List[Mapping[str, Any]]:
+        """Take in a ``response`` object: status, usage, text, refusals; return its items."""
+        turn.status = body.get("status")
+        details = body.get("incomplete_details")
+        turn.incomplete_reason = details.get("reason") if isinstance(details, dict) else None
+        turn.usage = self.usage(body.get("usage"))
+        if turn.status == "failed":
+            raw_error = body.get("error")
+            error: Mapping[str, Any] = raw_error if isinstance(raw_error, dict) else {}
+            raise self.make_error(self.error_kind(None, error), error, status=None)
+        items: List[Mapping[str, Any]] = [item for item in body.get("output") or () if isinstance(item, dict)]
+        for item in items:
+            if item.get("type") != "message":
+                continue
+            for part in item.get("content") or ():
+                if part.get("type") == "refusal":
+                    turn.refused = True
+        return items
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        """One whole reply."""
+        response = await self.send(chat, stream=False)
+        body = decode_json(await response.read())
+        if not isinstance(body, dict) or not isinstance(body.get("output"), list):
+            raise self.make_error(
+                "server_error", {"message": f"no output in the reply: {body!r:.200}"}, status=200
+            )
+        turn = _Turn()
+        items = self.read_response(body, turn)
+        text = [
+            part.get("text", "")
+            for item in items
+            if item.get("type") == "message"
+            for part in item.get("content") or ()
+            if part.get("type") == "output_text"
+        ]
+        calls = self.complete_calls(items, turn)
+        return ChatResponse(
+            content="".join(text),
+            finish_reason=self.finish_reason(turn, calls),
+            tool_calls=tuple(calls),
+            usage=turn.usage,
+        )
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        """Text deltas as they come, then one last chunk with the calls, reason and usage."""
+        response = await self.send(chat, stream=True)
+        decoder = SSEDecoder()
+        turn = _Turn()
+        items: List[Mapping[str, Any]] = []
+        try:
+            async for data in response:
+                for event in decoder.feed(data):
+                    payload = json.loads(event.data)
+                    if not isinstance(payload, dict):
+                        continue
+                    text = self.on_event(payload, turn, items)
+                    if text:
+                        yield StreamChunk(content=text)
+                if turn.status is not None:
+                    break
+        finally:
+            await response.aclose()
+        if turn.status is None:
+            raise self.make_error(
+                "server_error", {"message": "the stream ended before the response did"}, status=None
+            )
+        calls = self.complete_calls(items, turn)
+        yield StreamChunk(
+            tool_calls=tuple(calls), finish_reason=self.finish_reason(turn, calls), usage=turn.usage
+        )
+
+    def on_event(self, event: Mapping[str, Any], turn: _Turn, items: List[Mapping[str, Any]]) -> str:
+        """Take in one stream event: raise its error, keep finished items, return its text."""
+        type_ = event.get("type")
+        if type_ == "response.output_text.delta":
+            return str(event.get("delta") or "")
+        if type_ in ("response.refusal.delta", "response.refusal.done"):
+            turn.refused = True
+        elif type_ == "response.output_item.done" and isinstance(event.get("item"), dict):
+            # Only a finished item counts: argument deltas are never a call on their own.
+            items.append(event["item"])
+        elif type_ == "error":
+            raise self.stream_error(event)
+        elif type_ in TERMINAL_EVENTS and isinstance(event.get("response"), dict):
+            self.read_response(event["response"], turn)
+        return ""
+
+    async def aclose(self) -> None:
+        """Nothing to release: each request has a connection of its own."""
