@@ -635,5 +635,73 @@ class H2Test(TransportTestCase):
         await self.assert_client_closed(server, since)
 
 
+# --- against the project's fake provider --------------------------------------------------------------------
+
+
+def _find_provider() -> bool:
+    try:
+        return importlib.util.find_spec("conformance.provider._server") is not None
+    except ImportError:
+        return False
+
+
+@unittest.skipUnless(_find_provider(), "the fake provider (conformance.provider) is not there yet")
+class FakeProviderTest(unittest.IsolatedAsyncioTestCase):
+    """The transport talks to the fake provider over both protocols."""
+
+    async def _provider(self, http2: bool) -> Any:
+        from conformance.provider import start_fake_provider
+
+        provider = start_fake_provider(http2=http2)
+        self.addAsyncCleanup(provider.aclose)
+        return provider
+
+    def _protocols(self) -> list[tuple[str, bool]]:
+        return [("HTTP/1.1", False)] + ([("HTTP/2", True)] if HAVE_H2 else [])
+
+    async def test_json_and_stream(self) -> None:
+        """A JSON reply and a stream come back whole, with the provider's status and version."""
+        from conformance.provider import JsonReply, StreamReply
+
+        for version, http2 in self._protocols():
+            with self.subTest(version):
+                provider = await self._provider(http2)
+                provider.reply(JsonReply({"ok": True}, status=201))
+                response = await request(provider.url + "/v1/x?y=1", "POST", headers={"x-key": "k"},
+                                         body=b"{}", http2=http2)
+                self.assertEqual((response.status, response.http_version), (201, version))
+                self.assertEqual(await response.read(), b'{"ok":true}')
+                seen = await provider.next_request_async()
+                self.assertEqual((seen.method, seen.path, seen.headers["x-key"]), ("POST", "/v1/x", "k"))
+                chunks = [b"data: a\n\n", b"data: \xe2\x82", b"\xac\n\n"]
+                provider.reply(StreamReply(chunks))
+                response = await request(provider.url, "POST", headers={}, body=b"{}", http2=http2)
+                self.assertEqual(b"".join(await self._collect(response)), b"".join(chunks))
+
+    async def _collect(self, response: Response) -> list[bytes]:
+        return [chunk async for chunk in response]
+
+    async def test_abort_mid_body(self) -> None:
+        """An abort mid-stream raises the very reason, and the provider sees the close within 1 s."""
+        from conformance.provider import StreamReply
+
+        for version, http2 in self._protocols():
+            with self.subTest(version):
+                provider = await self._provider(http2)
+                provider.reply(StreamReply([b"data: a\n\n"], hang=True))
+                controller = AbortController()
+                reason = RuntimeError("abort")
+                response = await request(provider.url, "POST", headers={}, body=b"{}", http2=http2,
+                                         signal=controller.signal)
+                self.assertEqual(await response.__anext__(), b"data: a\n\n")
+                thread = abort_from_thread(controller, reason, 0.05)
+                with self.assertRaises(RuntimeError) as caught:
+                    await asyncio.wait_for(response.read(), STEP)
+                self.assertIs(caught.exception, reason)
+                closed = await provider.latest_closed_async(CLOSE_BOUND)
+                self.assertIsNotNone(closed, "the provider did not see the connection close")
+                thread.join(STEP)
+
+
 if __name__ == "__main__":
     unittest.main()
