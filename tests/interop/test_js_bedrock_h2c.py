@@ -1,0 +1,257 @@
+"""The AWS SDK for JavaScript v3 against the Bedrock wire, over h2c for real.
+
+``BedrockRuntimeClient`` keeps its default request handler, ``NodeHttp2Handler``:
+HTTP/2 with prior knowledge on an ``http://`` endpoint, and a GOAWAY sent as soon as
+the response headers are in. The Node script in ``js/`` makes every call the SDK can
+meet, one per scenario and operation, and prints what it saw as JSON; these tests
+check it against what the wire sent. Install the SDK with ``npm ci --prefix
+tests/interop/js`` (see ``js/install.sh``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import unittest
+from pathlib import Path
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from urllib.parse import quote
+
+from conformance.fixture import CONFORMANCE_FIXTURE as FX
+from conformance.provider import RecordedRequest, Reply, StreamReply, start_fake_provider
+from conformance.reference._decoders import EventStreamDecoder
+from conformance.wires.bedrock import CORRUPT_FRAME, TOOL_USE_ID, bedrock_converse_wire
+
+JS_DIR = Path(__file__).resolve().parent / "js"
+SCRIPT = JS_DIR / "bedrock_converse.mjs"
+SDK_DIR = JS_DIR / "node_modules" / "@aws-sdk" / "client-bedrock-runtime"
+NODE = shutil.which("node")
+
+WIRE = bedrock_converse_wire
+#: An inference-profile id, so the SDK's percent-encoding of ":" is checked too.
+MODEL = "us.anthropic.conformance-model-v1:0"
+SCENARIO_HEADER = "x-conformance-scenario"
+#: The whole run: every call of the plan, Node's start-up included.
+RUN_TIMEOUT = 60.0
+
+OPERATIONS = ("converse", "converse-stream")
+#: Scenarios the SDK can meet. ``cancel`` is asyncio task cancellation: Python only.
+SCENARIOS = (
+    "text",
+    "tool-call",
+    "tool-call-with-stop",
+    "truncated-tool-call",
+    "content-filter",
+    "stream-error",
+    "abort",
+    "rate-limit",
+    "quota",
+    "auth",
+    "overloaded",
+    "server-error",
+    "context-overflow",
+    CORRUPT_FRAME,
+)
+STREAM_ONLY = ("stream-error", CORRUPT_FRAME)
+
+#: scenario -> (the SDK's error name, HTTP status)
+ERRORS: Dict[str, Tuple[str, int]] = {
+    "rate-limit": ("ThrottlingException", 429),
+    "quota": ("ThrottlingException", 429),
+    "auth": ("UnrecognizedClientException", 403),
+    "overloaded": ("ServiceUnavailableException", 503),
+    "server-error": ("InternalServerException", 500),
+    "context-overflow": ("ValidationException", 400),
+}
+
+USAGE = {"inputTokens": 31, "outputTokens": 17, "totalTokens": 48}
+
+
+def plan() -> List[Dict[str, str]]:
+    return [
+        {"scenario": scenario, "operation": operation}
+        for scenario in SCENARIOS
+        for operation in OPERATIONS
+        if not (scenario in STREAM_ONLY and operation == "converse")
+    ]
+
+
+def sent_events(scenario: str) -> List[str]:
+    """The event names the wire streams for ``scenario``, in order, decoded independently."""
+    request = RecordedRequest(
+        "POST", f"/model/{quote(MODEL, safe='')}/converse-stream", "", {}, b"{}", "HTTP/2"
+    )
+    reply = WIRE.reply(scenario, "stream", request)
+    assert isinstance(reply, StreamReply)
+    decoder = EventStreamDecoder()
+    names = []
+    for chunk in reply.chunks:
+        for message in decoder.feed(chunk):
+            if message.headers.get(":message-type") == "event":
+                names.append(str(message.headers[":event-type"]))
+    return names
+
+
+def skip_reason() -> Optional[str]:
+    if NODE is None:
+        return "node is not installed: the h2c interop test needs Node 18 or later"
+    if not SDK_DIR.is_dir():
+        return "@aws-sdk/client-bedrock-runtime is not installed: npm ci --prefix tests/interop/js"
+    return None
+
+
+def node_env() -> Dict[str, str]:
+    """The environment without AWS settings that would change how the SDK authenticates."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    # The SDK warns on stderr about future Node versions; the run does not depend on it.
+    env["NODE_NO_WARNINGS"] = "1"
+    # Node's own HTTP/2 debug log shows when the client submits its GOAWAY.
+    env["NODE_DEBUG"] = "http2"
+    return env
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class JavaScriptSDKOverH2CTests(unittest.TestCase):
+    """BedrockRuntimeClient with NodeHttp2Handler against the fake provider started with http2=True."""
+
+    report: ClassVar[Dict[str, Any]]
+    requests: ClassVar[List[RecordedRequest]]
+    stderr: ClassVar[str]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        with start_fake_provider(http2=True) as provider:
+
+            def handler(request: RecordedRequest) -> Reply:
+                if not WIRE.is_generation(request):
+                    return WIRE.aux_reply(request)
+                reply = WIRE.reply(request.headers.get(SCENARIO_HEADER, ""), "chat", request)
+                assert reply is not None, request
+                return reply
+
+            provider.reply(handler)
+            done = subprocess.run(
+                [str(NODE), str(SCRIPT), provider.url, MODEL, json.dumps(plan())],
+                capture_output=True,
+                text=True,
+                timeout=RUN_TIMEOUT,
+                env=node_env(),
+                cwd=str(JS_DIR),
+                check=False,
+            )
+            cls.requests = provider.requests
+        if done.returncode != 0:
+            raise AssertionError(f"the Node script failed ({done.returncode}): {done.stderr[-2000:]}")
+        cls.report = json.loads(done.stdout)
+        cls.stderr = done.stderr
+
+    def result(self, scenario: str, operation: str) -> Dict[str, Any]:
+        for result in self.report["results"]:
+            if result["scenario"] == scenario and result["operation"] == operation:
+                return dict(result)
+        raise AssertionError(f"no result for {scenario}/{operation}")
+
+    def test_client_uses_the_http2_handler(self) -> None:
+        """The client was left with its default NodeHttp2Handler."""
+        self.assertEqual(self.report["handler"], "NodeHttp2Handler")
+
+    def test_every_call_sent_one_well_formed_h2_request(self) -> None:
+        """Each call made exactly one HTTP/2 request that the wire's request check accepts."""
+        scenarios = [r.headers.get(SCENARIO_HEADER) for r in self.requests]
+        self.assertEqual(sorted(scenarios), sorted(p["scenario"] for p in plan()))
+        for request in self.requests:
+            with self.subTest(request=str(request), scenario=request.headers.get(SCENARIO_HEADER)):
+                self.assertEqual(request.http_version, "HTTP/2")
+                self.assertEqual(WIRE.check_request(request, MODEL), [])
+                self.assertTrue(request.headers["authorization"].startswith("AWS4-HMAC-SHA256 "))
+
+    def test_text(self) -> None:
+        """A text turn reads as the fixture text, end_turn and the usage."""
+        for operation in OPERATIONS:
+            with self.subTest(operation=operation):
+                result = self.result("text", operation)
+                self.assertIsNone(result["error"])
+                self.assertEqual(result["text"], FX.text)
+                self.assertEqual(result["stopReason"], "end_turn")
+                self.assertEqual(result["usage"], USAGE)
+
+    def test_tool_calls(self) -> None:
+        """Both tool turns read as one get_weather call with the parsed input."""
+        expected = [{"id": TOOL_USE_ID, "name": "get_weather", "input": dict(FX.tool_arguments)}]
+        for scenario, stop in (("tool-call", "tool_use"), ("tool-call-with-stop", "end_turn")):
+            for operation in OPERATIONS:
+                with self.subTest(scenario=scenario, operation=operation):
+                    result = self.result(scenario, operation)
+                    self.assertIsNone(result["error"])
+                    self.assertEqual(result["toolCalls"], expected)
+                    self.assertEqual(result["stopReason"], stop)
+                    self.assertEqual(result["usage"], USAGE)
+
+    def test_truncated_tool_call(self) -> None:
+        """The truncated turn reads as the preamble and max_tokens; the streamed input does not parse."""
+        for operation in OPERATIONS:
+            with self.subTest(operation=operation):
+                result = self.result("truncated-tool-call", operation)
+                self.assertEqual(result["text"], FX.preamble)
+                self.assertEqual(result["stopReason"], "max_tokens")
+        streamed = self.result("truncated-tool-call", "converse-stream")["toolCalls"]
+        self.assertEqual(streamed[0]["input"], {"unparsed": '{"city": "Par'})
+
+    def test_content_filter(self) -> None:
+        """The whole turn is a guardrail intervention, the streamed one content_filtered."""
+        self.assertEqual(self.result("content-filter", "converse")["stopReason"], "guardrail_intervened")
+        self.assertEqual(self.result("content-filter", "converse-stream")["stopReason"], "content_filtered")
+
+    def test_client_sends_goaway_before_the_body(self) -> None:
+        """The client closes each session (GOAWAY) once it has the headers, as the trap needs."""
+        if "Http2Session" not in self.stderr:
+            self.skipTest("this Node prints no HTTP/2 debug log under NODE_DEBUG=http2")
+        self.assertIn("submitting goaway", self.stderr)
+
+    def test_every_streamed_event_arrived(self) -> None:
+        """Each complete stream delivered every event the wire sent, in order, after the client's GOAWAY."""
+        for scenario in ("text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter"):
+            with self.subTest(scenario=scenario):
+                self.assertEqual(self.result(scenario, "converse-stream")["events"], sent_events(scenario))
+
+    def test_stream_error(self) -> None:
+        """The text before the exception message arrives, then ServiceUnavailableException."""
+        result = self.result("stream-error", "converse-stream")
+        self.assertEqual(result["text"], FX.partial_text)
+        self.assertEqual(result["events"], sent_events("stream-error"))
+        self.assertEqual(result["error"]["name"], "ServiceUnavailableException")
+        self.assertEqual(result["error"]["fault"], "server")
+
+    def test_errors(self) -> None:
+        """Each error scenario raises the modeled exception with its status, whole and streamed."""
+        for scenario, (name, status) in ERRORS.items():
+            for operation in OPERATIONS:
+                with self.subTest(scenario=scenario, operation=operation):
+                    error = self.result(scenario, operation)["error"]
+                    self.assertEqual((error["name"], error["status"]), (name, status))
+
+    def test_abort_closes_the_stream(self) -> None:
+        """An aborted call fails and the provider sees its h2 stream closed."""
+        whole = self.result("abort", "converse")
+        self.assertEqual(whole["error"]["name"], "AbortError")
+        # Aborting mid-stream surfaces as the event-stream decoder's truncation error.
+        streamed = self.result("abort", "converse-stream")
+        self.assertEqual(streamed["events"], ["messageStart"])
+        self.assertIsNotNone(streamed["error"])
+        for request in self.requests:
+            if request.headers.get(SCENARIO_HEADER) == "abort":
+                with self.subTest(path=request.path):
+                    self.assertTrue(request.wait_closed(1.0), "the provider never saw the stream closed")
+
+    def test_corrupt_frame_is_refused(self) -> None:
+        """The SDK refuses the frame whose CRC does not match, after the frames before it."""
+        result = self.result(CORRUPT_FRAME, "converse-stream")
+        self.assertIn("checksum", result["error"]["message"])
+        self.assertEqual(result["events"], ["messageStart", "contentBlockDelta"])
+
+
+if __name__ == "__main__":
+    unittest.main()
