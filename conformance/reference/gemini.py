@@ -1,0 +1,354 @@
+"""A reference backend for the Gemini API, standard library plus ``h2``.
+
+It is the smallest backend that meets the whole contract on this wire, and so the
+plainest account of how to read it:
+
+- The model goes in the path (``/v1beta/models/{model}:generateContent``), the key in
+  ``x-goog-api-key``; a stream is ``:streamGenerateContent?alt=sse`` (without
+  ``alt=sse`` Gemini streams one JSON array instead).
+- Decode the stream as bytes and split events before decoding UTF-8 (the SSE
+  decoder does). There is no ``[DONE]``: a stream is complete when an event carried
+  ``finishReason`` (or a ``promptFeedback.blockReason``), and cut short otherwise.
+- Function calls arrive whole, one ``functionCall`` part each, ``args`` an object.
+  Gemini 3 gives them an ``id``; Gemini 2.x does not, and then the backend makes one
+  up. A turn with calls is a ``tool_calls`` turn though Gemini says ``STOP``; a
+  ``MAX_TOKENS`` turn keeps no call.
+- ``usageMetadata`` comes on every event; the last one counts.
+- A ``data: {"error": ...}`` event is a failure after the 200, with the HTTP code in
+  ``error.code``.
+- Every 429 is ``RESOURCE_EXHAUSTED``: a ``QuotaFailure`` whose ``quotaId`` counts per
+  day is an exhausted quota; otherwise it is a rate limit, and ``RetryInfo.retryDelay``
+  says how long to wait. A wrong key is a 400 whose ``ErrorInfo.reason`` is
+  ``API_KEY_INVALID``; a context overflow is a 400 told by its message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
+
+from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._decoders import SSEDecoder
+from ._errors import decode_json, retry_after_seconds, status_kind
+from ._transport import Response, request
+
+__all__ = ["GeminiBackend"]
+
+#: ``finishReason`` values that mean a safety system stopped the output.
+FILTER_REASONS = frozenset(
+    {
+        "SAFETY",
+        "PROHIBITED_CONTENT",
+        "BLOCKLIST",
+        "SPII",
+        "RECITATION",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+FINISH_REASONS: Mapping[str, str] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    **{reason: "content_filter" for reason in FILTER_REASONS},
+}
+#: ``ErrorInfo.reason`` values that mean the key itself is wrong.
+AUTH_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED"})
+RPC_KINDS: Mapping[str, str] = {
+    "UNAUTHENTICATED": "auth",
+    "PERMISSION_DENIED": "auth",
+    "RESOURCE_EXHAUSTED": "rate_limit",
+    "UNAVAILABLE": "overloaded",
+    "INTERNAL": "server_error",
+    "DEADLINE_EXCEEDED": "server_error",
+}
+_CONTEXT_OVERFLOW = re.compile(
+    r"input token count .* exceeds the maximum|exceeds the maximum number of tokens", re.I
+)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def _details(error: Mapping[str, Any], type_suffix: str) -> List[Mapping[str, Any]]:
+    """The ``error.details`` entries of one ``google.rpc`` type (``QuotaFailure``, ...)."""
+    details = error.get("details")
+    if not isinstance(details, list):
+        return []
+    return [d for d in details if isinstance(d, dict) and str(d.get("@type", "")).endswith(f".{type_suffix}")]
+
+
+class GeminiBackend:
+    """Talks to ``{base_url}/{api_version}/models/{model}:generateContent``.
+
+    ``base_url`` is the API root, without the version: ``https://generativelanguage.googleapis.com``.
+    """
+
+    provider = "gemini"
+    api_version = "v1beta"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str = "test",
+        http2: bool = False,
+        headers: Optional[Mapping[str, str]] = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.http2 = http2
+        self.extra_headers = dict(headers or {})
+        self.timeout = timeout
+
+    # -- the request ------------------------------------------------------------------
+
+    def headers(self) -> Dict[str, str]:
+        """Headers of every request: the key (in a header, not the URL), JSON, and the caller's own."""
+        return {
+            "x-goog-api-key": self.api_key,
+            "content-type": "application/json",
+            "accept": "application/json",
+            **self.extra_headers,
+        }
+
+    def url(self, chat: ChatRequest, stream: bool) -> str:
+        """The method URL: the model is in the path; a stream asks for SSE with ``alt=sse``."""
+        model = chat.model[len("models/") :] if chat.model.startswith("models/") else chat.model
+        if stream:
+            return f"{self.base_url}/{self.api_version}/models/{model}:streamGenerateContent?alt=sse"
+        return f"{self.base_url}/{self.api_version}/models/{model}:generateContent"
+
+    def body(self, chat: ChatRequest) -> Dict[str, Any]:
+        """The ``GenerateContentRequest``: system messages go to ``systemInstruction``."""
+        system = [m.content for m in chat.messages if m.role == "system"]
+        contents = [
+            {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+            for m in chat.messages
+            if m.role != "system"
+        ]
+        body: Dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+        if chat.tools:
+            body["tools"] = [
+                {
+                    "functionDeclarations": [
+                        {
+                            "name": t.name,
+                            "description": t.description,
+                            # JSON Schema as is; the older "parameters" takes an OpenAPI subset.
+                            "parametersJsonSchema": dict(t.parameters),
+                        }
+                        for t in chat.tools
+                    ]
+                }
+            ]
+        if chat.max_tokens is not None:
+            body["generationConfig"] = {"maxOutputTokens": chat.max_tokens}
+        return body
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        """Send the request; a failure status becomes an :class:`LLMError` here."""
+        payload = json.dumps(self.body(chat), ensure_ascii=False).encode("utf-8")
+        response = await request(
+            self.url(chat, stream),
+            "POST",
+            headers=self.headers(),
+            body=payload,
+            http2=self.http2,
+            signal=chat.signal,
+            timeout=self.timeout,
+        )
+        if response.status >= 400:
+            raw = await response.read()
+            raise self.status_error(response.status, response.headers, decode_json(raw))
+        return response
+
+    # -- errors -----------------------------------------------------------------------
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        """The contract's kind for a ``google.rpc.Status`` error object."""
+        rpc_status = str(error.get("status") or "")
+        message = str(error.get("message") or "")
+        for failure in _details(error, "QuotaFailure"):
+            for violation in failure.get("violations") or ():
+                quota_id = str(violation.get("quotaId", "")) if isinstance(violation, dict) else ""
+                # A per-day quota will not come back within any sensible retry.
+                if "PerDay" in quota_id or "Daily" in quota_id:
+                    return "quota"
+        if any(info.get("reason") in AUTH_REASONS for info in _details(error, "ErrorInfo")):
+            return "auth"
+        if _CONTEXT_OVERFLOW.search(message):
+            return "context_overflow"
+        if rpc_status in RPC_KINDS:
+            return RPC_KINDS[rpc_status]
+        code = error.get("code")
+        if status is None and isinstance(code, int):
+            status = code
+        return status_kind(status) if status is not None else "server_error"
+
+    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
+        """The error for a failure status, with ``retry_after`` for a rate limit."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict):
+            error = {"message": f"HTTP {status} with a body that is not a google.rpc.Status"}
+        kind = self.error_kind(status, error)
+        retry_after = self.retry_after(error, headers) if kind == "rate_limit" else None
+        return self.make_error(kind, error, status=status, retry_after=retry_after)
+
+    def retry_after(self, error: Mapping[str, Any], headers: Mapping[str, str]) -> Optional[float]:
+        """``RetryInfo.retryDelay`` (a Duration such as ``"7s"``), then the retry-after headers."""
+        for info in _details(error, "RetryInfo"):
+            found = _DURATION.match(str(info.get("retryDelay", "")))
+            if found:
+                return float(found.group(1))
+        return retry_after_seconds(headers)
+
+    def make_error(
+        self,
+        kind: str,
+        error: Mapping[str, Any],
+        *,
+        status: Optional[int],
+        retry_after: Optional[float] = None,
+    ) -> LLMError:
+        message = str(error.get("message") or kind)
+        details = {"status": error.get("status"), "code": error.get("code"), "details": error.get("details")}
+        if kind in ("rate_limit", "quota", "auth", "overloaded", "server_error", "context_overflow"):
+            return LLMError.from_kind(
+                kind,
+                message,
+                retry_after=retry_after,
+                status=status,
+                provider=self.provider,
+                details=details,
+            )
+        return LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind=kind,
+            retryable=False,
+            status=status,
+            provider=self.provider,
+            details=details,
+        )
+
+    # -- the answer -------------------------------------------------------------------
+
+    def finish_reason(self, reason: Optional[str], calls: List[ToolCall]) -> str:
+        """The contract's finish reason: calls make a ``tool_calls`` turn (Gemini says STOP)."""
+        mapped = FINISH_REASONS.get(reason or "", "error")
+        if mapped == "stop" and calls:
+            return "tool_calls"
+        return mapped
+
+    def tool_call(self, function_call: Mapping[str, Any]) -> Optional[ToolCall]:
+        """A ``functionCall`` as a :class:`ToolCall`; without an ``id`` one is made up."""
+        name, args = function_call.get("name"), function_call.get("args", {})
+        if not isinstance(name, str) or not isinstance(args, dict):
+            return None
+        call_id = function_call.get("id") or f"call_{secrets.token_hex(12)}"
+        return ToolCall(str(call_id), name, args)
+
+    def keep_calls(self, calls: List[ToolCall], reason: Optional[str]) -> List[ToolCall]:
+        """The calls of a finished turn; none at all on a turn cut off by the limit."""
+        return [] if reason == "MAX_TOKENS" else calls
+
+    @staticmethod
+    def usage(raw: Any) -> Optional[Usage]:
+        """``usageMetadata``; thinking tokens are output tokens too."""
+        if not isinstance(raw, dict):
+            return None
+        output = int(raw.get("candidatesTokenCount", 0)) + int(raw.get("thoughtsTokenCount", 0))
+        prompt = int(raw.get("promptTokenCount", 0))
+        return Usage(prompt, output, int(raw.get("totalTokenCount", prompt + output)))
+
+    def read_response(self, body: Mapping[str, Any]) -> Tuple[str, List[ToolCall], Optional[str]]:
+        """Take in one ``GenerateContentResponse``: its text, its calls, its finish reason.
+
+        A blocked prompt has no candidates, only ``promptFeedback.blockReason``; it
+        finishes the turn as ``SAFETY`` would.
+        """
+        error = body.get("error")
+        if isinstance(error, dict):
+            raise self.make_error(self.error_kind(None, error), error, status=error.get("code"))
+        text: List[str] = []
+        calls: List[ToolCall] = []
+        reason: Optional[str] = None
+        candidates = body.get("candidates")
+        if not candidates:
+            feedback = body.get("promptFeedback")
+            if isinstance(feedback, dict) and feedback.get("blockReason"):
+                return "", [], "SAFETY"
+            return "", [], None
+        first: Mapping[str, Any] = candidates[0] if isinstance(candidates[0], dict) else {}
+        content: Mapping[str, Any] = first.get("content") or {}
+        for part in content.get("parts") or ():
+            if not isinstance(part, dict) or part.get("thought"):
+                continue  # a thought summary is not the answer
+            if isinstance(part.get("text"), str):
+                text.append(part["text"])
+            if isinstance(part.get("functionCall"), dict):
+                call = self.tool_call(part["functionCall"])
+                if call is not None:
+                    calls.append(call)
+        reason = first.get("finishReason") or None
+        return "".join(text), calls, reason
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        """One whole reply."""
+        response = await self.send(chat, stream=False)
+        body = decode_json(await response.read())
+        if not isinstance(body, dict):
+            raise self.make_error(
+                "server_error", {"message": f"the reply is not a JSON object: {body!r:.200}"}, status=200
+            )
+        text, calls, reason = self.read_response(body)
+        calls = self.keep_calls(calls, reason)
+        return ChatResponse(
+            content=text,
+            finish_reason=self.finish_reason(reason, calls),
+            tool_calls=tuple(calls),
+            usage=self.usage(body.get("usageMetadata")),
+        )
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        """Text deltas as they come, then one last chunk with the calls, reason and usage.
+
+        Calls are held back to the end: only the finish reason says whether the turn
+        was cut off, and a cut-off turn yields none.
+        """
+        response = await self.send(chat, stream=True)
+        decoder = self.sse_decoder()
+        calls: List[ToolCall] = []
+        reason: Optional[str] = None
+        usage: Optional[Usage] = None
+        try:
+            async for data in response:
+                for event in decoder.feed(data):
+                    body = json.loads(event.data)
+                    text, new_calls, new_reason = self.read_response(body)
+                    calls.extend(new_calls)
+                    reason = new_reason or reason
+                    usage = self.usage(body.get("usageMetadata")) or usage
+                    if text:
+                        yield StreamChunk(content=text)
+        finally:
+            await response.aclose()
+        if reason is None:
+            raise self.make_error(
+                "server_error", {"message": "the stream ended before a finishReason"}, status=None
+            )
+        calls = self.keep_calls(calls, reason)
+        yield StreamChunk(
+            tool_calls=tuple(calls), finish_reason=self.finish_reason(reason, calls), usage=usage
+        )
+
+    def sse_decoder(self) -> SSEDecoder:
+        """The event decoder: it splits events on bytes and decodes whole lines only."""
+        return SSEDecoder()
+
+    async def aclose(self) -> None:
+        """Nothing to release: each request has a connection of its own."""
