@@ -98,6 +98,8 @@ class FakeProvider:
                 sock.close()
                 raise
             loop = asyncio.new_event_loop()
+            # In debug mode (python -X dev) moving megabytes in one callback is expected.
+            loop.slow_callback_duration = max(loop.slow_callback_duration, 0.5)
             hub = self._hub
             hub.loop = loop
             self._sock = sock
