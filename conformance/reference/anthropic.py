@@ -294,7 +294,7 @@ class AnthropicBackend:
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Text deltas as they come, then one last chunk with the calls, reason and usage."""
         response = await self.send(chat, stream=True)
-        decoder = SSEDecoder()
+        decoder = self.sse_decoder()
         turn = _Turn()
         try:
             async for data in response:
@@ -356,6 +356,10 @@ class AnthropicBackend:
         elif name == "message_stop":
             turn.stopped = True
         return ""
+
+    def sse_decoder(self) -> SSEDecoder:
+        """The event decoder: it splits events on bytes and decodes whole lines only."""
+        return SSEDecoder()
 
     async def aclose(self) -> None:
         """Nothing to release: each request has a connection of its own."""

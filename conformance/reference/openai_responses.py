@@ -294,7 +294,7 @@ class OpenAIResponsesBackend:
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Text deltas as they come, then one last chunk with the calls, reason and usage."""
         response = await self.send(chat, stream=True)
-        decoder = SSEDecoder()
+        decoder = self.sse_decoder()
         turn = _Turn()
         items: List[Mapping[str, Any]] = []
         try:
@@ -334,6 +334,10 @@ class OpenAIResponsesBackend:
         elif type_ in TERMINAL_EVENTS and isinstance(event.get("response"), dict):
             self.read_response(event["response"], turn)
         return ""
+
+    def sse_decoder(self) -> SSEDecoder:
+        """The event decoder: it splits events on bytes and decodes whole lines only."""
+        return SSEDecoder()
 
     async def aclose(self) -> None:
         """Nothing to release: each request has a connection of its own."""
