@@ -132,14 +132,13 @@ class H2Response:
 class H2Client:
     """The h2 state machine over a blocking socket, prior knowledge (or after an upgrade)."""
 
-    def __init__(self, port: int, timeout: float = TIMEOUT, sock: Optional[socket.socket] = None,
-                 upgraded: bool = False) -> None:
+    def __init__(self, port: int, timeout: float = TIMEOUT, prior_knowledge: bool = True) -> None:
         import h2.config
         import h2.connection
         import h2.settings
 
         self.port = port
-        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.conn = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
         )
@@ -147,7 +146,8 @@ class H2Client:
         self.terminated: Any = None
         self.eof = False
         self.goaway_on_headers = False
-        if not upgraded:
+        self.pending = b""
+        if prior_knowledge:
             self.conn.local_settings = h2.settings.Settings(
                 client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20}
             )
@@ -195,7 +195,7 @@ class H2Client:
         """Read once from the socket and act on the events."""
         import h2.events
 
-        data = self.sock.recv(1 << 20)
+        data, self.pending = self.pending or self.sock.recv(1 << 20), b""
         if not data:
             self.eof = True
             raise ConnectionError("the provider closed the connection")
@@ -237,6 +237,33 @@ class H2Client:
                 return response
             self.pump()
         raise AssertionError("no response headers after 1000 reads")
+
+    def upgrade(self, path: str) -> int:
+        """Send an HTTP/1.1 request with Upgrade: h2c, read the 101, go on as h2; stream 1."""
+        import h2.config
+        import h2.connection
+
+        self.conn = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        )
+        settings = self.conn.initiate_upgrade_connection()
+        assert settings is not None
+        self.sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+            "Upgrade: h2c\r\nHTTP2-Settings: ".encode() + settings.rstrip(b"=") + b"\r\n\r\n"
+        )
+        received = b""
+        while b"\r\n\r\n" not in received:
+            data = self.sock.recv(65536)
+            if not data:
+                raise ConnectionError("closed before the 101")
+            received += data
+        head, _, self.pending = received.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101 "):
+            raise AssertionError(f"expected 101 Switching Protocols, got {head[:60]!r}")
+        self.responses[1] = H2Response()
+        self.flush()
+        return 1
 
     def read_to_eof(self) -> None:
         for _ in range(100000):
