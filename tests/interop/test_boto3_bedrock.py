@@ -1,0 +1,266 @@
+"""boto3's bedrock-runtime client against the Bedrock wire, through the conformance mixin.
+
+The adapter below is what a user's backend over boto3 would be: ``converse`` and
+``converse_stream`` pointed at the fake provider with ``endpoint_url``, dummy
+credentials, region us-east-1, and exactly one attempt. botocore speaks HTTP/1.1
+only (urllib3), so these cases run over HTTP/1.1; h2c is proven with the AWS SDK for
+JavaScript in ``test_js_bedrock_h2c``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import unittest
+from typing import Any, Dict, Iterator, List, Mapping, Optional
+
+from conformance.contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from conformance.testcase import BackendConformanceTestCase
+from conformance.wires.bedrock import bedrock_converse_wire
+
+HAVE_BOTO3 = importlib.util.find_spec("boto3") is not None
+
+#: Error codes as botocore reports them (``x-amzn-ErrorType`` up to its colon, or the
+#: lowerCamel ``:exception-type`` of a mid-stream failure), by the contract's kind.
+KINDS: Mapping[str, str] = {
+    "ThrottlingException": "rate_limit",
+    "ServiceQuotaExceededException": "quota",
+    "AccessDeniedException": "auth",
+    "UnrecognizedClientException": "auth",
+    "ServiceUnavailableException": "overloaded",
+    "InternalServerException": "server_error",
+    "ModelStreamErrorException": "server_error",
+}
+STOP_REASONS: Mapping[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+}
+
+
+_SESSIONS: List[Any] = []
+
+
+def _session() -> Any:
+    """One boto3 session for every case: it loads the service model once, not per client."""
+    if not _SESSIONS:
+        import boto3
+
+        _SESSIONS.append(boto3.session.Session())
+    return _SESSIONS[0]
+
+
+class Boto3BedrockBackend:
+    """A sync backend over boto3's ``bedrock-runtime`` client: one attempt, no retries."""
+
+    def __init__(self, endpoint_url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+        from botocore.config import Config
+
+        self.client = _session().client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=endpoint_url,
+            aws_access_key_id="AKIDEXAMPLE",
+            aws_secret_access_key="conformance-secret",
+            config=Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},
+                # Keeps SigV4 even where AWS_BEARER_TOKEN_BEDROCK is set (bearer needs https).
+                signature_version="v4",
+                connect_timeout=5,
+                read_timeout=10,
+            ),
+        )
+        extra = dict(headers or {})
+
+        def add_headers(request: Any, **_: Any) -> None:
+            for name, value in extra.items():
+                request.headers[name] = value
+
+        self.client.meta.events.register("before-sign.bedrock-runtime.*", add_headers)
+
+    # -- the request ------------------------------------------------------------------
+
+    @staticmethod
+    def params(request: ChatRequest) -> Dict[str, Any]:
+        params: Dict[str, Any] = {
+            "modelId": request.model,
+            "messages": [
+                {"role": m.role, "content": [{"text": m.content}]}
+                for m in request.messages
+                if m.role != "system"
+            ],
+            "system": [{"text": m.content} for m in request.messages if m.role == "system"],
+            "toolConfig": {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": t.name,
+                            "description": t.description,
+                            "inputSchema": {"json": dict(t.parameters)},
+                        }
+                    }
+                    for t in request.tools
+                ]
+            },
+        }
+        if request.max_tokens is not None:
+            params["inferenceConfig"] = {"maxTokens": request.max_tokens}
+        return params
+
+    # -- errors -----------------------------------------------------------------------
+
+    @staticmethod
+    def error(exc: Any) -> LLMError:
+        """An LLMError from botocore's ClientError (or EventStreamError, its subclass)."""
+        info = exc.response.get("Error", {})
+        code = str(info.get("Code", ""))
+        message = str(info.get("Message", ""))
+        name = code[:1].upper() + code[1:]
+        kind = KINDS.get(name)
+        if kind == "rate_limit" and "per day" in message:
+            kind = "quota"
+        if name == "ValidationException" and "too long" in message:
+            kind = "context_overflow"
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        # Bedrock sends no retry delay; boto3 would expose one as a retry-after header.
+        headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+        retry_after = float(headers["retry-after"]) if "retry-after" in headers else None
+        return LLMError.from_kind(
+            kind or "server_error",
+            message,
+            retry_after=retry_after if kind == "rate_limit" else None,
+            status=status,
+            provider="bedrock",
+        )
+
+    # -- the answer -------------------------------------------------------------------
+
+    @staticmethod
+    def finish(stop_reason: Optional[str], calls: List[ToolCall]) -> str:
+        reason = STOP_REASONS.get(stop_reason or "", "error")
+        if reason in ("length", "content_filter"):
+            return reason
+        return "tool_calls" if calls else reason
+
+    @staticmethod
+    def usage(raw: Mapping[str, Any]) -> Usage:
+        return Usage(raw["inputTokens"], raw["outputTokens"], raw["totalTokens"])
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        from botocore.exceptions import ClientError
+
+        try:
+            out = self.client.converse(**self.params(request))
+        except ClientError as exc:
+            raise self.error(exc) from exc
+        text, calls = [], []
+        for block in out["output"]["message"]["content"]:
+            if "text" in block:
+                text.append(block["text"])
+            elif "toolUse" in block:
+                use = block["toolUse"]
+                calls.append(ToolCall(use["toolUseId"], use["name"], use["input"]))
+        if STOP_REASONS.get(out["stopReason"]) == "length":
+            calls = []  # a call cut off by the token limit is not a call
+        return ChatResponse(
+            "".join(text), self.finish(out["stopReason"], calls), tuple(calls), self.usage(out["usage"])
+        )
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        from botocore.exceptions import ClientError
+
+        signal = request.signal
+        try:
+            out = self.client.converse_stream(**self.params(request))
+        except ClientError as exc:
+            raise self.error(exc) from exc
+        events = out["stream"]
+
+        # boto3 has no cancellation. An abort shuts the event stream's socket down from
+        # the aborting thread, which wakes the read blocked in this one (closing the
+        # file alone would not); botocore keeps the urllib3 response in _raw_stream.
+        def on_abort(_reason: Any = None) -> None:
+            connection = getattr(getattr(events, "_raw_stream", None), "connection", None)
+            sock = getattr(connection, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed
+
+        unregister = signal.add_callback(on_abort) if signal is not None else None
+        starts: Dict[int, Dict[str, Any]] = {}
+        stop_reason, usage = None, None
+        try:
+            for event in events:
+                if signal is not None and signal.aborted:
+                    break
+                if "contentBlockStart" in event:
+                    start = event["contentBlockStart"]
+                    use = start["start"]["toolUse"]
+                    starts[start["contentBlockIndex"]] = {
+                        "id": use["toolUseId"],
+                        "name": use["name"],
+                        "input": [],
+                    }
+                elif "contentBlockDelta" in event:
+                    delta = event["contentBlockDelta"]
+                    if "text" in delta["delta"]:
+                        yield StreamChunk(content=delta["delta"]["text"])
+                    elif "toolUse" in delta["delta"]:
+                        starts[delta["contentBlockIndex"]]["input"].append(delta["delta"]["toolUse"]["input"])
+                elif "messageStop" in event:
+                    stop_reason = event["messageStop"]["stopReason"]
+                elif "metadata" in event:
+                    usage = self.usage(event["metadata"]["usage"])
+        except ClientError as exc:
+            raise self.error(exc) from exc
+        except Exception:
+            if signal is not None and signal.aborted:
+                raise signal.reason from None
+            raise
+        finally:
+            if callable(unregister):
+                unregister()
+            events.close()
+        if signal is not None and signal.aborted:
+            raise signal.reason
+        calls = []
+        if STOP_REASONS.get(stop_reason or "") != "length":
+            for block in starts.values():
+                try:
+                    arguments = json.loads("".join(block["input"]))
+                except ValueError:
+                    continue
+                calls.append(ToolCall(block["id"], block["name"], arguments))
+        yield StreamChunk(tool_calls=tuple(calls), finish_reason=self.finish(stop_reason, calls), usage=usage)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@unittest.skipUnless(HAVE_BOTO3, "boto3 is not installed: pip install boto3")
+class Boto3BedrockConformance(BackendConformanceTestCase, unittest.TestCase):
+    """boto3's bedrock-runtime client, adapted, over HTTP/1.1."""
+
+    wire = bedrock_converse_wire
+    #: An inference-profile id: botocore must percent-encode its ":" in the path.
+    model = "us.anthropic.conformance-model-v1:0"
+    headers = {"x-gateway-key": "test"}
+    skip = {
+        "abort/chat": (
+            "boto3 has no way to abort a converse() call still waiting for its response "
+            "headers: no cancellation API, and the socket sits inside urllib3's pool"
+        ),
+    }
+
+    def create_backend(self, url: str) -> Boto3BedrockBackend:
+        return Boto3BedrockBackend(url, headers=self.headers)
+
+
+if __name__ == "__main__":
+    unittest.main()
