@@ -223,35 +223,77 @@ def _make(cls: type, headers: Optional[Mapping[str, str]] = None) -> Any:
 
 MUTANTS = [
     Mutant("drops-usage", "reports no usage", WIRE, _make(DropsUsage)),
-    Mutant("first-usage-only", "keeps the first event's usage, which counts only the prompt", WIRE,
-           _make(FirstUsageOnly)),
+    Mutant(
+        "first-usage-only",
+        "keeps the first event's usage, which counts only the prompt",
+        WIRE,
+        _make(FirstUsageOnly),
+    ),
     Mutant("stop-on-tool-turn", 'passes "STOP" through on a tool turn', WIRE, _make(PassesStopThrough)),
-    Mutant("requires-call-id", "takes the functionCall id as given, empty on Gemini 2.x", WIRE,
-           _make(RequiresCallId)),
-    Mutant("calls-from-final-event-only", "looks for calls only on the event with finishReason", WIRE,
-           _make(CallsFromFinalEventOnly)),
+    Mutant(
+        "requires-call-id",
+        "takes the functionCall id as given, empty on Gemini 2.x",
+        WIRE,
+        _make(RequiresCallId),
+    ),
+    Mutant(
+        "calls-from-final-event-only",
+        "looks for calls only on the event with finishReason",
+        WIRE,
+        _make(CallsFromFinalEventOnly),
+    ),
     Mutant("max-tokens-as-stop", 'calls a turn cut off by MAX_TOKENS "stop"', WIRE, _make(MaxTokensAsStop)),
     Mutant("filter-as-stop", 'calls a SAFETY or blocked turn "stop"', WIRE, _make(FilterAsStop)),
-    Mutant("ignores-prompt-block", "reads candidates only and misses promptFeedback.blockReason", WIRE,
-           _make(IgnoresPromptBlock)),
-    Mutant("quota-as-rate-limit", "treats an exhausted daily quota as a retryable rate limit", WIRE,
-           _make(QuotaAsRateLimit)),
+    Mutant(
+        "ignores-prompt-block",
+        "reads candidates only and misses promptFeedback.blockReason",
+        WIRE,
+        _make(IgnoresPromptBlock),
+    ),
+    Mutant(
+        "quota-as-rate-limit",
+        "treats an exhausted daily quota as a retryable rate limit",
+        WIRE,
+        _make(QuotaAsRateLimit),
+    ),
     Mutant("ignores-retry-delay", "drops RetryInfo.retryDelay", WIRE, _make(IgnoresRetryDelay)),
     Mutant("auth-by-status-only", "misses the 400 API_KEY_INVALID", WIRE, _make(AuthByStatusOnly)),
-    Mutant("overload-as-server-error", "calls UNAVAILABLE a server error", WIRE, _make(OverloadAsServerError)),
-    Mutant("server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)),
-    Mutant("context-overflow-as-bad-request", "misses the input token count message", WIRE,
-           _make(ContextOverflowAsBadRequest)),
-    Mutant("quiet-on-stream-error", "ends quietly on a data: {\"error\"} event", WIRE, _make(QuietOnStreamError)),
-    Mutant("loses-text-before-error", "holds the text back until the end, then fails", WIRE,
-           _make(LosesTextBeforeError)),
+    Mutant(
+        "overload-as-server-error", "calls UNAVAILABLE a server error", WIRE, _make(OverloadAsServerError)
+    ),
+    Mutant(
+        "server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)
+    ),
+    Mutant(
+        "context-overflow-as-bad-request",
+        "misses the input token count message",
+        WIRE,
+        _make(ContextOverflowAsBadRequest),
+    ),
+    Mutant(
+        "quiet-on-stream-error", 'ends quietly on a data: {"error"} event', WIRE, _make(QuietOnStreamError)
+    ),
+    Mutant(
+        "loses-text-before-error",
+        "holds the text back until the end, then fails",
+        WIRE,
+        _make(LosesTextBeforeError),
+    ),
     Mutant("decodes-per-chunk", "decodes UTF-8 per network chunk", WIRE, _make(DecodesPerChunk)),
-    Mutant("forgets-headers", "drops the caller's headers", WIRE, _make(ForgetsHeaders, HEADERS), headers=HEADERS),
-    Mutant("system-as-content", 'sends the system prompt as a "system" content', WIRE, _make(SystemAsContent)),
+    Mutant(
+        "forgets-headers", "drops the caller's headers", WIRE, _make(ForgetsHeaders, HEADERS), headers=HEADERS
+    ),
+    Mutant(
+        "system-as-content", 'sends the system prompt as a "system" content', WIRE, _make(SystemAsContent)
+    ),
     Mutant("forgets-alt-sse", "streams without ?alt=sse", WIRE, _make(ForgetsAltSse)),
     Mutant("retries", "retries a failed request once", WIRE, _make(Retries)),
     Mutant("ignores-abort", "never looks at the abort signal", WIRE, _make(IgnoresAbort)),
-    Mutant("aborts-without-closing", "raises the reason but leaves the connection open", WIRE,
-           _make(AbortsWithoutClosing)),
+    Mutant(
+        "aborts-without-closing",
+        "raises the reason but leaves the connection open",
+        WIRE,
+        _make(AbortsWithoutClosing),
+    ),
     Mutant("wraps-cancellation", "turns CancelledError into an LLMError", WIRE, _make(WrapsCancellation)),
 ]

@@ -208,26 +208,52 @@ MUTANTS = [
     Mutant("drops-usage", "reports no usage", WIRE, _make(DropsUsage)),
     Mutant("output-as-total", "reports eval_count as the total", WIRE, _make(CountsOutputAsTotal)),
     Mutant("stop-on-tool-turn", 'passes "stop" through on a tool turn', WIRE, _make(PassesStopThrough)),
-    Mutant("requires-call-id", "takes the call id as given, empty from older servers", WIRE,
-           _make(RequiresCallId)),
+    Mutant(
+        "requires-call-id",
+        "takes the call id as given, empty from older servers",
+        WIRE,
+        _make(RequiresCallId),
+    ),
     Mutant("length-as-stop", 'calls a turn cut off by num_predict "stop"', WIRE, _make(LengthAsStop)),
-    Mutant("quota-as-rate-limit", "treats a used-up usage limit as a retryable rate limit", WIRE,
-           _make(QuotaAsRateLimit)),
+    Mutant(
+        "quota-as-rate-limit",
+        "treats a used-up usage limit as a retryable rate limit",
+        WIRE,
+        _make(QuotaAsRateLimit),
+    ),
     Mutant("auth-as-server-error", "calls a 401 a retryable server error", WIRE, _make(AuthAsServerError)),
-    Mutant("overload-as-server-error", "calls server busy a server error", WIRE, _make(OverloadAsServerError)),
-    Mutant("server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)),
-    Mutant("context-overflow-as-bad-request", "misses the context length message", WIRE,
-           _make(ContextOverflowAsBadRequest)),
+    Mutant(
+        "overload-as-server-error", "calls server busy a server error", WIRE, _make(OverloadAsServerError)
+    ),
+    Mutant(
+        "server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)
+    ),
+    Mutant(
+        "context-overflow-as-bad-request",
+        "misses the context length message",
+        WIRE,
+        _make(ContextOverflowAsBadRequest),
+    ),
     Mutant("quiet-on-stream-error", 'ends quietly on an {"error"} line', WIRE, _make(QuietOnStreamError)),
-    Mutant("loses-text-before-error", "holds the text back until the end, then fails", WIRE,
-           _make(LosesTextBeforeError)),
+    Mutant(
+        "loses-text-before-error",
+        "holds the text back until the end, then fails",
+        WIRE,
+        _make(LosesTextBeforeError),
+    ),
     Mutant("decodes-per-chunk", "decodes UTF-8 per network chunk", WIRE, _make(DecodesPerChunk)),
-    Mutant("forgets-headers", "drops the caller's headers", WIRE, _make(ForgetsHeaders, HEADERS), headers=HEADERS),
+    Mutant(
+        "forgets-headers", "drops the caller's headers", WIRE, _make(ForgetsHeaders, HEADERS), headers=HEADERS
+    ),
     Mutant("omits-stream-false", 'leaves "stream" out of a whole request', WIRE, _make(OmitsStreamFalse)),
     Mutant("sends-no-tools", "leaves the tools out of the request", WIRE, _make(SendsNoTools)),
     Mutant("retries", "retries a failed request once", WIRE, _make(Retries)),
     Mutant("ignores-abort", "never looks at the abort signal", WIRE, _make(IgnoresAbort)),
-    Mutant("aborts-without-closing", "raises the reason but leaves the connection open", WIRE,
-           _make(AbortsWithoutClosing)),
+    Mutant(
+        "aborts-without-closing",
+        "raises the reason but leaves the connection open",
+        WIRE,
+        _make(AbortsWithoutClosing),
+    ),
     Mutant("wraps-cancellation", "turns CancelledError into an LLMError", WIRE, _make(WrapsCancellation)),
 ]
