@@ -122,7 +122,9 @@ class Outcome:
     abort_at: Optional[float] = None
     abort_reason: Optional[BaseException] = None
     skipped: Optional[str] = None
-    finished: bool = False
+    #: The backend returned or raised (as opposed to still running at the bound).
+    ended: bool = False
+    hung: bool = False
     close_error: Optional[BaseException] = None
     #: Seconds from the abort (or cancellation) until the provider saw the close.
     closed_after: Optional[float] = None
@@ -217,6 +219,43 @@ def _default_stream(backend: Any, request: ChatRequest) -> Any:
     return backend.chat_stream(request)
 
 
+async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    """Call a sync function in a daemon thread of its own and await its result.
+
+    Sync backends run off the loop, so one that calls ``asyncio.run`` inside (a
+    common sync wrapper) still works, and one that hangs holds only its own
+    daemon thread.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: Optional[BaseException]) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        result, error = None, None
+        try:
+            result = function(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed over to the awaiting side
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the case gave up on this backend and its loop is gone
+            pass
+
+    threading.Thread(target=work, name="conformance sync backend", daemon=True).start()
+    return await future
+
+
+def _is_async(function: Any) -> bool:
+    return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+
+
 class _Driver:
     """Runs one case's backend in a worker thread with a loop of its own."""
 
@@ -224,25 +263,28 @@ class _Driver:
         self.case = case
         self.provider = provider
         self.outcome = Outcome()
+        self.controller = AbortController()
+        self.done = threading.Event()
+        self.gave_up = False
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.task: Optional[asyncio.Task[None]] = None
 
     def run(self) -> Outcome:
-        worker = threading.Thread(
-            target=self._work, name=f"conformance {self.case.name}", daemon=True
-        )
+        worker = threading.Thread(target=self._work, name=f"conformance {self.case.name}", daemon=True)
         aborter: Optional[threading.Thread] = None
-        controller = AbortController()
         if self.case.scenario == "abort":
-            aborter = threading.Thread(target=self._abort, args=(controller,), daemon=True)
-        self.controller = controller
+            aborter = threading.Thread(target=self._abort, daemon=True)
         worker.start()
         if aborter is not None:
             aborter.start()
         worker.join(self.case.target.timeout)
-        if worker.is_alive():
+        if worker.is_alive() or not self.outcome.ended:
+            # Past the bound, whatever the backend does next is not its answer.
+            self.gave_up = True
+            self.outcome.hung = True
             self._cancel_worker()
             worker.join(1.0)
+        self.done.set()
         if aborter is not None:
             aborter.join(self.case.target.timeout)
         return self.outcome
@@ -255,39 +297,45 @@ class _Driver:
             except RuntimeError:  # the loop finished in the meantime
                 pass
 
-    def _abort(self, controller: AbortController) -> None:
-        request = self._await_generation_sync()
-        if request is None:
+    def _abort(self) -> None:
+        if self._await_generation_sync() is None:
             return
         time.sleep(ABORT_DELAY)
         reason = ConformanceAbort(f"aborted by the conformance case {self.case.name}")
         self.outcome.abort_reason = reason
         self.outcome.abort_at = time.monotonic()
-        controller.abort(reason)
+        self.controller.abort(reason)
 
     def _await_generation_sync(self) -> Optional[RecordedRequest]:
+        # Short waits, so the thread stops as soon as the backend is done without a call.
         deadline = time.monotonic() + self.case.target.timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
+        while not self.done.is_set() and time.monotonic() < deadline:
             try:
-                request: RecordedRequest = self.provider.next_request(left)
+                request: RecordedRequest = self.provider.next_request(0.05)
             except TimeoutError:
-                return None
+                continue
             if self.case.target.wire.is_generation(request):
                 return request
+        return None
 
     def _work(self) -> None:
         try:
             asyncio.run(self._main())
         except BaseException as exc:  # noqa: BLE001 - a broken backend must not kill the thread
-            if self.outcome.error is None:
-                self.outcome.error = exc
-                self.outcome.error_at = time.monotonic()
+            self._ended(exc)
+        finally:
+            self.done.set()
+
+    def _ended(self, error: Optional[BaseException]) -> None:
+        if not self.outcome.ended and not self.gave_up:
+            self.outcome.ended = True
+            self.outcome.error = error
+            self.outcome.error_at = time.monotonic() if error is not None else None
 
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
+        # Sync backends block their own threads, not this loop; stay quiet under -X dev.
+        self.loop.slow_callback_duration = 1.0
         self.task = asyncio.current_task()  # type: ignore[assignment]
         target = self.case.target
         backend = None
@@ -300,78 +348,82 @@ class _Driver:
                 await self._cancel(backend, request)
             else:
                 await self._call(backend, request)
-        except asyncio.CancelledError as exc:
-            if self.case.scenario != "cancel":
-                self.outcome.error = exc
-                self.outcome.error_at = time.monotonic()
+                self._ended(None)
         except BaseException as exc:  # noqa: BLE001 - whatever the backend raised is the outcome
-            self.outcome.error = exc
-            self.outcome.error_at = time.monotonic()
+            self._ended(exc)
         finally:
             if backend is not None:
                 await self._close(backend)
 
-    async def _call(self, backend: Any, request: ChatRequest) -> None:
+    def _hook(self, backend: Any) -> Tuple[Callable[[Any, ChatRequest], Any], Any]:
+        """The function to call for this mode, and what tells whether it is async."""
         target = self.case.target
         if self.case.mode == "chat":
-            result = (target.chat or _default_chat)(backend, request)
+            if target.chat is not None:
+                return target.chat, target.chat
+            return _default_chat, getattr(backend, "chat", None)
+        if target.stream is not None:
+            return target.stream, target.stream
+        return _default_stream, getattr(backend, "chat_stream", None)
+
+    async def _start(self, backend: Any, request: ChatRequest) -> Any:
+        hook, probe = self._hook(backend)
+        if _is_async(probe):
+            return hook(backend, request)
+        return await _in_thread(hook, backend, request)
+
+    async def _call(self, backend: Any, request: ChatRequest) -> None:
+        result = await self._start(backend, request)
+        if self.case.mode == "chat":
             if inspect.isawaitable(result):
                 result = await result
             self.outcome.response = result
+            return
+        if inspect.isawaitable(result) and not hasattr(result, "__aiter__"):
+            result = await result
+        if hasattr(result, "__aiter__"):
+            async for chunk in result:
+                self.outcome.chunks.append(chunk)
         else:
-            stream = (target.stream or _default_stream)(backend, request)
-            if inspect.isawaitable(stream) and not hasattr(stream, "__aiter__"):
-                stream = await stream
-            if hasattr(stream, "__aiter__"):
-                async for chunk in stream:
-                    self.outcome.chunks.append(chunk)
-            else:
-                for chunk in stream:
-                    self.outcome.chunks.append(chunk)
-        self.outcome.finished = True
+            await _in_thread(self._drain, result)
+
+    def _drain(self, iterable: Any) -> None:
+        # Chunk by chunk, so a stream that hangs keeps what it yielded before.
+        for chunk in iterable:
+            self.outcome.chunks.append(chunk)
 
     async def _cancel(self, backend: Any, request: ChatRequest) -> None:
-        target = self.case.target
+        _, probe = self._hook(backend)
+        if not _is_async(probe):
+            what = "chat is not a coroutine function" if self.case.mode == "chat" else (
+                "chat_stream is not an async generator function"
+            )
+            self.outcome.skipped = f"cancel applies to async backends only: {what}"
+            self._ended(None)
+            return
+        result = await self._start(backend, request)
         if self.case.mode == "chat":
-            hook = target.chat or _default_chat
-            probe = hook if target.chat is not None else getattr(backend, "chat", None)
-            if not inspect.iscoroutinefunction(probe):
-                self.outcome.skipped = (
-                    "cancel applies to async backends only: chat is not a coroutine function"
-                )
-                return
-            awaitable = hook(backend, request)
-            work: Any = asyncio.ensure_future(awaitable)
+            work: asyncio.Future[Any] = asyncio.ensure_future(result)
         else:
-            stream = (target.stream or _default_stream)(backend, request)
-            if not hasattr(stream, "__aiter__"):
-                close = getattr(stream, "close", None)
-                if callable(close):
-                    close()
-                self.outcome.skipped = (
-                    "cancel applies to async backends only: chat_stream gave a sync iterator"
-                )
-                return
 
             async def consume() -> None:
-                async for chunk in stream:
+                async for chunk in result:
                     self.outcome.chunks.append(chunk)
 
             work = asyncio.ensure_future(consume())
-        generation = await self._await_generation_async()
-        if generation is not None:
+        waiting = asyncio.ensure_future(self._await_generation_async())
+        await asyncio.wait({work, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done():
             await asyncio.sleep(ABORT_DELAY)
-        self.outcome.abort_at = time.monotonic()
-        work.cancel()
+            self.outcome.abort_at = time.monotonic()
+            work.cancel()
+        waiting.cancel()
         try:
             await work
-            self.outcome.finished = True
-        except asyncio.CancelledError as exc:
-            self.outcome.error = exc
-            self.outcome.error_at = time.monotonic()
-        except BaseException as exc:  # noqa: BLE001 - a wrapped cancellation is the outcome
-            self.outcome.error = exc
-            self.outcome.error_at = time.monotonic()
+        except BaseException as exc:  # noqa: BLE001 - CancelledError or what wrapped it
+            self._ended(exc)
+        else:
+            self._ended(None)
 
     async def _await_generation_async(self) -> Optional[RecordedRequest]:
         deadline = time.monotonic() + self.case.target.timeout
@@ -479,6 +531,12 @@ def _check_outcome(case: ConformanceCase, outcome: Outcome) -> List[str]:
     problems: List[str] = []
     if outcome.close_error is not None:
         problems.append(f"closing the backend raised {_describe(outcome.close_error)}")
+    if outcome.hung:
+        what = "the abort reason" if scenario == "abort" else "the backend to return or raise"
+        return problems + [
+            f"expected {what}, but it was still running when the case gave up after "
+            f"{case.target.timeout} s ({len(outcome.chunks)} chunks yielded so far)"
+        ] + (_check_closed(outcome) if scenario == "abort" else [])
     error = outcome.error
     if scenario == "abort":
         return problems + _check_abort(case, outcome) + _check_closed(outcome)
@@ -556,7 +614,8 @@ def _check_error(case: ConformanceCase, outcome: Outcome, kind: str) -> List[str
 def _check_abort(case: ConformanceCase, outcome: Outcome) -> List[str]:
     reason, error = outcome.abort_reason, outcome.error
     if reason is None or outcome.abort_at is None:
-        return ["expected the backend to send its request so the case could abort it; none came"]
+        got = f"it ended first with {_describe(error)}" if error is not None else "none came"
+        return [f"expected the backend to send its request and wait for the answer, so the case could abort it; {got}"]
     if error is None:
         return [f"expected the abort reason {reason!r} to be raised, got a normal end"]
     if error is not reason:
@@ -572,7 +631,8 @@ def _check_abort(case: ConformanceCase, outcome: Outcome) -> List[str]:
 def _check_cancel(case: ConformanceCase, outcome: Outcome) -> List[str]:
     error = outcome.error
     if outcome.abort_at is None:
-        return ["expected the case to cancel the backend's task; it never got there"]
+        got = f"it ended first with {_describe(error)}" if error is not None else "it ended first, normally"
+        return [f"expected the backend to send its request and wait for the answer, so the case could cancel it; {got}"]
     if error is None:
         return ["expected CancelledError after the task was cancelled, got a normal end"]
     if not isinstance(error, asyncio.CancelledError):

@@ -1,0 +1,195 @@
+"""Cases for any runner: what they check, how they fail, and that they never hang."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import unittest
+from typing import Any, Iterator
+
+from conformance.cases import (
+    ABORT_RAISE_WITHIN,
+    BackendConformanceTarget,
+    ConformanceCase,
+    backend_conformance_cases,
+)
+from conformance.contract import ChatRequest, ChatResponse, StreamChunk
+from conformance.errors import TargetDefinitionError
+from conformance.reference.openai_chat import OpenAIChatBackend
+from conformance.scenarios import SCENARIOS
+from conformance.wires.openai_chat import openai_chat_wire
+
+
+def reference(url: str) -> OpenAIChatBackend:
+    return OpenAIChatBackend(f"{url}/v1")
+
+
+def target(create: Any = reference, **kwargs: Any) -> BackendConformanceTarget:
+    return BackendConformanceTarget("test", openai_chat_wire, create, **kwargs)
+
+
+def case(scenario: str, mode: str, create: Any = reference, **kwargs: Any) -> ConformanceCase:
+    return ConformanceCase(target(create, **kwargs), scenario, mode)
+
+
+class NotImplementedBackend:
+    """Raises NotImplementedError from every method, sync."""
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError("chat")
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        raise NotImplementedError("chat_stream")
+
+
+class AsyncNotImplementedBackend:
+    """Raises NotImplementedError from every method, async."""
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError("chat")
+
+    async def chat_stream(self, request: ChatRequest) -> Any:
+        raise NotImplementedError("chat_stream")
+        yield  # pragma: no cover - makes this an async generator
+
+
+class HangingBackend:
+    """Never returns: awaits an event nobody sets."""
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def chat_stream(self, request: ChatRequest) -> Any:
+        await asyncio.Event().wait()
+        yield StreamChunk()
+
+
+class SyncOverReference:
+    """A sync backend that wraps the async reference with asyncio.run, as sync shims do."""
+
+    def __init__(self, url: str) -> None:
+        self.inner = OpenAIChatBackend(f"{url}/v1")
+        self.closed = False
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        return asyncio.run(self.inner.chat(request))
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        loop = asyncio.new_event_loop()
+        chunks = self.inner.chat_stream(request)
+        try:
+            while True:
+                try:
+                    yield loop.run_until_complete(chunks.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            loop.run_until_complete(chunks.aclose())
+            loop.close()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class CaseListTests(unittest.TestCase):
+    def test_one_case_per_scenario_and_mode(self) -> None:
+        """Cases cover every scenario in each of its modes, in table order."""
+        names = [c.name for c in backend_conformance_cases(target())]
+        expected = [f"{s}/{m}" for s, row in SCENARIOS.items() for m in row.modes]
+        self.assertEqual(names, expected)
+        self.assertNotIn("stream-error/chat", names)
+
+    def test_skip_reasons_come_from_target_then_wire(self) -> None:
+        """A skip by scenario, or by scenario and mode, is the case's skip reason."""
+        t = target(skip={"content-filter": "no safety system", "abort/stream": "no streaming abort"})
+        skips = {c.name: c.skip for c in backend_conformance_cases(t) if c.skip}
+        self.assertEqual(
+            skips,
+            {
+                "content-filter/chat": "no safety system",
+                "content-filter/stream": "no safety system",
+                "abort/stream": "no streaming abort",
+            },
+        )
+        with self.assertRaises(unittest.SkipTest):
+            ConformanceCase(t, "abort", "stream").run()
+
+    def test_misspelt_skip_key_suggests_the_scenario(self) -> None:
+        """An unknown scenario in skip is refused with a did-you-mean."""
+        with self.assertRaisesRegex(TargetDefinitionError, "did you mean 'content-filter'"):
+            target(skip={"content-filtre": "x"})
+        with self.assertRaisesRegex(TargetDefinitionError, "needs a reason"):
+            target(skip={"auth": ""})
+
+    def test_target_refuses_a_wire_that_is_not_one(self) -> None:
+        """A string instead of a wire is a clear declaration error."""
+        with self.assertRaisesRegex(TargetDefinitionError, "wire must be a Wire"):
+            BackendConformanceTarget("t", "openai-chat", reference)  # type: ignore[arg-type]
+
+
+class ReferencePassesTests(unittest.TestCase):
+    def test_reference_passes_every_case(self) -> None:
+        """The OpenAI Chat reference backend meets every case over HTTP/1.1."""
+        for c in backend_conformance_cases(target()):
+            with self.subTest(case=c.name):
+                c.run()
+
+    def test_a_sync_backend_is_driven_too(self) -> None:
+        """A sync backend that runs its own event loop passes the cases it can meet."""
+        for scenario in ("text", "tool-call", "rate-limit", "stream-error"):
+            for mode in SCENARIOS[scenario].modes:
+                with self.subTest(scenario=scenario, mode=mode):
+                    case(scenario, mode, SyncOverReference).run()
+
+    def test_cancel_is_skipped_for_a_sync_backend(self) -> None:
+        """Task cancellation has no sync twin, so the case says so and skips."""
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                with self.assertRaisesRegex(unittest.SkipTest, "async backends only"):
+                    case("cancel", mode, SyncOverReference).run()
+
+
+class FailureTests(unittest.TestCase):
+    def test_not_implemented_fails_every_case(self) -> None:
+        """A backend that raises NotImplementedError everywhere fails every case it gets."""
+        for create in (lambda url: NotImplementedBackend(), lambda url: AsyncNotImplementedBackend()):
+            for c in backend_conformance_cases(target(create)):
+                if c.scenario == "cancel" and isinstance(create("x"), NotImplementedBackend):
+                    continue
+                with self.subTest(case=c.name, backend=type(create("x")).__name__):
+                    with self.assertRaises(AssertionError) as failed:
+                        c.run()
+                    self.assertIn("NotImplementedError", str(failed.exception))
+
+    def test_a_hanging_backend_fails_within_the_bound(self) -> None:
+        """A backend that never finishes is failed after the timeout, not waited for."""
+        started = time.monotonic()
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                with self.assertRaisesRegex(AssertionError, "still running when the case gave up after 0.3 s"):
+                    case("text", mode, lambda url: HangingBackend(), timeout=0.3).run()
+        self.assertLess(time.monotonic() - started, 10)
+
+    def test_failure_message_says_expected_got_and_hint(self) -> None:
+        """The message names the wire, mode, scenario, the problem, a hint and the requests."""
+        with self.assertRaises(AssertionError) as failed:
+            case("text", "chat", lambda url: NotImplementedBackend()).run()
+        message = str(failed.exception)
+        self.assertTrue(message.startswith("openai-chat/chat text: the backend must return the fixture text"))
+        self.assertIn("expected a reply, got NotImplementedError('chat')", message)
+        self.assertIn("hint: ", message)
+        self.assertIn("requests seen: none", message)
+
+    def test_missing_header_is_named(self) -> None:
+        """A header the target declares but the backend does not send fails the case."""
+        with self.assertRaisesRegex(AssertionError, "expected header x-gateway-key: k on POST"):
+            case("text", "chat", headers={"x-gateway-key": "k"}).run()
+
+    def test_abort_bound_is_half_a_second(self) -> None:
+        """The abort bound is the one the contract states."""
+        self.assertEqual(ABORT_RAISE_WITHIN, 0.5)
+
+
+if __name__ == "__main__":
+    unittest.main()
