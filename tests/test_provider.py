@@ -188,7 +188,9 @@ class TestFraming(ProviderTestCase):
         """A client that expects 100-continue gets it, sends the body, and gets the reply."""
         self.provider.reply(JsonReply({"ok": True}))
         with self.raw() as connection:
-            connection.send(b"POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+            connection.send(
+                b"POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"
+            )
             self.assertEqual(connection.read_response().status, 100)
             connection.send(b"body")
             self.assertEqual(connection.read_response().status, 200)

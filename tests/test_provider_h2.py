@@ -134,7 +134,7 @@ class TestRawH2(H2TestCase):
         self.assertEqual(response.headers["content-type"], "text/event-stream")
 
     def test_client_reset_marks_the_stream_closed(self) -> None:
-        """RST_STREAM from the client on a hanging stream is seen by latest_closed; the connection lives on."""
+        """RST_STREAM from the client on a hanging stream is seen by latest_closed; the connection goes on."""
         self.provider.reply(StreamReply([b"first"], hang=True))
         client = self.h2()
         sid = client.request("POST", "/hang", b"{}")

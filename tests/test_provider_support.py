@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 TIMEOUT = 10.0
 
 #: GOAWAY(last_stream_id=0, NO_ERROR), as the AWS SDK for JavaScript sends it.
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 GOAWAY_NO_ERROR = struct.pack(">I", 8)[1:] + b"\x07\x00" + b"\x00" * 4 + b"\x00" * 8
 
 

@@ -157,9 +157,9 @@ class H2Session:
         limit = self.conn.max_inbound_frame_size
         while size - pos >= _FRAME_HEAD:
             length = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2]
-            if length > limit:  # h2 rejects it; hand everything over
-                pos = size
-                break
+            if length > limit:  # h2 would wait for all of it; refuse it now
+                self._refuse(h2.errors.ErrorCodes.FRAME_SIZE_ERROR)
+                return
             end = pos + _FRAME_HEAD + length
             if end > size:
                 break
@@ -183,9 +183,14 @@ class H2Session:
             return False
         try:
             events = self.conn.receive_data(data)
-        except h2.exceptions.ProtocolError:
-            # h2 has queued a GOAWAY with the error code; send it and leave.
-            self._flush()
+        except h2.exceptions.ProtocolError as exc:
+            # h2 has usually queued a GOAWAY with the error code (not for a bad preface).
+            out = self.conn.data_to_send()
+            if not out:
+                code = getattr(exc, "error_code", None) or h2.errors.ErrorCodes.PROTOCOL_ERROR
+                self._refuse(code)
+                return False
+            self.transport.write(out)
             self._close()
             return False
         handlers = self._handlers
@@ -406,6 +411,15 @@ class H2Session:
             self.transport.write(data)
 
     # -- leaving -------------------------------------------------------------
+
+    def _refuse(self, error_code: int) -> None:
+        """A protocol error found before h2 saw it: GOAWAY with the code, then close."""
+        try:
+            self.conn.close_connection(error_code=error_code)
+        except h2.exceptions.ProtocolError:
+            pass
+        self._flush()
+        self._close()
 
     def close_idle(self) -> None:
         """No stream for header_timeout: say GOAWAY and close."""
