@@ -1,0 +1,388 @@
+"""openai-python's Responses API against the Responses wire, through the conformance mixin.
+
+The adapters below are what a user's backend over the SDK would be:
+``client.responses.create(...)``, whole and with ``stream=True``, from ``OpenAI`` and
+``AsyncOpenAI`` with ``max_retries=0``, pointed at the fake provider with
+``base_url``. They judge the wire: every shape the fake provider sends must parse in
+the SDK's own models and surface through its own exceptions.
+
+The SDK has no abort signal. The async adapter races each await against the signal
+and cancels the SDK's task when it fires, which closes the connection. The sync
+adapter shuts the sockets of its own connection pool down from the aborting thread,
+which ends the blocked read; the SDK then fails with a connection error, and the
+adapter raises the caller's reason instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import socket
+import threading
+import unittest
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from conformance.contract import (
+    AbortSignal,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
+from conformance.testcase import BackendConformanceTestCase
+from conformance.wires.openai_responses import openai_responses_wire
+
+HAVE_OPENAI = importlib.util.find_spec("openai") is not None
+if HAVE_OPENAI:  # imported once here: a first import inside a case's event loop is slow
+    import sys
+
+    import openai
+
+    # openai 3.x is built on httpx2, older releases on httpx: use the one it imported.
+    if "httpx2" in sys.modules:
+        import httpcore2
+        import httpx2
+    else:
+        import httpcore as httpcore2  # type: ignore[no-redef]
+        import httpx as httpx2  # type: ignore[no-redef]
+SKIP_REASON = "openai is not installed: pip install openai"
+
+QUOTA_CODES = frozenset({"insufficient_quota", "credit_balance_exhausted"})
+HEADERS = {"x-gateway-key": "test"}
+
+
+# -- what the sync and async adapters share ------------------------------------------------
+
+
+class _Sockets:
+    """An httpcore network backend that remembers its sockets, so an abort can shut them."""
+
+    def __init__(self) -> None:
+        self.backend = httpcore2.SyncBackend()
+        self.streams: List[Any] = []
+        self.lock = threading.Lock()
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        stream = self.backend.connect_tcp(*args, **kwargs)
+        with self.lock:
+            self.streams.append(stream)
+        return stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def shutdown(self, _reason: Any = None) -> None:
+        # shutdown(), unlike close(), wakes a recv blocked in another thread.
+        with self.lock:
+            streams = list(self.streams)
+        for stream in streams:
+            try:
+                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _sync_http_client(sockets: _Sockets, http2: bool) -> Any:
+    transport = httpx2.HTTPTransport(http1=not http2, http2=http2)
+    # The pool is rebuilt around the recording backend: httpx has no public hook for it.
+    transport._pool = httpcore2.ConnectionPool(network_backend=sockets, http1=not http2, http2=http2)
+    return httpx2.Client(transport=transport, timeout=10.0)
+
+
+def _async_http_client(http2: bool) -> Any:
+    return httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(http1=not http2, http2=http2), timeout=10.0)
+
+
+def params(request: ChatRequest) -> Dict[str, Any]:
+    """The ``responses.create`` arguments for a request."""
+    system = [m.content for m in request.messages if m.role == "system"]
+    out: Dict[str, Any] = {
+        "model": request.model,
+        "input": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        "tools": [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+                "strict": False,
+            }
+            for t in request.tools
+        ],
+    }
+    if system:
+        out["instructions"] = "\n\n".join(system)
+    if request.max_tokens is not None:
+        out["max_output_tokens"] = request.max_tokens
+    return out
+
+
+def kind_of(status: Optional[int], code: Optional[str], type_: Optional[str]) -> str:
+    """The contract's kind from what an openai exception carries."""
+    if code in QUOTA_CODES or type_ in QUOTA_CODES:
+        return "quota"
+    if code == "context_length_exceeded":
+        return "context_overflow"
+    if code in ("server_is_overloaded", "slow_down") or type_ == "service_unavailable_error" or status == 503:
+        return "overloaded"
+    if code == "rate_limit_exceeded" or status == 429:
+        return "rate_limit"
+    if code == "invalid_api_key" or status in (401, 403):
+        return "auth"
+    return "server_error"
+
+
+def error_from(exc: Any) -> LLMError:
+    """An LLMError from openai's APIStatusError, or the APIError of a failed stream."""
+    status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+    kind = kind_of(status, getattr(exc, "code", None), getattr(exc, "type", None))
+    retry_after = None
+    if kind == "rate_limit" and isinstance(exc, openai.APIStatusError):
+        headers = exc.response.headers
+        if "retry-after-ms" in headers:
+            retry_after = float(headers["retry-after-ms"]) / 1000.0
+        elif "retry-after" in headers:
+            retry_after = float(headers["retry-after"])
+    return LLMError.from_kind(kind, exc.message, retry_after=retry_after, status=status, provider="openai")
+
+
+def failed_error(error: Any) -> LLMError:
+    """An LLMError from a failed response's ``error`` (or a flat error event)."""
+    code = getattr(error, "code", None)
+    kind = kind_of(None, code, getattr(error, "type", None))
+    if kind == "server_error" and code == "rate_limit_exceeded":
+        kind = "rate_limit"
+    return LLMError.from_kind(kind, str(getattr(error, "message", "failed")), provider="openai")
+
+
+def usage_of(raw: Any) -> Optional[Usage]:
+    if raw is None:
+        return None
+    return Usage(raw.input_tokens, raw.output_tokens, raw.total_tokens)
+
+
+def read_response(response: Any) -> Tuple[str, str, List[ToolCall], Optional[Usage]]:
+    """Text, finish reason, complete calls and usage of a ``Response`` model."""
+    if response.status == "failed" and response.error is not None:
+        raise failed_error(response.error)
+    text, calls, refused = [], [], False
+    for item in response.output:
+        if item.type == "message":
+            for part in item.content:
+                if part.type == "output_text":
+                    text.append(part.text)
+                elif part.type == "refusal":
+                    refused = True
+        elif item.type == "function_call" and item.status != "incomplete":
+            try:
+                arguments = json.loads(item.arguments or "{}")
+            except ValueError:
+                continue
+            calls.append(ToolCall(item.call_id, item.name, arguments))
+    reason = response.incomplete_details.reason if response.incomplete_details else None
+    if response.status == "incomplete":
+        calls = []  # a turn cut off by the limit keeps no call
+        finish = "content_filter" if reason == "content_filter" else "length"
+    elif refused:
+        finish = "refusal"
+    else:
+        finish = "tool_calls" if calls else "stop"
+    return "".join(text), finish, calls, usage_of(response.usage)
+
+
+class _StreamState:
+    """Reads typed stream events; ``on_event`` returns text to yield."""
+
+    def __init__(self) -> None:
+        self.final: Optional[Tuple[str, str, List[ToolCall], Optional[Usage]]] = None
+
+    def on_event(self, event: Any) -> str:
+        if event.type == "response.output_text.delta":
+            return str(event.delta)
+        if event.type == "error":  # the flat shape: the SDK yields it instead of raising
+            raise failed_error(event)
+        if event.type in ("response.completed", "response.incomplete", "response.failed"):
+            self.final = read_response(event.response)
+        return ""
+
+    def last_chunk(self) -> StreamChunk:
+        if self.final is None:
+            raise LLMError.from_kind(
+                "server_error", "the stream ended before the response did", provider="openai"
+            )
+        _, finish, calls, usage = self.final
+        return StreamChunk(tool_calls=tuple(calls), finish_reason=finish, usage=usage)
+
+
+# -- the sync adapter ----------------------------------------------------------------------
+
+
+class SyncOpenAIResponsesBackend:
+    """A sync backend over ``openai.OpenAI().responses``."""
+
+    def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+        self.sockets = _Sockets()
+        self.client = openai.OpenAI(
+            api_key="test",
+            base_url=base_url,
+            max_retries=0,
+            default_headers=dict(headers),
+            http_client=_sync_http_client(self.sockets, http2),
+        )
+
+    def _guard(self, signal: Optional[AbortSignal]) -> Any:
+        return signal.add_callback(self.sockets.shutdown) if signal is not None else (lambda: None)
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        unregister = self._guard(request.signal)
+        try:
+            response = self.client.responses.create(**params(request))
+        except openai.APIStatusError as exc:
+            raise error_from(exc) from exc
+        except Exception:
+            if request.signal is not None and request.signal.aborted:
+                raise request.signal.reason from None  # type: ignore[misc]
+            raise
+        finally:
+            unregister()
+        text, finish, calls, usage = read_response(response)
+        return ChatResponse(text, finish, tuple(calls), usage)
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        signal = request.signal
+        unregister = self._guard(signal)
+        state = _StreamState()
+        try:
+            stream = self.client.responses.create(**params(request), stream=True)
+            with stream:
+                for event in stream:
+                    text = state.on_event(event)
+                    if text:
+                        yield StreamChunk(content=text)
+        except openai.APIError as exc:
+            if signal is not None and signal.aborted:
+                raise signal.reason from None  # type: ignore[misc]
+            raise error_from(exc) from exc
+        except Exception:
+            if signal is not None and signal.aborted:
+                raise signal.reason from None  # type: ignore[misc]
+            raise
+        finally:
+            unregister()
+        yield state.last_chunk()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# -- the async adapter ---------------------------------------------------------------------
+
+
+async def race(awaitable: Any, signal: Optional[AbortSignal]) -> Any:
+    """Await ``awaitable``; if ``signal`` fires first, cancel it (closing its socket), raise the reason."""
+    work = asyncio.ensure_future(awaitable)
+    if signal is None:
+        return await work
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        work.cancel()
+        waiter.cancel()
+        await asyncio.gather(work, waiter, return_exceptions=True)
+        raise
+    if work in done:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        return work.result()
+    work.cancel()
+    await asyncio.gather(work, return_exceptions=True)
+    assert signal.reason is not None
+    raise signal.reason
+
+
+class AsyncOpenAIResponsesBackend:
+    """An async backend over ``openai.AsyncOpenAI().responses``."""
+
+    def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+        self.client = openai.AsyncOpenAI(
+            api_key="test",
+            base_url=base_url,
+            max_retries=0,
+            default_headers=dict(headers),
+            http_client=_async_http_client(http2),
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        try:
+            response = await race(self.client.responses.create(**params(request)), request.signal)
+        except openai.APIStatusError as exc:
+            raise error_from(exc) from exc
+        text, finish, calls, usage = read_response(response)
+        return ChatResponse(text, finish, tuple(calls), usage)
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        state = _StreamState()
+        try:
+            stream = await race(self.client.responses.create(**params(request), stream=True), request.signal)
+            try:
+                iterator = stream.__aiter__()
+                while True:
+                    try:
+                        event = await race(iterator.__anext__(), request.signal)
+                    except StopAsyncIteration:
+                        break
+                    text = state.on_event(event)
+                    if text:
+                        yield StreamChunk(content=text)
+            finally:
+                await stream.close()
+        except openai.APIError as exc:
+            raise error_from(exc) from exc
+        yield state.last_chunk()
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+# -- the targets ---------------------------------------------------------------------------
+
+#: Cases the sync client cannot meet, with the reason.
+SYNC_SKIPS: Mapping[str, str] = {}
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesSyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``OpenAI().responses.create`` over HTTP/1.1."""
+
+    wire = openai_responses_wire
+    headers = HEADERS
+    skip = SYNC_SKIPS
+
+    def create_backend(self, url: str) -> SyncOpenAIResponsesBackend:
+        return SyncOpenAIResponsesBackend(f"{url}/v1", self.headers, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``AsyncOpenAI().responses.create`` over HTTP/1.1."""
+
+    wire = openai_responses_wire
+    headers = HEADERS
+
+    def create_backend(self, url: str) -> AsyncOpenAIResponsesBackend:
+        return AsyncOpenAIResponsesBackend(f"{url}/v1", self.headers, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesAsyncH2CConformance(OpenAIResponsesAsyncConformance):
+    """``AsyncOpenAI().responses.create`` over h2c (httpx with HTTP/2 prior knowledge)."""
+
+    http2 = True
+
+
+if __name__ == "__main__":
+    unittest.main()
