@@ -10,6 +10,7 @@ The exit status is 0 only when nothing failed.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import os
@@ -18,7 +19,7 @@ import time
 import traceback
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 from .scenarios import MODES, SCENARIOS
@@ -45,7 +46,13 @@ def _outcome(case: ConformanceCase) -> Tuple[str, str]:
     return "pass", ""
 
 
-def _reference_targets(wires: Optional[Sequence[str]], transports: Sequence[str]) -> List[Tuple[str, BackendConformanceTarget]]:
+def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
+    return create(url, http2)
+
+
+def _reference_targets(
+    wires: Optional[Sequence[str]], transports: Sequence[str]
+) -> List[Tuple[str, BackendConformanceTarget]]:
     from .reference import REFERENCE_BACKENDS
     from .wires import WIRES
 
@@ -55,7 +62,6 @@ def _reference_targets(wires: Optional[Sequence[str]], transports: Sequence[str]
         raise SystemExit(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
     targets = []
     for name in names:
-        create = REFERENCE_BACKENDS[name]
         for transport in transports:
             http2 = transport == "h2c"
             targets.append(
@@ -64,7 +70,7 @@ def _reference_targets(wires: Optional[Sequence[str]], transports: Sequence[str]
                     BackendConformanceTarget(
                         name=f"reference {name} over {transport}",
                         wire=WIRES[name],
-                        create_backend=lambda url, c=create, h=http2: c(url, h),
+                        create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
                         http2=http2,
                     ),
                 )
@@ -72,9 +78,7 @@ def _reference_targets(wires: Optional[Sequence[str]], transports: Sequence[str]
     return targets
 
 
-def run_matrix(
-    targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, out: TextIO
-) -> int:
+def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, out: TextIO) -> int:
     """Run every case of every target; print the matrix and the failures; return the exit status."""
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in backend_conformance_cases(target)]
@@ -93,7 +97,7 @@ def run_matrix(
         label = f"{case.target.wire.name} {column}"
         cells[(case.name, label)] = status
         if status in ("FAIL", "ERROR"):
-            failures.append((case, column, detail))
+            failures.append((case, detail))
 
     rows = [f"{s}/{m}" for s, row in SCENARIOS.items() for m in MODES if m in row.modes]
     first = max(len(r) for r in rows) + 2
@@ -103,7 +107,7 @@ def run_matrix(
         out.write(row.ljust(first))
         out.write("".join(cells.get((row, c), "-").ljust(w) for c, w in zip(columns, widths)))
         out.write("\n")
-    for case, column, detail in failures:
+    for case, detail in failures:
         out.write(f"\n{case.target.name}, {case.name}:\n{detail}\n")
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}
     out.write(

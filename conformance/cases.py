@@ -90,8 +90,7 @@ class BackendConformanceTarget:
     def __post_init__(self) -> None:
         if not isinstance(self.wire, Wire):
             raise TargetDefinitionError(
-                f"target {self.name!r}: wire must be a Wire such as openai_chat_wire, got "
-                f"{self.wire!r}"
+                f"target {self.name!r}: wire must be a Wire such as openai_chat_wire, got {self.wire!r}"
             )
         if not callable(self.create_backend):
             raise TargetDefinitionError(
@@ -336,7 +335,7 @@ class _Driver:
         self.loop = asyncio.get_running_loop()
         # Sync backends block their own threads, not this loop; stay quiet under -X dev.
         self.loop.slow_callback_duration = 1.0
-        self.task = asyncio.current_task()  # type: ignore[assignment]
+        self.task = asyncio.current_task()
         target = self.case.target
         backend = None
         try:
@@ -395,8 +394,10 @@ class _Driver:
     async def _cancel(self, backend: Any, request: ChatRequest) -> None:
         _, probe = self._hook(backend)
         if not _is_async(probe):
-            what = "chat is not a coroutine function" if self.case.mode == "chat" else (
-                "chat_stream is not an async generator function"
+            what = (
+                "chat is not a coroutine function"
+                if self.case.mode == "chat"
+                else ("chat_stream is not an async generator function")
             )
             self.outcome.skipped = f"cancel applies to async backends only: {what}"
             self._ended(None)
@@ -480,7 +481,7 @@ def _usage_tuple(usage: Any) -> Optional[Tuple[Any, Any, Any]]:
     )
 
 
-def _collect(case: ConformanceCase, outcome: Outcome) -> Tuple[str, Any, List[Any], Any]:
+def _collect(case: ConformanceCase, outcome: Outcome) -> Tuple[Any, Any, List[Any], Any]:
     """Content, finish reason, tool calls and usage, from a response or from chunks."""
     if case.mode == "chat":
         r = outcome.response
@@ -490,7 +491,10 @@ def _collect(case: ConformanceCase, outcome: Outcome) -> Tuple[str, Any, List[An
             list(getattr(r, "tool_calls", None) or ()),
             getattr(r, "usage", None),
         )
-    content, finish, calls, usage = [], None, [], None
+    content: List[Any] = []
+    calls: List[Any] = []
+    finish: Any = None
+    usage: Any = None
     for chunk in outcome.chunks:
         text = getattr(chunk, "content", "")
         if text:
@@ -515,14 +519,15 @@ def _check_tool_call(case: ConformanceCase, calls: List[Any]) -> List[str]:
     arguments = getattr(call, "arguments", None)
     if not isinstance(arguments, Mapping) or dict(arguments) != dict(FX.tool_arguments):
         problems.append(
-            f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got "
-            f"{arguments!r}"
+            f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got {arguments!r}"
         )
     call_id = getattr(call, "id", None)
     if expected_id is not None and call_id != expected_id:
         problems.append(f"expected the call's id {expected_id!r} (as the provider sent it), got {call_id!r}")
     elif expected_id is None and not (isinstance(call_id, str) and call_id):
-        problems.append(f"expected a non-empty call id (the provider sent none: make one up), got {call_id!r}")
+        problems.append(
+            f"expected a non-empty call id (the provider sent none: make one up), got {call_id!r}"
+        )
     return problems
 
 
@@ -533,10 +538,14 @@ def _check_outcome(case: ConformanceCase, outcome: Outcome) -> List[str]:
         problems.append(f"closing the backend raised {_describe(outcome.close_error)}")
     if outcome.hung:
         what = "the abort reason" if scenario == "abort" else "the backend to return or raise"
-        return problems + [
-            f"expected {what}, but it was still running when the case gave up after "
-            f"{case.target.timeout} s ({len(outcome.chunks)} chunks yielded so far)"
-        ] + (_check_closed(outcome) if scenario == "abort" else [])
+        return (
+            problems
+            + [
+                f"expected {what}, but it was still running when the case gave up after "
+                f"{case.target.timeout} s ({len(outcome.chunks)} chunks yielded so far)"
+            ]
+            + (_check_closed(outcome) if scenario == "abort" else [])
+        )
     error = outcome.error
     if scenario == "abort":
         return problems + _check_abort(case, outcome) + _check_closed(outcome)
@@ -615,7 +624,10 @@ def _check_abort(case: ConformanceCase, outcome: Outcome) -> List[str]:
     reason, error = outcome.abort_reason, outcome.error
     if reason is None or outcome.abort_at is None:
         got = f"it ended first with {_describe(error)}" if error is not None else "none came"
-        return [f"expected the backend to send its request and wait for the answer, so the case could abort it; {got}"]
+        return [
+            "expected the backend to send its request and wait for the answer, so the case could "
+            f"abort it; {got}"
+        ]
     if error is None:
         return [f"expected the abort reason {reason!r} to be raised, got a normal end"]
     if error is not reason:
@@ -632,7 +644,10 @@ def _check_cancel(case: ConformanceCase, outcome: Outcome) -> List[str]:
     error = outcome.error
     if outcome.abort_at is None:
         got = f"it ended first with {_describe(error)}" if error is not None else "it ended first, normally"
-        return [f"expected the backend to send its request and wait for the answer, so the case could cancel it; {got}"]
+        return [
+            "expected the backend to send its request and wait for the answer, so the case could "
+            f"cancel it; {got}"
+        ]
     if error is None:
         return ["expected CancelledError after the task was cancelled, got a normal end"]
     if not isinstance(error, asyncio.CancelledError):
@@ -687,4 +702,3 @@ def _failure_message(
     seen = ", ".join(str(r) for r in requests) or "none"
     lines.append(f"  requests seen: {seen}")
     return "\n".join(lines)
-

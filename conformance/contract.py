@@ -322,4 +322,3 @@ class AbortController:
                 "wrap it, e.g. RuntimeError(reason)"
             )
         return self.signal._fire(reason)
-

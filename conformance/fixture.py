@@ -42,9 +42,7 @@ class ConformanceFixture:
     tool_name: str = "get_weather"
     tool_description: str = "Get the current weather for a city."
     tool_parameters: Mapping[str, Any] = field(default_factory=_weather_schema)
-    tool_arguments: Mapping[str, Any] = field(
-        default_factory=lambda: {"city": "Paris", "unit": "celsius"}
-    )
+    tool_arguments: Mapping[str, Any] = field(default_factory=lambda: {"city": "Paris", "unit": "celsius"})
     usage: Usage = Usage(input_tokens=31, output_tokens=17, total_tokens=48)
     max_tokens: int = 256
     #: Seconds a rate-limited caller is told to wait.

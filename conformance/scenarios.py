@@ -51,35 +51,28 @@ SCENARIOS: Mapping[str, Scenario] = {
         ),
         Scenario(
             "tool-call",
-            'return one complete get_weather call (id, name, parsed arguments) as a "tool_calls" '
-            "turn",
-            "gather argument fragments per call until the call is complete, then parse them "
-            "as JSON once",
+            'return one complete get_weather call (id, name, parsed arguments) as a "tool_calls" turn',
+            "gather argument fragments per call until the call is complete, then parse them as JSON once",
         ),
         Scenario(
             "tool-call-with-stop",
-            'return the complete get_weather call as a "tool_calls" turn although the provider '
-            'said "stop"',
-            'some providers finish a tool turn with "stop": derive the finish reason from the '
-            "calls present",
+            'return the complete get_weather call as a "tool_calls" turn although the provider said "stop"',
+            'some providers finish a tool turn with "stop": derive the finish reason from the calls present',
         ),
         Scenario(
             "truncated-tool-call",
             'report "length" and drop the tool call cut off inside its arguments; in stream '
             "mode never yield it",
-            "a call whose arguments do not parse, on a turn cut off by the token limit, is not "
-            "a call",
+            "a call whose arguments do not parse, on a turn cut off by the token limit, is not a call",
         ),
         Scenario(
             "content-filter",
             'report "content_filter" or "refusal", with no tool calls',
-            "map the provider's safety stop reason instead of passing it through or "
-            'calling it "stop"',
+            'map the provider\'s safety stop reason instead of passing it through or calling it "stop"',
         ),
         Scenario(
             "stream-error",
-            "yield the text streamed before the provider failed, then fail as a retryable "
-            "overloaded error",
+            "yield the text streamed before the provider failed, then fail as a retryable overloaded error",
             "check every event for the provider's mid-stream error shape and raise after "
             "yielding what came before",
             modes=("stream",),
@@ -101,8 +94,7 @@ SCENARIOS: Mapping[str, Scenario] = {
             "rate-limit",
             "rate_limit",
             "fail as a retryable rate_limit error with retry_after from the provider",
-            "read retry-after-ms, then retry-after (seconds), or the provider's own retry "
-            "delay field",
+            "read retry-after-ms, then retry-after (seconds), or the provider's own retry delay field",
         ),
         _error(
             "quota",

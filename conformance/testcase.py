@@ -69,9 +69,7 @@ class BackendConformanceTestCase:
                 continue
             close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.8)
             if close and not callable(own[name]):
-                raise TargetDefinitionError(
-                    f"{where}: unknown setting {name!r}; did you mean {close[0]!r}?"
-                )
+                raise TargetDefinitionError(f"{where}: unknown setting {name!r}; did you mean {close[0]!r}?")
         if own.get("abstract", False):
             return
         if cls.wire is None:

@@ -167,7 +167,9 @@ class FailureTests(unittest.TestCase):
         started = time.monotonic()
         for mode in ("chat", "stream"):
             with self.subTest(mode=mode):
-                with self.assertRaisesRegex(AssertionError, "still running when the case gave up after 0.3 s"):
+                with self.assertRaisesRegex(
+                    AssertionError, "still running when the case gave up after 0.3 s"
+                ):
                     case("text", mode, lambda url: HangingBackend(), timeout=0.3).run()
         self.assertLess(time.monotonic() - started, 10)
 

@@ -63,8 +63,10 @@ class TypesTests(unittest.TestCase):
         """FinishReason members equal their plain string values."""
         self.assertEqual(FinishReason.TOOL_CALLS, "tool_calls")
         self.assertEqual(str(FinishReason.CONTENT_FILTER), "content_filter")
-        self.assertEqual({r.value for r in FinishReason},
-                         {"stop", "tool_calls", "length", "content_filter", "refusal", "error"})
+        self.assertEqual(
+            {r.value for r in FinishReason},
+            {"stop", "tool_calls", "length", "content_filter", "refusal", "error"},
+        )
 
     def test_dataclasses_are_frozen(self) -> None:
         """The result types cannot be changed after the fact."""

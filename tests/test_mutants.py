@@ -93,9 +93,12 @@ class MutantMatrixTests(unittest.TestCase):
             with self.subTest(wire=wire_name):
                 results = run_matrix(wire_name, mutants)
                 cases = sorted({c for _, c in results})
-                escaped = [m.name for m in mutants if not any(results[(m.name, c)] == "caught" for c in cases)]
+                escaped = [
+                    m.name for m in mutants if not any(results[(m.name, c)] == "caught" for c in cases)
+                ]
                 idle = [
-                    c for c in cases
+                    c
+                    for c in cases
                     if not all(results[(m.name, c)] == "skip" for m in mutants)
                     and not any(results[(m.name, c)] == "caught" for m in mutants)
                 ]

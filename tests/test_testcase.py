@@ -149,9 +149,21 @@ class PytestTests(unittest.TestCase):
             path = Path(folder, "test_gateway.py")
             path.write_text(source)
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path),
-                 "-k", "test_text_chat or test_tool_call_stream"],
-                capture_output=True, text=True, timeout=120, cwd=folder,
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    str(path),
+                    "-k",
+                    "test_text_chat or test_tool_call_stream",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=folder,
                 env={"PYTHONPATH": str(root), "PATH": ""},
             )
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)

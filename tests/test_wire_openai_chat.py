@@ -186,6 +186,7 @@ class RequestCheckTests(unittest.TestCase):
 
     def test_each_defect_is_named(self) -> None:
         """Every kind of wrong request yields a sentence naming it."""
+
         def without(key: str) -> Dict[str, Any]:
             body = good_body()
             del body[key]
@@ -199,7 +200,11 @@ class RequestCheckTests(unittest.TestCase):
             ("method", request(good_body(), method="PUT"), "expected POST"),
             ("path", request(good_body(), path="/v1/completions"), "/v1/chat/completions"),
             ("model", request({**good_body(), "model": "other"}), "expected model 'm'"),
-            ("question", request({**good_body(), "messages": [{"role": "user", "content": "hi"}]}), "user message"),
+            (
+                "question",
+                request({**good_body(), "messages": [{"role": "user", "content": "hi"}]}),
+                "user message",
+            ),
             ("tools", request(without("tools")), "get_weather function"),
             ("schema", request(wrong_schema), "parameters"),
             ("include_usage", request(no_usage), "include_usage"),

@@ -287,9 +287,7 @@ class OpenAIChatBackend:
         finally:
             await response.aclose()
         if not done and reason is None:
-            raise self.make_error(
-                "server_error", {"message": "the stream ended before [DONE]"}, status=None
-            )
+            raise self.make_error("server_error", {"message": "the stream ended before [DONE]"}, status=None)
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
             tool_calls=tuple(calls), finish_reason=self.finish_reason(reason, calls), usage=usage

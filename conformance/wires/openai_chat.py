@@ -112,9 +112,7 @@ class _Chunks:
             "model": self.model,
             "service_tier": "default",
             "system_fingerprint": FINGERPRINT,
-            "choices": [
-                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-            ],
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
         }
         if self.include_usage:
             body["usage"] = None
@@ -192,8 +190,7 @@ ERRORS: Mapping[str, Any] = {
         429,
         "insufficient_quota",
         "insufficient_quota",
-        FX.error_messages["quota"]
-        + " For more information on this error, read the docs: "
+        FX.error_messages["quota"] + " For more information on this error, read the docs: "
         "https://platform.openai.com/docs/guides/error-codes/api-errors.",
         {},
     ),
@@ -281,7 +278,7 @@ class OpenAIChatWire(Wire):
             body = chat_completion(model, {"content": FX.text}, "stop")
         elif scenario in ("tool-call", "tool-call-with-stop"):
             finish = "tool_calls" if scenario == "tool-call" else "stop"
-            message = {"content": None, "tool_calls": [_tool_call(_arguments())]}
+            message: Dict[str, Any] = {"content": None, "tool_calls": [_tool_call(_arguments())]}
             body = chat_completion(model, message, finish)
         elif scenario == "truncated-tool-call":
             message = {"content": FX.preamble, "tool_calls": [_tool_call(TRUNCATED_ARGUMENTS)]}
@@ -320,8 +317,7 @@ class OpenAIChatWire(Wire):
             out.role()
             out.text(FX.partial_text, pieces=3)
             out.error(
-                "That model is currently overloaded with other requests. You can retry your "
-                "request.",
+                "That model is currently overloaded with other requests. You can retry your request.",
                 "service_unavailable_error",
                 "server_is_overloaded",
             )
@@ -362,7 +358,7 @@ def _text_of(content: Any) -> Optional[str]:
     if isinstance(content, list):
         texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         if texts and all(isinstance(t, str) for t in texts):
-            return "".join(texts)
+            return "".join(str(t) for t in texts)
     return None
 
 
@@ -379,8 +375,8 @@ def _check_messages(messages: Any) -> List[str]:
 def _check_tools(tools: Any) -> List[str]:
     if not isinstance(tools, list):
         return [f"expected tools to list the get_weather function, got {tools!r}"]
-    functions = [
-        t.get("function")
+    functions: List[Dict[str, Any]] = [
+        t["function"]
         for t in tools
         if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
     ]

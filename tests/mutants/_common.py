@@ -18,7 +18,7 @@ class Leak:
     """Races reads against the abort signal but leaves the connection open when it fires."""
 
     def __init__(self) -> None:
-        self.parked: List["asyncio.Future[Any]"] = []
+        self.parked: List[asyncio.Future[Any]] = []
         self.responses: List[Any] = []
 
     async def race(self, awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
@@ -34,7 +34,7 @@ class Leak:
         assert signal.reason is not None
         raise signal.reason
 
-    def wrap(self, response: Any, signal: Optional[AbortSignal]) -> "LeakyResponse":
+    def wrap(self, response: Any, signal: Optional[AbortSignal]) -> LeakyResponse:
         self.responses.append(response)
         return LeakyResponse(response, signal, self)
 
@@ -64,7 +64,7 @@ class LeakyResponse:
         self.headers = response.headers
         self.iterator = response.__aiter__()
 
-    def __aiter__(self) -> "LeakyResponse":
+    def __aiter__(self) -> LeakyResponse:
         return self
 
     async def __anext__(self) -> bytes:

@@ -161,8 +161,12 @@ class IgnoresAbort(OpenAIChatBackend):
     async def send(self, chat: ChatRequest, stream: bool) -> Response:
         payload = json.dumps(self.body(chat, stream)).encode("utf-8")
         response = await request(
-            f"{self.base_url}/chat/completions", "POST", headers=self.headers(), body=payload,
-            http2=self.http2, timeout=self.timeout,
+            f"{self.base_url}/chat/completions",
+            "POST",
+            headers=self.headers(),
+            body=payload,
+            http2=self.http2,
+            timeout=self.timeout,
         )
         if response.status >= 400:
             raise self.status_error(response.status, response.headers, json.loads(await response.read()))
@@ -205,28 +209,57 @@ MUTANTS = [
     Mutant("drops-usage", "reports no usage", WIRE, _make(DropsUsage)),
     Mutant("stop-on-tool-turn", 'passes "stop" through on a tool turn', WIRE, _make(PassesStopThrough)),
     Mutant("unparsed-arguments", "returns the arguments as a JSON string", WIRE, _make(UnparsedArguments)),
-    Mutant("keeps-truncated-call", "keeps the call cut off by the token limit", WIRE, _make(KeepsTruncatedCall)),
-    Mutant("half-built-call", "yields a tool call before its arguments arrived", WIRE, _make(YieldsHalfBuiltCall)),
+    Mutant(
+        "keeps-truncated-call", "keeps the call cut off by the token limit", WIRE, _make(KeepsTruncatedCall)
+    ),
+    Mutant(
+        "half-built-call", "yields a tool call before its arguments arrived", WIRE, _make(YieldsHalfBuiltCall)
+    ),
     Mutant("filter-as-stop", 'calls a content-filtered turn "stop"', WIRE, _make(FilterAsStop)),
-    Mutant("quota-as-rate-limit", "treats an exhausted quota as a retryable rate limit", WIRE,
-           _make(QuotaAsRateLimit)),
+    Mutant(
+        "quota-as-rate-limit",
+        "treats an exhausted quota as a retryable rate limit",
+        WIRE,
+        _make(QuotaAsRateLimit),
+    ),
     Mutant("ignores-retry-after", "drops the provider's retry-after", WIRE, _make(IgnoresRetryAfter)),
-    Mutant("retry-after-ms-as-seconds", "reads retry-after-ms as seconds", WIRE, _make(RetryAfterInMilliseconds)),
-    Mutant("auth-as-server-error", "calls a bad key a retryable server error", WIRE, _make(AuthAsServerError)),
-    Mutant("overload-as-server-error", "calls an overload a server error", WIRE, _make(OverloadAsServerError)),
-    Mutant("server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)),
-    Mutant("context-overflow-as-bad-request", "misses context_length_exceeded", WIRE,
-           _make(ContextOverflowAsBadRequest)),
+    Mutant(
+        "retry-after-ms-as-seconds", "reads retry-after-ms as seconds", WIRE, _make(RetryAfterInMilliseconds)
+    ),
+    Mutant(
+        "auth-as-server-error", "calls a bad key a retryable server error", WIRE, _make(AuthAsServerError)
+    ),
+    Mutant(
+        "overload-as-server-error", "calls an overload a server error", WIRE, _make(OverloadAsServerError)
+    ),
+    Mutant(
+        "server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)
+    ),
+    Mutant(
+        "context-overflow-as-bad-request",
+        "misses context_length_exceeded",
+        WIRE,
+        _make(ContextOverflowAsBadRequest),
+    ),
     Mutant("quiet-on-stream-error", "ends quietly on a mid-stream error", WIRE, _make(QuietOnStreamError)),
-    Mutant("loses-text-before-error", "holds the text back until the end, then fails", WIRE,
-           _make(LosesTextBeforeError)),
+    Mutant(
+        "loses-text-before-error",
+        "holds the text back until the end, then fails",
+        WIRE,
+        _make(LosesTextBeforeError),
+    ),
     Mutant("decodes-per-chunk", "decodes UTF-8 per network chunk", WIRE, _make(DecodesPerChunk)),
-    Mutant("forgets-headers", "drops the caller's headers", WIRE,
-           _make(ForgetsHeaders, HEADERS), headers=HEADERS),
+    Mutant(
+        "forgets-headers", "drops the caller's headers", WIRE, _make(ForgetsHeaders, HEADERS), headers=HEADERS
+    ),
     Mutant("sends-no-tools", "leaves the tools out of the request", WIRE, _make(SendsNoTools)),
     Mutant("retries", "retries a failed request once", WIRE, _make(Retries)),
     Mutant("ignores-abort", "never looks at the abort signal", WIRE, _make(IgnoresAbort)),
-    Mutant("aborts-without-closing", "raises the reason but leaves the connection open", WIRE,
-           _make(AbortsWithoutClosing)),
+    Mutant(
+        "aborts-without-closing",
+        "raises the reason but leaves the connection open",
+        WIRE,
+        _make(AbortsWithoutClosing),
+    ),
     Mutant("wraps-cancellation", "turns CancelledError into an LLMError", WIRE, _make(WrapsCancellation)),
 ]
