@@ -19,6 +19,7 @@ import asyncio
 import importlib.util
 import json
 import socket
+import sys
 import threading
 import unittest
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
@@ -37,8 +38,6 @@ from conformance.wires.openai_responses import openai_responses_wire
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported once here: a first import inside a case's event loop is slow
-    import sys
-
     import openai
 
     # openai 3.x is built on httpx2, older releases on httpx: use the one it imported.
@@ -350,17 +349,12 @@ class AsyncOpenAIResponsesBackend:
 
 # -- the targets ---------------------------------------------------------------------------
 
-#: Cases the sync client cannot meet, with the reason.
-SYNC_SKIPS: Mapping[str, str] = {}
-
-
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
 class OpenAIResponsesSyncConformance(BackendConformanceTestCase, unittest.TestCase):
     """``OpenAI().responses.create`` over HTTP/1.1."""
 
     wire = openai_responses_wire
     headers = HEADERS
-    skip = SYNC_SKIPS
 
     def create_backend(self, url: str) -> SyncOpenAIResponsesBackend:
         return SyncOpenAIResponsesBackend(f"{url}/v1", self.headers, http2=self.http2)

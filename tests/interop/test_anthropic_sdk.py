@@ -1,0 +1,392 @@
+"""anthropic-python's Messages API against the Anthropic wire, through the conformance mixin.
+
+The adapters below are what a user's backend over the SDK would be:
+``client.messages.create(...)``, whole and with ``stream=True``, from ``Anthropic`` and
+``AsyncAnthropic`` with ``max_retries=0``, pointed at the fake provider with
+``base_url``. They judge the wire: every shape the fake provider sends must parse in
+the SDK's own models and surface through its own exceptions. (anthropic 2.x sends
+``Authorization: Bearer``, 1.x ``x-api-key``: the wire takes either.)
+
+The SDK has no abort signal. The async adapter races each await against the signal
+and cancels the SDK's task when it fires, which closes the connection. The sync
+adapter shuts the sockets of its own connection pool down from the aborting thread,
+which ends the blocked read; the SDK then fails with a connection error, and the
+adapter raises the caller's reason instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import socket
+import sys
+import threading
+import unittest
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
+
+from conformance.contract import (
+    AbortSignal,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
+from conformance.testcase import BackendConformanceTestCase
+from conformance.wires.anthropic import anthropic_wire
+
+HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
+if HAVE_ANTHROPIC:  # imported once here: a first import inside a case's event loop is slow
+    import anthropic
+
+    # anthropic 2.x is built on httpx2, older releases on httpx: use the one it imported.
+    if "httpx2" in sys.modules:
+        import httpcore2
+        import httpx2
+    else:
+        import httpcore as httpcore2  # type: ignore[no-redef]
+        import httpx as httpx2  # type: ignore[no-redef]
+SKIP_REASON = "anthropic is not installed: pip install anthropic"
+
+HEADERS = {"x-gateway-key": "test"}
+#: error.type -> the contract's kind.
+KINDS: Mapping[str, str] = {
+    "rate_limit_error": "rate_limit",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "billing_error": "quota",
+    "overloaded_error": "overloaded",
+    "api_error": "server_error",
+    "timeout_error": "server_error",
+}
+SPEND_LIMIT_CODES = frozenset({"enforced_spend_limit_reached", "contract_spend_limit_reached"})
+STOP_REASONS: Mapping[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+
+
+# -- what the sync and async adapters share ------------------------------------------------
+
+
+class _Sockets:
+    """An httpcore network backend that remembers its sockets, so an abort can shut them."""
+
+    def __init__(self) -> None:
+        self.backend = httpcore2.SyncBackend()
+        self.streams: List[Any] = []
+        self.lock = threading.Lock()
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        stream = self.backend.connect_tcp(*args, **kwargs)
+        with self.lock:
+            self.streams.append(stream)
+        return stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def shutdown(self, _reason: Any = None) -> None:
+        # shutdown(), unlike close(), wakes a recv blocked in another thread.
+        with self.lock:
+            streams = list(self.streams)
+        for stream in streams:
+            try:
+                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _sync_http_client(sockets: _Sockets, http2: bool) -> Any:
+    transport = httpx2.HTTPTransport(http1=not http2, http2=http2)
+    # The pool is rebuilt around the recording backend: httpx has no public hook for it.
+    transport._pool = httpcore2.ConnectionPool(network_backend=sockets, http1=not http2, http2=http2)
+    return httpx2.Client(transport=transport, timeout=10.0)
+
+
+def _async_http_client(http2: bool) -> Any:
+    return httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(http1=not http2, http2=http2), timeout=10.0)
+
+
+def params(request: ChatRequest) -> Dict[str, Any]:
+    """The ``messages.create`` arguments for a request: the system prompt apart."""
+    out: Dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens or 1024,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        "tools": [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in request.tools
+        ],
+    }
+    system = [m.content for m in request.messages if m.role == "system"]
+    if system:
+        out["system"] = "\n\n".join(system)
+    return out
+
+
+def error_from(exc: Any) -> LLMError:
+    """An LLMError from anthropic's APIStatusError (status 200 for ``event: error`` mid-stream)."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    type_, message = str(error.get("type", "")), str(error.get("message", exc.message))
+    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    status = exc.status_code
+    if details.get("error_code") in SPEND_LIMIT_CODES or "credit balance is too low" in message:
+        kind = "quota"
+    elif type_ == "invalid_request_error" and "prompt is too long" in message:
+        kind = "context_overflow"
+    elif status == 529:
+        kind = "overloaded"
+    else:
+        kind = KINDS.get(type_, "server_error")
+    retry_after = None
+    if kind == "rate_limit" and "retry-after" in exc.response.headers:
+        retry_after = float(exc.response.headers["retry-after"])
+    return LLMError.from_kind(
+        kind, message, retry_after=retry_after, status=status if status != 200 else None, provider="anthropic"
+    )
+
+
+def finish(stop_reason: Optional[str], calls: List[ToolCall]) -> str:
+    reason = STOP_REASONS.get(stop_reason or "", "error")
+    if reason in ("length", "refusal"):
+        return reason
+    return "tool_calls" if calls else reason
+
+
+def read_message(message: Any) -> ChatResponse:
+    """A ChatResponse from a ``Message`` model."""
+    text, calls = [], []
+    for block in message.content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(ToolCall(block.id, block.name, dict(block.input)))
+    if STOP_REASONS.get(message.stop_reason or "") == "length":
+        calls = []  # the SDK hands a cut-off input over as a plausible dict: never trust it
+    usage = Usage(
+        message.usage.input_tokens,
+        message.usage.output_tokens,
+        message.usage.input_tokens + message.usage.output_tokens,
+    )
+    return ChatResponse("".join(text), finish(message.stop_reason, calls), tuple(calls), usage)
+
+
+class _StreamState:
+    """Reads raw stream events; ``on_event`` returns text to yield."""
+
+    def __init__(self) -> None:
+        self.blocks: Dict[int, Dict[str, Any]] = {}
+        self.stop_reason: Optional[str] = None
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.stopped = False
+
+    def on_event(self, event: Any) -> str:
+        if event.type == "message_start":
+            self.input_tokens = event.message.usage.input_tokens
+            self.output_tokens = event.message.usage.output_tokens
+        elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+            block = event.content_block
+            self.blocks[event.index] = {"id": block.id, "name": block.name, "parts": []}
+        elif event.type == "content_block_delta":
+            if event.delta.type == "text_delta":
+                return str(event.delta.text)
+            if event.delta.type == "input_json_delta" and event.index in self.blocks:
+                self.blocks[event.index]["parts"].append(event.delta.partial_json)
+        elif event.type == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self.output_tokens = event.usage.output_tokens
+        elif event.type == "message_stop":
+            self.stopped = True
+        return ""
+
+    def last_chunk(self) -> StreamChunk:
+        if not self.stopped:
+            raise LLMError.from_kind(
+                "server_error", "the stream ended before message_stop", provider="anthropic"
+            )
+        calls = []
+        if STOP_REASONS.get(self.stop_reason or "") != "length":
+            for index in sorted(self.blocks):
+                block = self.blocks[index]
+                try:
+                    arguments = json.loads("".join(block["parts"]) or "{}")
+                except ValueError:
+                    continue
+                calls.append(ToolCall(block["id"], block["name"], arguments))
+        usage = Usage(self.input_tokens, self.output_tokens, self.input_tokens + self.output_tokens)
+        return StreamChunk(
+            tool_calls=tuple(calls), finish_reason=finish(self.stop_reason, calls), usage=usage
+        )
+
+
+# -- the sync adapter ----------------------------------------------------------------------
+
+
+class SyncAnthropicBackend:
+    """A sync backend over ``anthropic.Anthropic().messages``."""
+
+    def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+        self.sockets = _Sockets()
+        self.client = anthropic.Anthropic(
+            api_key="test",
+            base_url=base_url,
+            max_retries=0,
+            default_headers=dict(headers),
+            http_client=_sync_http_client(self.sockets, http2),
+        )
+
+    def _guard(self, signal: Optional[AbortSignal]) -> Any:
+        return signal.add_callback(self.sockets.shutdown) if signal is not None else (lambda: None)
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        unregister = self._guard(request.signal)
+        try:
+            message = self.client.messages.create(**params(request))
+        except anthropic.APIStatusError as exc:
+            raise error_from(exc) from exc
+        except Exception:
+            if request.signal is not None and request.signal.aborted:
+                raise request.signal.reason from None  # type: ignore[misc]
+            raise
+        finally:
+            unregister()
+        return read_message(message)
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        signal = request.signal
+        unregister = self._guard(signal)
+        state = _StreamState()
+        try:
+            stream = self.client.messages.create(**params(request), stream=True)
+            with stream:
+                for event in stream:
+                    text = state.on_event(event)
+                    if text:
+                        yield StreamChunk(content=text)
+        except anthropic.APIStatusError as exc:
+            raise error_from(exc) from exc
+        except Exception:
+            if signal is not None and signal.aborted:
+                raise signal.reason from None  # type: ignore[misc]
+            raise
+        finally:
+            unregister()
+        yield state.last_chunk()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# -- the async adapter ---------------------------------------------------------------------
+
+
+async def race(awaitable: Any, signal: Optional[AbortSignal]) -> Any:
+    """Await ``awaitable``; if ``signal`` fires first, cancel it (closing its socket), raise the reason."""
+    work = asyncio.ensure_future(awaitable)
+    if signal is None:
+        return await work
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        work.cancel()
+        waiter.cancel()
+        await asyncio.gather(work, waiter, return_exceptions=True)
+        raise
+    if work in done:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        return work.result()
+    work.cancel()
+    await asyncio.gather(work, return_exceptions=True)
+    assert signal.reason is not None
+    raise signal.reason
+
+
+class AsyncAnthropicBackend:
+    """An async backend over ``anthropic.AsyncAnthropic().messages``."""
+
+    def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+        self.client = anthropic.AsyncAnthropic(
+            api_key="test",
+            base_url=base_url,
+            max_retries=0,
+            default_headers=dict(headers),
+            http_client=_async_http_client(http2),
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        try:
+            message = await race(self.client.messages.create(**params(request)), request.signal)
+        except anthropic.APIStatusError as exc:
+            raise error_from(exc) from exc
+        return read_message(message)
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        state = _StreamState()
+        try:
+            stream = await race(self.client.messages.create(**params(request), stream=True), request.signal)
+            try:
+                iterator = stream.__aiter__()
+                while True:
+                    try:
+                        event = await race(iterator.__anext__(), request.signal)
+                    except StopAsyncIteration:
+                        break
+                    text = state.on_event(event)
+                    if text:
+                        yield StreamChunk(content=text)
+            finally:
+                await stream.close()
+        except anthropic.APIStatusError as exc:
+            raise error_from(exc) from exc
+        yield state.last_chunk()
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+# -- the targets ---------------------------------------------------------------------------
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicSyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``Anthropic().messages.create`` over HTTP/1.1."""
+
+    wire = anthropic_wire
+    headers = HEADERS
+
+    def create_backend(self, url: str) -> SyncAnthropicBackend:
+        return SyncAnthropicBackend(url, self.headers, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``AsyncAnthropic().messages.create`` over HTTP/1.1."""
+
+    wire = anthropic_wire
+    headers = HEADERS
+
+    def create_backend(self, url: str) -> AsyncAnthropicBackend:
+        return AsyncAnthropicBackend(url, self.headers, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncH2CConformance(AnthropicAsyncConformance):
+    """``AsyncAnthropic().messages.create`` over h2c (httpx with HTTP/2 prior knowledge)."""
+
+    http2 = True
+
+
+if __name__ == "__main__":
+    unittest.main()
