@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import unittest
 from typing import Any, Dict, List, Optional
 from urllib.parse import quote
 
+from conformance.contract import LLMError
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
+from conformance.fixture import conformance_request
+from conformance.provider import start_fake_provider
 from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
 from conformance.reference._decoders import EventStreamDecoder, EventStreamError
+from conformance.reference.bedrock import BedrockConverseBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires.bedrock import (
     CORRUPT_FRAME,
@@ -17,6 +22,7 @@ from conformance.wires.bedrock import (
     TOOL_USE_ID,
     bedrock_converse_wire,
 )
+from tests.mutants.bedrock import SCRIPTED_MUTANTS
 
 WIRE = bedrock_converse_wire
 MODEL = "us.anthropic.conformance-model-v1:0"
@@ -391,6 +397,48 @@ class CheckRequestTests(unittest.TestCase):
                     self.assertIsNotNone(
                         WIRE.reply(name, "stream" if stream else "chat", recorded(stream=stream))
                     )
+
+
+class CorruptFrameTests(unittest.TestCase):
+    """The corrupt-frame stream: what catches a decoder that skips the CRCs."""
+
+    def outcome(self, backend: Any) -> Any:
+        """The text streamed and the error raised when ``backend`` reads the corrupt-frame stream."""
+
+        async def consume() -> Any:
+            text, error = "", None
+            try:
+                async for chunk in backend.chat_stream(conformance_request(MODEL)):
+                    text += chunk.content
+            except LLMError as exc:
+                error = exc
+            finally:
+                await backend.aclose()
+            return text, error
+
+        return asyncio.run(consume())
+
+    def serve(self, create: Any) -> Any:
+        with start_fake_provider() as provider:
+            provider.reply(lambda request: WIRE.reply(CORRUPT_FRAME, "stream", request))
+            return self.outcome(create(provider.url, False))
+
+    def test_reference_backend_refuses_the_damaged_frame(self) -> None:
+        """The reference backend fails as a server error after the text before the damaged frame."""
+        text, error = self.serve(lambda url, http2: BedrockConverseBackend(url, http2=http2))
+        self.assertIsInstance(error, LLMError)
+        self.assertEqual(error.kind, "server_error")
+        self.assertIn("CRC", str(error))
+        self.assertTrue(FX.partial_text.startswith(text) and text, text)
+
+    def test_checksum_mutant_is_caught(self) -> None:
+        """A backend whose decoder skips the CRCs reads the damaged stream as a normal turn."""
+        for mutant, scenario in SCRIPTED_MUTANTS:
+            with self.subTest(mutant=mutant.name):
+                self.assertEqual(scenario, CORRUPT_FRAME)
+                text, error = self.serve(mutant.create)
+                self.assertIsNone(error, "the mutant refused the frame: its bug is not what it says")
+                self.assertEqual(text, FX.partial_text)
 
 
 if __name__ == "__main__":
