@@ -1,0 +1,429 @@
+"""Backends over the official ``openai`` SDK's Chat Completions, as a careful user writes them.
+
+``SyncOpenAIChatBackend`` wraps ``openai.OpenAI`` and ``AsyncOpenAIChatBackend`` wraps
+``openai.AsyncOpenAI``, both with ``max_retries=0`` so each answer surfaces as it came.
+They map the SDK's models and exceptions into the contract's types:
+
+- a stream asks for usage with ``stream_options={"include_usage": True}``; tool-call
+  deltas are gathered by ``index`` and handed out only once the turn has ended;
+- a turn with calls is a ``tool_calls`` turn whatever ``finish_reason`` said, and a
+  ``length`` turn drops the call that was cut off;
+- errors are told apart by status and ``e.code``: ``insufficient_quota`` is a quota
+  even though it comes as a 429, ``context_length_exceeded`` is a 400 of its own, and
+  the retry delay is read from ``retry-after-ms``, then ``retry-after``;
+- a mid-stream ``data: {"error": ...}`` surfaces as ``openai.APIError`` with no status,
+  classified by its ``code`` and ``type``.
+
+The SDK takes no abort signal. The async backend races each await against
+``signal.wait()`` and cancels the SDK's task when the signal fires: httpx closes the
+connection as the cancellation unwinds. The sync backend cannot interrupt a read from
+the thread blocked in it; closing the response or the stream from the aborting thread
+only closes the socket's file descriptor, which leaves the blocked ``recv`` (and the
+connection) alive. So it records the sockets its connections open, through the httpcore
+``trace`` request extension, and shuts them down from the aborting thread: the read
+wakes, the SDK fails with ``APIConnectionError``, and the backend raises the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Awaitable, Dict, Iterator, List, Mapping, Optional, TypeVar
+
+from conformance.contract import (
+    AbortSignal,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
+
+HAVE_OPENAI = importlib.util.find_spec("openai") is not None
+if HAVE_OPENAI:  # imported here, once: a first import inside a case would eat its time budget
+    import openai
+
+__all__ = ["HAVE_OPENAI", "AsyncOpenAIChatBackend", "SyncOpenAIChatBackend"]
+
+T = TypeVar("T")
+
+#: ``error.code`` values that mean the money ran out, not the requests per minute.
+QUOTA_CODES = frozenset(
+    {
+        "insufficient_quota",
+        "credit_balance_exhausted",
+        "organization_spend_limit_exceeded",
+        "project_spend_limit_exceeded",
+        "organization_usage_limit_exceeded",
+    }
+)
+OVERLOAD_CODES = frozenset({"server_is_overloaded", "slow_down"})
+
+FINISH_REASONS: Mapping[str, str] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+# -- the request ---------------------------------------------------------------------------
+
+
+def create_params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
+    """The keyword arguments of ``client.chat.completions.create``."""
+    params: Dict[str, Any] = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+    }
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in request.tools
+        ]
+    if request.max_tokens is not None:
+        params["max_completion_tokens"] = request.max_tokens
+    if stream:
+        params["stream"] = True
+        params["stream_options"] = {"include_usage": True}
+    return params
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def error_kind(status: Optional[int], code: Optional[str], type_: Optional[str]) -> Optional[str]:
+    """The contract's kind, or ``None`` for a client error of no kind (a bad request)."""
+    if code in QUOTA_CODES or type_ == "insufficient_quota":
+        return "quota"  # before the 429: a quota comes as one too
+    if code == "context_length_exceeded":
+        return "context_overflow"
+    if code in OVERLOAD_CODES or type_ == "service_unavailable_error" or status == 503:
+        return "overloaded"
+    if status == 429 or code == "rate_limit_exceeded":
+        return "rate_limit"
+    if status in (401, 403) or code == "invalid_api_key":
+        return "auth"
+    if status is None or status >= 500:
+        return "server_error"
+    return None
+
+
+def retry_after(headers: Any) -> Optional[float]:
+    """Seconds to wait: ``retry-after-ms`` first, then ``retry-after``, as the SDK reads them."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            continue  # an HTTP-date: no delay we can use as such
+    return None
+
+
+def llm_error(exc: Any) -> LLMError:
+    """An :class:`LLMError` from ``openai.APIStatusError`` or a mid-stream ``openai.APIError``."""
+    status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+    kind = error_kind(status, exc.code, exc.type)
+    details = {"type": exc.type, "code": exc.code, "request_id": getattr(exc, "request_id", None)}
+    if kind is None:
+        return LLMError(
+            exc.message,
+            code="LLM_INVALID_REQUEST",
+            kind="invalid_request",
+            retryable=False,
+            status=status,
+            provider="openai",
+            details=details,
+        )
+    delay = None
+    if kind == "rate_limit" and isinstance(exc, openai.APIStatusError):
+        delay = retry_after(exc.response.headers)
+    return LLMError.from_kind(
+        kind, exc.message, retry_after=delay, status=status, provider="openai", details=details
+    )
+
+
+# -- the answer ----------------------------------------------------------------------------
+
+
+def finish_reason(reason: Optional[str], calls: List[ToolCall]) -> str:
+    """The contract's reason: calls present make a ``tool_calls`` turn, except one cut off."""
+    if reason == "length":
+        return "length"
+    if calls:
+        return "tool_calls"
+    return FINISH_REASONS.get(reason or "", "error")
+
+
+def usage_of(raw: Any) -> Optional[Usage]:
+    if raw is None:
+        return None
+    return Usage(raw.prompt_tokens, raw.completion_tokens, raw.total_tokens)
+
+
+def parse_call(call_id: str, name: str, arguments: str) -> Optional[ToolCall]:
+    """A complete call, or ``None`` when its arguments are not a JSON object."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    return ToolCall(call_id, name, parsed) if isinstance(parsed, dict) else None
+
+
+def read_completion(completion: Any) -> ChatResponse:
+    """A ``ChatCompletion`` as a :class:`ChatResponse`."""
+    if not completion.choices:
+        raise LLMError.from_kind("server_error", "the completion has no choices", provider="openai")
+    choice = completion.choices[0]
+    message = choice.message
+    calls = []
+    if choice.finish_reason != "length":  # a call cut off by the limit is no call
+        for call in message.tool_calls or ():
+            if call.type == "function":
+                parsed = parse_call(call.id, call.function.name, call.function.arguments)
+                if parsed is not None:
+                    calls.append(parsed)
+    return ChatResponse(
+        content=message.content or "",
+        finish_reason=finish_reason(choice.finish_reason, calls),
+        tool_calls=tuple(calls),
+        usage=usage_of(completion.usage),
+    )
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: List[str] = field(default_factory=list)
+
+
+class _Gather:
+    """Takes in ``ChatCompletionChunk`` objects; hands out text now, calls at the end."""
+
+    def __init__(self) -> None:
+        self.partials: Dict[int, _PartialCall] = {}
+        self.reason: Optional[str] = None
+        self.usage: Optional[Usage] = None
+
+    def feed(self, chunk: Any) -> str:
+        """Gather one chunk; return its text."""
+        if chunk.usage is not None:
+            self.usage = usage_of(chunk.usage)
+        text = []
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+            for fragment in delta.tool_calls or ():
+                partial = self.partials.setdefault(fragment.index, _PartialCall())
+                partial.id = fragment.id or partial.id
+                if fragment.function is not None:
+                    partial.name = fragment.function.name or partial.name
+                    if fragment.function.arguments:
+                        partial.arguments.append(fragment.function.arguments)
+            if choice.finish_reason is not None:
+                self.reason = choice.finish_reason
+        return "".join(text)
+
+    def last_chunk(self) -> StreamChunk:
+        """The chunk that ends the turn: complete calls, the reason and the usage."""
+        if self.reason is None:
+            # The SDK ends quietly when the body ends without [DONE]; the turn did not.
+            raise LLMError.from_kind(
+                "server_error", "the stream ended before a finish_reason", provider="openai"
+            )
+        calls = []
+        if self.reason != "length":
+            for index in sorted(self.partials):
+                p = self.partials[index]
+                parsed = parse_call(p.id, p.name, "".join(p.arguments))
+                if parsed is not None:
+                    calls.append(parsed)
+        return StreamChunk(
+            tool_calls=tuple(calls), finish_reason=finish_reason(self.reason, calls), usage=self.usage
+        )
+
+
+# -- the sync backend ----------------------------------------------------------------------
+
+
+class _Sockets:
+    """Remembers the sockets of the connections httpcore opens, to shut them down on abort.
+
+    httpcore reports each new connection's network stream to the request's ``trace``
+    extension; an httpx request hook puts the extension on every request.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.streams: List[Any] = []
+
+    def on_request(self, request: Any) -> None:
+        request.extensions["trace"] = self.trace
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete":
+            with self.lock:
+                self.streams.append(info["return_value"])
+
+    def shutdown(self, _reason: Optional[BaseException] = None) -> None:
+        # shutdown() wakes a recv blocked in another thread and sends the FIN;
+        # close() from here would do neither.
+        with self.lock:
+            streams = list(self.streams)
+        for stream in streams:
+            sock = stream.get_extra_info("socket")
+            if sock is None:
+                continue
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+
+class SyncOpenAIChatBackend:
+    """A sync backend over ``openai.OpenAI().chat.completions``."""
+
+    def __init__(self, base_url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+        self.sockets = _Sockets()
+        self.client = openai.OpenAI(
+            api_key="test",
+            base_url=base_url,
+            max_retries=0,
+            timeout=10.0,
+            # Validate every reply against the SDK's models, so a field the wire omits fails.
+            _strict_response_validation=True,
+            default_headers=dict(headers or {}),
+            http_client=openai.DefaultHttpxClient(event_hooks={"request": [self.sockets.on_request]}),
+        )
+
+    def _on_abort(self, signal: Optional[AbortSignal]) -> Any:
+        return signal.add_callback(self.sockets.shutdown) if signal is not None else (lambda: None)
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        signal = request.signal
+        unregister = self._on_abort(signal)
+        try:
+            completion = self.client.chat.completions.create(**create_params(request, False))
+        except Exception as exc:
+            if signal is not None and signal.aborted:
+                raise signal.reason from None  # type: ignore[misc]
+            if isinstance(exc, openai.APIStatusError):
+                raise llm_error(exc) from exc
+            raise
+        finally:
+            unregister()
+        return read_completion(completion)
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        signal = request.signal
+        unregister = self._on_abort(signal)
+        gather = _Gather()
+        try:
+            with self.client.chat.completions.create(**create_params(request, True)) as stream:
+                for chunk in stream:
+                    text = gather.feed(chunk)
+                    if text:
+                        yield StreamChunk(content=text)
+        except Exception as exc:
+            if signal is not None and signal.aborted:
+                raise signal.reason from None  # type: ignore[misc]
+            if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
+                raise llm_error(exc) from exc  # a status, or an error event after the 200
+            raise
+        finally:
+            unregister()
+        yield gather.last_chunk()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# -- the async backend ---------------------------------------------------------------------
+
+
+async def race(awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
+    """Await ``awaitable`` unless ``signal`` fires first: then cancel it and raise the reason.
+
+    Cancelling the SDK's task makes httpx close the connection as it unwinds. A
+    cancellation of the caller's task cancels both and propagates unchanged.
+    """
+    work = asyncio.ensure_future(awaitable)
+    if signal is None:
+        return await work
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (work, waiter):
+            if not task.done():
+                task.cancel()
+        # Let both unwind (the connection closes in there) before going on.
+        await asyncio.gather(work, waiter, return_exceptions=True)
+    if waiter.done() and not waiter.cancelled():
+        raise waiter.result()  # the reason, the very object the caller aborted with
+    return work.result()
+
+
+class AsyncOpenAIChatBackend:
+    """An async backend over ``openai.AsyncOpenAI().chat.completions``."""
+
+    def __init__(self, base_url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+        self.client = openai.AsyncOpenAI(
+            api_key="test",
+            base_url=base_url,
+            max_retries=0,
+            timeout=10.0,
+            # Validate every reply against the SDK's models, so a field the wire omits fails.
+            _strict_response_validation=True,
+            default_headers=dict(headers or {}),
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        create = self.client.chat.completions.create(**create_params(request, False))
+        try:
+            completion = await race(create, request.signal)
+        except openai.APIStatusError as exc:
+            raise llm_error(exc) from exc
+        return read_completion(completion)
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        signal = request.signal
+        gather = _Gather()
+        try:
+            stream = await race(self.client.chat.completions.create(**create_params(request, True)), signal)
+            try:
+                while True:
+                    try:
+                        chunk = await race(stream.__anext__(), signal)
+                    except StopAsyncIteration:
+                        break
+                    text = gather.feed(chunk)
+                    if text:
+                        yield StreamChunk(content=text)
+            finally:
+                await stream.close()
+        except openai.APIConnectionError:
+            raise
+        except openai.APIError as exc:
+            raise llm_error(exc) from exc  # a status, or an error event after the 200
+        yield gather.last_chunk()
+
+    async def aclose(self) -> None:
+        await self.client.close()
