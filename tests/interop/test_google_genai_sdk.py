@@ -1,0 +1,374 @@
+"""google-genai against the Gemini wire, through the conformance mixin.
+
+The adapters below are what a user's backend over the SDK would be:
+``genai.Client`` pointed at the fake provider with ``HttpOptions(base_url=...,
+api_version="v1beta")``, exactly one attempt (``HttpRetryOptions(attempts=1)``; the
+SDK does not retry unless told to, and this says so), and ``generate_content`` /
+``generate_content_stream``, sync and through ``client.aio``. The async adapter also
+runs over h2c, with httpx told to speak HTTP/2 by prior knowledge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+import secrets
+import ssl
+import unittest
+from typing import Any, AsyncIterator, Awaitable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar
+
+from conformance.contract import (
+    AbortSignal,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
+from conformance.testcase import BackendConformanceTestCase
+from conformance.wires.gemini import gemini_wire
+
+HAVE_GENAI = (
+    importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
+)
+HAVE_H2 = importlib.util.find_spec("h2") is not None
+T = TypeVar("T")
+
+FINISH_REASONS: Mapping[str, str] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "SPII": "content_filter",
+    "RECITATION": "content_filter",
+}
+RPC_KINDS: Mapping[str, str] = {
+    "RESOURCE_EXHAUSTED": "rate_limit",
+    "UNAVAILABLE": "overloaded",
+    "INTERNAL": "server_error",
+    "UNAUTHENTICATED": "auth",
+    "PERMISSION_DENIED": "auth",
+}
+SYNC_ABORT = (
+    "google-genai's sync client has no way to abort a call blocked in httpx: no "
+    "cancellation API, and the socket sits inside httpx's pool"
+)
+
+
+def _config(request: ChatRequest) -> Any:
+    from google.genai import types
+
+    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+    return types.GenerateContentConfig(
+        system_instruction=system or None,
+        max_output_tokens=request.max_tokens,
+        tools=[
+            types.Tool(
+                function_declarations=[
+                    types.FunctionDeclaration(
+                        name=t.name, description=t.description, parameters_json_schema=dict(t.parameters)
+                    )
+                    for t in request.tools
+                ]
+            )
+        ],
+    )
+
+
+def _contents(request: ChatRequest) -> List[Any]:
+    from google.genai import types
+
+    return [
+        types.Content(role="model" if m.role == "assistant" else "user", parts=[types.Part(text=m.content)])
+        for m in request.messages
+        if m.role != "system"
+    ]
+
+
+_SSL: List[Any] = []
+
+
+def _client_options(url: str, headers: Mapping[str, str], http2: bool) -> Any:
+    from google.genai import types
+
+    # The fake provider is plain http; one shared SSL context spares every client the
+    # ~100 ms the SDK would spend loading CA certificates (verify for httpx, ssl for
+    # the websocket options it prepares alongside).
+    if not _SSL:
+        _SSL.append(ssl.create_default_context())
+    args: Dict[str, Any] = {"verify": _SSL[0], "ssl": _SSL[0]}
+    if http2:
+        args.update(http1=False, http2=True)
+    return types.HttpOptions(
+        base_url=url,
+        api_version="v1beta",
+        headers=dict(headers),
+        retry_options=types.HttpRetryOptions(attempts=1),
+        client_args=dict(args),
+        async_client_args=dict(args),
+    )
+
+
+def _error(exc: Any) -> LLMError:
+    """An LLMError from google.genai.errors.APIError: ``details`` is the whole error body."""
+    body = exc.details if isinstance(exc.details, dict) else {}
+    error = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
+    details = [d for d in error.get("details") or () if isinstance(d, dict)]
+    kind = RPC_KINDS.get(str(exc.status), "")
+    retry_after = None
+    for detail in details:
+        kind_of = str(detail.get("@type", ""))
+        if kind_of.endswith(".QuotaFailure") and any(
+            "PerDay" in str(v.get("quotaId", "")) for v in detail.get("violations") or ()
+        ):
+            kind = "quota"
+        if kind_of.endswith(".ErrorInfo") and detail.get("reason") == "API_KEY_INVALID":
+            kind = "auth"
+        if kind_of.endswith(".RetryInfo"):
+            found = re.match(r"^(\d+(?:\.\d+)?)s$", str(detail.get("retryDelay", "")))
+            retry_after = float(found.group(1)) if found else None
+    if exc.code == 400 and "exceeds the maximum number of tokens" in str(exc.message):
+        kind = "context_overflow"
+    if not kind:
+        kind = "server_error" if int(exc.code) >= 500 else "auth" if exc.code in (401, 403) else ""
+    if not kind:
+        return LLMError(
+            str(exc.message),
+            code="LLM_INVALID_REQUEST",
+            kind="invalid_request",
+            retryable=False,
+            status=exc.code,
+            provider="gemini",
+        )
+    return LLMError.from_kind(
+        kind,
+        str(exc.message),
+        retry_after=retry_after if kind == "rate_limit" else None,
+        status=exc.code,
+        provider="gemini",
+    )
+
+
+def _read(response: Any) -> Tuple[str, List[ToolCall], Optional[str]]:
+    """Text, calls and finish reason of one GenerateContentResponse."""
+    if not response.candidates:
+        feedback = response.prompt_feedback
+        blocked = feedback is not None and feedback.block_reason is not None
+        return "", [], "SAFETY" if blocked else None
+    candidate = response.candidates[0]
+    text, calls = [], []
+    for part in (candidate.content.parts if candidate.content else None) or ():
+        if part.thought:
+            continue
+        if part.text:
+            text.append(part.text)
+        if part.function_call is not None:
+            call = part.function_call
+            # Gemini 2.x sends no id: make one up.
+            calls.append(
+                ToolCall(call.id or f"call_{secrets.token_hex(12)}", call.name or "", call.args or {})
+            )
+    reason = candidate.finish_reason.value if candidate.finish_reason is not None else None
+    return "".join(text), calls, reason
+
+
+def _usage(response: Any) -> Optional[Usage]:
+    meta = response.usage_metadata
+    if meta is None:
+        return None
+    prompt, output = meta.prompt_token_count or 0, meta.candidates_token_count or 0
+    return Usage(prompt, output, meta.total_token_count or prompt + output)
+
+
+def _finish(reason: Optional[str], calls: List[ToolCall]) -> str:
+    mapped = FINISH_REASONS.get(reason or "", "error")
+    return "tool_calls" if mapped == "stop" and calls else mapped
+
+
+class _Turn:
+    """What the events of one streamed turn add up to."""
+
+    def __init__(self) -> None:
+        self.calls: List[ToolCall] = []
+        self.reason: Optional[str] = None
+        self.usage: Optional[Usage] = None
+
+    def take(self, response: Any) -> str:
+        text, calls, reason = _read(response)
+        self.calls.extend(calls)
+        self.reason = reason or self.reason
+        self.usage = _usage(response) or self.usage
+        return text
+
+    def last_chunk(self) -> StreamChunk:
+        calls = [] if self.reason == "MAX_TOKENS" else self.calls
+        return StreamChunk(
+            tool_calls=tuple(calls), finish_reason=_finish(self.reason, calls), usage=self.usage
+        )
+
+
+class GenAISyncBackend:
+    """A sync backend over ``genai.Client``."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+        from google import genai
+
+        self.client = genai.Client(api_key="test", http_options=_client_options(url, headers, http2))
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        from google.genai import errors
+
+        try:
+            response = self.client.models.generate_content(
+                model=request.model, contents=_contents(request), config=_config(request)
+            )
+        except errors.APIError as exc:
+            raise _error(exc) from exc
+        text, calls, reason = _read(response)
+        calls = [] if reason == "MAX_TOKENS" else calls
+        return ChatResponse(text, _finish(reason, calls), tuple(calls), _usage(response))
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        from google.genai import errors
+
+        turn = _Turn()
+        try:
+            for response in self.client.models.generate_content_stream(
+                model=request.model, contents=_contents(request), config=_config(request)
+            ):
+                text = turn.take(response)
+                if text:
+                    yield StreamChunk(content=text)
+        except errors.APIError as exc:
+            raise _error(exc) from exc
+        yield turn.last_chunk()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+async def _race(awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
+    """Await ``awaitable`` unless the signal fires first; then cancel it and raise the reason."""
+    work = asyncio.ensure_future(awaitable)
+    if signal is None:
+        return await work
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for future in (work, waiter):
+            if not future.done():
+                future.cancel()
+        await asyncio.gather(work, waiter, return_exceptions=True)
+    if work in done:
+        return work.result()
+    assert signal.reason is not None
+    raise signal.reason
+
+
+class GenAIAsyncBackend:
+    """An async backend over ``client.aio``: an abort cancels the SDK's call."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+        from google import genai
+
+        self.client = genai.Client(api_key="test", http_options=_client_options(url, headers, http2))
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        from google.genai import errors
+
+        try:
+            response = await _race(
+                self.client.aio.models.generate_content(
+                    model=request.model, contents=_contents(request), config=_config(request)
+                ),
+                request.signal,
+            )
+        except errors.APIError as exc:
+            raise _error(exc) from exc
+        text, calls, reason = _read(response)
+        calls = [] if reason == "MAX_TOKENS" else calls
+        return ChatResponse(text, _finish(reason, calls), tuple(calls), _usage(response))
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        from google.genai import errors
+
+        turn = _Turn()
+        failure: Optional[LLMError] = None
+        try:
+            stream = await _race(
+                self.client.aio.models.generate_content_stream(
+                    model=request.model, contents=_contents(request), config=_config(request)
+                ),
+                request.signal,
+            )
+            try:
+                while True:
+                    try:
+                        response = await _race(stream.__anext__(), request.signal)
+                    except StopAsyncIteration:
+                        break
+                    text = turn.take(response)
+                    if text:
+                        yield StreamChunk(content=text)
+            finally:
+                await stream.aclose()  # type: ignore[attr-defined]
+        except errors.APIError as exc:
+            # The SDK raises a mid-stream error from inside its generators and leaves the
+            # ones below it open; close them from the top, in order, while the loop runs.
+            # The failure is raised outside this handler so the SDK's exception, which
+            # holds their frames, does not live on as its __context__.
+            failure = _error(exc)
+            segments = getattr(getattr(exc, "response", None), "segment_iterator", None)
+            if segments is not None:
+                await segments.aclose()
+        if failure is not None:
+            raise failure
+        yield turn.last_chunk()
+
+    async def aclose(self) -> None:
+        await self.client.aio.aclose()
+        self.client.close()
+
+
+@unittest.skipUnless(HAVE_GENAI, "google-genai is not installed: pip install google-genai")
+class GoogleGenAISyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """google-genai's sync client, adapted, over HTTP/1.1."""
+
+    wire = gemini_wire
+    headers = {"x-gateway-key": "test"}
+    skip = {"abort": SYNC_ABORT}
+
+    def create_backend(self, url: str) -> GenAISyncBackend:
+        return GenAISyncBackend(url, self.headers)
+
+
+@unittest.skipUnless(HAVE_GENAI, "google-genai is not installed: pip install google-genai")
+class GoogleGenAIAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """google-genai's async client (``client.aio``), adapted, over HTTP/1.1."""
+
+    wire = gemini_wire
+    headers = {"x-gateway-key": "test"}
+
+    def create_backend(self, url: str) -> GenAIAsyncBackend:
+        return GenAIAsyncBackend(url, self.headers)
+
+
+@unittest.skipUnless(HAVE_GENAI, "google-genai is not installed: pip install google-genai")
+@unittest.skipUnless(HAVE_H2, "h2 is not installed: pip install h2")
+class GoogleGenAIAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCase):
+    """google-genai's async client over h2c (httpx with http1=False, http2=True)."""
+
+    wire = gemini_wire
+    headers = {"x-gateway-key": "test"}
+    http2 = True
+
+    def create_backend(self, url: str) -> GenAIAsyncBackend:
+        return GenAIAsyncBackend(url, self.headers, http2=True)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,275 @@
+"""ollama-python against the Ollama wire, through the conformance mixin.
+
+The adapters below are what a user's backend over the SDK would be: ``Client(host=url)``
+and ``AsyncClient(host=url)`` calling ``chat(..., stream=False/True)``. ollama-python
+never retries. Extra keyword arguments go to httpx, so the async adapter also runs
+over h2c with ``http1=False, http2=True``.
+
+ollama-python 0.6 drops ``tool_calls[].id`` (its ``ToolCall`` model has no such
+field), so the adapters make an id up for every call; the wire's ``tool_call_id`` is
+``None`` for that reason among others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import secrets
+import ssl
+import unittest
+from typing import Any, AsyncIterator, Awaitable, Dict, Iterator, List, Mapping, Optional, TypeVar
+
+from conformance.contract import (
+    AbortSignal,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
+from conformance.testcase import BackendConformanceTestCase
+from conformance.wires.ollama import ollama_wire
+
+HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
+HAVE_H2 = importlib.util.find_spec("h2") is not None
+T = TypeVar("T")
+_SSL: List[Any] = []
+
+
+def _verify() -> Any:
+    """One SSL context for every client: httpx would load the CA certificates for each."""
+    if not _SSL:
+        _SSL.append(ssl.create_default_context())
+    return _SSL[0]
+
+
+SYNC_ABORT = (
+    "ollama-python's sync Client has no way to abort a call blocked in httpx: no "
+    "cancellation API, and the socket sits inside httpx's pool"
+)
+
+
+def _params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
+    params: Dict[str, Any] = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+            }
+            for t in request.tools
+        ],
+        "stream": stream,
+    }
+    if request.max_tokens is not None:
+        params["options"] = {"num_predict": request.max_tokens}
+    return params
+
+
+def _error(exc: Any) -> LLMError:
+    """An LLMError from ollama.ResponseError: the status, or -1 for a line mid-stream."""
+    message = str(exc.error)
+    status: Optional[int] = exc.status_code if exc.status_code > 0 else None
+    if "usage limit" in message:
+        kind = "quota"
+    elif "context length" in message:
+        kind = "context_overflow"
+    elif status == 503 or "server busy" in message:
+        kind = "overloaded"
+    elif status in (401, 403):
+        kind = "auth"
+    elif status == 429:
+        kind = "rate_limit"
+    elif status is None or status >= 500:
+        kind = "server_error"
+    else:
+        return LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind="invalid_request",
+            retryable=False,
+            status=status,
+            provider="ollama",
+        )
+    return LLMError.from_kind(kind, message, status=status, provider="ollama")
+
+
+def _calls(message: Any) -> List[ToolCall]:
+    return [
+        ToolCall(f"call_{secrets.token_hex(12)}", call.function.name, dict(call.function.arguments))
+        for call in message.tool_calls or ()
+    ]
+
+
+def _finish(done_reason: Optional[str], calls: List[ToolCall]) -> str:
+    if done_reason == "length":
+        return "length"
+    return "tool_calls" if calls else "stop"
+
+
+def _usage(response: Any) -> Usage:
+    prompt, output = response.prompt_eval_count or 0, response.eval_count or 0
+    return Usage(prompt, output, prompt + output)
+
+
+class _Turn:
+    """What the lines of one streamed turn add up to."""
+
+    def __init__(self) -> None:
+        self.calls: List[ToolCall] = []
+        self.final: Any = None
+
+    def take(self, part: Any) -> str:
+        self.calls.extend(_calls(part.message))
+        if part.done:
+            self.final = part
+        return part.message.content or ""
+
+    def last_chunk(self) -> StreamChunk:
+        reason = self.final.done_reason if self.final is not None else None
+        calls = [] if reason == "length" else self.calls
+        usage = _usage(self.final) if self.final is not None else None
+        return StreamChunk(tool_calls=tuple(calls), finish_reason=_finish(reason, calls), usage=usage)
+
+
+def _whole(response: Any) -> ChatResponse:
+    calls = [] if response.done_reason == "length" else _calls(response.message)
+    return ChatResponse(
+        response.message.content or "", _finish(response.done_reason, calls), tuple(calls), _usage(response)
+    )
+
+
+class OllamaSyncBackend:
+    """A sync backend over ``ollama.Client``."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], **httpx_args: Any) -> None:
+        import ollama
+
+        self.client = ollama.Client(host=url, headers=dict(headers), verify=_verify(), **httpx_args)
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        import ollama
+
+        try:
+            return _whole(self.client.chat(**_params(request, stream=False)))
+        except ollama.ResponseError as exc:
+            raise _error(exc) from exc
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        import ollama
+
+        turn = _Turn()
+        try:
+            for part in self.client.chat(**_params(request, stream=True)):
+                text = turn.take(part)
+                if text:
+                    yield StreamChunk(content=text)
+        except ollama.ResponseError as exc:
+            raise _error(exc) from exc
+        yield turn.last_chunk()
+
+    def close(self) -> None:
+        self.client._client.close()
+
+
+async def _race(awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
+    """Await ``awaitable`` unless the signal fires first; then cancel it and raise the reason."""
+    work = asyncio.ensure_future(awaitable)
+    if signal is None:
+        return await work
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for future in (work, waiter):
+            if not future.done():
+                future.cancel()
+        await asyncio.gather(work, waiter, return_exceptions=True)
+    if work in done:
+        return work.result()
+    assert signal.reason is not None
+    raise signal.reason
+
+
+class OllamaAsyncBackend:
+    """An async backend over ``ollama.AsyncClient``: an abort cancels the SDK's call."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], **httpx_args: Any) -> None:
+        import ollama
+
+        self.client = ollama.AsyncClient(host=url, headers=dict(headers), verify=_verify(), **httpx_args)
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        import ollama
+
+        try:
+            response = await _race(self.client.chat(**_params(request, stream=False)), request.signal)
+        except ollama.ResponseError as exc:
+            raise _error(exc) from exc
+        return _whole(response)
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        import ollama
+
+        turn = _Turn()
+        try:
+            stream = await _race(self.client.chat(**_params(request, stream=True)), request.signal)
+            try:
+                while True:
+                    try:
+                        part = await _race(stream.__anext__(), request.signal)
+                    except StopAsyncIteration:
+                        break
+                    text = turn.take(part)
+                    if text:
+                        yield StreamChunk(content=text)
+            finally:
+                await stream.aclose()
+        except ollama.ResponseError as exc:
+            raise _error(exc) from exc
+        yield turn.last_chunk()
+
+    async def aclose(self) -> None:
+        await self.client._client.aclose()
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+class OllamaSyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """ollama-python's sync Client, adapted, over HTTP/1.1."""
+
+    wire = ollama_wire
+    headers = {"x-gateway-key": "test"}
+    skip = {"abort": SYNC_ABORT}
+
+    def create_backend(self, url: str) -> OllamaSyncBackend:
+        return OllamaSyncBackend(url, self.headers)
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+class OllamaAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
+    """ollama-python's AsyncClient, adapted, over HTTP/1.1."""
+
+    wire = ollama_wire
+    headers = {"x-gateway-key": "test"}
+
+    def create_backend(self, url: str) -> OllamaAsyncBackend:
+        return OllamaAsyncBackend(url, self.headers)
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+@unittest.skipUnless(HAVE_H2, "h2 is not installed: pip install h2")
+class OllamaAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCase):
+    """ollama-python's AsyncClient over h2c (httpx with http1=False, http2=True)."""
+
+    wire = ollama_wire
+    headers = {"x-gateway-key": "test"}
+    http2 = True
+
+    def create_backend(self, url: str) -> OllamaAsyncBackend:
+        return OllamaAsyncBackend(url, self.headers, http1=False, http2=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
