@@ -349,6 +349,7 @@ class AsyncOpenAIResponsesBackend:
 
 # -- the targets ---------------------------------------------------------------------------
 
+
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
 class OpenAIResponsesSyncConformance(BackendConformanceTestCase, unittest.TestCase):
     """``OpenAI().responses.create`` over HTTP/1.1."""
