@@ -40,9 +40,15 @@ _DRAIN = 4  # an error was answered; discarding input until the client leaves
 _CLOSED = 5
 _H2 = 6  # handed to the h2 session
 
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_TOKEN_CHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_TOKEN = re.compile(_TOKEN_CHARS + rb"\Z")
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN_CHARS + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\.[0-9])\Z")
+#: A whole header section, checked in one pass: token, colon, a value without controls.
+_HEADER_BLOCK = re.compile(
+    rb"(?:" + _TOKEN_CHARS + rb":[^\x00-\x08\x0a-\x1f\x7f]*(?:\r\n|\Z))*\Z"
+)
 _BAD_TARGET = re.compile(rb"[\x00-\x20\x7f]")
-_VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]\Z")
+_BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}\Z")
 
 _REASONS = {int(s): s.phrase for s in HTTPStatus}
@@ -292,11 +298,12 @@ class H1Connection(asyncio.Protocol):
             return False
         head = bytes(buf[:end])
         del buf[: end + 4]
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ")
-        if len(parts) != 3:
-            return self._fail(400, f"malformed request line {lines[0][:80]!r}", False)
-        method, target, version = parts
+        line_end = head.find(b"\r\n")
+        first = head if line_end < 0 else head[:line_end]
+        match = _REQUEST_LINE.match(first)
+        if match is None:
+            return self._bad_request_line(first)
+        method, target, version = match.groups()
         if version == b"HTTP/1.1":
             self.version = "HTTP/1.1"
         elif version == b"HTTP/1.0":
@@ -304,19 +311,16 @@ class H1Connection(asyncio.Protocol):
         elif method == b"PRI" and target == b"*" and version == b"HTTP/2.0" and self.first:
             self._start_h2(_PREFACE_HEAD + bytes(buf))
             return False
-        elif _VERSION.match(version):
-            return self._fail(505, f"HTTP version {version.decode('ascii')} is not supported", False)
         else:
-            return self._fail(400, f"malformed request line {lines[0][:80]!r}", False)
-        if not _TOKEN.match(method):
-            return self._fail(400, f"malformed request method {method[:40]!r}", False)
-        if _BAD_TARGET.search(target) or not (
-            target[:1] == b"/" or target == b"*" or target[:7] == b"http://" or target[:8] == b"https://"
-        ):
-            return self._fail(400, f"malformed request target {target[:80]!r}", False)
-        if target[:1] != b"/" and target != b"*":  # absolute form: keep the path
-            slash = target.find(b"/", target.find(b"//") + 2)
-            target = target[slash:] if slash >= 0 else b"/"
+            return self._fail(505, f"HTTP version {version.decode('ascii')} is not supported", False)
+        if target[:1] != b"/":
+            if target == b"*":
+                pass
+            elif target[:7] == b"http://" or target[:8] == b"https://":  # absolute form
+                slash = target.find(b"/", target.find(b"//") + 2)
+                target = target[slash:] if slash >= 0 else b"/"
+            else:
+                return self._fail(400, f"malformed request target {target[:80]!r}", False)
         path, _, query = target.decode("utf-8", "replace").partition("?")
         self.method = method.decode("ascii")
         self.path = path
@@ -326,26 +330,44 @@ class H1Connection(asyncio.Protocol):
         self.parts = []
         headers: Dict[str, str] = {}
         self.headers = headers
-        for line in lines[1:]:
-            colon = line.find(b":")
-            if colon <= 0 or not _TOKEN.match(line[:colon]):
-                if line[:1] in (b" ", b"\t"):
-                    problem = f"obsolete line folding in header line {line[:80]!r}"
-                elif colon < 0:
-                    problem = f"malformed header line {line[:80]!r} (no colon)"
+        if line_end >= 0:
+            block = head[line_end + 2 :]
+            if _HEADER_BLOCK.match(block) is None:
+                return self._bad_header(block)
+            for line in block.decode("latin-1").split("\r\n"):
+                name, _, value = line.partition(":")
+                name = name.lower()
+                value = value.strip(" \t")
+                if name in headers:
+                    headers[name] = f"{headers[name]}, {value}"
                 else:
-                    problem = f"malformed header name {line[:colon][:80]!r}"
-                return self._fail(400, problem, True)
-            value = line[colon + 1 :].strip(b" \t")
-            if b"\x00" in value:
-                return self._fail(400, f"NUL byte in header {line[:colon]!r}", True)
-            name = line[:colon].decode("ascii").lower()
-            text = value.decode("latin-1")
-            if name in headers:
-                headers[name] = f"{headers[name]}, {text}"
-            else:
-                headers[name] = text
+                    headers[name] = value
         return self._start_body(headers)
+
+    def _bad_request_line(self, line: bytes) -> bool:
+        parts = line.split(b" ")
+        if len(parts) == 3:
+            if not _TOKEN.match(parts[0]):
+                return self._fail(400, f"malformed request method {parts[0][:40]!r}", False)
+            if _BAD_TARGET.search(parts[1]) or not parts[1]:
+                return self._fail(400, f"malformed request target {parts[1][:80]!r}", False)
+        return self._fail(400, f"malformed request line {line[:80]!r}", False)
+
+    def _bad_header(self, block: bytes) -> bool:
+        for line in block.split(b"\r\n"):
+            colon = line.find(b":")
+            if line[:1] in (b" ", b"\t"):
+                problem = f"obsolete line folding in header line {line[:80]!r}"
+            elif colon < 0:
+                problem = f"malformed header line {line[:80]!r} (no colon)"
+            elif not _TOKEN.match(line[:colon]):
+                problem = f"malformed header name {line[:colon][:80]!r}"
+            elif _BAD_VALUE.search(line, colon + 1):
+                problem = f"control character in header {line[:colon][:80]!r}"
+            else:
+                continue
+            return self._fail(400, problem, True)
+        return self._fail(400, "malformed header section", True)
 
     def _start_body(self, headers: Dict[str, str]) -> bool:
         hub = self.hub

@@ -84,7 +84,14 @@ class Hub:
         """Append a request to the record and wake whoever waits."""
         with self._cond:
             self._requests.append(request)
-        self.notify()
+            if self._sync_waiting:
+                self._cond.notify_all()
+            wakers = self._wakers
+            if wakers:
+                self._wakers = []
+        if wakers:
+            for wake in wakers:
+                wake()
 
     def mark_closed(self, request: RecordedRequest) -> None:
         """Mark that the client left this request's connection (or stream)."""

@@ -100,6 +100,11 @@ class HangReply:
 
 Reply = Union[JsonReply, StreamReply, HangReply]
 
+#: One condition for every request's "closed" flag: a per-request threading.Event
+#: costs the provider's hot path several allocations (and the GC as many objects)
+#: per request, and waiters are few.
+_CLOSED = threading.Condition(threading.Lock())
+
 #: A handler gets each request and returns a reply, or an awaitable of one.
 Handler = Callable[["RecordedRequest"], Union[Reply, Awaitable[Reply]]]
 
@@ -124,7 +129,7 @@ class RecordedRequest:
     error: Optional[str] = None
     received_at: float = field(default_factory=time.monotonic)
     closed_at: Optional[float] = None
-    _closed: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    _closed: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.json is None and self.body:
@@ -146,17 +151,20 @@ class RecordedRequest:
     @property
     def closed(self) -> bool:
         """Whether the client has closed the connection (h2: the stream)."""
-        return self._closed.is_set()
+        return self._closed
 
     def mark_closed(self) -> None:
         """Record that the client went away; only the first call counts."""
-        if not self._closed.is_set():
-            self.closed_at = time.monotonic()
-            self._closed.set()
+        with _CLOSED:
+            if not self._closed:
+                self.closed_at = time.monotonic()
+                self._closed = True
+                _CLOSED.notify_all()
 
     def wait_closed(self, timeout: Optional[float] = None) -> bool:
         """Block until the client closes or ``timeout`` passes; return whether it closed."""
-        return self._closed.wait(timeout)
+        with _CLOSED:
+            return _CLOSED.wait_for(lambda: self._closed, timeout)
 
     def __str__(self) -> str:
         return f"{self.method} {self.target} ({self.http_version})"
