@@ -28,7 +28,16 @@ from .fixture import CONFORMANCE_FIXTURE, ConformanceFixture, conformance_reques
 from .provider import FakeProvider, HangReply, JsonReply, RecordedRequest, StreamReply, start_fake_provider
 from .scenarios import MODES, SCENARIOS, Scenario
 from .testcase import BackendConformanceTestCase
-from .wires import WIRES, Wire, openai_chat_wire
+from .wires import (
+    WIRES,
+    Wire,
+    anthropic_wire,
+    bedrock_converse_wire,
+    gemini_wire,
+    ollama_wire,
+    openai_chat_wire,
+    openai_responses_wire,
+)
 
 __all__ = [
     # the contract
@@ -61,7 +70,12 @@ __all__ = [
     # wires
     "WIRES",
     "Wire",
+    "anthropic_wire",
+    "bedrock_converse_wire",
+    "gemini_wire",
+    "ollama_wire",
     "openai_chat_wire",
+    "openai_responses_wire",
     # the fake provider and its encoders
     "FakeProvider",
     "HangReply",

@@ -28,6 +28,8 @@ class Scenario:
     error_kind: Optional[str] = None
     #: Only async backends get this case (task cancellation has no sync twin).
     async_only: bool = False
+    #: Only wires that list it in ``Wire.optional_scenarios`` get this case.
+    optional: bool = False
 
     @property
     def method_stem(self) -> str:
@@ -77,6 +79,14 @@ SCENARIOS: Mapping[str, Scenario] = {
             "yielding what came before",
             modes=("stream",),
             error_kind="overloaded",
+        ),
+        Scenario(
+            "corrupt-frame",
+            "fail instead of reading on past a frame whose checksum does not match",
+            "check the prelude CRC and the message CRC of every event-stream frame before "
+            "decoding its headers or payload",
+            modes=("stream",),
+            optional=True,
         ),
         Scenario(
             "abort",

@@ -93,7 +93,7 @@ class BackendConformanceTestCase:
                         f"skip = {{{scenario!r}: 'the reason'}} instead of overriding it"
                     )
                 reason = cls.skip.get(f"{scenario}/{mode}") or cls.skip.get(scenario)
-                reason = reason or cls.wire.unsupported.get(scenario)
+                reason = reason or cls.wire.absent(scenario)
                 setattr(cls, test.__name__, unittest.skip(reason)(test) if reason else test)
 
     def create_backend(self, url: str) -> Any:

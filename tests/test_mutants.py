@@ -61,6 +61,7 @@ def run_matrix(wire_name: str, mutants: List[Mutant]) -> Dict[Tuple[str, str], s
             wire=wire,
             create_backend=lambda url, m=mutant: m.create(url, False),
             headers=dict(mutant.headers),
+            model=mutant.model,
             timeout=TIMEOUT,
         )
         for case in backend_conformance_cases(target):

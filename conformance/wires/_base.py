@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from ..fixture import CONFORMANCE_FIXTURE
 from ..provider.replies import JsonReply, RecordedRequest, Reply
@@ -97,6 +97,9 @@ class Wire:
     #: Scenarios this provider has no such case for, with the reason; ``reply``
     #: answers ``None`` for them and the case is skipped with the reason.
     unsupported: Mapping[str, str] = {}
+    #: Optional scenarios (``Scenario.optional``) this wire has, such as a frame
+    #: whose checksum is wrong where the format carries checksums.
+    optional_scenarios: FrozenSet[str] = frozenset()
     #: The ``retry_after`` (seconds) a backend reports for ``rate-limit``; ``None``
     #: where the provider sends no delay, and the backend must report none.
     rate_limit_retry_after: Optional[float] = CONFORMANCE_FIXTURE.retry_after
@@ -139,6 +142,16 @@ class Wire:
         Each problem is one sentence saying what was expected and what came.
         """
         raise NotImplementedError
+
+    def absent(self, scenario: str) -> Optional[str]:
+        """Why this wire has no ``scenario`` case, or ``None`` if it has one."""
+        from ..scenarios import SCENARIOS
+
+        if scenario in self.unsupported:
+            return self.unsupported[scenario]
+        if SCENARIOS[scenario].optional and scenario not in self.optional_scenarios:
+            return f"{self.title or self.name} has no {scenario} case (its format has nothing to corrupt)"
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

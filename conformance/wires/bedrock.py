@@ -216,7 +216,7 @@ def error_reply(scenario: str) -> JsonReply:
 
 # -- a corrupted stream, for decoders that skip the CRCs --------------------------------------
 
-#: Not a contract scenario: a stream with one damaged frame, which a client must refuse.
+#: The optional scenario only checksummed formats have: one damaged frame, which a client must refuse.
 CORRUPT_FRAME = "corrupt-frame"
 
 
@@ -237,6 +237,7 @@ class BedrockConverseWire(Wire):
     provider = "bedrock"
     title = "Amazon Bedrock Converse"
     tool_call_id = TOOL_USE_ID
+    optional_scenarios = frozenset({CORRUPT_FRAME})
     #: Bedrock's ThrottlingException carries no retry delay (no ``retry-after``
     #: header, nothing in the body), so a backend must report ``retry_after`` as ``None``.
     rate_limit_retry_after: Optional[float] = None

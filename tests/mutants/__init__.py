@@ -25,3 +25,5 @@ class Mutant:
     wire: str
     create: Callable[[str, bool], Any]
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: The model the matrix's target names; some bugs show only with an unusual id.
+    model: str = "conformance-model"

@@ -274,9 +274,8 @@ class WrapsCancellation(BedrockConverseBackend):
 class IgnoresChecksums(BedrockConverseBackend):
     """Decodes frames without checking either CRC: a damaged frame passes as data.
 
-    No contract scenario sends a damaged frame (real Bedrock does not), so this one
-    is not in :data:`MUTANTS`; ``tests/test_wire_bedrock.py`` catches it with the
-    wire's ``corrupt-frame`` stream instead.
+    Real Bedrock never sends a damaged frame; the wire's optional ``corrupt-frame``
+    scenario does, and catches this one.
     """
 
     def decoder(self) -> EventStreamDecoder:
@@ -393,14 +392,5 @@ MUTANTS = [
         _make(AbortsWithoutClosing),
     ),
     Mutant("wraps-cancellation", "turns CancelledError into an LLMError", WIRE, _make(WrapsCancellation)),
-]
-
-#: Mutants only a scripted stream catches, by the wire scenario variant that does.
-SCRIPTED_MUTANTS = [
-    (
-        Mutant(
-            "ignores-checksums", "decodes frames without checking their CRCs", WIRE, _make(IgnoresChecksums)
-        ),
-        "corrupt-frame",
-    ),
+    Mutant("ignores-checksums", "decodes frames without checking their CRCs", WIRE, _make(IgnoresChecksums)),
 ]
