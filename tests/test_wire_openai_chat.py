@@ -52,8 +52,10 @@ def events(reply: StreamReply) -> List[str]:
 
 class ReplyTests(unittest.TestCase):
     def test_every_scenario_answers_in_both_forms(self) -> None:
-        """Each scenario has a whole and a streamed answer of the right type."""
+        """Each scenario the wire has (all but optional ones it does not list) answers in both forms."""
         for scenario in SCENARIOS:
+            if WIRE.absent(scenario) is not None:
+                continue  # an optional scenario only the wires that list it have
             for stream in (False, True):
                 with self.subTest(scenario=scenario, stream=stream):
                     reply = WIRE.reply(scenario, "stream" if stream else "chat", request(good_body(stream)))
