@@ -21,7 +21,7 @@ import asyncio
 import json
 import re
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._hub import REPLY_TYPES, Hub
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
@@ -88,6 +88,11 @@ def _head(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[s
     return "".join(lines)
 
 
+def extra_headers(headers: Optional[Mapping[str, str]]) -> Sequence[Tuple[str, str]]:
+    """A reply's own headers (the reply checked them when it was built)."""
+    return [(str(k), str(v)) for k, v in headers.items()] if headers else ()
+
+
 def encode_json(reply: JsonReply) -> Tuple[bytes, bytes]:
     """(head without its blank line, body) of a whole reply."""
     body = reply.encoded()
@@ -96,18 +101,18 @@ def encode_json(reply: JsonReply) -> Tuple[bytes, bytes]:
         body = b""
     else:
         fixed = [("content-type", reply.content_type), ("content-length", str(len(body)))]
-    return _head(reply.status, fixed, reply.header_items()).encode("utf-8"), body
+    return _head(reply.status, fixed, extra_headers(reply.headers)).encode("utf-8"), body
 
 
-def encode_stream_head(reply: StreamReply, chunked: bool) -> bytes:
+def encode_stream(reply: StreamReply, chunked: bool) -> Tuple[bytes, List[bytes]]:
+    """(head without its blank line, each non-empty chunk framed for the wire)."""
     fixed = [("content-type", reply.content_type)]
     if chunked:
         fixed.append(("transfer-encoding", "chunked"))
-    return _head(reply.status, fixed, reply.header_items()).encode("utf-8")
-
-
-def _frame(chunk: bytes) -> bytes:
-    return b"%x\r\n%b\r\n" % (len(chunk), chunk)
+        chunks = [b"%x\r\n" % len(c) + c + b"\r\n" for c in reply.chunks if c]
+    else:
+        chunks = [bytes(c) for c in reply.chunks if c]
+    return _head(reply.status, fixed, extra_headers(reply.headers)).encode("utf-8"), chunks
 
 
 class H1Connection(asyncio.Protocol):
@@ -524,48 +529,55 @@ class H1Connection(asyncio.Protocol):
             chunked = self.version == "HTTP/1.1"
             if not chunked:
                 self.keep_alive = False
-            head = encode_stream_head(reply, chunked)
+            hub = self.hub
+            cached = hub.h1_stream_cache
+            if cached[0] is reply and cached[1] == chunked:
+                head, framed = cached[2]
+            else:
+                head, framed = encode_stream(reply, chunked)
+                hub.h1_stream_cache = (reply, chunked, (head, framed))
             head += _END_KEEP if self.keep_alive else _END_CLOSE
-            chunks = [bytes(c) for c in reply.chunks if c] if not self.head_only else []
-            if chunks:
-                first = chunks[0]
-                self.transport.write(head + (_frame(first) if chunked else first))
-                self._stream(chunks, 1, chunked, reply.hang)
+            ending = _LAST_CHUNK if chunked else b""
+            if self.head_only:
+                framed = []
+                ending = b""
+            if framed:
+                self.transport.write(head + framed[0])
+                self._stream(framed, 1, ending, reply.hang)
             else:
                 self.transport.write(head)
-                self._stream(chunks, 0, chunked, reply.hang)
+                self._stream(framed, 0, ending, reply.hang)
         else:
             assert isinstance(reply, HangReply)
             self.hanging = True
             if self.eof:
                 self.transport.close()
 
-    def _stream(self, chunks: List[bytes], index: int, chunked: bool, hang: bool) -> None:
-        write = self.transport.write
-        count = len(chunks)
+    def _stream(self, framed: List[bytes], index: int, ending: bytes, hang: bool) -> None:
+        transport = self.transport
+        count = len(framed)
         while index < count:
-            if self.transport.is_closing():
+            if transport.is_closing():
                 return
             if self.paused:
-                self.task = self.hub.spawn(self._stream_later(chunks, index, chunked, hang))
+                self.task = self.hub.spawn(self._stream_later(framed, index, ending, hang))
                 return
-            chunk = chunks[index]
-            write(_frame(chunk) if chunked else chunk)
+            transport.write(framed[index])
             index += 1
         if hang:
             self.hanging = True
             if self.eof:
-                self.transport.close()
+                transport.close()
             return
-        if chunked and not self.head_only:
-            write(_LAST_CHUNK)
+        if ending:
+            transport.write(ending)
         self._done()
 
-    async def _stream_later(self, chunks: List[bytes], index: int, chunked: bool, hang: bool) -> None:
+    async def _stream_later(self, framed: List[bytes], index: int, ending: bytes, hang: bool) -> None:
         await self.writable()
         self.task = None
         if self.state == _BUSY and not self.transport.is_closing():
-            self._stream(chunks, index, chunked, hang)
+            self._stream(framed, index, ending, hang)
             self._process()
 
     def _done(self) -> None:

@@ -10,9 +10,9 @@ an append and, only when someone waits, a notify.
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
+from collections.abc import Awaitable as _Awaitable
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, List, Optional, Set, TypeVar, Union
 
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
@@ -68,6 +68,7 @@ class Hub:
         # a scripted reply object is usually answered many times over.
         self.h1_cache: Any = (None, None)
         self.h2_cache: Any = (None, None)
+        self.h1_stream_cache: Any = (None, None, None)
         self._h2_available: Optional[bool] = None
 
     def h2_available(self) -> bool:
@@ -206,7 +207,7 @@ class Hub:
             return self.handler_failed(exc)
         if isinstance(result, REPLY_TYPES):
             return result
-        if inspect.isawaitable(result):
+        if isinstance(result, _Awaitable):  # not inspect: it is slow to import
             return self._finish(result)
         return self.not_a_reply(result)
 
