@@ -107,6 +107,7 @@ class CaseListTests(unittest.TestCase):
         self.assertEqual(
             skips,
             {
+                "corrupt-frame/stream": openai_chat_wire.absent("corrupt-frame"),
                 "content-filter/chat": "no safety system",
                 "content-filter/stream": "no safety system",
                 "abort/stream": "no streaming abort",
