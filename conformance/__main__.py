@@ -86,27 +86,32 @@ def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, o
         results = list(pool.map(lambda item: _outcome(item[1]), cases))
     elapsed = time.perf_counter() - started
 
-    columns: List[str] = []
+    # Columns are (wire, transport) pairs, grouped under one heading per wire.
+    columns: List[Tuple[str, str]] = []
     for column, target in targets:
-        label = f"{target.wire.name} {column}"
-        if label not in columns:
-            columns.append(label)
-    cells: Dict[Tuple[str, str], str] = {}
+        if (target.wire.name, column) not in columns:
+            columns.append((target.wire.name, column))
+    cells: Dict[Tuple[str, str, str], str] = {}
     failures = []
     for (column, case), (status, detail) in zip(cases, results):
-        label = f"{case.target.wire.name} {column}"
-        cells[(case.name, label)] = status
+        cells[(case.name, case.target.wire.name, column)] = status
         if status in ("FAIL", "ERROR"):
             failures.append((case, detail))
 
     rows = [f"{s}/{m}" for s, row in SCENARIOS.items() for m in MODES if m in row.modes]
     first = max(len(r) for r in rows) + 2
-    widths = [max(len(c), 5) + 2 for c in columns]
-    out.write("scenario/mode".ljust(first) + "".join(c.ljust(w) for c, w in zip(columns, widths)) + "\n")
+    width = max(len(t) for _, t in columns) + 1
+    wires: List[str] = []
+    for wire, _ in columns:
+        if wire not in wires:
+            wires.append(wire)
+    span = {w: max(width * sum(1 for c in columns if c[0] == w), len(w) + 2) for w in wires}
+    per = {w: span[w] // sum(1 for c in columns if c[0] == w) for w in wires}
+    out.write("".ljust(first) + "".join(w.ljust(span[w]) for w in wires).rstrip() + "\n")
+    out.write("scenario/mode".ljust(first) + "".join(t.ljust(per[w]) for w, t in columns).rstrip() + "\n")
     for row in rows:
-        out.write(row.ljust(first))
-        out.write("".join(cells.get((row, c), "-").ljust(w) for c, w in zip(columns, widths)))
-        out.write("\n")
+        line = row.ljust(first) + "".join(cells.get((row, w, t), "-").ljust(per[w]) for w, t in columns)
+        out.write(line.rstrip() + "\n")
     for case, detail in failures:
         out.write(f"\n{case.target.name}, {case.name}:\n{detail}\n")
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}

@@ -1,0 +1,119 @@
+"""The command line: the matrix, run MODULE:NAME, serve."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+
+from conformance import BackendConformanceTarget, openai_chat_wire
+from conformance.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Broken:
+    """A backend that fails every case."""
+
+    def chat(self, request: object) -> None:
+        raise NotImplementedError
+
+    def chat_stream(self, request: object) -> None:
+        raise NotImplementedError
+
+
+BROKEN_TARGET = BackendConformanceTarget("broken", openai_chat_wire, lambda url: Broken())
+
+
+class MatrixTests(unittest.TestCase):
+    def test_matrix_prints_every_case_and_exits_zero(self) -> None:
+        """One wire, one transport: a row per case, a pass in each, and the closing count."""
+        out = io.StringIO()
+        status = main(["--wire", "openai-chat", "--transport", "http/1.1"], out=out)
+        text = out.getvalue()
+        self.assertEqual(status, 0, text)
+        self.assertRegex(text, r"text/chat\s+pass")
+        self.assertRegex(text, r"corrupt-frame/stream\s+skip")
+        self.assertRegex(text, r"\d+ cases: \d+ passed, 0 failed, \d+ skipped in [\d.]+ s")
+
+    def test_unknown_wire_is_refused_with_the_known_ones(self) -> None:
+        """A misspelt wire names the wires there are."""
+        with self.assertRaisesRegex(SystemExit, "unknown wire 'openai'; known: openai-chat"):
+            main(["--wire", "openai"], out=io.StringIO())
+
+
+class RunTests(unittest.TestCase):
+    def test_run_a_target_fails_with_the_messages(self) -> None:
+        """run MODULE:NAME on a broken target exits 1 and prints each failure."""
+        out = io.StringIO()
+        status = main(["run", "tests.test_main:BROKEN_TARGET"], out=out)
+        self.assertEqual(status, 1)
+        self.assertIn("expected a reply, got NotImplementedError", out.getvalue())
+
+    def test_run_a_testcase_class(self) -> None:
+        """run MODULE:NAME on a TestCase class runs it with unittest."""
+        out = io.StringIO()
+        status = main(["run", "tests.test_testcase:HookedConformance"], out=out)
+        self.assertEqual(status, 0, out.getvalue())
+        self.assertIn("OK", out.getvalue())
+
+    def test_run_refuses_what_is_not_a_target(self) -> None:
+        """A name that is neither a target nor a TestCase is a clear error."""
+        with self.assertRaisesRegex(SystemExit, "expected a BackendConformanceTarget"):
+            main(["run", "tests.test_main:ROOT"], out=io.StringIO())
+        with self.assertRaisesRegex(SystemExit, "expected MODULE:NAME"):
+            main(["run", "tests.test_main"], out=io.StringIO())
+
+
+class ServeTests(unittest.TestCase):
+    def test_serve_refuses_a_remote_host_without_the_flag(self) -> None:
+        """Binding beyond loopback needs --allow-remote."""
+        argv = ["serve", "--wire", "openai-chat", "--scenario", "text", "--host", "0.0.0.0"]
+        with self.assertRaisesRegex(SystemExit, "refusing to bind 0.0.0.0.*--allow-remote"):
+            main(argv, out=io.StringIO())
+
+    def test_serve_checks_scenario_and_mode(self) -> None:
+        """An unknown scenario, or a mode the scenario lacks, is refused."""
+        with self.assertRaisesRegex(SystemExit, "unknown scenario 'txt'"):
+            main(["serve", "--wire", "openai-chat", "--scenario", "txt"], out=io.StringIO())
+        with self.assertRaisesRegex(SystemExit, "stream-error runs in stream mode only"):
+            main(["serve", "--wire", "openai-chat", "--scenario", "stream-error"], out=io.StringIO())
+
+    def test_serve_answers_a_client_and_logs_the_request(self) -> None:
+        """serve prints its URL, answers with the wire, and logs each request."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "conformance", "serve", "--wire", "openai-chat", "--scenario", "text"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            self.assertIn("serving OpenAI Chat Completions text/chat at http://127.0.0.1:", first)
+            url = first.split(" at ", 1)[1].split(";", 1)[0]
+            body = json.dumps({"model": "m", "messages": []}).encode()
+            request = urllib.request.Request(
+                f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                answer = json.loads(response.read())
+            self.assertEqual(answer["object"], "chat.completion")
+            deadline = time.monotonic() + 10
+            line = process.stdout.readline()
+            while "POST" not in line and time.monotonic() < deadline:
+                line = process.stdout.readline()
+            self.assertIn("POST /v1/chat/completions (HTTP/1.1)", line)
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)
+
+
+if __name__ == "__main__":
+    unittest.main()
