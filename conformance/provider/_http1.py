@@ -290,7 +290,7 @@ class H1Connection(asyncio.Protocol):
     def _parse_head(self) -> bool:
         """Parse a head from the buffer; False when more bytes are needed or it failed."""
         buf = self.buf
-        while buf[:2] == b"\r\n":  # RFC 9112 2.2: ignore empty lines before a request
+        while buf.startswith(b"\r\n"):  # RFC 9112 2.2: ignore empty lines before a request
             del buf[:2]
         end = buf.find(b"\r\n\r\n")
         limit = self.hub.max_header_bytes
@@ -400,11 +400,14 @@ class H1Connection(asyncio.Protocol):
             self.chunk_left = 0
             pending = not self.buf
         elif length is not None:
-            values = {v.strip() for v in length.split(",")}
-            value = values.pop() if len(values) == 1 else ""
-            if not (value.isascii() and value.isdigit()):
-                return self._fail(400, f"malformed Content-Length {length!r}", True)
-            self.length = int(value)
+            if length.isdigit() and length.isascii():
+                self.length = int(length)
+            else:  # a list of equal values is allowed (RFC 9110 8.6)
+                values = {v.strip() for v in length.split(",")}
+                value = values.pop() if len(values) == 1 else ""
+                if not (value.isascii() and value.isdigit()):
+                    return self._fail(400, f"malformed Content-Length {length!r}", True)
+                self.length = int(value)
             if self.length > hub.max_body_bytes:
                 return self._fail(
                     413,
@@ -487,8 +490,9 @@ class H1Connection(asyncio.Protocol):
         self.hub.record(request)
 
     def _complete(self, body: bytes) -> None:
-        request = self._build(body)
-        self._record(request)
+        request = RecordedRequest(self.method, self.path, self.query, self.headers, body, self.version)
+        self.requests.append(request)
+        self.hub.record(request)
         self.state = _BUSY
         self.since = 0.0
         if self.upgrade is not None:
