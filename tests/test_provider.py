@@ -391,6 +391,7 @@ class TestLifeCycle(unittest.TestCase):
             sock.bind(("127.0.0.1", port))
 
         async def main() -> str:
+            asyncio.get_running_loop().slow_callback_duration = 5.0  # start and close block briefly
             async with FakeProvider() as provider:
                 provider.reply(JsonReply({}))
                 reader, writer = await asyncio.open_connection("127.0.0.1", provider.port)

@@ -218,14 +218,13 @@ class H2Session:
             message = (
                 f"request body is larger than max_body_bytes={self.hub.max_body_bytes}"
             )
-            request = self._build(stream, message)
+            self._build(stream, message)
             self._reply_now(stream, _error(413, message))
-            try:
+            try:  # RFC 9113 8.1: a complete reply, then stop the upload
                 self.conn.reset_stream(stream.stream_id, h2.errors.ErrorCodes.NO_ERROR)
             except h2.exceptions.ProtocolError:
                 pass
             self._finish(stream)
-            del request
 
     def _on_stream_ended(self, event: h2.events.StreamEnded) -> None:
         stream = self.streams.get(event.stream_id)
