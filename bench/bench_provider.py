@@ -83,7 +83,10 @@ class _FloorHttp1(asyncio.Protocol):
                 return
             head = bytes(buf[:end]).lower()
             at = head.find(b"content-length:")
-            length = int(head[at + 15 : head.find(b"\r\n", at) if head.find(b"\r\n", at) > 0 else None]) if at >= 0 else 0
+            length = 0
+            if at >= 0:
+                stop = head.find(b"\r\n", at)
+                length = int(head[at + 15 : stop if stop > 0 else None])
             if len(buf) < end + 4 + length:
                 return
             del buf[: end + 4 + length]
@@ -399,15 +402,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="shorter runs, for a smoke check")
     args = parser.parse_args(argv)
     begun = time.perf_counter()
-    print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs; loopback only")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, load average"
+          f" {load:.1f} at start; loopback only")
     print(f"\nRequest latency, µs (median of {args.rounds} round medians; p90 likewise), interleaved")
-    print(f"{'workload':<26}{'floor med':>10}{'p90':>8}{'provider med':>14}{'p90':>8}{'ratio':>8}  goal <= {GOAL_RATIO}x")
+    print(f"{'workload':<26}{'floor med':>10}{'p90':>8}{'provider med':>14}{'p90':>8}{'ratio':>8}"
+          f"  goal <= {GOAL_RATIO}x")
     all_met = True
     for name, f_med, f_p90, p_med, p_p90 in bench_latency(args.rounds, args.quick):
         ratio = p_med / f_med
         met = ratio <= GOAL_RATIO
         all_met = all_met and met
-        print(f"{name:<26}{f_med:>10.1f}{f_p90:>8.1f}{p_med:>14.1f}{p_p90:>8.1f}{ratio:>7.2f}x  {_verdict(met)}")
+        print(f"{name:<26}{f_med:>10.1f}{f_p90:>8.1f}{p_med:>14.1f}{p_p90:>8.1f}{ratio:>7.2f}x"
+              f"  {_verdict(met)}")
     median, p90, worst = bench_start_stop(100 if args.quick else 300)
     met = median < GOAL_START_STOP_MS
     all_met = all_met and met
