@@ -2,92 +2,184 @@
 
 The backend runs against a fake provider that speaks each provider's real wire
 format; one case per scenario and mode checks what it returned, raised and sent.
+
+The names below are imported on first use, so ``import conformance`` costs next to
+nothing and loads neither asyncio nor h2 until a case or the provider needs them.
 """
 
 from __future__ import annotations
 
-from .cases import BackendConformanceTarget, ConformanceAbort, ConformanceCase, backend_conformance_cases
-from .contract import (
-    ERROR_KINDS,
-    AbortController,
-    AbortSignal,
-    ChatRequest,
-    ChatResponse,
-    ErrorKind,
-    FinishReason,
-    LLMError,
-    Message,
-    StreamChunk,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
-from .encoders import aws_event_stream_message, ndjson, sse
-from .errors import ConformanceError, ProviderInputError, TargetDefinitionError
-from .fixture import CONFORMANCE_FIXTURE, ConformanceFixture, conformance_request
-from .provider import FakeProvider, HangReply, JsonReply, RecordedRequest, StreamReply, start_fake_provider
-from .scenarios import MODES, SCENARIOS, Scenario
-from .testcase import BackendConformanceTestCase
-from .wires import (
-    WIRES,
-    Wire,
-    anthropic_wire,
-    bedrock_converse_wire,
-    gemini_wire,
-    ollama_wire,
-    openai_chat_wire,
-    openai_responses_wire,
-)
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, List
+
+if TYPE_CHECKING:
+    from .cases import (
+        BackendConformanceTarget,
+        ConformanceAbort,
+        ConformanceCase,
+        backend_conformance_cases,
+    )
+    from .contract import (
+        ERROR_KINDS,
+        AbortController,
+        AbortSignal,
+        ChatRequest,
+        ChatResponse,
+        ErrorKind,
+        FinishReason,
+        LLMError,
+        Message,
+        StreamChunk,
+        ToolCall,
+        ToolSpec,
+        Usage,
+    )
+    from .encoders import (
+        aws_event_stream_message,
+        ndjson,
+        sse,
+    )
+    from .errors import (
+        ConformanceError,
+        ProviderInputError,
+        TargetDefinitionError,
+    )
+    from .fixture import (
+        CONFORMANCE_FIXTURE,
+        ConformanceFixture,
+        conformance_request,
+    )
+    from .provider import (
+        FakeProvider,
+        HangReply,
+        JsonReply,
+        RecordedRequest,
+        StreamReply,
+        start_fake_provider,
+    )
+    from .scenarios import (
+        MODES,
+        SCENARIOS,
+        Scenario,
+    )
+    from .testcase import (
+        BackendConformanceTestCase,
+    )
+    from .wires import (
+        WIRES,
+        Wire,
+        anthropic_wire,
+        bedrock_converse_wire,
+        gemini_wire,
+        ollama_wire,
+        openai_chat_wire,
+        openai_responses_wire,
+    )
+
+#: Where each public name lives.
+_EXPORTS: Dict[str, str] = {
+    "AbortController": "contract",
+    "AbortSignal": "contract",
+    "BackendConformanceTarget": "cases",
+    "BackendConformanceTestCase": "testcase",
+    "CONFORMANCE_FIXTURE": "fixture",
+    "ChatRequest": "contract",
+    "ChatResponse": "contract",
+    "ConformanceAbort": "cases",
+    "ConformanceCase": "cases",
+    "ConformanceError": "errors",
+    "ConformanceFixture": "fixture",
+    "ERROR_KINDS": "contract",
+    "ErrorKind": "contract",
+    "FakeProvider": "provider",
+    "FinishReason": "contract",
+    "HangReply": "provider",
+    "JsonReply": "provider",
+    "LLMError": "contract",
+    "MODES": "scenarios",
+    "Message": "contract",
+    "ProviderInputError": "errors",
+    "RecordedRequest": "provider",
+    "SCENARIOS": "scenarios",
+    "Scenario": "scenarios",
+    "StreamChunk": "contract",
+    "StreamReply": "provider",
+    "TargetDefinitionError": "errors",
+    "ToolCall": "contract",
+    "ToolSpec": "contract",
+    "Usage": "contract",
+    "WIRES": "wires",
+    "Wire": "wires",
+    "anthropic_wire": "wires",
+    "aws_event_stream_message": "encoders",
+    "backend_conformance_cases": "cases",
+    "bedrock_converse_wire": "wires",
+    "conformance_request": "fixture",
+    "gemini_wire": "wires",
+    "ndjson": "encoders",
+    "ollama_wire": "wires",
+    "openai_chat_wire": "wires",
+    "openai_responses_wire": "wires",
+    "sse": "encoders",
+    "start_fake_provider": "provider",
+}
 
 __all__ = [
-    # the contract
-    "ERROR_KINDS",
     "AbortController",
     "AbortSignal",
+    "BackendConformanceTarget",
+    "BackendConformanceTestCase",
+    "CONFORMANCE_FIXTURE",
     "ChatRequest",
     "ChatResponse",
+    "ConformanceAbort",
+    "ConformanceCase",
+    "ConformanceError",
+    "ConformanceFixture",
+    "ERROR_KINDS",
     "ErrorKind",
+    "FakeProvider",
     "FinishReason",
+    "HangReply",
+    "JsonReply",
     "LLMError",
+    "MODES",
     "Message",
+    "ProviderInputError",
+    "RecordedRequest",
+    "SCENARIOS",
+    "Scenario",
     "StreamChunk",
+    "StreamReply",
+    "TargetDefinitionError",
     "ToolCall",
     "ToolSpec",
     "Usage",
-    # the fixture and the scenarios
-    "CONFORMANCE_FIXTURE",
-    "MODES",
-    "SCENARIOS",
-    "ConformanceFixture",
-    "Scenario",
-    "conformance_request",
-    # running cases
-    "BackendConformanceTarget",
-    "BackendConformanceTestCase",
-    "ConformanceAbort",
-    "ConformanceCase",
-    "backend_conformance_cases",
-    # wires
     "WIRES",
     "Wire",
     "anthropic_wire",
+    "aws_event_stream_message",
+    "backend_conformance_cases",
     "bedrock_converse_wire",
+    "conformance_request",
     "gemini_wire",
+    "ndjson",
     "ollama_wire",
     "openai_chat_wire",
     "openai_responses_wire",
-    # the fake provider and its encoders
-    "FakeProvider",
-    "HangReply",
-    "JsonReply",
-    "RecordedRequest",
-    "StreamReply",
-    "aws_event_stream_message",
-    "ndjson",
     "sse",
     "start_fake_provider",
-    # errors
-    "ConformanceError",
-    "ProviderInputError",
-    "TargetDefinitionError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -7,11 +7,13 @@ exception type passes as long as it carries the attributes of :class:`LLMError`.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "ERROR_KINDS",
@@ -267,6 +269,8 @@ class AbortSignal:
 
     async def wait(self) -> BaseException:
         """Wait, without blocking the loop, until aborted; return the reason."""
+        import asyncio  # here, so that sync users never pay for importing it
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[BaseException] = loop.create_future()
 

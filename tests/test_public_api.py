@@ -1,0 +1,64 @@
+"""The public surface: __all__, what each name resolves to, and what importing costs."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+import conformance
+
+PACKAGE = Path(conformance.__file__).resolve().parent
+
+
+class PublicApiTests(unittest.TestCase):
+    def test_all_is_sorted_and_unique(self) -> None:
+        """__all__ lists each public name once, in order."""
+        self.assertEqual(conformance.__all__, sorted(set(conformance.__all__)))
+
+    def test_every_name_in_all_resolves_to_its_module(self) -> None:
+        """Each exported name is found, and is the object its module defines."""
+        for name in conformance.__all__:
+            with self.subTest(name=name):
+                value = getattr(conformance, name)
+                module = conformance._EXPORTS[name]
+                source = __import__(f"conformance.{module}", fromlist=[name])
+                self.assertIs(value, getattr(source, name))
+
+    def test_type_checking_imports_match_the_exports(self) -> None:
+        """The imports type checkers read name exactly the exported names, from the same modules."""
+        tree = ast.parse((PACKAGE / "__init__.py").read_text())
+        found = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                for alias in node.names:
+                    found[alias.name] = node.module
+        self.assertEqual(found, dict(conformance._EXPORTS))
+
+    def test_unknown_name_is_an_attribute_error(self) -> None:
+        """A misspelt name fails like any missing module attribute."""
+        with self.assertRaisesRegex(AttributeError, "has no attribute 'BackendConformanceTestcase'"):
+            conformance.BackendConformanceTestcase  # noqa: B018
+
+    def test_dir_lists_the_public_names(self) -> None:
+        """dir() shows every public name, imported yet or not."""
+        self.assertLessEqual(set(conformance.__all__), set(dir(conformance)))
+
+    def test_import_loads_neither_asyncio_nor_h2(self) -> None:
+        """import conformance alone leaves asyncio and h2 unloaded; the HTTP/1.1 path never loads h2."""
+        code = (
+            "import sys, conformance; before = ('asyncio' in sys.modules, 'h2' in sys.modules); "
+            "from conformance import BackendConformanceTestCase, openai_chat_wire, start_fake_provider; "
+            "start_fake_provider().close(); print(before, 'h2' in sys.modules)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+            cwd=PACKAGE.parent,
+        )
+        self.assertEqual(done.stdout.strip(), "(False, False) False", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
