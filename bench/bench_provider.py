@@ -144,7 +144,8 @@ class _FloorServer:
 
     def __init__(self, protocol: Callable[[], asyncio.Protocol]) -> None:
         self.loop = asyncio.new_event_loop()
-        self.sock = socket.socket()
+        # IPPROTO_TCP, so that asyncio sets TCP_NODELAY on accepted sockets.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
         self.port = self.sock.getsockname()[1]
@@ -169,21 +170,16 @@ class _FloorServer:
 
 # -- the clients -----------------------------------------------------------------
 
-_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
-
-
 def _recv(sock: socket.socket) -> bytes:
-    """recv, then ask Linux to ACK at once.
+    """One recv, as any client does it: no TCP_QUICKACK.
 
-    Without it, a 20-segment reply meets the client's delayed ACK and stalls about
-    40 ms on some kernels, for the floor and the provider alike; that would measure
-    the kernel, not the server.
+    An earlier version set TCP_QUICKACK after each recv, because a 20-chunk reply
+    stalled about 40 ms on the client's delayed ACK. That stall was the servers'
+    Nagle: asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP, and
+    the listening sockets were made with proto 0. Now that they say TCP, a plain
+    client sees no stall, and neither must the bench's.
     """
-    data = sock.recv(65536)
-    if _QUICKACK is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-    return data
-
+    return sock.recv(65536)
 
 
 class _RawHttp1Client:

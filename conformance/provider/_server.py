@@ -10,6 +10,7 @@ first start, so importing the package stays cheap; ``h2`` only when h2c is used.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from types import TracebackType
@@ -89,8 +90,17 @@ class FakeProvider:
             from ._http1 import H1Connection
 
             family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            # proto must say TCP: asyncio turns Nagle off (TCP_NODELAY) only on sockets
+            # whose proto is IPPROTO_TCP, and an accepted socket inherits the listener's.
+            # With proto 0, every reply written in pieces (a stream's chunks) met the
+            # client's delayed ACK: about 40 ms per streamed reply through httpx.
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             try:
+                if os.name == "posix":
+                    # As asyncio's own servers do: a fixed port (serve --port, a test that
+                    # restarts on the port it had) binds again while connections the
+                    # provider closed first linger in TIME_WAIT.
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.bind((self._host, self._port))
                 sock.listen(128)
                 sock.setblocking(False)

@@ -7,7 +7,7 @@ pure function of the scenario and the request.
 
 from __future__ import annotations
 
-import json
+import json as _json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,7 +55,7 @@ class JsonReply:
         """The body as it goes on the wire."""
         if isinstance(self.body, (bytes, bytearray)):
             return bytes(self.body)
-        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return _json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def header_items(self) -> Tuple[Tuple[str, str], ...]:
         """The extra headers, validated."""
@@ -109,14 +109,20 @@ _CLOSED = threading.Condition(threading.Lock())
 Handler = Callable[["RecordedRequest"], Union[Reply, Awaitable[Reply]]]
 
 
-@dataclass
+#: Marks a body not yet parsed: ``None`` is a parse result (an empty or non-JSON body).
+_UNPARSED: Any = object()
+
+
+@dataclass(init=False)
 class RecordedRequest:
     """One request as the provider received it.
 
     ``headers`` has lower-case names; a repeated header's values are joined with
     ``", "``. ``json`` is the parsed body, or ``None`` where the body is empty or not
-    JSON. ``closed_at`` is set (``time.monotonic()``) when the client closed the
-    connection or, over h2, the stream.
+    JSON; it is parsed on first access (most requests are never read that way, and
+    parsing is the largest single cost of recording one), then kept. ``closed_at`` is
+    set (``time.monotonic()``) when the client closed the connection or, over h2, the
+    stream.
     """
 
     method: str
@@ -125,18 +131,53 @@ class RecordedRequest:
     headers: Dict[str, str]
     body: bytes
     http_version: str
-    json: Any = None
-    error: Optional[str] = None
-    received_at: float = field(default_factory=time.monotonic)
-    closed_at: Optional[float] = None
-    _closed: bool = field(default=False, repr=False, compare=False)
+    error: Optional[str]
+    received_at: float
+    closed_at: Optional[float]
+    _closed: bool = field(init=False, repr=False, compare=False)
+    _json: Any = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if self.json is None and self.body:
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Dict[str, str],
+        body: bytes,
+        http_version: str,
+        json: Any = None,
+        error: Optional[str] = None,
+        received_at: Optional[float] = None,
+        closed_at: Optional[float] = None,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.http_version = http_version
+        self.error = error
+        self.received_at = time.monotonic() if received_at is None else received_at
+        self.closed_at = closed_at
+        self._closed = False
+        # A parsed value given here wins; otherwise the body is parsed when first asked.
+        self._json = _UNPARSED if json is None and body else json
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON, or ``None`` where it is empty or not JSON."""
+        value = self._json
+        if value is _UNPARSED:
             try:
-                self.json = json.loads(self.body)
+                value = _json.loads(self.body)
             except (ValueError, UnicodeDecodeError):
-                self.json = None
+                value = None
+            self._json = value
+        return value
+
+    @json.setter
+    def json(self, value: Any) -> None:
+        self._json = value
 
     @property
     def params(self) -> Dict[str, str]:
