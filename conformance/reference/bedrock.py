@@ -30,9 +30,9 @@ from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 from urllib.parse import quote
 
 from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._base import ReferenceBackend
 from ._decoders import EventStreamDecoder, EventStreamError, EventStreamMessage
-from ._errors import decode_json, retry_after_seconds, status_kind
-from ._transport import Response, request
+from ._errors import decode_json, status_kind
 
 __all__ = ["BedrockConverseBackend"]
 
@@ -95,32 +95,17 @@ class _Turn:
     usage: Optional[Usage] = None
 
 
-class BedrockConverseBackend:
+class BedrockConverseBackend(ReferenceBackend):
     """Talks to ``{base_url}/model/{modelId}/converse`` and ``/converse-stream``."""
 
     provider = "bedrock"
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str = "test",
-        http2: bool = False,
-        headers: Optional[Mapping[str, str]] = None,
-        timeout: float = 60.0,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.http2 = http2
-        self.extra_headers = dict(headers or {})
-        self.timeout = timeout
-
     # -- the request ------------------------------------------------------------------
 
-    def url(self, model: str, stream: bool) -> str:
+    def url(self, chat: ChatRequest, stream: bool) -> str:
         """The operation's URL; ``safe=""`` so that ``:`` and ``/`` in an id are encoded too."""
         operation = "converse-stream" if stream else "converse"
-        return f"{self.base_url}/model/{quote(model, safe='')}/{operation}"
+        return f"{self.base_url}/model/{quote(chat.model, safe='')}/{operation}"
 
     def headers(self, stream: bool) -> Dict[str, str]:
         """Headers of every request: the API key, JSON, and the caller's own."""
@@ -131,7 +116,7 @@ class BedrockConverseBackend:
             **self.extra_headers,
         }
 
-    def body(self, chat: ChatRequest) -> Dict[str, Any]:
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
         """The Converse request body (the same for ConverseStream)."""
         system = [{"text": m.content} for m in chat.messages if m.role == "system"]
         body: Dict[str, Any] = {
@@ -160,26 +145,6 @@ class BedrockConverseBackend:
             }
         return body
 
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        """Send the request; a failure status becomes an :class:`LLMError` here."""
-        payload = json.dumps(self.body(chat), ensure_ascii=False).encode("utf-8")
-        response = await request(
-            self.url(chat.model, stream),
-            "POST",
-            headers=self.headers(stream),
-            body=payload,
-            http2=self.http2,
-            signal=chat.signal,
-            timeout=self.timeout,
-        )
-        if response.status >= 400:
-            try:
-                raw = await response.read()
-            finally:
-                await response.aclose()
-            raise self.status_error(response.status, response.headers, decode_json(raw))
-        return response
-
     # -- errors -----------------------------------------------------------------------
 
     @staticmethod
@@ -204,8 +169,13 @@ class BedrockConverseBackend:
             return kind
         return "server_error" if status is None else status_kind(status)
 
-    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
-        """The error for a failure status."""
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        """The error for a failure status.
+
+        Bedrock sends no delay on a throttle; a proxy in front of it might, so
+        ``retry_after`` still reads one.
+        """
+        body = decode_json(raw)
         message = ""
         if isinstance(body, dict):
             message = str(body.get("message") or body.get("Message") or "")
@@ -220,10 +190,6 @@ class BedrockConverseBackend:
             request_id=headers.get("x-amzn-requestid"),
         )
 
-    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
-        """Bedrock sends no delay on a throttle; a proxy in front of it might, so read one."""
-        return retry_after_seconds(headers)
-
     def make_error(
         self,
         kind: str,
@@ -234,20 +200,9 @@ class BedrockConverseBackend:
         retry_after: Optional[float] = None,
         request_id: Optional[str] = None,
     ) -> LLMError:
+        """The error a Bedrock error name describes, the name kept as ``details.error_type``."""
         details = {"error_type": name, "request_id": request_id}
-        if kind == "invalid_request":
-            return LLMError(
-                message,
-                code="LLM_INVALID_REQUEST",
-                kind=kind,
-                retryable=False,
-                status=status,
-                provider=self.provider,
-                details=details,
-            )
-        return LLMError.from_kind(
-            kind, message, retry_after=retry_after, status=status, provider=self.provider, details=details
-        )
+        return self.build_error(kind, message, status=status, details=details, retry_after=retry_after)
 
     # -- the answer -------------------------------------------------------------------
 
@@ -397,6 +352,3 @@ class BedrockConverseBackend:
         # messageStart and contentBlockStop carry nothing to keep; unknown events are
         # skipped, as the SDKs skip them.
         return ""
-
-    async def aclose(self) -> None:
-        """Nothing to release: each request has a connection of its own."""

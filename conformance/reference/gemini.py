@@ -30,9 +30,9 @@ import secrets
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
 from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
-from ._errors import decode_json, retry_after_seconds, status_kind
-from ._transport import Response, request
+from ._errors import decode_json, status_kind
 
 __all__ = ["GeminiBackend"]
 
@@ -78,7 +78,7 @@ def _details(error: Mapping[str, Any], type_suffix: str) -> List[Mapping[str, An
     return [d for d in details if isinstance(d, dict) and str(d.get("@type", "")).endswith(f".{type_suffix}")]
 
 
-class GeminiBackend:
+class GeminiBackend(ReferenceBackend):
     """Talks to ``{base_url}/{api_version}/models/{model}:generateContent``.
 
     ``base_url`` is the API root, without the version: ``https://generativelanguage.googleapis.com``.
@@ -87,24 +87,9 @@ class GeminiBackend:
     provider = "gemini"
     api_version = "v1beta"
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str = "test",
-        http2: bool = False,
-        headers: Optional[Mapping[str, str]] = None,
-        timeout: float = 60.0,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.http2 = http2
-        self.extra_headers = dict(headers or {})
-        self.timeout = timeout
-
     # -- the request ------------------------------------------------------------------
 
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         """Headers of every request: the key (in a header, not the URL), JSON, and the caller's own."""
         return {
             "x-goog-api-key": self.api_key,
@@ -120,8 +105,11 @@ class GeminiBackend:
             return f"{self.base_url}/{self.api_version}/models/{model}:streamGenerateContent?alt=sse"
         return f"{self.base_url}/{self.api_version}/models/{model}:generateContent"
 
-    def body(self, chat: ChatRequest) -> Dict[str, Any]:
-        """The ``GenerateContentRequest``: system messages go to ``systemInstruction``."""
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        """The ``GenerateContentRequest``: system messages go to ``systemInstruction``.
+
+        It is the same for a stream: the URL, not the body, asks for one.
+        """
         system = [m.content for m in chat.messages if m.role == "system"]
         contents = [
             {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
@@ -149,23 +137,6 @@ class GeminiBackend:
             body["generationConfig"] = {"maxOutputTokens": chat.max_tokens}
         return body
 
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        """Send the request; a failure status becomes an :class:`LLMError` here."""
-        payload = json.dumps(self.body(chat), ensure_ascii=False).encode("utf-8")
-        response = await request(
-            self.url(chat, stream),
-            "POST",
-            headers=self.headers(),
-            body=payload,
-            http2=self.http2,
-            signal=chat.signal,
-            timeout=self.timeout,
-        )
-        if response.status >= 400:
-            raw = await response.read()
-            raise self.status_error(response.status, response.headers, decode_json(raw))
-        return response
-
     # -- errors -----------------------------------------------------------------------
 
     def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
@@ -189,22 +160,23 @@ class GeminiBackend:
             status = code
         return status_kind(status) if status is not None else "server_error"
 
-    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
         """The error for a failure status, with ``retry_after`` for a rate limit."""
+        body = decode_json(raw)
         error = body.get("error") if isinstance(body, dict) else None
         if not isinstance(error, dict):
             error = {"message": f"HTTP {status} with a body that is not a google.rpc.Status"}
         kind = self.error_kind(status, error)
-        retry_after = self.retry_after(error, headers) if kind == "rate_limit" else None
+        retry_after = self.retry_delay(error, headers) if kind == "rate_limit" else None
         return self.make_error(kind, error, status=status, retry_after=retry_after)
 
-    def retry_after(self, error: Mapping[str, Any], headers: Mapping[str, str]) -> Optional[float]:
+    def retry_delay(self, error: Mapping[str, Any], headers: Mapping[str, str]) -> Optional[float]:
         """``RetryInfo.retryDelay`` (a Duration such as ``"7s"``), then the retry-after headers."""
         for info in _details(error, "RetryInfo"):
             found = _DURATION.match(str(info.get("retryDelay", "")))
             if found:
                 return float(found.group(1))
-        return retry_after_seconds(headers)
+        return self.retry_after(headers)
 
     def make_error(
         self,
@@ -214,25 +186,10 @@ class GeminiBackend:
         status: Optional[int],
         retry_after: Optional[float] = None,
     ) -> LLMError:
-        message = str(error.get("message") or kind)
+        """The error a ``google.rpc.Status`` describes, its status, code and details kept."""
         details = {"status": error.get("status"), "code": error.get("code"), "details": error.get("details")}
-        if kind in ("rate_limit", "quota", "auth", "overloaded", "server_error", "context_overflow"):
-            return LLMError.from_kind(
-                kind,
-                message,
-                retry_after=retry_after,
-                status=status,
-                provider=self.provider,
-                details=details,
-            )
-        return LLMError(
-            message,
-            code="LLM_INVALID_REQUEST",
-            kind=kind,
-            retryable=False,
-            status=status,
-            provider=self.provider,
-            details=details,
+        return self.build_error(
+            kind, str(error.get("message") or kind), status=status, details=details, retry_after=retry_after
         )
 
     # -- the answer -------------------------------------------------------------------
@@ -349,6 +306,3 @@ class GeminiBackend:
     def sse_decoder(self) -> SSEDecoder:
         """The event decoder: it splits events on bytes and decodes whole lines only."""
         return SSEDecoder()
-
-    async def aclose(self) -> None:
-        """Nothing to release: each request has a connection of its own."""

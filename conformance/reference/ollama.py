@@ -28,9 +28,9 @@ import secrets
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
 from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._base import ReferenceBackend
 from ._decoders import NDJSONDecoder
-from ._errors import decode_json, retry_after_seconds, status_kind
-from ._transport import Response, request
+from ._errors import decode_json, status_kind
 
 __all__ = ["OllamaBackend"]
 
@@ -43,29 +43,15 @@ _CONTEXT_OVERFLOW = re.compile(r"longer than the context length|exceeds the avai
 _AUTH = re.compile(r"^unauthorized$", re.I)
 
 
-class OllamaBackend:
+class OllamaBackend(ReferenceBackend):
     """Talks to ``{base_url}/api/chat``; ``base_url`` is the server: ``http://localhost:11434``."""
 
     provider = "ollama"
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str = "test",
-        http2: bool = False,
-        headers: Optional[Mapping[str, str]] = None,
-        timeout: float = 60.0,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.http2 = http2
-        self.extra_headers = dict(headers or {})
-        self.timeout = timeout
+    path = "/api/chat"
 
     # -- the request ------------------------------------------------------------------
 
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         """Headers of every request. A local server ignores the key; ollama.com needs it."""
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self.api_key:
@@ -96,23 +82,6 @@ class OllamaBackend:
             body["options"] = {"num_predict": chat.max_tokens}
         return body
 
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        """Send the request; a failure status becomes an :class:`LLMError` here."""
-        payload = json.dumps(self.body(chat, stream), ensure_ascii=False).encode("utf-8")
-        response = await request(
-            f"{self.base_url}/api/chat",
-            "POST",
-            headers=self.headers(),
-            body=payload,
-            http2=self.http2,
-            signal=chat.signal,
-            timeout=self.timeout,
-        )
-        if response.status >= 400:
-            raw = await response.read()
-            raise self.status_error(response.status, response.headers, decode_json(raw), raw)
-        return response
-
     # -- errors -----------------------------------------------------------------------
 
     def error_kind(self, status: Optional[int], message: str) -> str:
@@ -127,39 +96,24 @@ class OllamaBackend:
             return "auth" if _AUTH.match(message) else "server_error"
         return status_kind(status)
 
-    def status_error(self, status: int, headers: Mapping[str, str], body: Any, raw: bytes) -> LLMError:
-        """The error for a failure status; ``retry_after`` for a rate limit, if a proxy sent one."""
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        """The error for a failure status; ``retry_after`` for a rate limit, if a proxy sent one.
+
+        Ollama sends no retry delay itself; a proxy in front of it may.
+        """
+        body = decode_json(raw)
         error = body.get("error") if isinstance(body, dict) else None
         message = error if isinstance(error, str) else raw[:200].decode("utf-8", "replace")
         kind = self.error_kind(status, message)
         retry_after = self.retry_after(headers) if kind == "rate_limit" else None
         return self.make_error(kind, message, status=status, retry_after=retry_after)
 
-    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
-        """Ollama sends none itself; a proxy in front of it may."""
-        return retry_after_seconds(headers)
-
     def make_error(
         self, kind: str, message: str, *, status: Optional[int], retry_after: Optional[float] = None
     ) -> LLMError:
-        details = {"error": message}
-        if kind in ("rate_limit", "quota", "auth", "overloaded", "server_error", "context_overflow"):
-            return LLMError.from_kind(
-                kind,
-                message or kind,
-                retry_after=retry_after,
-                status=status,
-                provider=self.provider,
-                details=details,
-            )
-        return LLMError(
-            message or kind,
-            code="LLM_INVALID_REQUEST",
-            kind=kind,
-            retryable=False,
-            status=status,
-            provider=self.provider,
-            details=details,
+        """The error an Ollama error text describes; the text is all there is, so it is kept."""
+        return self.build_error(
+            kind, message or kind, status=status, details={"error": message}, retry_after=retry_after
         )
 
     # -- the answer -------------------------------------------------------------------
@@ -266,6 +220,3 @@ class OllamaBackend:
     def ndjson_decoder(self) -> NDJSONDecoder:
         """The line decoder: it splits on newline bytes and decodes whole lines only."""
         return NDJSONDecoder()
-
-    async def aclose(self) -> None:
-        """Nothing to release: each request has a connection of its own."""

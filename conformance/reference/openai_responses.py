@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
-from ._errors import decode_json, retry_after_seconds, status_kind
-from ._transport import Response, request
+from ._errors import decode_json, status_kind
 from .openai_chat import OVERLOAD_CODES, OVERLOAD_TYPES, QUOTA_CODES
 
 __all__ = ["OpenAIResponsesBackend"]
@@ -53,29 +53,15 @@ class _Turn:
     usage: Optional[Usage] = None
 
 
-class OpenAIResponsesBackend:
+class OpenAIResponsesBackend(ReferenceBackend):
     """Talks to ``{base_url}/responses``; ``base_url`` ends in ``/v1``."""
 
     provider = "openai"
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str = "test",
-        http2: bool = False,
-        headers: Optional[Mapping[str, str]] = None,
-        timeout: float = 60.0,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.http2 = http2
-        self.extra_headers = dict(headers or {})
-        self.timeout = timeout
+    path = "/responses"
 
     # -- the request ------------------------------------------------------------------
 
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         """Headers of every request: the key, JSON, and the caller's own."""
         return {
             "authorization": f"Bearer {self.api_key}",
@@ -115,23 +101,6 @@ class OpenAIResponsesBackend:
             body["stream"] = True
         return body
 
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        """Send the request; a failure status becomes an :class:`LLMError` here."""
-        payload = json.dumps(self.body(chat, stream), ensure_ascii=False).encode("utf-8")
-        response = await request(
-            f"{self.base_url}/responses",
-            "POST",
-            headers=self.headers(),
-            body=payload,
-            http2=self.http2,
-            signal=chat.signal,
-            timeout=self.timeout,
-        )
-        if response.status >= 400:
-            raw = await response.read()
-            raise self.status_error(response.status, response.headers, decode_json(raw))
-        return response
-
     # -- errors -----------------------------------------------------------------------
 
     def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
@@ -151,8 +120,13 @@ class OpenAIResponsesBackend:
             return FAILED_CODES.get(str(code), "server_error")
         return status_kind(status)
 
-    def status_error(self, status: int, headers: Mapping[str, str], body: Any) -> LLMError:
-        """The error for a failure status, with ``retry_after`` for a rate limit."""
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        """The error for a failure status, with ``retry_after`` for a rate limit.
+
+        ``retry_after`` reads ``retry-after-ms``, then ``retry-after``: the order
+        openai-python reads them in.
+        """
+        body = decode_json(raw)
         error = body.get("error") if isinstance(body, dict) else None
         if not isinstance(error, dict):
             error = {"message": f"HTTP {status} with a body that is not an OpenAI error"}
@@ -165,10 +139,6 @@ class OpenAIResponsesBackend:
             request_id=headers.get("x-request-id"),
         )
 
-    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
-        """``retry-after-ms``, then ``retry-after``: the order openai-python reads them in."""
-        return retry_after_seconds(headers)
-
     def make_error(
         self,
         kind: str,
@@ -178,25 +148,10 @@ class OpenAIResponsesBackend:
         retry_after: Optional[float] = None,
         request_id: Optional[str] = None,
     ) -> LLMError:
-        message = str(error.get("message") or kind)
+        """The error an OpenAI error object describes, its type and code kept in ``details``."""
         details = {"type": error.get("type"), "code": error.get("code"), "request_id": request_id}
-        if kind in ("rate_limit", "quota", "auth", "overloaded", "server_error", "context_overflow"):
-            return LLMError.from_kind(
-                kind,
-                message,
-                retry_after=retry_after,
-                status=status,
-                provider=self.provider,
-                details=details,
-            )
-        return LLMError(
-            message,
-            code="LLM_INVALID_REQUEST",
-            kind=kind,
-            retryable=False,
-            status=status,
-            provider=self.provider,
-            details=details,
+        return self.build_error(
+            kind, str(error.get("message") or kind), status=status, details=details, retry_after=retry_after
         )
 
     def stream_error(self, event: Mapping[str, Any]) -> LLMError:
@@ -338,6 +293,3 @@ class OpenAIResponsesBackend:
     def sse_decoder(self) -> SSEDecoder:
         """The event decoder: it splits events on bytes and decodes whole lines only."""
         return SSEDecoder()
-
-    async def aclose(self) -> None:
-        """Nothing to release: each request has a connection of its own."""

@@ -161,7 +161,7 @@ class DecodesPerChunk(AnthropicBackend):
 
 
 class ForgetsHeaders(AnthropicBackend):
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         return {
             "x-api-key": self.api_key,
             "anthropic-version": "2023-06-01",

@@ -201,16 +201,16 @@ class SendsNoCredentials(BedrockConverseBackend):
 class SystemAsMessage(BedrockConverseBackend):
     """Sends the system prompt as a message, the OpenAI way."""
 
-    def body(self, chat: ChatRequest) -> Dict[str, Any]:
-        body = super().body(chat)
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        body = super().body(chat, stream)
         system = body.pop("system", [])
         body["messages"] = [{"role": "system", "content": system}, *body["messages"]]
         return body
 
 
 class SendsNoTools(BedrockConverseBackend):
-    def body(self, chat: ChatRequest) -> Dict[str, Any]:
-        body = super().body(chat)
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        body = super().body(chat, stream)
         del body["toolConfig"]
         return body
 
@@ -227,9 +227,9 @@ class Retries(BedrockConverseBackend):
 
 class IgnoresAbort(BedrockConverseBackend):
     async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        payload = json.dumps(self.body(chat)).encode("utf-8")
+        payload = json.dumps(self.body(chat, stream)).encode("utf-8")
         response = await request(
-            self.url(chat.model, stream),
+            self.url(chat, stream),
             "POST",
             headers=self.headers(stream),
             body=payload,
@@ -239,7 +239,7 @@ class IgnoresAbort(BedrockConverseBackend):
         if response.status >= 400:
             raw = await response.read()
             await response.aclose()
-            raise self.status_error(response.status, response.headers, json.loads(raw))
+            raise self.status_error(response.status, response.headers, raw)
         return response
 
 

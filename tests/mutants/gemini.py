@@ -90,7 +90,7 @@ class QuotaAsRateLimit(GeminiBackend):
 
 
 class IgnoresRetryDelay(GeminiBackend):
-    def retry_after(self, error: Mapping[str, Any], headers: Mapping[str, str]) -> Optional[float]:
+    def retry_delay(self, error: Mapping[str, Any], headers: Mapping[str, str]) -> Optional[float]:
         return None
 
 
@@ -142,15 +142,15 @@ class DecodesPerChunk(GeminiBackend):
 
 
 class ForgetsHeaders(GeminiBackend):
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         return {"x-goog-api-key": self.api_key, "content-type": "application/json"}
 
 
 class SystemAsContent(GeminiBackend):
     """Sends the system prompt as a content with role "system", which Gemini refuses."""
 
-    def body(self, chat: ChatRequest) -> Dict[str, Any]:
-        body = super().body(chat)
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        body = super().body(chat, stream)
         instruction = body.pop("systemInstruction")
         body["contents"].insert(0, {"role": "system", "parts": instruction["parts"]})
         return body
@@ -175,17 +175,17 @@ class Retries(GeminiBackend):
 
 class IgnoresAbort(GeminiBackend):
     async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        payload = json.dumps(self.body(chat)).encode("utf-8")
+        payload = json.dumps(self.body(chat, stream)).encode("utf-8")
         response = await request(
             self.url(chat, stream),
             "POST",
-            headers=self.headers(),
+            headers=self.headers(stream),
             body=payload,
             http2=self.http2,
             timeout=self.timeout,
         )
         if response.status >= 400:
-            raise self.status_error(response.status, response.headers, json.loads(await response.read()))
+            raise self.status_error(response.status, response.headers, await response.read())
         return response
 
 

@@ -124,7 +124,7 @@ class DecodesPerChunk(OllamaBackend):
 
 
 class ForgetsHeaders(OllamaBackend):
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         return {"content-type": "application/json"}
 
 
@@ -161,14 +161,14 @@ class IgnoresAbort(OllamaBackend):
         response = await request(
             f"{self.base_url}/api/chat",
             "POST",
-            headers=self.headers(),
+            headers=self.headers(stream),
             body=payload,
             http2=self.http2,
             timeout=self.timeout,
         )
         if response.status >= 400:
             raw = await response.read()
-            raise self.status_error(response.status, response.headers, json.loads(raw), raw)
+            raise self.status_error(response.status, response.headers, raw)
         return response
 
 

@@ -136,7 +136,7 @@ class DecodesPerChunk(OpenAIChatBackend):
 
 
 class ForgetsHeaders(OpenAIChatBackend):
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}", "content-type": "application/json"}
 
 
@@ -163,13 +163,13 @@ class IgnoresAbort(OpenAIChatBackend):
         response = await request(
             f"{self.base_url}/chat/completions",
             "POST",
-            headers=self.headers(),
+            headers=self.headers(stream),
             body=payload,
             http2=self.http2,
             timeout=self.timeout,
         )
         if response.status >= 400:
-            raise self.status_error(response.status, response.headers, json.loads(await response.read()))
+            raise self.status_error(response.status, response.headers, await response.read())
         return response
 
 

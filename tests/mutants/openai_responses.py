@@ -166,7 +166,7 @@ class DecodesPerChunk(OpenAIResponsesBackend):
 
 
 class ForgetsHeaders(OpenAIResponsesBackend):
-    def headers(self) -> Dict[str, str]:
+    def headers(self, stream: bool) -> Dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}", "content-type": "application/json"}
 
 
