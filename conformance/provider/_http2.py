@@ -70,6 +70,11 @@ def encode_json(reply: JsonReply) -> Tuple[Headers, bytes]:
     return _headers(reply.status, fixed, reply.header_items()), body
 
 
+#: How long a connection this side closed may stay half-open, reading and discarding,
+#: while the client reads the last frames and leaves.
+_LINGER_SECONDS = 2.0
+
+
 class _Stream:
     """A request stream from its HEADERS until its reply has ended (or it was reset)."""
 
@@ -432,7 +437,15 @@ class H2Session:
     def _close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.transport.close()
+            transport = self.transport
+            # Closing with unread input (a late WINDOW_UPDATE) makes the kernel send a
+            # reset, which can take the last frames with it before the client reads
+            # them: half-close and let the client leave first, within a bound.
+            if transport.can_write_eof() and not transport.is_closing():
+                transport.write_eof()
+                self.loop.call_later(_LINGER_SECONDS, transport.close)
+            else:
+                transport.close()
 
     def connection_lost(self) -> None:
         self.closed = True
