@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
-from conformance.contract import ChatRequest, LLMError, StreamChunk, ToolCall, Usage
+from conformance.contract import ChatRequest, StreamChunk, ToolCall
 from conformance.reference._decoders import EventStreamDecoder, EventStreamMessage
-from conformance.reference._transport import Response, request
 from conformance.reference.bedrock import BedrockConverseBackend, _PartialToolUse, _Turn
 
-from . import Mutant
-from ._common import Leak
+from . import _common as shared
+from ._common import Zoo
 
-WIRE = "bedrock-converse"
-HEADERS = {"x-gateway-key": "mutant-matrix"}
-
-
-class DropsUsage(BedrockConverseBackend):
-    @staticmethod
-    def usage(raw: Any) -> Optional[Usage]:
-        return None
+zoo = Zoo("bedrock-converse", BedrockConverseBackend)
 
 
 class StopsAtMessageStop(BedrockConverseBackend):
@@ -100,12 +91,6 @@ class YieldsHalfBuiltCall(BedrockConverseBackend):
         return text
 
 
-class FilterAsStop(BedrockConverseBackend):
-    def finish_reason(self, stop_reason: Optional[str], calls: List[ToolCall]) -> str:
-        reason = super().finish_reason(stop_reason, calls)
-        return "stop" if reason == "content_filter" else reason
-
-
 class GuardrailAsStop(BedrockConverseBackend):
     """Knows content_filtered but not guardrail_intervened."""
 
@@ -115,43 +100,11 @@ class GuardrailAsStop(BedrockConverseBackend):
         return super().finish_reason(stop_reason, calls)
 
 
-class QuotaAsRateLimit(BedrockConverseBackend):
-    """Reads the ThrottlingException name but not its "per day" message."""
-
-    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
-        kind = super().error_kind(name, message, status)
-        return "rate_limit" if kind == "quota" else kind
-
-
 class InventsRetryAfter(BedrockConverseBackend):
     """Reports a default delay of its own where Bedrock sent none."""
 
     def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
         return super().retry_after(headers) or 1.0
-
-
-class AuthAsServerError(BedrockConverseBackend):
-    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
-        kind = super().error_kind(name, message, status)
-        return "server_error" if kind == "auth" else kind
-
-
-class OverloadAsServerError(BedrockConverseBackend):
-    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
-        kind = super().error_kind(name, message, status)
-        return "server_error" if kind == "overloaded" else kind
-
-
-class ServerErrorAsFatal(BedrockConverseBackend):
-    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
-        kind = super().error_kind(name, message, status)
-        return "invalid_request" if kind == "server_error" else kind
-
-
-class ContextOverflowAsBadRequest(BedrockConverseBackend):
-    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
-        kind = super().error_kind(name, message, status)
-        return "invalid_request" if kind == "context_overflow" else kind
 
 
 class QuietOnStreamError(BedrockConverseBackend):
@@ -162,15 +115,6 @@ class QuietOnStreamError(BedrockConverseBackend):
             turn.stop_reason = turn.stop_reason or "end_turn"
             return ""
         return super().on_message(message, turn)
-
-
-class LosesTextBeforeError(BedrockConverseBackend):
-    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
-        held = []
-        async for chunk in super().chat_stream(chat):
-            held.append(chunk)
-        for chunk in held:
-            yield chunk
 
 
 class FramePerChunkDecoder(EventStreamDecoder):
@@ -184,11 +128,6 @@ class FramePerChunkDecoder(EventStreamDecoder):
 class FramesPerChunk(BedrockConverseBackend):
     def decoder(self) -> EventStreamDecoder:
         return FramePerChunkDecoder()
-
-
-class ForgetsHeaders(BedrockConverseBackend):
-    def headers(self, stream: bool) -> Dict[str, str]:
-        return {"authorization": f"Bearer {self.api_key}", "content-type": "application/json"}
 
 
 class SendsNoCredentials(BedrockConverseBackend):
@@ -213,62 +152,6 @@ class SendsNoTools(BedrockConverseBackend):
         body = super().body(chat, stream)
         del body["toolConfig"]
         return body
-
-
-class Retries(BedrockConverseBackend):
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        try:
-            return await super().send(chat, stream)
-        except LLMError as error:
-            if error.status is None:
-                raise
-            return await super().send(chat, stream)
-
-
-class IgnoresAbort(BedrockConverseBackend):
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        payload = json.dumps(self.body(chat, stream)).encode("utf-8")
-        response = await request(
-            self.url(chat, stream),
-            "POST",
-            headers=self.headers(stream),
-            body=payload,
-            http2=self.http2,
-            timeout=self.timeout,
-        )
-        if response.status >= 400:
-            raw = await response.read()
-            await response.aclose()
-            raise self.status_error(response.status, response.headers, raw)
-        return response
-
-
-class AbortsWithoutClosing(IgnoresAbort):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.leak = Leak()
-
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        response = await self.leak.race(super().send(chat, stream), chat.signal)
-        return self.leak.wrap(response, chat.signal)  # type: ignore[return-value]
-
-    async def aclose(self) -> None:
-        await self.leak.release()
-
-
-class WrapsCancellation(BedrockConverseBackend):
-    async def chat(self, chat: ChatRequest) -> Any:
-        try:
-            return await super().chat(chat)
-        except asyncio.CancelledError:
-            raise LLMError.from_kind("server_error", "cancelled") from None
-
-    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
-        try:
-            async for chunk in super().chat_stream(chat):
-                yield chunk
-        except asyncio.CancelledError:
-            raise LLMError.from_kind("server_error", "cancelled") from None
 
 
 class IgnoresChecksums(BedrockConverseBackend):
@@ -305,92 +188,45 @@ class _NoCRCDecoder(EventStreamDecoder):
         return messages
 
 
-def _make(cls: type, headers: Optional[Mapping[str, str]] = None) -> Any:
-    return lambda url, http2: cls(url, http2=http2, headers=headers)
-
-
 MUTANTS = [
-    Mutant("drops-usage", "reports no usage", WIRE, _make(DropsUsage)),
-    Mutant(
-        "stops-at-message-stop",
-        "stops at messageStop, before the usage in metadata",
-        WIRE,
-        _make(StopsAtMessageStop),
+    zoo.shared(shared.DROPS_USAGE),
+    zoo.mutant(
+        "stops-at-message-stop", "stops at messageStop, before the usage in metadata", StopsAtMessageStop
     ),
-    Mutant(
+    zoo.mutant(
         "text-needs-block-start",
         "drops deltas of blocks that had no contentBlockStart (every text block)",
-        WIRE,
-        _make(TextNeedsBlockStart),
+        TextNeedsBlockStart,
     ),
-    Mutant(
-        "stop-on-tool-turn",
-        'passes end_turn through as "stop" on a tool turn',
-        WIRE,
-        _make(PassesStopThrough),
+    zoo.mutant("stop-on-tool-turn", 'passes end_turn through as "stop" on a tool turn', PassesStopThrough),
+    zoo.mutant("unparsed-arguments", "returns the tool input as a JSON string", UnparsedArguments),
+    zoo.mutant("keeps-truncated-call", "keeps the call cut off by max_tokens", KeepsTruncatedCall),
+    zoo.mutant(
+        "half-built-call", "yields a tool call at contentBlockStart, before its input", YieldsHalfBuiltCall
     ),
-    Mutant("unparsed-arguments", "returns the tool input as a JSON string", WIRE, _make(UnparsedArguments)),
-    Mutant("keeps-truncated-call", "keeps the call cut off by max_tokens", WIRE, _make(KeepsTruncatedCall)),
-    Mutant(
-        "half-built-call",
-        "yields a tool call at contentBlockStart, before its input",
-        WIRE,
-        _make(YieldsHalfBuiltCall),
+    zoo.shared(shared.FILTER_AS_STOP),
+    zoo.mutant("guardrail-as-stop", 'calls guardrail_intervened "stop"', GuardrailAsStop),
+    # Reads the ThrottlingException name but not its "per day" message.
+    zoo.shared(
+        shared.QUOTA_AS_RATE_LIMIT, 'treats a "per day" ThrottlingException as a retryable rate limit'
     ),
-    Mutant("filter-as-stop", 'calls a content-filtered turn "stop"', WIRE, _make(FilterAsStop)),
-    Mutant("guardrail-as-stop", 'calls guardrail_intervened "stop"', WIRE, _make(GuardrailAsStop)),
-    Mutant(
-        "quota-as-rate-limit",
-        'treats a "per day" ThrottlingException as a retryable rate limit',
-        WIRE,
-        _make(QuotaAsRateLimit),
+    zoo.mutant("invents-retry-after", "reports a retry delay Bedrock never sent", InventsRetryAfter),
+    zoo.shared(shared.AUTH_AS_SERVER_ERROR, "calls bad credentials a retryable server error"),
+    zoo.shared(shared.OVERLOAD_AS_SERVER_ERROR),
+    zoo.shared(shared.SERVER_ERROR_AS_FATAL),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST, 'misses "Input is too long" in a ValidationException'),
+    zoo.mutant(
+        "quiet-on-stream-error", "ends quietly on an exception message mid-stream", QuietOnStreamError
     ),
-    Mutant("invents-retry-after", "reports a retry delay Bedrock never sent", WIRE, _make(InventsRetryAfter)),
-    Mutant(
-        "auth-as-server-error",
-        "calls bad credentials a retryable server error",
-        WIRE,
-        _make(AuthAsServerError),
-    ),
-    Mutant(
-        "overload-as-server-error", "calls an overload a server error", WIRE, _make(OverloadAsServerError)
-    ),
-    Mutant(
-        "server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)
-    ),
-    Mutant(
-        "context-overflow-as-bad-request",
-        'misses "Input is too long" in a ValidationException',
-        WIRE,
-        _make(ContextOverflowAsBadRequest),
-    ),
-    Mutant(
-        "quiet-on-stream-error",
-        "ends quietly on an exception message mid-stream",
-        WIRE,
-        _make(QuietOnStreamError),
-    ),
-    Mutant(
-        "loses-text-before-error",
-        "holds the text back until the end, then fails",
-        WIRE,
-        _make(LosesTextBeforeError),
-    ),
-    Mutant("frames-per-chunk", "takes each network chunk as whole frames", WIRE, _make(FramesPerChunk)),
-    Mutant(
-        "forgets-headers", "drops the caller's headers", WIRE, _make(ForgetsHeaders, HEADERS), headers=HEADERS
-    ),
-    Mutant("sends-no-credentials", "sends no Authorization header", WIRE, _make(SendsNoCredentials)),
-    Mutant("system-as-message", "sends the system prompt as a message", WIRE, _make(SystemAsMessage)),
-    Mutant("sends-no-tools", "leaves toolConfig out of the request", WIRE, _make(SendsNoTools)),
-    Mutant("retries", "retries a failed request once", WIRE, _make(Retries)),
-    Mutant("ignores-abort", "never looks at the abort signal", WIRE, _make(IgnoresAbort)),
-    Mutant(
-        "aborts-without-closing",
-        "raises the reason but leaves the connection open",
-        WIRE,
-        _make(AbortsWithoutClosing),
-    ),
-    Mutant("wraps-cancellation", "turns CancelledError into an LLMError", WIRE, _make(WrapsCancellation)),
-    Mutant("ignores-checksums", "decodes frames without checking their CRCs", WIRE, _make(IgnoresChecksums)),
+    zoo.shared(shared.LOSES_TEXT_BEFORE_ERROR),
+    zoo.mutant("frames-per-chunk", "takes each network chunk as whole frames", FramesPerChunk),
+    zoo.shared(shared.FORGETS_HEADERS),
+    zoo.mutant("sends-no-credentials", "sends no Authorization header", SendsNoCredentials),
+    zoo.mutant("system-as-message", "sends the system prompt as a message", SystemAsMessage),
+    zoo.mutant("sends-no-tools", "leaves toolConfig out of the request", SendsNoTools),
+    zoo.shared(shared.RETRIES),
+    zoo.shared(shared.IGNORES_ABORT),
+    zoo.shared(shared.ABORTS_WITHOUT_CLOSING),
+    zoo.shared(shared.WRAPS_CANCELLATION),
+    zoo.mutant("ignores-checksums", "decodes frames without checking their CRCs", IgnoresChecksums),
 ]

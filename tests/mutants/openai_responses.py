@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import json
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, List, Mapping
 
-from conformance.contract import ChatRequest, LLMError, StreamChunk, ToolCall, Usage
-from conformance.reference._decoders import SSEDecoder
-from conformance.reference._transport import Response
+from conformance.contract import ChatRequest, LLMError, StreamChunk, ToolCall
 from conformance.reference.openai_responses import OpenAIResponsesBackend, _Turn
 
-from . import Mutant
-from ._common import Leak, PerChunkSSEDecoder
+from . import _common as shared
+from ._common import Zoo
 
-WIRE = "openai-responses"
-HEADERS = {"x-gateway-key": "mutant-matrix"}
-
-
-class DropsUsage(OpenAIResponsesBackend):
-    @staticmethod
-    def usage(raw: Any) -> Optional[Usage]:
-        return None
+zoo = Zoo("openai-responses", OpenAIResponsesBackend, path="/v1")
 
 
 class StopOnToolTurn(OpenAIResponsesBackend):
@@ -93,47 +82,6 @@ class YieldsHalfBuiltCall(OpenAIResponsesBackend):
             yield chunk
 
 
-class FilterAsStop(OpenAIResponsesBackend):
-    def finish_reason(self, turn: _Turn, calls: List[ToolCall]) -> str:
-        result = super().finish_reason(turn, calls)
-        return "stop" if result in ("content_filter", "refusal") else result
-
-
-class QuotaAsRateLimit(OpenAIResponsesBackend):
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        kind = super().error_kind(status, error)
-        return "rate_limit" if kind == "quota" else kind
-
-
-class IgnoresRetryAfter(OpenAIResponsesBackend):
-    def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
-        return None
-
-
-class AuthAsServerError(OpenAIResponsesBackend):
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        kind = super().error_kind(status, error)
-        return "server_error" if kind == "auth" else kind
-
-
-class OverloadAsServerError(OpenAIResponsesBackend):
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        kind = super().error_kind(status, error)
-        return "server_error" if kind == "overloaded" else kind
-
-
-class ServerErrorAsFatal(OpenAIResponsesBackend):
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        kind = super().error_kind(status, error)
-        return "invalid_request" if kind == "server_error" else kind
-
-
-class ContextOverflowAsBadRequest(OpenAIResponsesBackend):
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        kind = super().error_kind(status, error)
-        return "invalid_request" if kind == "context_overflow" else kind
-
-
 class ReadsFlatErrorOnly(OpenAIResponsesBackend):
     """Reads the error event as the API reference draws it, missing the nested fields."""
 
@@ -151,25 +99,6 @@ class QuietOnStreamError(OpenAIResponsesBackend):
         return super().on_event(event, turn, items)
 
 
-class LosesTextBeforeError(OpenAIResponsesBackend):
-    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
-        held = []
-        async for chunk in super().chat_stream(chat):
-            held.append(chunk)
-        for chunk in held:
-            yield chunk
-
-
-class DecodesPerChunk(OpenAIResponsesBackend):
-    def sse_decoder(self) -> SSEDecoder:
-        return PerChunkSSEDecoder()
-
-
-class ForgetsHeaders(OpenAIResponsesBackend):
-    def headers(self, stream: bool) -> Dict[str, str]:
-        return {"authorization": f"Bearer {self.api_key}", "content-type": "application/json"}
-
-
 class ChatShapedTools(OpenAIResponsesBackend):
     """Sends the tools in the Chat Completions shape, which Responses rejects."""
 
@@ -185,107 +114,32 @@ class ChatShapedTools(OpenAIResponsesBackend):
         return body
 
 
-class Retries(OpenAIResponsesBackend):
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        try:
-            return await super().send(chat, stream)
-        except LLMError as error:
-            if error.status is None:
-                raise
-            return await super().send(chat, stream)
-
-
-class IgnoresAbort(OpenAIResponsesBackend):
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        return await super().send(dataclasses.replace(chat, signal=None), stream)
-
-
-class AbortsWithoutClosing(IgnoresAbort):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.leak = Leak()
-
-    async def send(self, chat: ChatRequest, stream: bool) -> Response:
-        response = await self.leak.race(super().send(chat, stream), chat.signal)
-        return self.leak.wrap(response, chat.signal)  # type: ignore[return-value]
-
-    async def aclose(self) -> None:
-        await self.leak.release()
-
-
-class WrapsCancellation(OpenAIResponsesBackend):
-    async def chat(self, chat: ChatRequest) -> Any:
-        try:
-            return await super().chat(chat)
-        except asyncio.CancelledError:
-            raise LLMError.from_kind("server_error", "cancelled") from None
-
-    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
-        try:
-            async for chunk in super().chat_stream(chat):
-                yield chunk
-        except asyncio.CancelledError:
-            raise LLMError.from_kind("server_error", "cancelled") from None
-
-
-def _make(cls: type, headers: Optional[Mapping[str, str]] = None) -> Any:
-    return lambda url, http2: cls(f"{url}/v1", http2=http2, headers=headers)
-
-
 MUTANTS = [
-    Mutant("drops-usage", "reports no usage", WIRE, _make(DropsUsage)),
-    Mutant("stop-on-tool-turn", 'calls a completed tool turn "stop"', WIRE, _make(StopOnToolTurn)),
-    Mutant("uses-item-id", "takes the item id (fc_...) for the call id", WIRE, _make(UsesItemId)),
-    Mutant("unparsed-arguments", "returns the arguments as a JSON string", WIRE, _make(UnparsedArguments)),
-    Mutant("keeps-truncated-call", "keeps the incomplete function_call", WIRE, _make(KeepsTruncatedCall)),
-    Mutant("half-built-call", "yields a call at output_item.added", WIRE, _make(YieldsHalfBuiltCall)),
-    Mutant("filter-as-stop", 'calls a filtered or refused turn "stop"', WIRE, _make(FilterAsStop)),
-    Mutant(
-        "quota-as-rate-limit",
-        "treats insufficient_quota as a retryable rate limit",
-        WIRE,
-        _make(QuotaAsRateLimit),
+    zoo.shared(shared.DROPS_USAGE),
+    zoo.mutant("stop-on-tool-turn", 'calls a completed tool turn "stop"', StopOnToolTurn),
+    zoo.mutant("uses-item-id", "takes the item id (fc_...) for the call id", UsesItemId),
+    zoo.mutant("unparsed-arguments", "returns the arguments as a JSON string", UnparsedArguments),
+    zoo.mutant("keeps-truncated-call", "keeps the incomplete function_call", KeepsTruncatedCall),
+    zoo.mutant("half-built-call", "yields a call at output_item.added", YieldsHalfBuiltCall),
+    zoo.mutant(
+        "filter-as-stop",
+        'calls a filtered or refused turn "stop"',
+        shared.reports_stop_for("content_filter", "refusal"),
     ),
-    Mutant("ignores-retry-after", "drops the provider's retry-after", WIRE, _make(IgnoresRetryAfter)),
-    Mutant(
-        "auth-as-server-error", "calls a bad key a retryable server error", WIRE, _make(AuthAsServerError)
-    ),
-    Mutant(
-        "overload-as-server-error", "calls an overload a server error", WIRE, _make(OverloadAsServerError)
-    ),
-    Mutant(
-        "server-error-as-fatal", "calls a 500 a non-retryable bad request", WIRE, _make(ServerErrorAsFatal)
-    ),
-    Mutant(
-        "context-overflow-as-bad-request",
-        "misses context_length_exceeded",
-        WIRE,
-        _make(ContextOverflowAsBadRequest),
-    ),
-    Mutant("flat-error-only", "reads only the flat error event shape", WIRE, _make(ReadsFlatErrorOnly)),
-    Mutant("quiet-on-stream-error", "ends quietly on an error event", WIRE, _make(QuietOnStreamError)),
-    Mutant(
-        "loses-text-before-error",
-        "holds the text back until the end, then fails",
-        WIRE,
-        _make(LosesTextBeforeError),
-    ),
-    Mutant("decodes-per-chunk", "decodes UTF-8 per network chunk", WIRE, _make(DecodesPerChunk)),
-    Mutant(
-        "forgets-headers",
-        "drops the caller's headers",
-        WIRE,
-        _make(ForgetsHeaders, HEADERS),
-        headers=HEADERS,
-    ),
-    Mutant("chat-shaped-tools", "sends tools in the Chat Completions shape", WIRE, _make(ChatShapedTools)),
-    Mutant("retries", "retries a failed request once", WIRE, _make(Retries)),
-    Mutant("ignores-abort", "never looks at the abort signal", WIRE, _make(IgnoresAbort)),
-    Mutant(
-        "aborts-without-closing",
-        "raises the reason but leaves the connection open",
-        WIRE,
-        _make(AbortsWithoutClosing),
-    ),
-    Mutant("wraps-cancellation", "turns CancelledError into an LLMError", WIRE, _make(WrapsCancellation)),
+    zoo.shared(shared.QUOTA_AS_RATE_LIMIT, "treats insufficient_quota as a retryable rate limit"),
+    zoo.shared(shared.IGNORES_RETRY_AFTER),
+    zoo.shared(shared.AUTH_AS_SERVER_ERROR),
+    zoo.shared(shared.OVERLOAD_AS_SERVER_ERROR),
+    zoo.shared(shared.SERVER_ERROR_AS_FATAL),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST, "misses context_length_exceeded"),
+    zoo.mutant("flat-error-only", "reads only the flat error event shape", ReadsFlatErrorOnly),
+    zoo.mutant("quiet-on-stream-error", "ends quietly on an error event", QuietOnStreamError),
+    zoo.shared(shared.LOSES_TEXT_BEFORE_ERROR),
+    zoo.shared(shared.DECODES_PER_CHUNK),
+    zoo.shared(shared.FORGETS_HEADERS),
+    zoo.mutant("chat-shaped-tools", "sends tools in the Chat Completions shape", ChatShapedTools),
+    zoo.shared(shared.RETRIES),
+    zoo.shared(shared.IGNORES_ABORT),
+    zoo.shared(shared.ABORTS_WITHOUT_CLOSING),
+    zoo.shared(shared.WRAPS_CANCELLATION),
 ]
