@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from ..fixture import CONFORMANCE_FIXTURE
 from ..provider.replies import JsonReply, RecordedRequest, Reply
 
 __all__ = [
     "Wire",
+    "check_function_tool",
+    "check_question",
     "dumps",
     "provider_id",
     "tcp_chunks",
+    "text_of",
 ]
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -172,3 +175,58 @@ def json_object(request: RecordedRequest, problems: List[str]) -> Dict[str, Any]
 def fixture_tool_schema() -> Mapping[str, Any]:
     """The ``get_weather`` parameters schema every wire expects to see sent."""
     return CONFORMANCE_FIXTURE.tool_parameters
+
+
+# -- request checks more than one wire makes ------------------------------------------
+
+
+def text_of(content: Any, part_types: Collection[str] = ("text",)) -> Optional[str]:
+    """A message's text: the string itself, or its text parts joined.
+
+    ``None`` where it is neither, or where a text part's ``text`` is not a string.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") in part_types]
+        strings = [t for t in texts if isinstance(t, str)]
+        if strings and len(strings) == len(texts):
+            return "".join(strings)
+    return None
+
+
+def check_question(messages: Sequence[Any], text: Callable[[Any], Optional[str]]) -> List[str]:
+    """The problem, if any, with the fixture's question: no ``user`` message whose text asks it."""
+    question = CONFORMANCE_FIXTURE.question
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if any(text(m.get("content")) == question for m in users):
+        return []
+    got = [text(m.get("content")) for m in users]
+    return [f"expected a user message {question!r}, got user messages {got!r}"]
+
+
+def check_function_tool(tools: Any, normal: Callable[[Any], Any] = lambda schema: schema) -> List[str]:
+    """The problem, if any, with ``get_weather`` in OpenAI's ``{"type": "function", "function": ...}`` shape.
+
+    ``normal`` rewrites the parameters sent before they are compared, for a client
+    that spells the same schema differently.
+    """
+    if not isinstance(tools, list):
+        return [f"expected tools to list the get_weather function, got {tools!r}"]
+    functions: List[Dict[str, Any]] = [
+        t["function"]
+        for t in tools
+        if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
+    ]
+    named = [f for f in functions if f.get("name") == CONFORMANCE_FIXTURE.tool_name]
+    if not named:
+        names = [f.get("name") for f in functions]
+        return [
+            'expected a tool {"type": "function", "function": {"name": "get_weather", ...}}, '
+            f"got function names {names!r}"
+        ]
+    parameters = named[0].get("parameters")
+    expected = dict(fixture_tool_schema())
+    if normal(parameters) != expected:
+        return [f"expected get_weather parameters {expected!r}, got {parameters!r}"]
+    return []

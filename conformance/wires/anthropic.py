@@ -33,7 +33,16 @@ from typing import Any, Dict, List, Mapping, Optional
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+from ._base import (
+    Wire,
+    check_question,
+    dumps,
+    fixture_tool_schema,
+    json_object,
+    provider_id,
+    tcp_chunks,
+    text_of,
+)
 
 __all__ = ["AnthropicWire", "anthropic_wire"]
 
@@ -350,17 +359,6 @@ def _check_headers(headers: Mapping[str, str]) -> List[str]:
     return problems
 
 
-def _text_of(content: Any) -> Optional[str]:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        strings = [t for t in texts if isinstance(t, str)]
-        if strings and len(strings) == len(texts):
-            return "".join(strings)
-    return None
-
-
 def _check_messages(messages: Any) -> List[str]:
     if not isinstance(messages, list) or not messages:
         return [f"expected messages to be a non-empty list, got {messages!r}"]
@@ -371,10 +369,7 @@ def _check_messages(messages: Any) -> List[str]:
             'expected the system prompt in the top-level "system" field, got a message with '
             'role "system" (Anthropic rejects it with a 400)'
         )
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    if not any(_text_of(m.get("content")) == FX.question for m in users):
-        got = [_text_of(m.get("content")) for m in users]
-        problems.append(f"expected a user message {FX.question!r}, got user messages {got!r}")
+    problems.extend(check_question(messages, text_of))
     return problems
 
 

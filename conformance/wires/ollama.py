@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ..encoders import ndjson
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, fixture_tool_schema, json_object, provider_id, tcp_chunks
+from ._base import Wire, check_function_tool, check_question, json_object, provider_id, tcp_chunks
 
 __all__ = ["OllamaWire", "ollama_wire"]
 
@@ -300,7 +300,7 @@ class OllamaWire(Wire):
         if body.get("model") != model:
             problems.append(f"expected model {model!r}, got {body.get('model')!r}")
         problems.extend(_check_messages(body.get("messages")))
-        problems.extend(_check_tools(body.get("tools")))
+        problems.extend(check_function_tool(body.get("tools"), _without_none))
         return problems
 
 
@@ -343,33 +343,8 @@ def _tag(model: str) -> Dict[str, Any]:
 def _check_messages(messages: Any) -> List[str]:
     if not isinstance(messages, list) or not messages:
         return [f"expected messages to be a non-empty list, got {messages!r}"]
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    if not any(m.get("content") == FX.question for m in users):
-        got = [m.get("content") for m in users]
-        return [f"expected a user message {FX.question!r}, got user messages {got!r}"]
-    return []
-
-
-def _check_tools(tools: Any) -> List[str]:
-    if not isinstance(tools, list):
-        return [f"expected tools to list the get_weather function, got {tools!r}"]
-    functions: List[Dict[str, Any]] = [
-        t["function"]
-        for t in tools
-        if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
-    ]
-    named = [f for f in functions if f.get("name") == FX.tool_name]
-    if not named:
-        names = [f.get("name") for f in functions]
-        return [
-            'expected a tool {"type": "function", "function": {"name": "get_weather", ...}}, '
-            f"got function names {names!r}"
-        ]
-    parameters = named[0].get("parameters")
-    expected = dict(fixture_tool_schema())
-    if not isinstance(parameters, dict) or _without_none(parameters) != expected:
-        return [f"expected get_weather parameters {expected!r}, got {parameters!r}"]
-    return []
+    # Ollama's content is a string, never a list of parts.
+    return check_question(messages, lambda content: content)
 
 
 def _without_none(value: Any) -> Any:

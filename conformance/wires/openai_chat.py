@@ -20,7 +20,16 @@ from typing import Any, Dict, List, Mapping, Optional
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+from ._base import (
+    Wire,
+    check_function_tool,
+    check_question,
+    dumps,
+    json_object,
+    provider_id,
+    tcp_chunks,
+    text_of,
+)
 
 __all__ = ["OpenAIChatWire", "openai_chat_wire"]
 
@@ -341,7 +350,7 @@ class OpenAIChatWire(Wire):
         if body.get("model") != model:
             problems.append(f"expected model {model!r}, got {body.get('model')!r}")
         problems.extend(_check_messages(body.get("messages")))
-        problems.extend(_check_tools(body.get("tools")))
+        problems.extend(check_function_tool(body.get("tools")))
         if body.get("stream") is True:
             options = body.get("stream_options")
             if not (isinstance(options, dict) and options.get("include_usage") is True):
@@ -352,45 +361,10 @@ class OpenAIChatWire(Wire):
         return problems
 
 
-def _text_of(content: Any) -> Optional[str]:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if texts and all(isinstance(t, str) for t in texts):
-            return "".join(str(t) for t in texts)
-    return None
-
-
 def _check_messages(messages: Any) -> List[str]:
     if not isinstance(messages, list) or not messages:
         return [f"expected messages to be a non-empty list, got {messages!r}"]
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    if not any(_text_of(m.get("content")) == FX.question for m in users):
-        got = [_text_of(m.get("content")) for m in users]
-        return [f"expected a user message {FX.question!r}, got user messages {got!r}"]
-    return []
-
-
-def _check_tools(tools: Any) -> List[str]:
-    if not isinstance(tools, list):
-        return [f"expected tools to list the get_weather function, got {tools!r}"]
-    functions: List[Dict[str, Any]] = [
-        t["function"]
-        for t in tools
-        if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("function"), dict)
-    ]
-    named = [f for f in functions if f.get("name") == FX.tool_name]
-    if not named:
-        names = [f.get("name") for f in functions]
-        return [
-            'expected a tool {"type": "function", "function": {"name": "get_weather", ...}}, '
-            f"got function names {names!r}"
-        ]
-    parameters = named[0].get("parameters")
-    if parameters != dict(fixture_tool_schema()):
-        return [f"expected get_weather parameters {dict(fixture_tool_schema())!r}, got {parameters!r}"]
-    return []
+    return check_question(messages, text_of)
 
 
 openai_chat_wire = OpenAIChatWire()

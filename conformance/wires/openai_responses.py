@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks, text_of
 
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
 
@@ -412,17 +412,8 @@ class OpenAIResponsesWire(Wire):
         return problems
 
 
-def _text_of(content: Any) -> Optional[str]:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("input_text", "text")
-        ]
-        strings = [t for t in texts if isinstance(t, str)]
-        if strings and len(strings) == len(texts):
-            return "".join(strings)
-    return None
+#: The content parts whose text a user input message is read from.
+RESPONSES_TEXT_PARTS = ("input_text", "text")
 
 
 def _check_input(input_: Any) -> List[str]:
@@ -435,8 +426,8 @@ def _check_input(input_: Any) -> List[str]:
         for item in input_
         if isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
     ]
-    if not any(_text_of(item.get("content")) == FX.question for item in users):
-        got = [_text_of(item.get("content")) for item in users]
+    if not any(text_of(item.get("content"), RESPONSES_TEXT_PARTS) == FX.question for item in users):
+        got = [text_of(item.get("content"), RESPONSES_TEXT_PARTS) for item in users]
         return [f"expected a user input message {FX.question!r}, got user messages {got!r}"]
     return []
 
