@@ -9,9 +9,10 @@ comes while streams are in flight is held back, and fed to ``h2`` only when the 
 of them has ended; then the connection closes gracefully. Frames after it (window
 updates, resets) still go to ``h2`` as usual.
 
-Each reply that cannot be written at once (flow control, an async handler, a stream)
-gets its own task; a whole reply that fits the window is written in the callback.
-Every stream chunk goes out as its own DATA frame(s) and its own transport write.
+A reply is written in the callback that completed its request, as far as the flow
+control windows allow; what must wait (a closed window, a paused transport, an async
+handler) goes on in a task of its own. Every stream chunk goes out as its own DATA
+frame(s) and its own transport write.
 """
 
 from __future__ import annotations
@@ -292,10 +293,68 @@ class H2Session:
         reply = self.hub.resolve(request)
         if isinstance(reply, JsonReply):
             self._reply_now(stream, reply)
+        elif isinstance(reply, StreamReply):
+            self._stream_now(stream, reply)
         elif isinstance(reply, REPLY_TYPES):
             stream.task = self.hub.spawn(self._send(stream, reply))
         else:
             stream.task = self.hub.spawn(self._send_later(stream, reply))
+
+    def _encode_stream(self, reply: StreamReply) -> Tuple[Headers, List[bytes]]:
+        hub = self.hub
+        cached = hub.h2_stream_cache
+        if cached[0] is reply:
+            encoded: Tuple[Headers, List[bytes]] = cached[1]
+            return encoded
+        headers = _headers(reply.status, [("content-type", reply.content_type)], reply.header_items())
+        encoded = (headers, [bytes(c) for c in reply.chunks if c])
+        hub.h2_stream_cache = (reply, encoded)
+        return encoded
+
+    def _stream_now(self, stream: _Stream, reply: StreamReply) -> None:
+        """A stream: its chunks written in this callback while the windows allow.
+
+        Each chunk is still its own DATA frame and its own write; only what must
+        wait (a closed window, a paused transport, a chunk larger than a frame)
+        goes on in a task, from the chunk where this stopped.
+        """
+        headers, chunks = self._encode_stream(reply)
+        conn = self.conn
+        sid = stream.stream_id
+        hang = reply.hang
+        try:
+            conn.send_headers(sid, headers, end_stream=not chunks and not hang)
+            self._flush()
+            # One look at the windows, then counted down here: asking h2 per chunk
+            # costs more than writing the chunk.
+            room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            frame = conn.max_outbound_frame_size
+            last = len(chunks) - 1
+            for index, chunk in enumerate(chunks):
+                size = len(chunk)
+                if size > room or size > frame or self.owner.paused:
+                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, hang))
+                    return
+                conn.send_data(sid, chunk, end_stream=index == last and not hang)
+                room -= size
+                self._flush()
+        except h2.exceptions.ProtocolError:  # the client reset the stream or left
+            self._finish(stream)
+            return
+        if not hang:
+            self._finish(stream)
+
+    async def _send_chunks(self, stream: _Stream, chunks: List[bytes], start: int, hang: bool) -> None:
+        """The rest of a stream, from chunk ``start``, waiting on flow control as needed."""
+        try:
+            last = len(chunks) - 1
+            for index in range(start, len(chunks)):
+                await self._data(stream.stream_id, chunks[index], index == last and not hang)
+            if hang:
+                return
+        except h2.exceptions.ProtocolError:
+            pass
+        self._finish(stream)
 
     def _encode(self, reply: JsonReply) -> Tuple[Headers, bytes]:
         hub = self.hub
@@ -340,6 +399,8 @@ class H2Session:
             return
         if isinstance(reply, JsonReply):
             self._reply_now(stream, reply)
+        elif isinstance(reply, StreamReply):
+            self._stream_now(stream, reply)
         else:
             await self._send(stream, reply)
 
@@ -355,17 +416,8 @@ class H2Session:
                 self._flush()
                 if body:
                     await self._data(sid, body, True)
-            else:
-                assert isinstance(reply, StreamReply)
-                headers = _headers(reply.status, [("content-type", reply.content_type)], reply.header_items())
-                chunks = [bytes(c) for c in reply.chunks if c]
-                conn.send_headers(sid, headers, end_stream=not chunks and not reply.hang)
-                self._flush()
-                last = len(chunks) - 1
-                for index, chunk in enumerate(chunks):
-                    await self._data(sid, chunk, index == last and not reply.hang)
-                if reply.hang:
-                    return
+            else:  # a StreamReply goes through _stream_now
+                raise AssertionError(f"unexpected reply {reply!r}")
         except h2.exceptions.ProtocolError:
             pass  # the client reset the stream or the connection went away
         self._finish(stream)

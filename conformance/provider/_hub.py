@@ -59,7 +59,10 @@ class Hub:
         self.connections: Set[Any] = set()
         self.tasks: Set[asyncio.Task[Any]] = set()
         self.shutting_down = False
-        self._cond = threading.Condition(threading.Lock())
+        # The hot path takes the plain lock (a C-level context manager); waiters use
+        # the condition built on it.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._requests: List[RecordedRequest] = []
         self._cursor = 0
         self._sync_waiting = 0
@@ -68,6 +71,7 @@ class Hub:
         # a scripted reply object is usually answered many times over.
         self.h1_cache: Any = (None, None)
         self.h2_cache: Any = (None, None)
+        self.h2_stream_cache: Any = (None, None)
         self.h1_stream_cache: Any = (None, None, None)
         self._h2_available: Optional[bool] = None
 
@@ -83,7 +87,7 @@ class Hub:
 
     def record(self, request: RecordedRequest) -> None:
         """Append a request to the record and wake whoever waits."""
-        with self._cond:
+        with self._lock:
             self._requests.append(request)
             if self._sync_waiting:
                 self._cond.notify_all()
@@ -102,7 +106,7 @@ class Hub:
 
     def notify(self) -> None:
         """Wake the waiters so they check their condition again."""
-        with self._cond:
+        with self._lock:
             if self._sync_waiting:
                 self._cond.notify_all()
             wakers = self._wakers
