@@ -336,12 +336,19 @@ def section_case(rounds: int) -> Dict[str, Any]:
     timed_alone = [c for c in cases if c.scenario not in ("abort", "cancel")]
     with start_fake_provider() as provider:
         for index in range(rounds):
+            # Three runs of each case per round, their median kept: one run is a noisy sample.
             for case in _rotate(cases, index):
-                took, outcomes[case.name] = _time_case(case)
-                case_ms.setdefault(case.name, []).append(took)
+                samples = []
+                for _ in range(3):
+                    took, outcomes[case.name] = _time_case(case)
+                    samples.append(took)
+                case_ms.setdefault(case.name, []).append(statistics.median(samples))
             for case in trivial_cases:
-                took, outcomes["trivial " + case.name] = _time_case(case)
-                trivial_ms.setdefault(case.name, []).append(took)
+                samples = []
+                for _ in range(3):
+                    took, outcomes["trivial " + case.name] = _time_case(case)
+                    samples.append(took)
+                trivial_ms.setdefault(case.name, []).append(statistics.median(samples))
 
             async def alone(index: int = index) -> None:
                 for case in _rotate(timed_alone, index):
