@@ -333,29 +333,25 @@ def section_case(rounds: int) -> Dict[str, Any]:
     alone_ms: Dict[str, List[float]] = {}
     trivial_ms: Dict[str, List[float]] = {}
     outcomes: Dict[str, str] = {}
-    timed_alone = [c for c in cases if c.scenario not in ("abort", "cancel")]
+
+    def median_of_three(case: Any) -> float:
+        samples = []
+        for _ in range(3):
+            took, outcomes[case.target.name + " " + case.name] = _time_case(case)
+            samples.append(took)
+        return statistics.median(samples)
+
     with start_fake_provider() as provider:
         for index in range(rounds):
-            # Three runs of each case per round, their median kept: one run is a noisy sample.
+            # Each case and its backend alone back to back, three runs each, so that
+            # the difference is not a change of load between two far-apart moments.
             for case in _rotate(cases, index):
-                samples = []
-                for _ in range(3):
-                    took, outcomes[case.name] = _time_case(case)
-                    samples.append(took)
-                case_ms.setdefault(case.name, []).append(statistics.median(samples))
-            for case in trivial_cases:
-                samples = []
-                for _ in range(3):
-                    took, outcomes["trivial " + case.name] = _time_case(case)
-                    samples.append(took)
-                trivial_ms.setdefault(case.name, []).append(statistics.median(samples))
-
-            async def alone(index: int = index) -> None:
-                for case in _rotate(timed_alone, index):
-                    samples = await _backend_alone(case, provider, 3)
+                case_ms.setdefault(case.name, []).append(median_of_three(case))
+                if case.scenario not in ("abort", "cancel"):
+                    samples = asyncio.run(_backend_alone(case, provider, 3))
                     alone_ms.setdefault(case.name, []).append(statistics.median(samples))
-
-            asyncio.run(alone())
+            for case in trivial_cases:
+                trivial_ms.setdefault(case.name, []).append(median_of_three(case))
             gc.collect()
     print("\nOne case of the OpenAI Chat reference backend over HTTP/1.1, median ms: the whole case "
           "(fresh provider, backend call in a worker thread, checks, close) and the backend alone "
@@ -366,8 +362,10 @@ def section_case(rounds: int) -> Dict[str, Any]:
         whole = statistics.median(case_ms[case.name])
         if case.name in alone_ms:
             own = statistics.median(alone_ms[case.name])
-            overheads.append(whole - own)
-            print(f"{case.name:<30}{whole:>9.2f}{own:>9.2f}{whole - own:>9.2f}")
+            # The median of the paired differences, round by round.
+            on_top = statistics.median(c - a for c, a in zip(case_ms[case.name], alone_ms[case.name]))
+            overheads.append(on_top)
+            print(f"{case.name:<30}{whole:>9.2f}{own:>9.2f}{on_top:>9.2f}")
         else:
             print(f"{case.name:<30}{whole:>9.2f}{'':>9}{'':>9}  (waits "
                   "ABORT_DELAY = 20 ms by design before it aborts)")
