@@ -462,12 +462,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds for latency, start/stop, case")
     parser.add_argument("--quick", action="store_true", help="short runs: a smoke check, not numbers")
     parser.add_argument("--section", action="append", choices=SECTIONS, help="only this section")
+    parser.add_argument("--pin", type=int, metavar="CPU",
+                        help="run every thread on this one CPU (Linux): steadier ratios, since "
+                             "unpinned round trips are bimodal (client and server on one core or two)")
     args = parser.parse_args(argv)
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})  # threads started from here on inherit it
     sections = args.section or list(SECTIONS)
     rounds = 2 if args.quick else max(1, args.rounds)
     begun = time.perf_counter()
     print(f"Python {sys.version.split()[0]} on {sys.platform}; {_versions()}")
-    print(f"at start: {_load_average()}; loopback only; servers in daemon threads of this process")
+    placement = f"pinned to CPU {args.pin}" if args.pin is not None else "unpinned"
+    print(f"at start: {_load_average()}; loopback only; servers in daemon threads of this process, "
+          f"{placement}")
     factories, missing = available()
     for line in missing:
         print(line)
