@@ -147,6 +147,7 @@ class H2Client:
         self.terminated: Any = None
         self.eof = False
         self.goaway_on_headers = False
+        self.write_shut = False
         self.pending = b""
         if prior_knowledge:
             self.conn.local_settings = h2.settings.Settings(
@@ -167,8 +168,17 @@ class H2Client:
 
     def flush(self) -> None:
         data = self.conn.data_to_send()
-        if data:
+        if data and not self.write_shut:
             self.sock.sendall(data)
+
+    def shutdown_write(self) -> None:
+        """Half-close; from now on what h2 would send (window updates) is dropped.
+
+        Writing after the half-close fails, and a client that then closes with
+        unread input resets the connection, which can drop the request it sent last.
+        """
+        self.sock.shutdown(socket.SHUT_WR)
+        self.write_shut = True
 
     def request(self, method: str, path: str, body: bytes = b"",
                 headers: Optional[List[Tuple[str, str]]] = None) -> int:
