@@ -209,8 +209,9 @@ class TestSoak(unittest.TestCase):
         self.assertGreater(total, 1000, f"only {total} requests in {took:.1f} s")
         # Between two later batches the heap stays flat. Measured without a leak it
         # moves by about +-20 KB (free lists, caches), once by 110 KB on a loaded
-        # machine. A leak per request of anything the provider makes (a RecordedRequest with its headers is over 500 bytes, a
-        # task about 1 KB) would add 500 KB or more over the ~1000 requests of a batch.
+        # machine. A leak per request of anything the provider makes (a RecordedRequest
+        # with its headers is over 500 bytes, a task about 1 KB) would add 500 KB or
+        # more over the ~1000 requests of a batch.
         growth = memory[2][0] - memory[1][0]
         self.assertLess(growth, 256 * 1024, f"heap grew {growth} bytes over {memory[2][1]} requests")
         gc.collect()
