@@ -25,7 +25,6 @@ from .cases import BackendConformanceTarget, ConformanceCase, backend_conformanc
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def _default_jobs() -> int:
@@ -153,6 +152,7 @@ def command_run(args: argparse.Namespace, out: TextIO) -> int:
 
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .provider import start_fake_provider
+    from .provider._server import is_loopback
     from .wires import WIRES
 
     if args.wire not in WIRES:
@@ -161,7 +161,7 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
         raise SystemExit(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
     if args.mode not in SCENARIOS[args.scenario].modes:
         raise SystemExit(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
-    if args.host not in LOOPBACK and not args.allow_remote:
+    if not is_loopback(args.host) and not args.allow_remote:
         raise SystemExit(
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
             "add --allow-remote if you mean it"
@@ -177,11 +177,14 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             return wire.reply(args.scenario, args.mode, request)
         return wire.aux_reply(request)
 
-    provider = start_fake_provider(http2=args.http2, host=args.host, port=args.port)
+    if not is_loopback(args.host):
+        out.write(f"warning: listening on {args.host}, reachable from other machines\n")
+        out.flush()
+    provider = start_fake_provider(
+        http2=args.http2, host=args.host, port=args.port, allow_remote=args.allow_remote
+    )
     with provider:
         provider.reply(handler)
-        if args.host not in LOOPBACK:
-            out.write(f"warning: listening on {args.host}, reachable from other machines\n")
         out.write(
             f"serving {wire.title} {args.scenario}/{args.mode} at {provider.url}"
             f"{' (h2c only)' if args.http2 else ''}; Ctrl-C stops\n"

@@ -47,7 +47,13 @@ class FakeProvider:
         max_header_bytes: int = 65536,
         max_body_bytes: int = 64 * _MIB,
         header_timeout: float = 30.0,
+        allow_remote: bool = False,
     ) -> None:
+        if not is_loopback(host) and not allow_remote:
+            raise ProviderInputError(
+                f"refusing to bind {host}: the fake provider answers anyone who can reach it; "
+                "pass allow_remote=True if other machines are meant to"
+            )
         for name, value in (("max_header_bytes", max_header_bytes), ("max_body_bytes", max_body_bytes)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ProviderInputError(f"{name} must be a positive int, got {value!r}")
@@ -305,11 +311,13 @@ def start_fake_provider(
     max_header_bytes: int = 65536,
     max_body_bytes: int = 64 * _MIB,
     header_timeout: float = 30.0,
+    allow_remote: bool = False,
 ) -> FakeProvider:
     """Start a :class:`FakeProvider` and return it, serving.
 
     ``http2=False`` serves HTTP/1.1 and also h2c (prior knowledge or Upgrade) on the
-    same port; ``http2=True`` serves h2c only and answers HTTP/1.1 with a 505.
+    same port; ``http2=True`` serves h2c only and answers HTTP/1.1 with a 505. It
+    binds loopback; a ``host`` other machines can reach needs ``allow_remote=True``.
     """
     return FakeProvider(
         http2,
@@ -318,7 +326,20 @@ def start_fake_provider(
         max_header_bytes=max_header_bytes,
         max_body_bytes=max_body_bytes,
         header_timeout=header_timeout,
+        allow_remote=allow_remote,
     ).start()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only: localhost, 127.0.0.0/8 or ::1."""
+    import ipaddress  # here: only a provider being set up pays for it
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
