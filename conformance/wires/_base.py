@@ -107,13 +107,22 @@ class Wire:
     #: where the provider sends no delay, and the backend must report none.
     rate_limit_retry_after: Optional[float] = CONFORMANCE_FIXTURE.retry_after
 
+    #: The path the generation call ends with (``/chat/completions``); a wire whose
+    #: call has no one path (the model is in it) overrides :meth:`is_generation`.
+    generation_path: str = ""
+
     def is_generation(self, request: RecordedRequest) -> bool:
         """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
-        raise NotImplementedError
+        if not self.generation_path:
+            raise NotImplementedError(f"{type(self).__name__} sets no generation_path")
+        return request.method == "POST" and request.path.endswith(self.generation_path)
 
     def wants_stream(self, request: RecordedRequest) -> bool:
-        """Whether the request asked for a streamed answer (flag, path or query)."""
-        raise NotImplementedError
+        """Whether the request asked for a streamed answer (flag, path or query).
+
+        By default the JSON body's ``"stream": true``, as OpenAI and Anthropic take it.
+        """
+        return isinstance(request.json, dict) and request.json.get("stream") is True
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
         """The provider's answer to ``request`` in ``scenario``, or ``None`` if it has none.

@@ -243,12 +243,7 @@ class AnthropicWire(Wire):
     provider = "anthropic"
     title = "Anthropic Messages"
     tool_call_id = TOOL_USE_ID
-
-    def is_generation(self, request: RecordedRequest) -> bool:
-        return request.method == "POST" and request.path.endswith("/v1/messages")
-
-    def wants_stream(self, request: RecordedRequest) -> bool:
-        return isinstance(request.json, dict) and request.json.get("stream") is True
+    generation_path = "/v1/messages"
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # client.messages.count_tokens(): POST /v1/messages/count_tokens

@@ -254,12 +254,7 @@ class OpenAIChatWire(Wire):
     provider = "openai"
     title = "OpenAI Chat Completions"
     tool_call_id = TOOL_CALL_ID
-
-    def is_generation(self, request: RecordedRequest) -> bool:
-        return request.method == "POST" and request.path.endswith("/chat/completions")
-
-    def wants_stream(self, request: RecordedRequest) -> bool:
-        return isinstance(request.json, dict) and request.json.get("stream") is True
+    generation_path = "/chat/completions"
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}

@@ -322,12 +322,7 @@ class OpenAIResponsesWire(Wire):
     provider = "openai"
     title = "OpenAI Responses"
     tool_call_id = CALL_ID
-
-    def is_generation(self, request: RecordedRequest) -> bool:
-        return request.method == "POST" and request.path.endswith("/responses")
-
-    def wants_stream(self, request: RecordedRequest) -> bool:
-        return isinstance(request.json, dict) and request.json.get("stream") is True
+    generation_path = "/responses"
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
