@@ -22,25 +22,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
-from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
-from ._base import ReferenceBackend
+from ..contract import ChatRequest, ChatResponse, StreamChunk, ToolCall, Usage
 from ._decoders import SSEDecoder
-from ._errors import decode_json, status_kind
+from ._errors import decode_json
+from ._openai import OpenAIBase
 
 __all__ = ["OpenAIChatBackend"]
-
-#: error.code values that mean the account is out of money, not out of requests per minute.
-QUOTA_CODES = frozenset(
-    {
-        "insufficient_quota",
-        "credit_balance_exhausted",
-        "organization_spend_limit_exceeded",
-        "project_spend_limit_exceeded",
-        "organization_usage_limit_exceeded",
-    }
-)
-OVERLOAD_CODES = frozenset({"server_is_overloaded", "slow_down"})
-OVERLOAD_TYPES = frozenset({"service_unavailable_error"})
 
 FINISH_REASONS: Mapping[str, str] = {
     "stop": "stop",
@@ -58,22 +45,12 @@ class _PartialCall:
     arguments: List[str] = field(default_factory=list)
 
 
-class OpenAIChatBackend(ReferenceBackend):
+class OpenAIChatBackend(OpenAIBase):
     """Talks to ``{base_url}/chat/completions``; ``base_url`` ends in ``/v1``."""
 
-    provider = "openai"
     path = "/chat/completions"
 
     # -- the request ------------------------------------------------------------------
-
-    def headers(self, stream: bool) -> Dict[str, str]:
-        """Headers of every request: the key, JSON, and the caller's own."""
-        return {
-            "authorization": f"Bearer {self.api_key}",
-            "content-type": "application/json",
-            "accept": "application/json",
-            **self.extra_headers,
-        }
 
     def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
         """The Chat Completions request body."""
@@ -99,59 +76,6 @@ class OpenAIChatBackend(ReferenceBackend):
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
         return body
-
-    # -- errors -----------------------------------------------------------------------
-
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        """The contract's kind for an OpenAI error object (``status`` is None mid-stream)."""
-        code, type_ = error.get("code"), error.get("type")
-        if code in QUOTA_CODES or type_ in QUOTA_CODES:
-            return "quota"
-        if code == "context_length_exceeded":
-            return "context_overflow"
-        if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES:
-            return "overloaded"
-        if code == "rate_limit_exceeded":
-            return "rate_limit"
-        if code == "invalid_api_key":
-            return "auth"
-        if status is None:
-            return "server_error"
-        return status_kind(status)
-
-    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
-        """The error for a failure status, with ``retry_after`` for a rate limit.
-
-        ``retry_after`` reads ``retry-after-ms``, then ``retry-after``: the order
-        openai-python reads them in.
-        """
-        body = decode_json(raw)
-        error = body.get("error") if isinstance(body, dict) else None
-        if not isinstance(error, dict):
-            error = {"message": f"HTTP {status} with a body that is not an OpenAI error"}
-        kind = self.error_kind(status, error)
-        return self.make_error(
-            kind,
-            error,
-            status=status,
-            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
-            request_id=headers.get("x-request-id"),
-        )
-
-    def make_error(
-        self,
-        kind: str,
-        error: Mapping[str, Any],
-        *,
-        status: Optional[int],
-        retry_after: Optional[float] = None,
-        request_id: Optional[str] = None,
-    ) -> LLMError:
-        """The error an OpenAI error object describes, its type and code kept in ``details``."""
-        details = {"type": error.get("type"), "code": error.get("code"), "request_id": request_id}
-        return self.build_error(
-            kind, str(error.get("message") or kind), status=status, details=details, retry_after=retry_after
-        )
 
     # -- the answer -------------------------------------------------------------------
 

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
-from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
-from ._errors import decode_json, status_kind
-from .openai_chat import OVERLOAD_CODES, OVERLOAD_TYPES, QUOTA_CODES
+from ._errors import decode_json
+from ._openai import OpenAIBase
 
 __all__ = ["OpenAIResponsesBackend"]
 
@@ -53,22 +52,13 @@ class _Turn:
     usage: Optional[Usage] = None
 
 
-class OpenAIResponsesBackend(ReferenceBackend):
+class OpenAIResponsesBackend(OpenAIBase):
     """Talks to ``{base_url}/responses``; ``base_url`` ends in ``/v1``."""
 
-    provider = "openai"
+    rate_limit_codes = frozenset({"rate_limit_exceeded", "too_many_requests"})
     path = "/responses"
 
     # -- the request ------------------------------------------------------------------
-
-    def headers(self, stream: bool) -> Dict[str, str]:
-        """Headers of every request: the key, JSON, and the caller's own."""
-        return {
-            "authorization": f"Bearer {self.api_key}",
-            "content-type": "application/json",
-            "accept": "application/json",
-            **self.extra_headers,
-        }
 
     def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
         """The Responses request body: system prompts become ``instructions``."""
@@ -101,64 +91,15 @@ class OpenAIResponsesBackend(ReferenceBackend):
             body["stream"] = True
         return body
 
-    # -- errors -----------------------------------------------------------------------
-
-    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
-        """The contract's kind for an OpenAI error object (``status`` is None mid-stream)."""
-        code, type_ = error.get("code"), error.get("type")
-        if code in QUOTA_CODES or type_ in QUOTA_CODES:
-            return "quota"
-        if code == "context_length_exceeded":
-            return "context_overflow"
-        if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES:
-            return "overloaded"
-        if code in ("rate_limit_exceeded", "too_many_requests"):
-            return "rate_limit"
-        if code == "invalid_api_key":
-            return "auth"
-        if status is None:
-            return FAILED_CODES.get(str(code), "server_error")
-        return status_kind(status)
-
-    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
-        """The error for a failure status, with ``retry_after`` for a rate limit.
-
-        ``retry_after`` reads ``retry-after-ms``, then ``retry-after``: the order
-        openai-python reads them in.
-        """
-        body = decode_json(raw)
-        error = body.get("error") if isinstance(body, dict) else None
-        if not isinstance(error, dict):
-            error = {"message": f"HTTP {status} with a body that is not an OpenAI error"}
-        kind = self.error_kind(status, error)
-        return self.make_error(
-            kind,
-            error,
-            status=status,
-            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
-            request_id=headers.get("x-request-id"),
-        )
-
-    def make_error(
-        self,
-        kind: str,
-        error: Mapping[str, Any],
-        *,
-        status: Optional[int],
-        retry_after: Optional[float] = None,
-        request_id: Optional[str] = None,
-    ) -> LLMError:
-        """The error an OpenAI error object describes, its type and code kept in ``details``."""
-        details = {"type": error.get("type"), "code": error.get("code"), "request_id": request_id}
-        return self.build_error(
-            kind, str(error.get("message") or kind), status=status, details=details, retry_after=retry_after
-        )
-
     def stream_error(self, event: Mapping[str, Any]) -> LLMError:
         """The error an ``error`` event carries, nested under ``error`` or flat."""
         nested = event.get("error")
         error = nested if isinstance(nested, dict) else event
         return self.make_error(self.error_kind(None, error), error, status=None)
+
+    def stream_failure_kind(self, code: Any) -> str:
+        """A failed response's ``error.code``, read through :data:`FAILED_CODES`."""
+        return FAILED_CODES.get(str(code), "server_error")
 
     # -- the answer -------------------------------------------------------------------
 
