@@ -26,13 +26,12 @@ wakes, the SDK fails with ``APIConnectionError``, and the backend raises the rea
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Dict, Iterator, List, Mapping, Optional, TypeVar
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
 from conformance.contract import (
     AbortSignal,
@@ -44,13 +43,14 @@ from conformance.contract import (
     Usage,
 )
 
+from ._support import race
+
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported here, once: a first import inside a case would eat its time budget
     import openai
 
 __all__ = ["HAVE_OPENAI", "AsyncOpenAIChatBackend", "SyncOpenAIChatBackend"]
 
-T = TypeVar("T")
 
 #: ``error.code`` values that mean the money ran out, not the requests per minute.
 QUOTA_CODES = frozenset(
@@ -356,29 +356,6 @@ class SyncOpenAIChatBackend:
 
 
 # -- the async backend ---------------------------------------------------------------------
-
-
-async def race(awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
-    """Await ``awaitable`` unless ``signal`` fires first: then cancel it and raise the reason.
-
-    Cancelling the SDK's task makes httpx close the connection as it unwinds. A
-    cancellation of the caller's task cancels both and propagates unchanged.
-    """
-    work = asyncio.ensure_future(awaitable)
-    if signal is None:
-        return await work
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (work, waiter):
-            if not task.done():
-                task.cancel()
-        # Let both unwind (the connection closes in there) before going on.
-        await asyncio.gather(work, waiter, return_exceptions=True)
-    if waiter.done() and not waiter.cancelled():
-        raise waiter.result()  # the reason, the very object the caller aborted with
-    return work.result()
 
 
 class AsyncOpenAIChatBackend:

@@ -16,7 +16,6 @@ adapter raises the caller's reason instead.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import socket
@@ -36,6 +35,8 @@ from conformance.contract import (
 )
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
+
+from ._support import race
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
 if HAVE_ANTHROPIC:  # imported once here: a first import inside a case's event loop is slow
@@ -288,29 +289,6 @@ class SyncAnthropicBackend:
 
 
 # -- the async adapter ---------------------------------------------------------------------
-
-
-async def race(awaitable: Any, signal: Optional[AbortSignal]) -> Any:
-    """Await ``awaitable``; if ``signal`` fires first, cancel it (closing its socket), raise the reason."""
-    work = asyncio.ensure_future(awaitable)
-    if signal is None:
-        return await work
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        work.cancel()
-        waiter.cancel()
-        await asyncio.gather(work, waiter, return_exceptions=True)
-        raise
-    if work in done:
-        waiter.cancel()
-        await asyncio.gather(waiter, return_exceptions=True)
-        return work.result()
-    work.cancel()
-    await asyncio.gather(work, return_exceptions=True)
-    assert signal.reason is not None
-    raise signal.reason
 
 
 class AsyncAnthropicBackend:

@@ -10,16 +10,14 @@ runs over h2c, with httpx told to speak HTTP/2 by prior knowledge.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import re
 import secrets
 import ssl
 import unittest
-from typing import Any, AsyncIterator, Awaitable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from conformance.contract import (
-    AbortSignal,
     ChatRequest,
     ChatResponse,
     LLMError,
@@ -30,11 +28,13 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.gemini import gemini_wire
 
+from ._support import race
+
 HAVE_GENAI = (
     importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
 )
+
 HAVE_H2 = importlib.util.find_spec("h2") is not None
-T = TypeVar("T")
 
 FINISH_REASONS: Mapping[str, str] = {
     "STOP": "stop",
@@ -250,25 +250,6 @@ class GenAISyncBackend:
         self.client.close()
 
 
-async def _race(awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
-    """Await ``awaitable`` unless the signal fires first; then cancel it and raise the reason."""
-    work = asyncio.ensure_future(awaitable)
-    if signal is None:
-        return await work
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for future in (work, waiter):
-            if not future.done():
-                future.cancel()
-        await asyncio.gather(work, waiter, return_exceptions=True)
-    if work in done:
-        return work.result()
-    assert signal.reason is not None
-    raise signal.reason
-
-
 class GenAIAsyncBackend:
     """An async backend over ``client.aio``: an abort cancels the SDK's call."""
 
@@ -281,7 +262,7 @@ class GenAIAsyncBackend:
         from google.genai import errors
 
         try:
-            response = await _race(
+            response = await race(
                 self.client.aio.models.generate_content(
                     model=request.model, contents=_contents(request), config=_config(request)
                 ),
@@ -299,7 +280,7 @@ class GenAIAsyncBackend:
         turn = _Turn()
         failure: Optional[LLMError] = None
         try:
-            stream = await _race(
+            stream = await race(
                 self.client.aio.models.generate_content_stream(
                     model=request.model, contents=_contents(request), config=_config(request)
                 ),
@@ -308,7 +289,7 @@ class GenAIAsyncBackend:
             try:
                 while True:
                     try:
-                        response = await _race(stream.__anext__(), request.signal)
+                        response = await race(stream.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
                     text = turn.take(response)

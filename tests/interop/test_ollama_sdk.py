@@ -12,15 +12,13 @@ field), so the adapters make an id up for every call; the wire's ``tool_call_id`
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import secrets
 import ssl
 import unittest
-from typing import Any, AsyncIterator, Awaitable, Dict, Iterator, List, Mapping, Optional, TypeVar
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
 from conformance.contract import (
-    AbortSignal,
     ChatRequest,
     ChatResponse,
     LLMError,
@@ -31,9 +29,10 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.ollama import ollama_wire
 
+from ._support import race
+
 HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
 HAVE_H2 = importlib.util.find_spec("h2") is not None
-T = TypeVar("T")
 _SSL: List[Any] = []
 
 
@@ -174,25 +173,6 @@ class OllamaSyncBackend:
         self.client._client.close()
 
 
-async def _race(awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
-    """Await ``awaitable`` unless the signal fires first; then cancel it and raise the reason."""
-    work = asyncio.ensure_future(awaitable)
-    if signal is None:
-        return await work
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for future in (work, waiter):
-            if not future.done():
-                future.cancel()
-        await asyncio.gather(work, waiter, return_exceptions=True)
-    if work in done:
-        return work.result()
-    assert signal.reason is not None
-    raise signal.reason
-
-
 class OllamaAsyncBackend:
     """An async backend over ``ollama.AsyncClient``: an abort cancels the SDK's call."""
 
@@ -205,7 +185,7 @@ class OllamaAsyncBackend:
         import ollama
 
         try:
-            response = await _race(self.client.chat(**_params(request, stream=False)), request.signal)
+            response = await race(self.client.chat(**_params(request, stream=False)), request.signal)
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
         return _whole(response)
@@ -215,11 +195,11 @@ class OllamaAsyncBackend:
 
         turn = _Turn()
         try:
-            stream = await _race(self.client.chat(**_params(request, stream=True)), request.signal)
+            stream = await race(self.client.chat(**_params(request, stream=True)), request.signal)
             try:
                 while True:
                     try:
-                        part = await _race(stream.__anext__(), request.signal)
+                        part = await race(stream.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
                     text = turn.take(part)

@@ -15,7 +15,6 @@ adapter raises the caller's reason instead.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import socket
@@ -35,6 +34,8 @@ from conformance.contract import (
 )
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.openai_responses import openai_responses_wire
+
+from ._support import race
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported once here: a first import inside a case's event loop is slow
@@ -278,29 +279,6 @@ class SyncOpenAIResponsesBackend:
 
 
 # -- the async adapter ---------------------------------------------------------------------
-
-
-async def race(awaitable: Any, signal: Optional[AbortSignal]) -> Any:
-    """Await ``awaitable``; if ``signal`` fires first, cancel it (closing its socket), raise the reason."""
-    work = asyncio.ensure_future(awaitable)
-    if signal is None:
-        return await work
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        work.cancel()
-        waiter.cancel()
-        await asyncio.gather(work, waiter, return_exceptions=True)
-        raise
-    if work in done:
-        waiter.cancel()
-        await asyncio.gather(waiter, return_exceptions=True)
-        return work.result()
-    work.cancel()
-    await asyncio.gather(work, return_exceptions=True)
-    assert signal.reason is not None
-    raise signal.reason
 
 
 class AsyncOpenAIResponsesBackend:
