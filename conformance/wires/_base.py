@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE
 from ..provider.replies import JsonReply, RecordedRequest, Reply
 
 __all__ = [
+    "check_json_post",
     "Wire",
     "check_function_tool",
     "check_question",
@@ -167,6 +168,23 @@ class Wire:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def check_json_post(request: RecordedRequest, model: str, path: str) -> Tuple[List[str], Dict[str, Any]]:
+    """What every wire whose call is a JSON POST checks first: method, path, body, model.
+
+    Returns the problems found so far and the body (``{}`` where it is not a JSON
+    object, and then the model is not looked at).
+    """
+    problems: List[str] = []
+    if request.method != "POST":
+        problems.append(f"expected POST, got {request.method}")
+    if not request.path.endswith(path):
+        problems.append(f"expected a path ending in {path}, got {request.path}")
+    body = json_object(request, problems)
+    if body and body.get("model") != model:
+        problems.append(f"expected model {model!r}, got {body.get('model')!r}")
+    return problems, body
 
 
 def json_object(request: RecordedRequest, problems: List[str]) -> Dict[str, Any]:

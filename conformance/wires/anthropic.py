@@ -35,10 +35,10 @@ from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
     Wire,
+    check_json_post,
     check_question,
     dumps,
     fixture_tool_schema,
-    json_object,
     provider_id,
     tcp_chunks,
     text_of,
@@ -322,17 +322,10 @@ class AnthropicWire(Wire):
         return out.reply(seed)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
-        problems: List[str] = []
-        if request.method != "POST":
-            problems.append(f"expected POST, got {request.method}")
-        if not request.path.endswith("/v1/messages"):
-            problems.append(f"expected a path ending in /v1/messages, got {request.path}")
+        problems, body = check_json_post(request, model, "/v1/messages")
         problems.extend(_check_headers(request.headers))
-        body = json_object(request, problems)
         if not body:
             return problems
-        if body.get("model") != model:
-            problems.append(f"expected model {model!r}, got {body.get('model')!r}")
         max_tokens = body.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             problems.append(f"expected max_tokens, a positive integer Anthropic requires, got {max_tokens!r}")

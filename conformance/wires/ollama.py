@@ -27,7 +27,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ..encoders import ndjson
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, check_function_tool, check_question, json_object, provider_id, tcp_chunks
+from ._base import (
+    Wire,
+    check_function_tool,
+    check_json_post,
+    check_question,
+    provider_id,
+    tcp_chunks,
+)
 
 __all__ = ["OllamaWire", "ollama_wire"]
 
@@ -289,16 +296,9 @@ class OllamaWire(Wire):
         return out.reply(seed)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
-        problems: List[str] = []
-        if request.method != "POST":
-            problems.append(f"expected POST, got {request.method}")
-        if not request.path.endswith("/api/chat"):
-            problems.append(f"expected a path ending in /api/chat, got {request.path}")
-        body = json_object(request, problems)
+        problems, body = check_json_post(request, model, "/api/chat")
         if not body:
             return problems
-        if body.get("model") != model:
-            problems.append(f"expected model {model!r}, got {body.get('model')!r}")
         problems.extend(_check_messages(body.get("messages")))
         problems.extend(check_function_tool(body.get("tools"), _without_none))
         return problems

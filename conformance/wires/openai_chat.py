@@ -23,9 +23,9 @@ from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, Str
 from ._base import (
     Wire,
     check_function_tool,
+    check_json_post,
     check_question,
     dumps,
-    json_object,
     provider_id,
     tcp_chunks,
     text_of,
@@ -334,16 +334,9 @@ class OpenAIChatWire(Wire):
         return out.reply(seed)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
-        problems: List[str] = []
-        if request.method != "POST":
-            problems.append(f"expected POST, got {request.method}")
-        if not request.path.endswith("/v1/chat/completions"):
-            problems.append(f"expected a path ending in /v1/chat/completions, got {request.path}")
-        body = json_object(request, problems)
+        problems, body = check_json_post(request, model, "/v1/chat/completions")
         if not body:
             return problems
-        if body.get("model") != model:
-            problems.append(f"expected model {model!r}, got {body.get('model')!r}")
         problems.extend(_check_messages(body.get("messages")))
         problems.extend(check_function_tool(body.get("tools")))
         if body.get("stream") is True:

@@ -37,7 +37,15 @@ from typing import Any, Dict, List, Mapping, Optional
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks, text_of
+from ._base import (
+    Wire,
+    check_json_post,
+    dumps,
+    fixture_tool_schema,
+    provider_id,
+    tcp_chunks,
+    text_of,
+)
 
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
 
@@ -392,16 +400,9 @@ class OpenAIResponsesWire(Wire):
         return out.reply(seed)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
-        problems: List[str] = []
-        if request.method != "POST":
-            problems.append(f"expected POST, got {request.method}")
-        if not request.path.endswith("/v1/responses"):
-            problems.append(f"expected a path ending in /v1/responses, got {request.path}")
-        body = json_object(request, problems)
+        problems, body = check_json_post(request, model, "/v1/responses")
         if not body:
             return problems
-        if body.get("model") != model:
-            problems.append(f"expected model {model!r}, got {body.get('model')!r}")
         problems.extend(_check_input(body.get("input")))
         problems.extend(_check_tools(body.get("tools")))
         return problems
