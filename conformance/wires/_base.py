@@ -16,6 +16,7 @@ from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Op
 
 from ..fixture import CONFORMANCE_FIXTURE
 from ..provider.replies import JsonReply, RecordedRequest, Reply
+from ._schema import schema_difference
 
 __all__ = [
     "check_json_post",
@@ -24,6 +25,7 @@ __all__ = [
     "check_question",
     "dumps",
     "provider_id",
+    "schema_difference",
     "tcp_chunks",
     "text_of",
 ]
@@ -107,10 +109,28 @@ class Wire:
     #: The ``retry_after`` (seconds) a backend reports for ``rate-limit``; ``None``
     #: where the provider sends no delay, and the backend must report none.
     rate_limit_retry_after: Optional[float] = CONFORMANCE_FIXTURE.retry_after
+    #: The text each scenario's reply carries, which the backend must return whole:
+    #: the answer of ``text``, and what a ``truncated-tool-call`` turn said before the cut.
+    texts: Mapping[str, str] = {
+        "text": CONFORMANCE_FIXTURE.text,
+        "truncated-tool-call": CONFORMANCE_FIXTURE.preamble,
+    }
+    #: The scenarios whose reply reports usage, which the backend must pass on.
+    reports_usage: FrozenSet[str] = frozenset(
+        {"text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter"}
+    )
 
     #: The path the generation call ends with (``/chat/completions``); a wire whose
     #: call has no one path (the model is in it) overrides :meth:`is_generation`.
     generation_path: str = ""
+
+    def call_id(self, scenario: str) -> Optional[str]:
+        """The id the provider gives the tool call in ``scenario``, or ``None`` where it sends none.
+
+        By default :attr:`tool_call_id` for every scenario; a wire whose provider sends
+        an id in some shapes only (Gemini 3 does, Gemini 2.x does not) overrides this.
+        """
+        return self.tool_call_id
 
     def is_generation(self, request: RecordedRequest) -> bool:
         """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
@@ -254,6 +274,7 @@ def check_function_tool(tools: Any, normal: Callable[[Any], Any] = lambda schema
         ]
     parameters = named[0].get("parameters")
     expected = dict(fixture_tool_schema())
-    if normal(parameters) != expected:
-        return [f"expected get_weather parameters {expected!r}, got {parameters!r}"]
+    difference = schema_difference(expected, normal(parameters))
+    if difference:
+        return [f"expected get_weather parameters {expected!r}, got {parameters!r} ({difference})"]
     return []

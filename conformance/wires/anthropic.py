@@ -40,6 +40,7 @@ from ._base import (
     dumps,
     fixture_tool_schema,
     provider_id,
+    schema_difference,
     tcp_chunks,
     text_of,
 )
@@ -371,8 +372,9 @@ def _check_tools(tools: Any) -> List[str]:
             f'expected a tool {{"name": "get_weather", "input_schema": {{...}}}}, got tool names {names!r}'
         ]
     schema = named[0].get("input_schema")
-    if schema != dict(fixture_tool_schema()):
-        hint = " (Anthropic names it input_schema, not parameters)" if schema is None else ""
+    difference = schema_difference(fixture_tool_schema(), schema)
+    if difference:
+        hint = " (Anthropic names it input_schema, not parameters)" if schema is None else f" ({difference})"
         return [f"expected get_weather input_schema {dict(fixture_tool_schema())!r}, got {schema!r}{hint}"]
     return []
 

@@ -37,7 +37,7 @@ from urllib.parse import unquote
 from ..encoders import aws_event_stream_message
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, schema_difference, tcp_chunks
 
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
@@ -402,8 +402,11 @@ def _check_tools(tool_config: Any) -> List[str]:
         ]
     schema = named[0].get("inputSchema")
     expected = {"json": dict(fixture_tool_schema())}
-    if schema != expected:
+    if not isinstance(schema, dict) or set(schema) != {"json"}:
         return [f"expected get_weather inputSchema {expected!r}, got {schema!r}"]
+    difference = schema_difference(expected["json"], schema["json"])
+    if difference:
+        return [f"expected get_weather inputSchema {expected!r}, got {schema!r} ({difference})"]
     return []
 
 

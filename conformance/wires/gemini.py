@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, tcp_chunks
+from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, schema_difference, tcp_chunks
 
 __all__ = ["GeminiWire", "gemini_wire"]
 
@@ -325,6 +325,9 @@ class GeminiWire(Wire):
     # (Gemini 2.x): the backend keeps the id where there is one and makes one up otherwise.
     tool_call_id = None
 
+    def call_id(self, scenario: str) -> Optional[str]:
+        return FUNCTION_CALL_ID if scenario == "tool-call" else None
+
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and GENERATE_PATH.search(request.path) is not None
 
@@ -500,23 +503,6 @@ def _check_contents(contents: Any) -> List[str]:
     return problems
 
 
-def _normal_schema(schema: Any) -> Any:
-    """A schema with ``type`` names lower-cased: the ``Schema`` form spells them ``OBJECT``."""
-    if isinstance(schema, dict):
-        out = {}
-        for key, value in schema.items():
-            if value is None:
-                continue
-            if key == "type" and isinstance(value, str):
-                out[key] = value.lower()
-            else:
-                out[key] = _normal_schema(value)
-        return out
-    if isinstance(schema, list):
-        return [_normal_schema(v) for v in schema]
-    return schema
-
-
 def _check_tools(tools: Any) -> List[str]:
     if not isinstance(tools, list):
         return [
@@ -547,8 +533,9 @@ def _check_tools(tools: Any) -> List[str]:
             f"parametersJsonSchema), got keys {sorted(declaration)!r}"
         ]
     expected = dict(fixture_tool_schema())
-    if _normal_schema(schema) != _normal_schema(expected):
-        return [f"expected get_weather parameters {expected!r}, got {schema!r}"]
+    difference = schema_difference(expected, schema)
+    if difference:
+        return [f"expected get_weather parameters {expected!r}, got {schema!r} ({difference})"]
     return []
 
 

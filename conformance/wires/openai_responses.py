@@ -43,6 +43,7 @@ from ._base import (
     dumps,
     fixture_tool_schema,
     provider_id,
+    schema_difference,
     tcp_chunks,
     text_of,
 )
@@ -446,8 +447,10 @@ def _check_tools(tools: Any) -> List[str]:
             f"got function names {names!r}{hint}"
         ]
     parameters = named[0].get("parameters")
-    if parameters != dict(fixture_tool_schema()):
-        return [f"expected get_weather parameters {dict(fixture_tool_schema())!r}, got {parameters!r}"]
+    difference = schema_difference(fixture_tool_schema(), parameters)
+    if difference:
+        expected = dict(fixture_tool_schema())
+        return [f"expected get_weather parameters {expected!r}, got {parameters!r} ({difference})"]
     return []
 
 
