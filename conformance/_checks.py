@@ -1,25 +1,121 @@
 """The checks: what a case compares, in the backend's outcome and in every request.
 
-Each check returns sentences, one per problem, saying what was expected and what
-came; the case joins them into one :class:`AssertionError` with the scenario's hint.
+Strategy: each check is one small function in the table :data:`CHECKS`, under an id
+that failure messages show in brackets (``[usage]``) and the troubleshooting page
+explains. A check looks at what the case saw (:class:`Seen`), decides for itself
+whether it applies, and returns sentences, one per problem, saying what was
+expected and what came; the case joins them into one :class:`AssertionError` with
+the scenario's hint. One check per concern is what lets the project's own tests
+prove each of them: a broken backend caught by that check alone guards it, and
+taking the check out of the table must let that backend through.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._driver import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, Outcome
 from .contract import ERROR_KINDS
 from .fixture import CONFORMANCE_FIXTURE as FX
-from .provider import RecordedRequest
+from .provider import RecordedRequest, Reply
 from .scenarios import SCENARIOS
 from .wires._base import Wire
 
 if TYPE_CHECKING:
     from .cases import ConformanceCase
 
-__all__ = ["check_outcome", "check_requests", "failure_message"]
+__all__ = ["CHECKS", "Problem", "Seen", "failure_message", "run_checks"]
+
+#: Scenarios whose turn ends normally, with a reply the checks read.
+_REPLY_SCENARIOS = ("text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing a backend got wrong, and the check that saw it."""
+
+    check: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.text} [{self.check}]"
+
+
+@dataclass
+class Seen:
+    """Everything one case saw: what the backend did, every request, every reply sent."""
+
+    case: ConformanceCase
+    outcome: Outcome
+    requests: List[RecordedRequest]
+    #: The reply the provider sent to each generation request, in order.
+    replies: List[Reply]
+
+    @property
+    def scenario(self) -> str:
+        return self.case.scenario
+
+    @property
+    def wire(self) -> Wire:
+        return self.case.target.wire
+
+    @property
+    def error(self) -> Optional[BaseException]:
+        return self.outcome.error
+
+    @property
+    def ended(self) -> bool:
+        """The backend returned or raised within the bound."""
+        return not self.outcome.hung
+
+    @property
+    def got_reply(self) -> bool:
+        """A turn that should end normally did, and there is a reply to read."""
+        if self.scenario not in _REPLY_SCENARIOS or not self.ended or self.error is not None:
+            return False
+        return self.case.mode == "stream" or self.outcome.response is not None
+
+    def collected(self) -> Tuple[Any, Any, List[Any], Any]:
+        """Content, finish reason, tool calls and usage, from a response or from chunks."""
+        if self.case.mode == "chat":
+            r = self.outcome.response
+            return (
+                getattr(r, "content", None),
+                _value(getattr(r, "finish_reason", None)),
+                list(getattr(r, "tool_calls", None) or ()),
+                getattr(r, "usage", None),
+            )
+        content: List[Any] = []
+        calls: List[Any] = []
+        finish: Any = None
+        usage: Any = None
+        for chunk in self.outcome.chunks:
+            text = getattr(chunk, "content", "")
+            if text:
+                content.append(text)
+            calls.extend(getattr(chunk, "tool_calls", None) or ())
+            if getattr(chunk, "finish_reason", None) is not None:
+                finish = _value(chunk.finish_reason)
+            if getattr(chunk, "usage", None) is not None:
+                usage = chunk.usage
+        joined = "".join(content) if all(isinstance(c, str) for c in content) else content
+        return joined, finish, calls, usage
+
+    def generations(self) -> List[RecordedRequest]:
+        return [r for r in self.requests if self.wire.is_generation(r)]
+
+    def reply_status(self) -> Optional[int]:
+        """The HTTP status of the last reply to the generation call, if one was sent."""
+        statuses = [getattr(r, "status", None) for r in self.replies]
+        return statuses[-1] if statuses else None
+
+    def reply_headers(self) -> Mapping[str, str]:
+        if not self.replies:
+            return {}
+        return {k.lower(): v for k, v in (getattr(self.replies[-1], "headers", None) or {}).items()}
 
 
 def _value(reason: Any) -> Any:
@@ -47,232 +143,377 @@ def _usage_tuple(usage: Any) -> Optional[Tuple[Any, Any, Any]]:
     )
 
 
-def _collect(case: ConformanceCase, outcome: Outcome) -> Tuple[Any, Any, List[Any], Any]:
-    """Content, finish reason, tool calls and usage, from a response or from chunks."""
-    if case.mode == "chat":
-        r = outcome.response
-        return (
-            getattr(r, "content", None),
-            _value(getattr(r, "finish_reason", None)),
-            list(getattr(r, "tool_calls", None) or ()),
-            getattr(r, "usage", None),
-        )
-    content: List[Any] = []
-    calls: List[Any] = []
-    finish: Any = None
-    usage: Any = None
-    for chunk in outcome.chunks:
-        text = getattr(chunk, "content", "")
-        if text:
-            content.append(text)
-        calls.extend(getattr(chunk, "tool_calls", None) or ())
-        if getattr(chunk, "finish_reason", None) is not None:
-            finish = _value(chunk.finish_reason)
-        if getattr(chunk, "usage", None) is not None:
-            usage = chunk.usage
-    return "".join(content) if all(isinstance(c, str) for c in content) else content, finish, calls, usage
+# -- the backend's own life ------------------------------------------------------------------
 
 
-def _check_tool_call(case: ConformanceCase, calls: List[Any]) -> List[str]:
-    expected_id = case.target.wire.tool_call_id
-    if len(calls) != 1:
-        return [f"expected one complete get_weather call, got {len(calls)}: {calls!r}"]
-    call = calls[0]
-    problems = []
-    name = getattr(call, "name", None)
-    if name != FX.tool_name:
-        problems.append(f"expected the call's name {FX.tool_name!r}, got {name!r}")
-    arguments = getattr(call, "arguments", None)
-    if not isinstance(arguments, Mapping) or dict(arguments) != dict(FX.tool_arguments):
-        problems.append(
-            f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got {arguments!r}"
-        )
-    call_id = getattr(call, "id", None)
-    if expected_id is not None and call_id != expected_id:
-        problems.append(f"expected the call's id {expected_id!r} (as the provider sent it), got {call_id!r}")
-    elif expected_id is None and not (isinstance(call_id, str) and call_id):
-        problems.append(
-            f"expected a non-empty call id (the provider sent none: make one up), got {call_id!r}"
-        )
-    return problems
+def _backend_closed(seen: Seen) -> List[str]:
+    error = seen.outcome.close_error
+    return [] if error is None else [f"closing the backend raised {_describe(error)}"]
 
 
-def check_outcome(case: ConformanceCase, outcome: Outcome) -> List[str]:
-    scenario = case.scenario
-    problems: List[str] = []
-    if outcome.close_error is not None:
-        problems.append(f"closing the backend raised {_describe(outcome.close_error)}")
-    if outcome.hung:
-        what = "the abort reason" if scenario == "abort" else "the backend to return or raise"
-        return (
-            problems
-            + [
-                f"expected {what}, but it was still running when the case gave up after "
-                f"{case.target.timeout} s ({len(outcome.chunks)} chunks yielded so far)"
-            ]
-            + (_check_closed(outcome) if scenario == "abort" else [])
-        )
+def _finished(seen: Seen) -> List[str]:
+    outcome = seen.outcome
+    if not outcome.hung:
+        return []
+    what = "the abort reason" if seen.scenario == "abort" else "the backend to return or raise"
+    return [
+        f"expected {what}, but it was still running when the case gave up after "
+        f"{outcome.waited:.1f} s ({len(outcome.chunks)} chunks yielded so far)"
+    ]
+
+
+# -- abort and cancel --------------------------------------------------------------------------
+
+
+def _abort_ready(seen: Seen) -> List[str]:
+    outcome = seen.outcome
+    if seen.scenario not in ("abort", "cancel") or outcome.abort_at is not None or outcome.hung:
+        return []
     error = outcome.error
-    if scenario == "abort":
-        return problems + _check_abort(case, outcome) + _check_closed(outcome)
-    if scenario == "cancel":
-        return problems + _check_cancel(case, outcome) + _check_closed(outcome)
-    row = SCENARIOS[scenario]
-    if row.error_kind is not None:
-        return problems + _check_error(case, outcome, row.error_kind)
-    if scenario == "corrupt-frame":
-        if error is not None:
-            return problems
-        content = _collect(case, outcome)[0]
-        return problems + [
-            "expected an error once the damaged frame arrived, got a normal end after the text "
-            f"{content!r} (the frame's checksum was not checked)"
-        ]
-    if error is not None:
-        return problems + [f"expected a reply, got {_describe(error)}"]
-    if case.mode == "chat" and outcome.response is None:
-        return problems + ["expected a ChatResponse, got None"]
-    content, finish, calls, usage = _collect(case, outcome)
-    if scenario == "text":
-        if content != FX.text:
-            problems.append(f"expected the text {FX.text!r}, got {content!r}")
-        if finish != "stop":
-            problems.append(f'expected finish_reason "stop", got {finish!r}')
-        if calls:
-            problems.append(f"expected no tool calls, got {calls!r}")
-        if _usage_tuple(usage) != _usage_tuple(FX.usage):
-            problems.append(f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}")
-    elif scenario in ("tool-call", "tool-call-with-stop"):
-        problems += _check_tool_call(case, calls)
-        if finish != "tool_calls":
-            said = " (the provider said stop)" if scenario == "tool-call-with-stop" else ""
-            problems.append(f'expected finish_reason "tool_calls"{said}, got {finish!r}')
-    elif scenario == "truncated-tool-call":
-        if finish != "length":
-            problems.append(f'expected finish_reason "length", got {finish!r}')
-        if calls:
-            problems.append(f"expected the cut-off call to be dropped, got {calls!r}")
-    elif scenario == "content-filter":
-        if finish not in ("content_filter", "refusal"):
-            problems.append(f'expected finish_reason "content_filter" or "refusal", got {finish!r}')
-        if calls:
-            problems.append(f"expected no tool calls, got {calls!r}")
-    return problems
+    got = f"it ended first with {_describe(error)}" if error is not None else "it ended first, normally"
+    verb = "abort" if seen.scenario == "abort" else "cancel"
+    return [
+        "expected the backend to send its request and wait for the answer, so the case could "
+        f"{verb} it; {got}"
+    ]
 
 
-def _check_error(case: ConformanceCase, outcome: Outcome, kind: str) -> List[str]:
-    expected = ERROR_KINDS[kind]
-    error = outcome.error
-    problems: List[str] = []
-    if case.scenario == "stream-error":
-        content, _, _, _ = _collect(case, outcome)
-        if content != FX.partial_text:
-            problems.append(
-                f"expected the text streamed before the failure, {FX.partial_text!r}, to be "
-                f"yielded first, got {content!r}"
-            )
-    if error is None:
-        return problems + [
-            f"expected an error of kind {kind!r}, got a reply that ended normally "
-            f"({len(outcome.chunks)} chunks)"
-            if case.mode == "stream"
-            else f"expected an error of kind {kind!r}, got the reply {outcome.response!r}"
-        ]
-    got = {name: getattr(error, name, "<missing>") for name in ("kind", "code", "retryable")}
-    want = {"kind": expected.kind, "code": expected.code, "retryable": expected.retryable}
-    if got != want:
-        problems.append(f"expected an error with {want}, got {_describe(error)}")
-    if kind == "rate_limit":
-        retry_after = getattr(error, "retry_after", None)
-        wanted = case.target.wire.rate_limit_retry_after
-        if wanted is None and retry_after is not None:
-            problems.append(f"expected retry_after None (the provider sent no delay), got {retry_after!r}")
-        elif wanted is not None and (
-            not isinstance(retry_after, (int, float)) or abs(float(retry_after) - wanted) > 1e-6
-        ):
-            problems.append(f"expected retry_after {wanted!r} seconds from the provider, got {retry_after!r}")
-    return problems
-
-
-def _check_abort(case: ConformanceCase, outcome: Outcome) -> List[str]:
+def _abort_reason(seen: Seen) -> List[str]:
+    outcome = seen.outcome
+    if seen.scenario != "abort" or outcome.abort_at is None or outcome.hung:
+        return []
     reason, error = outcome.abort_reason, outcome.error
-    if reason is None or outcome.abort_at is None:
-        got = f"it ended first with {_describe(error)}" if error is not None else "none came"
-        return [
-            "expected the backend to send its request and wait for the answer, so the case could "
-            f"abort it; {got}"
-        ]
     if error is None:
         return [f"expected the abort reason {reason!r} to be raised, got a normal end"]
     if error is not reason:
         return [f"expected the abort reason itself, {reason!r}, to be raised, got {_describe(error)}"]
-    problems = []
-    assert outcome.error_at is not None
-    took = outcome.error_at - outcome.abort_at
-    if took > ABORT_RAISE_WITHIN:
-        problems.append(f"expected the abort reason within {ABORT_RAISE_WITHIN} s, got it after {took:.3f} s")
-    return problems
-
-
-def _check_cancel(case: ConformanceCase, outcome: Outcome) -> List[str]:
-    error = outcome.error
-    if outcome.abort_at is None:
-        got = f"it ended first with {_describe(error)}" if error is not None else "it ended first, normally"
-        return [
-            "expected the backend to send its request and wait for the answer, so the case could "
-            f"cancel it; {got}"
-        ]
-    if error is None:
-        return ["expected CancelledError after the task was cancelled, got a normal end"]
-    if not isinstance(error, asyncio.CancelledError):
-        return [f"expected CancelledError to propagate unchanged, got {_describe(error)}"]
     return []
 
 
-def check_requests(case: ConformanceCase, requests: List[RecordedRequest]) -> List[str]:
-    target = case.target
-    wire = target.wire
-    problems: List[str] = []
-    for request in requests:
-        for name, value in target.headers.items():
+def _abort_promptly(seen: Seen) -> List[str]:
+    outcome = seen.outcome
+    if seen.scenario != "abort" or outcome.abort_at is None or outcome.error_at is None or outcome.hung:
+        return []
+    took = outcome.error_at - outcome.abort_at
+    if took > ABORT_RAISE_WITHIN:
+        return [f"expected the abort reason within {ABORT_RAISE_WITHIN} s, got it after {took:.3f} s"]
+    return []
+
+
+def _cancel_propagates(seen: Seen) -> List[str]:
+    outcome = seen.outcome
+    if seen.scenario != "cancel" or outcome.abort_at is None or outcome.hung:
+        return []
+    if outcome.error is None:
+        return ["expected CancelledError after the task was cancelled, got a normal end"]
+    if not isinstance(outcome.error, asyncio.CancelledError):
+        return [f"expected CancelledError to propagate unchanged, got {_describe(outcome.error)}"]
+    return []
+
+
+def _connection_closed(seen: Seen) -> List[str]:
+    outcome = seen.outcome
+    if seen.scenario not in ("abort", "cancel") or outcome.abort_at is None:
+        return []
+    if outcome.closed_after is not None:
+        return []
+    what = "abort" if seen.scenario == "abort" else "cancellation"
+    when = (
+        "while the backend was still running"
+        if outcome.hung
+        else "while the backend was still open (before the case closed it)"
+    )
+    return [
+        f"expected the connection closed within {ABORT_CLOSE_WITHIN} s of the {what}, but the "
+        f"provider saw it open {when}: the provider goes on generating and billing"
+    ]
+
+
+# -- a turn that ends normally -----------------------------------------------------------------
+
+
+def _reply(seen: Seen) -> List[str]:
+    if seen.scenario not in _REPLY_SCENARIOS or not seen.ended:
+        return []
+    if seen.error is not None:
+        return [f"expected a reply, got {_describe(seen.error)}"]
+    if seen.case.mode == "chat" and seen.outcome.response is None:
+        return ["expected a ChatResponse, got None"]
+    return []
+
+
+def _content(seen: Seen) -> List[str]:
+    expected = seen.wire.texts.get(seen.scenario)
+    if not seen.got_reply or expected is None:
+        return []
+    content = seen.collected()[0]
+    if content == expected:
+        return []
+    if seen.scenario == "truncated-tool-call":
+        return [f"expected the text sent before the cut, {expected!r}, got {content!r}"]
+    return [f"expected the text {expected!r}, got {content!r}"]
+
+
+_FINISH = {
+    "text": ("stop",),
+    "tool-call": ("tool_calls",),
+    "tool-call-with-stop": ("tool_calls",),
+    "truncated-tool-call": ("length",),
+    "content-filter": ("content_filter", "refusal"),
+}
+
+
+def _finish_reason(seen: Seen) -> List[str]:
+    if not seen.got_reply:
+        return []
+    finish = seen.collected()[1]
+    allowed = _FINISH[seen.scenario]
+    if finish in allowed:
+        return []
+    said = " (the provider said stop)" if seen.scenario == "tool-call-with-stop" else ""
+    wanted = " or ".join(f'"{a}"' for a in allowed)
+    return [f"expected finish_reason {wanted}{said}, got {finish!r}"]
+
+
+def _tool_calls(seen: Seen) -> List[str]:
+    if not seen.got_reply:
+        return []
+    calls = seen.collected()[2]
+    if seen.scenario in ("tool-call", "tool-call-with-stop"):
+        if len(calls) != 1:
+            return [f"expected one complete get_weather call, got {len(calls)}: {calls!r}"]
+        problems = []
+        name = getattr(calls[0], "name", None)
+        if name != FX.tool_name:
+            problems.append(f"expected the call's name {FX.tool_name!r}, got {name!r}")
+        arguments = getattr(calls[0], "arguments", None)
+        if not isinstance(arguments, Mapping) or dict(arguments) != dict(FX.tool_arguments):
+            problems.append(
+                f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got {arguments!r}"
+            )
+        return problems
+    if not calls:
+        return []
+    if seen.scenario == "truncated-tool-call":
+        return [f"expected the cut-off call to be dropped, got {calls!r}"]
+    return [f"expected no tool calls, got {calls!r}"]
+
+
+def _call_id(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in ("tool-call", "tool-call-with-stop"):
+        return []
+    calls = seen.collected()[2]
+    if len(calls) != 1:
+        return []
+    call_id = getattr(calls[0], "id", None)
+    sent = seen.wire.call_id(seen.scenario)
+    if sent is None:
+        if isinstance(call_id, str) and call_id:
+            return []
+        return [f"expected a non-empty call id (the provider sent none: make one up), got {call_id!r}"]
+    # A library may add to the id (a thought signature after it); the provider's id
+    # must survive, or the next turn's result cannot be matched to the call.
+    if isinstance(call_id, str) and sent in call_id:
+        return []
+    return [f"expected the call's id to carry {sent!r} (as the provider sent it), got {call_id!r}"]
+
+
+def _usage(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in seen.wire.reports_usage:
+        return []
+    usage = seen.collected()[3]
+    if _usage_tuple(usage) == _usage_tuple(FX.usage):
+        return []
+    return [f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}"]
+
+
+def _corrupt_frame(seen: Seen) -> List[str]:
+    if seen.scenario != "corrupt-frame" or not seen.ended or seen.error is not None:
+        return []
+    content = seen.collected()[0]
+    return [
+        "expected an error once the damaged frame arrived, got a normal end after the text "
+        f"{content!r} (the frame's checksum was not checked)"
+    ]
+
+
+# -- a turn that fails -------------------------------------------------------------------------
+
+
+def _error_kind_of(seen: Seen) -> Optional[str]:
+    return SCENARIOS[seen.scenario].error_kind if seen.scenario in SCENARIOS else None
+
+
+def _failed(seen: Seen) -> bool:
+    return _error_kind_of(seen) is not None and seen.ended and seen.error is not None
+
+
+def _error_raised(seen: Seen) -> List[str]:
+    kind = _error_kind_of(seen)
+    if kind is None or not seen.ended or seen.error is not None:
+        return []
+    if seen.case.mode == "stream":
+        return [
+            f"expected an error of kind {kind!r}, got a reply that ended normally "
+            f"({len(seen.outcome.chunks)} chunks)"
+        ]
+    return [f"expected an error of kind {kind!r}, got the reply {seen.outcome.response!r}"]
+
+
+def _error_kind(seen: Seen) -> List[str]:
+    if not _failed(seen):
+        return []
+    kind = _error_kind_of(seen)
+    assert kind is not None and seen.error is not None
+    expected = ERROR_KINDS[kind]
+    got = {name: getattr(seen.error, name, "<missing>") for name in ("kind", "code", "retryable")}
+    want = {"kind": expected.kind, "code": expected.code, "retryable": expected.retryable}
+    if got != want:
+        return [f"expected an error with {want}, got {_describe(seen.error)}"]
+    return []
+
+
+def _error_details(seen: Seen) -> List[str]:
+    if not _failed(seen):
+        return []
+    kind = _error_kind_of(seen)
+    details = getattr(seen.error, "details", _MISSING)
+    got = details.get("kind", _MISSING) if isinstance(details, Mapping) else _MISSING
+    if got == kind:
+        return []
+    shown = "no details" if details is _MISSING else f"details {details!r}"
+    return [f'expected details["kind"] == {kind!r} (the contract\'s details.kind), got {shown}']
+
+
+def _error_status(seen: Seen) -> List[str]:
+    status = seen.reply_status()
+    if not _failed(seen) or status is None or status < 400:
+        return []
+    got = getattr(seen.error, "status", _MISSING)
+    if got == status:
+        return []
+    shown = "no status attribute" if got is _MISSING else repr(got)
+    return [f"expected status {status} (the HTTP status the provider answered with), got {shown}"]
+
+
+def _retry_after(seen: Seen) -> List[str]:
+    if not _failed(seen):
+        return []
+    kind = _error_kind_of(seen)
+    retry_after = getattr(seen.error, "retry_after", None)
+    if kind == "rate_limit":
+        wanted = seen.wire.rate_limit_retry_after
+        if wanted is None and retry_after is not None:
+            return [f"expected retry_after None (the provider sent no delay), got {retry_after!r}"]
+        if wanted is not None and (
+            not isinstance(retry_after, (int, float)) or abs(float(retry_after) - wanted) > 1e-6
+        ):
+            return [f"expected retry_after {wanted!r} seconds from the provider, got {retry_after!r}"]
+        return []
+    if kind == "quota" or retry_after is None:
+        return []
+    headers = seen.reply_headers()
+    if "retry-after" in headers or "retry-after-ms" in headers:
+        return []
+    return [
+        f"expected retry_after None on a {kind} error (the provider sent no delay), got "
+        f"{retry_after!r}: a made-up delay hides the provider's own pacing"
+    ]
+
+
+def _text_before_error(seen: Seen) -> List[str]:
+    if seen.scenario != "stream-error" or not seen.ended:
+        return []
+    content = seen.collected()[0]
+    if content == FX.partial_text:
+        return []
+    return [
+        f"expected the text streamed before the failure, {FX.partial_text!r}, to be yielded first, "
+        f"got {content!r}"
+    ]
+
+
+# -- the requests ------------------------------------------------------------------------------
+
+
+def _headers(seen: Seen) -> List[str]:
+    problems = []
+    for request in seen.requests:
+        for name, value in seen.case.target.headers.items():
             got = request.headers.get(name.lower())
             if got != value:
                 problems.append(
                     f"expected header {name}: {value} on {request.method} {request.path}, got "
                     f"{'none' if got is None else repr(got)}"
                 )
-    generations = [r for r in requests if wire.is_generation(r)]
-    if not generations:
-        seen = ", ".join(str(r) for r in requests) or "no request at all"
-        return problems + [f"expected the backend to send one {wire.title} request, got {seen}"]
-    if len(generations) > 1:
-        problems.append(
-            f"expected exactly one {wire.title} request, got {len(generations)} (the backend "
-            "retried: turn retries off in create_backend so each answer surfaces as it came)"
-        )
-    problems += [f"request: {p}" for p in wire.check_request(generations[0], target.model)]
     return problems
 
 
-def _check_closed(outcome: Outcome) -> List[str]:
-    if outcome.abort_at is None:
+def _request_sent(seen: Seen) -> List[str]:
+    if seen.generations():
         return []
-    if outcome.closed_after is None:
-        return [
-            f"expected the connection closed within {ABORT_CLOSE_WITHIN} s of the "
-            f"{'abort' if outcome.abort_reason is not None else 'cancellation'}, but the "
-            "provider saw it open (the provider goes on generating and billing)"
-        ]
-    return []
+    shown = ", ".join(str(r) for r in seen.requests) or "no request at all"
+    return [f"expected the backend to send one {seen.wire.title} request, got {shown}"]
 
 
-def failure_message(
-    case: ConformanceCase, problems: List[str], requests: List[RecordedRequest], wire: Wire
-) -> str:
-    row = case.row
-    lines = [f"{wire.name}/{case.mode} {case.scenario}: the backend must {row.must}"]
+def _no_retry(seen: Seen) -> List[str]:
+    count = len(seen.generations())
+    if count <= 1:
+        return []
+    return [
+        f"expected exactly one {seen.wire.title} request, got {count} (the backend retried: turn "
+        "retries off in create_backend so each answer surfaces as it came)"
+    ]
+
+
+def _request(seen: Seen) -> List[str]:
+    generations = seen.generations()
+    if not generations:
+        return []
+    return [f"request: {p}" for p in seen.wire.check_request(generations[0], seen.case.target.model)]
+
+
+#: Every check, by the id failure messages show, in the order problems are listed.
+CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
+    "finished": _finished,
+    "abort-ready": _abort_ready,
+    "abort-reason": _abort_reason,
+    "abort-promptly": _abort_promptly,
+    "cancel-propagates": _cancel_propagates,
+    "connection-closed": _connection_closed,
+    "reply": _reply,
+    "content": _content,
+    "finish-reason": _finish_reason,
+    "tool-calls": _tool_calls,
+    "call-id": _call_id,
+    "usage": _usage,
+    "corrupt-frame": _corrupt_frame,
+    "error-raised": _error_raised,
+    "error-kind": _error_kind,
+    "error-details": _error_details,
+    "error-status": _error_status,
+    "retry-after": _retry_after,
+    "text-before-error": _text_before_error,
+    "headers": _headers,
+    "request-sent": _request_sent,
+    "no-retry": _no_retry,
+    "request": _request,
+    "backend-closed": _backend_closed,
+}
+
+
+def run_checks(seen: Seen) -> List[Problem]:
+    """Every problem every check finds, in table order."""
+    return [Problem(check_id, text) for check_id, check in CHECKS.items() for text in check(seen)]
+
+
+def failure_message(seen: Seen, problems: List[Problem]) -> str:
+    case = seen.case
+    lines = [f"{seen.wire.name}/{case.mode} {case.scenario}: the backend must {case.row.must}"]
     lines += [f"  - {p}" for p in problems]
-    lines.append(f"  hint: {row.hint}")
-    seen = ", ".join(str(r) for r in requests) or "none"
-    lines.append(f"  requests seen: {seen}")
+    lines.append(f"  hint: {case.row.hint}")
+    if seen.outcome.left_behind:
+        lines.append(f"  left behind: {seen.outcome.left_behind}")
+    shown = ", ".join(str(r) for r in seen.requests) or "none"
+    lines.append(f"  requests seen: {shown}")
     return "\n".join(lines)

@@ -4,8 +4,19 @@ Strategy: the driver serves sync and async backends alike. Async calls run on th
 worker's loop; sync calls run in a daemon thread of their own (so a sync backend
 that runs ``asyncio.run`` inside still works, and one that hangs holds only that
 thread), and the caller's thread stays free to enforce the case's time bound.
+Whether a backend is async is decided by what its call gives back (an awaitable,
+an async iterator), not by how the function is declared.
+
+Abort and cancel fire on events, not after a delay: when the provider has the
+generation request and, in stream mode, the backend has yielded its first chunk.
+The connection is then watched while the backend is still alive and unclosed, on
+its own running loop, because closing the socket in ``close()`` or at loop
+teardown is too late for an application whose backend and loop live on.
+
 Whatever the backend returned, yielded or raised is gathered into an
-:class:`Outcome` for the checks.
+:class:`Outcome` for the checks. After the provider has closed, :meth:`Driver.reclaim`
+waits for the worker and the backend's threads to end, and says what it could not
+reclaim.
 """
 
 from __future__ import annotations
@@ -26,13 +37,16 @@ if TYPE_CHECKING:
 
 __all__ = ["ABORT_CLOSE_WITHIN", "ABORT_DELAY", "ABORT_RAISE_WITHIN", "ConformanceAbort", "Driver", "Outcome"]
 
-#: How long after the provider received the call a case aborts or cancels it, so
-#: that a streamed reply is under way (the first chunks are on the wire).
-ABORT_DELAY = 0.02
+#: The longest a stream case waits for the backend's first chunk before it aborts or
+#: cancels anyway (a backend that yields nothing until the end is aborted all the same).
+ABORT_DELAY = 0.25
 #: How soon after the abort the backend must raise the reason.
 ABORT_RAISE_WITHIN = 0.5
 #: How soon after the abort the provider must see the connection (h2: stream) closed.
 ABORT_CLOSE_WITHIN = 1.0
+#: How long :meth:`Driver.reclaim` waits for what the backend left running.
+RECLAIM_WITHIN = 1.0
+_POLL = 0.002
 
 
 class ConformanceAbort(Exception):
@@ -53,20 +67,14 @@ class Outcome:
     #: The backend returned or raised (as opposed to still running at the bound).
     ended: bool = False
     hung: bool = False
+    #: Seconds the case waited before it gave up on a hung backend.
+    waited: float = 0.0
     close_error: Optional[BaseException] = None
-    #: Seconds from the abort (or cancellation) until the provider saw the close.
+    #: Seconds from the abort (or cancellation) until the provider saw the close,
+    #: observed while the backend was alive; ``None`` where it did not come in time.
     closed_after: Optional[float] = None
-
-
-def await_close(outcome: Outcome, generations: List[RecordedRequest]) -> None:
-    # Wait here, before the provider closes (which closes every connection itself).
-    assert outcome.abort_at is not None
-    if not generations:
-        return
-    request = generations[-1]
-    request.wait_closed(max(0.0, outcome.abort_at + ABORT_CLOSE_WITHIN - time.monotonic()))
-    if request.closed_at is not None and request.closed_at - outcome.abort_at <= ABORT_CLOSE_WITHIN:
-        outcome.closed_after = max(0.0, request.closed_at - outcome.abort_at)
+    #: What the case could not reclaim once the provider closed, in words.
+    left_behind: Optional[str] = None
 
 
 def _default_chat(backend: Any, request: ChatRequest) -> Any:
@@ -77,41 +85,20 @@ def _default_stream(backend: Any, request: ChatRequest) -> Any:
     return backend.chat_stream(request)
 
 
-async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
-    """Call a sync function in a daemon thread of its own and await its result.
-
-    Sync backends run off the loop, so one that calls ``asyncio.run`` inside (a
-    common sync wrapper) still works, and one that hangs holds only its own
-    daemon thread.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(result: Any, error: Optional[BaseException]) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
-    def work() -> None:
-        result, error = None, None
-        try:
-            result = function(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed over to the awaiting side
-            error = exc
-        try:
-            loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:  # the case gave up on this backend and its loop is gone
-            pass
-
-    threading.Thread(target=work, name="conformance sync backend", daemon=True).start()
-    return await future
-
-
 def _is_async(function: Any) -> bool:
     return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+
+
+def _is_async_result(result: Any) -> bool:
+    return inspect.isawaitable(result) or hasattr(result, "__aiter__")
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 class Driver:
@@ -122,30 +109,81 @@ class Driver:
         self.provider = provider
         self.outcome = Outcome()
         self.controller = AbortController()
-        self.done = threading.Event()
+        #: Set once ``_main`` is over: the outcome is decided and the backend closed.
+        self.finished = threading.Event()
+        #: Set by the first chunk the backend yields, and when it ends.
+        self.progress = threading.Event()
         self.gave_up = False
+        self.abandoned = False
+        self.lock = threading.Lock()
         self.loop: Optional[asyncio.AbstractEventLoop] = None
-        self.task: Optional[asyncio.Task[None]] = None
+        self.task: Optional[asyncio.Task[Any]] = None
+        self.worker: Optional[threading.Thread] = None
+        self.threads: List[threading.Thread] = []
+        self.generation: Optional[RecordedRequest] = None
+
+    # -- the caller's side ----------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        worker = threading.Thread(target=self._work, name=f"conformance {self.case.name}", daemon=True)
+        started = time.monotonic()
+        timeout = self.case.target.timeout
+        self.worker = threading.Thread(target=self._work, name=f"conformance {self.case.name}", daemon=True)
         aborter: Optional[threading.Thread] = None
         if self.case.scenario == "abort":
-            aborter = threading.Thread(target=self._abort, daemon=True)
-        worker.start()
+            aborter = threading.Thread(target=self._abort, name="conformance abort", daemon=True)
+        self.worker.start()
         if aborter is not None:
             aborter.start()
-        worker.join(self.case.target.timeout)
-        if worker.is_alive() or not self.outcome.ended:
-            # Past the bound, whatever the backend does next is not its answer.
-            self.gave_up = True
-            self.outcome.hung = True
+        if not self.finished.wait(timeout):
+            with self.lock:
+                # Past the bound, whatever the backend does next is not its answer.
+                self.gave_up = True
+                ended = self.outcome.ended
+            if ended:
+                self.outcome.close_error = TimeoutError(
+                    f"close() was still running {time.monotonic() - started:.1f} s after the case began"
+                )
+            else:
+                self.outcome.hung = True
+                self.outcome.waited = time.monotonic() - started
+                self._note_close()
             self._cancel_worker()
-            worker.join(1.0)
-        self.done.set()
+            self.finished.wait(RECLAIM_WITHIN)
         if aborter is not None:
-            aborter.join(self.case.target.timeout)
+            aborter.join(timeout)
         return self.outcome
+
+    def reclaim(self) -> None:
+        """Once the provider has closed: wait for what the backend left running, bounded.
+
+        Closing the provider ends every connection, so a backend blocked on one wakes
+        up. A loop still stuck after that is stopped; a thread that cannot be stopped
+        is named in :attr:`Outcome.left_behind`.
+        """
+        deadline = time.monotonic() + RECLAIM_WITHIN
+        worker = self.worker
+        if worker is not None:
+            worker.join(max(0.0, deadline - time.monotonic()))
+            if worker.is_alive() and self.loop is not None:
+                self.abandoned = True
+                try:
+                    self.loop.call_soon_threadsafe(self.loop.stop)
+                except RuntimeError:  # closed in the meantime
+                    pass
+                worker.join(max(0.1, deadline - time.monotonic()))
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        left = []
+        if worker is not None and worker.is_alive():
+            left.append("the backend's event loop (a blocking call the backend made on it holds its thread)")
+        blocked = sum(thread.is_alive() for thread in self.threads)
+        if blocked:
+            left.append(f"{blocked} thread{'s' if blocked > 1 else ''} running the sync backend's call")
+        if left:
+            self.outcome.left_behind = (
+                f"still running {RECLAIM_WITHIN} s after the provider closed, and left behind as daemon "
+                f"threads: {'; '.join(left)}"
+            )
 
     def _cancel_worker(self) -> None:
         loop, task = self.loop, self.task
@@ -155,10 +193,38 @@ class Driver:
             except RuntimeError:  # the loop finished in the meantime
                 pass
 
-    def _abort(self) -> None:
-        if self._await_generation_sync() is None:
+    def _note_close(self) -> None:
+        request, abort_at = self.generation, self.outcome.abort_at
+        if request is None or abort_at is None or request.closed_at is None:
             return
-        time.sleep(ABORT_DELAY)
+        after = request.closed_at - abort_at
+        if after <= ABORT_CLOSE_WITHIN:
+            self.outcome.closed_after = max(0.0, after)
+
+    def _ended(self, error: Optional[BaseException]) -> None:
+        with self.lock:
+            if self.outcome.ended or self.gave_up:
+                return
+            self.outcome.ended = True
+            self.outcome.error = error
+            self.outcome.error_at = time.monotonic() if error is not None else None
+        self.progress.set()
+
+    def _chunk(self, chunk: Any) -> None:
+        self.outcome.chunks.append(chunk)
+        self.progress.set()
+
+    # -- abort ----------------------------------------------------------------------------------
+
+    def _abort(self) -> None:
+        request = self._await_generation_sync()
+        if request is None:
+            return
+        self.generation = request
+        if self.case.mode == "stream":
+            self.progress.wait(ABORT_DELAY)
+        if self.outcome.ended or self.finished.is_set():
+            return
         reason = ConformanceAbort(f"aborted by the conformance case {self.case.name}")
         self.outcome.abort_reason = reason
         self.outcome.abort_at = time.monotonic()
@@ -167,7 +233,7 @@ class Driver:
     def _await_generation_sync(self) -> Optional[RecordedRequest]:
         # Short waits, so the thread stops as soon as the backend is done without a call.
         deadline = time.monotonic() + self.case.target.timeout
-        while not self.done.is_set() and time.monotonic() < deadline:
+        while not self.finished.is_set() and not self.outcome.ended and time.monotonic() < deadline:
             try:
                 request: RecordedRequest = self.provider.next_request(0.05)
             except TimeoutError:
@@ -176,24 +242,31 @@ class Driver:
                 return request
         return None
 
+    # -- the worker's loop ----------------------------------------------------------------------
+
     def _work(self) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        # Sync backends block their own threads, not this loop; stay quiet under -X dev.
+        loop.slow_callback_duration = 1.0
         try:
-            asyncio.run(self._main())
+            loop.run_until_complete(self._main())
         except BaseException as exc:  # noqa: BLE001 - a broken backend must not kill the thread
             self._ended(exc)
         finally:
-            self.done.set()
-
-    def _ended(self, error: Optional[BaseException]) -> None:
-        if not self.outcome.ended and not self.gave_up:
-            self.outcome.ended = True
-            self.outcome.error = error
-            self.outcome.error_at = time.monotonic() if error is not None else None
+            try:
+                if not self.abandoned:
+                    _cancel_all(loop)
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                    # Waits for executor threads a backend started; the provider's close ends them.
+                    loop.run_until_complete(loop.shutdown_default_executor())
+            except BaseException:  # noqa: BLE001 - stopped by reclaim(): close what can be closed
+                pass
+            finally:
+                loop.close()
+                self.finished.set()
 
     async def _main(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        # Sync backends block their own threads, not this loop; stay quiet under -X dev.
-        self.loop.slow_callback_duration = 1.0
         self.task = asyncio.current_task()
         target = self.case.target
         backend = None
@@ -210,25 +283,75 @@ class Driver:
         except BaseException as exc:  # noqa: BLE001 - whatever the backend raised is the outcome
             self._ended(exc)
         finally:
-            if backend is not None:
-                await self._close(backend)
+            try:
+                if self.outcome.abort_at is not None and not self.gave_up:
+                    await self._observe_close()
+            finally:
+                if backend is not None:
+                    await self._close(backend)
+                self.finished.set()
 
-    def _hook(self, backend: Any) -> Tuple[Callable[[Any, ChatRequest], Any], Any]:
-        """The function to call for this mode, and what tells whether it is async."""
+    async def _observe_close(self) -> None:
+        """Watch the connection from the abort on, while the backend is alive and unclosed."""
+        request, abort_at = self.generation, self.outcome.abort_at
+        assert abort_at is not None
+        while request is not None and not request.closed:
+            if time.monotonic() >= abort_at + ABORT_CLOSE_WITHIN:
+                break
+            await asyncio.sleep(_POLL)
+        self._note_close()
+
+    def _in_thread(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Call a sync function in a daemon thread of its own; the future settles on this loop.
+
+        Sync backends run off the loop, so one that calls ``asyncio.run`` inside (a
+        common sync wrapper) still works, and one that hangs holds only its own thread.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(result: Any, error: Optional[BaseException]) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        def work() -> None:
+            result, error = None, None
+            try:
+                result = function(*args)
+            except BaseException as exc:  # noqa: BLE001 - handed over to the awaiting side
+                error = exc
+            try:
+                loop.call_soon_threadsafe(settle, result, error)
+            except RuntimeError:  # the case gave up on this backend and its loop is gone
+                pass
+
+        # Read the outcome even where nobody awaits it any more (the case gave up).
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        thread = threading.Thread(target=work, name="conformance sync backend", daemon=True)
+        self.threads.append(thread)
+        thread.start()
+        return future
+
+    def _hook(self, backend: Any) -> Tuple[Callable[[Any, ChatRequest], Any], Any, str]:
+        """The function to call for this mode, what tells whether it is async, and its name."""
         target = self.case.target
         if self.case.mode == "chat":
             if target.chat is not None:
-                return target.chat, target.chat
-            return _default_chat, getattr(backend, "chat", None)
+                return target.chat, target.chat, "the target's chat hook"
+            return _default_chat, getattr(backend, "chat", None), "chat"
         if target.stream is not None:
-            return target.stream, target.stream
-        return _default_stream, getattr(backend, "chat_stream", None)
+            return target.stream, target.stream, "the target's stream hook"
+        return _default_stream, getattr(backend, "chat_stream", None), "chat_stream"
 
     async def _start(self, backend: Any, request: ChatRequest) -> Any:
-        hook, probe = self._hook(backend)
+        hook, probe, _ = self._hook(backend)
         if _is_async(probe):
             return hook(backend, request)
-        return await _in_thread(hook, backend, request)
+        return await self._in_thread(hook, backend, request)
 
     async def _call(self, backend: Any, request: ChatRequest) -> None:
         result = await self._start(backend, request)
@@ -241,43 +364,83 @@ class Driver:
             result = await result
         if hasattr(result, "__aiter__"):
             async for chunk in result:
-                self.outcome.chunks.append(chunk)
+                self._chunk(chunk)
         else:
-            await _in_thread(self._drain, result)
+            await self._in_thread(self._drain, result)
 
     def _drain(self, iterable: Any) -> None:
         # Chunk by chunk, so a stream that hangs keeps what it yielded before.
         for chunk in iterable:
-            self.outcome.chunks.append(chunk)
+            self._chunk(chunk)
+
+    # -- cancel ---------------------------------------------------------------------------------
+
+    def _skip_sync(self, why: str) -> None:
+        self.outcome.skipped = f"cancel applies to async backends only: {why}"
+        self._ended(None)
 
     async def _cancel(self, backend: Any, request: ChatRequest) -> None:
-        _, probe = self._hook(backend)
-        if not _is_async(probe):
-            what = (
-                "chat is not a coroutine function"
-                if self.case.mode == "chat"
-                else ("chat_stream is not an async generator function")
-            )
-            self.outcome.skipped = f"cancel applies to async backends only: {what}"
-            self._ended(None)
-            return
-        result = await self._start(backend, request)
-        if self.case.mode == "chat":
-            work: asyncio.Future[Any] = asyncio.ensure_future(result)
+        hook, probe, name = self._hook(backend)
+        waiting = asyncio.ensure_future(self._await_generation_async())
+        try:
+            if inspect.isgeneratorfunction(probe):
+                return self._skip_sync(f"{name} is a generator function (it returns a sync iterator)")
+            if _is_async(probe):
+                result = hook(backend, request)
+            else:
+                # A plain function may hand back an awaitable or an async iterator (then
+                # the backend is async in all but name), or do the blocking work itself.
+                call = asyncio.ensure_future(self._in_thread(hook, backend, request))
+                await asyncio.wait({call, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                if not call.done():
+                    # Let a sync backend that honours the signal go; the case is not for it.
+                    self.controller.abort(ConformanceAbort("the cancel case skipped a sync backend"))
+                    return self._skip_sync(
+                        f"{name} blocked its thread on the request instead of returning an awaitable"
+                    )
+                result = call.result()
+                if not _is_async_result(result):
+                    return self._skip_sync(
+                        f"{name} returned {type(result).__name__}, not an awaitable or async iterator"
+                    )
+            await self._cancel_running(result, waiting)
+        finally:
+            waiting.cancel()
+
+    async def _cancel_running(self, result: Any, waiting: asyncio.Future[Optional[RecordedRequest]]) -> None:
+        first = asyncio.Event()
+        if self.case.mode == "chat" or not hasattr(result, "__aiter__"):
+
+            async def settle() -> Any:
+                value = await result
+                if hasattr(value, "__aiter__"):  # an awaitable that gives the stream
+                    await consume(value)
+                return value
+
+            async def consume(stream: Any) -> None:
+                async for chunk in stream:
+                    self._chunk(chunk)
+                    first.set()
+
+            work: asyncio.Future[Any] = asyncio.ensure_future(settle())
         else:
 
-            async def consume() -> None:
+            async def consume_result() -> None:
                 async for chunk in result:
-                    self.outcome.chunks.append(chunk)
+                    self._chunk(chunk)
+                    first.set()
 
-            work = asyncio.ensure_future(consume())
-        waiting = asyncio.ensure_future(self._await_generation_async())
+            work = asyncio.ensure_future(consume_result())
         await asyncio.wait({work, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
-            await asyncio.sleep(ABORT_DELAY)
-            self.outcome.abort_at = time.monotonic()
-            work.cancel()
-        waiting.cancel()
+        if not work.done() and waiting.done():
+            self.generation = waiting.result()
+            if self.case.mode == "stream":
+                yielded = asyncio.ensure_future(first.wait())
+                await asyncio.wait({work, yielded}, timeout=ABORT_DELAY, return_when=asyncio.FIRST_COMPLETED)
+                yielded.cancel()
+            if not work.done():
+                self.outcome.abort_at = time.monotonic()
+                work.cancel()
         try:
             await work
         except BaseException as exc:  # noqa: BLE001 - CancelledError or what wrapped it

@@ -15,15 +15,8 @@ import unittest
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional
 
-from ._checks import check_outcome, check_requests, failure_message
-from ._driver import (
-    ABORT_CLOSE_WITHIN,
-    ABORT_DELAY,
-    ABORT_RAISE_WITHIN,
-    ConformanceAbort,
-    Driver,
-    await_close,
-)
+from ._checks import Seen, failure_message, run_checks
+from ._driver import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, ConformanceAbort, Driver
 from .contract import ChatRequest
 from .errors import TargetDefinitionError
 from .provider import JsonReply, RecordedRequest, Reply, start_fake_provider
@@ -128,21 +121,28 @@ class ConformanceCase:
         if self.skip:
             raise unittest.SkipTest(self.skip)
         target = self.target
-        wire = target.wire
+        replies: List[Reply] = []
+
+        def handler(request: RecordedRequest) -> Reply:
+            reply = self._reply(request)
+            if target.wire.is_generation(request):
+                replies.append(reply)
+            return reply
+
         with start_fake_provider(http2=target.http2) as provider:
-            provider.reply(self._handler)
-            outcome = Driver(self, provider).run()
+            provider.reply(handler)
+            driver = Driver(self, provider)
+            outcome = driver.run()
             requests = provider.requests
-            if outcome.abort_at is not None:
-                await_close(outcome, [r for r in requests if wire.is_generation(r)])
+        driver.reclaim()
         if outcome.skipped:
             raise unittest.SkipTest(outcome.skipped)
-        problems = check_outcome(self, outcome)
-        problems += check_requests(self, requests)
+        seen = Seen(self, outcome, requests, replies)
+        problems = run_checks(seen)
         if problems:
-            raise AssertionError(failure_message(self, problems, requests, wire))
+            raise AssertionError(failure_message(seen, problems))
 
-    def _handler(self, request: RecordedRequest) -> Reply:
+    def _reply(self, request: RecordedRequest) -> Reply:
         wire = self.target.wire
         if not wire.is_generation(request):
             return wire.aux_reply(request)
