@@ -165,11 +165,9 @@ def _finished(seen: Seen) -> List[str]:
 # -- abort and cancel --------------------------------------------------------------------------
 
 
-def _abort_ready(seen: Seen) -> List[str]:
-    outcome = seen.outcome
-    if seen.scenario not in ("abort", "cancel") or outcome.abort_at is not None or outcome.hung:
-        return []
-    error = outcome.error
+def _ended_first(seen: Seen) -> List[str]:
+    """The problem when the backend ended before the case could abort or cancel it."""
+    error = seen.outcome.error
     got = f"it ended first with {_describe(error)}" if error is not None else "it ended first, normally"
     verb = "abort" if seen.scenario == "abort" else "cancel"
     return [
@@ -180,8 +178,10 @@ def _abort_ready(seen: Seen) -> List[str]:
 
 def _abort_reason(seen: Seen) -> List[str]:
     outcome = seen.outcome
-    if seen.scenario != "abort" or outcome.abort_at is None or outcome.hung:
+    if seen.scenario != "abort" or outcome.hung:
         return []
+    if outcome.abort_at is None:
+        return _ended_first(seen)
     reason, error = outcome.abort_reason, outcome.error
     if error is None:
         return [f"expected the abort reason {reason!r} to be raised, got a normal end"]
@@ -202,8 +202,10 @@ def _abort_promptly(seen: Seen) -> List[str]:
 
 def _cancel_propagates(seen: Seen) -> List[str]:
     outcome = seen.outcome
-    if seen.scenario != "cancel" or outcome.abort_at is None or outcome.hung:
+    if seen.scenario != "cancel" or outcome.hung:
         return []
+    if outcome.abort_at is None:
+        return _ended_first(seen)
     if outcome.error is None:
         return ["expected CancelledError after the task was cancelled, got a normal end"]
     if not isinstance(outcome.error, asyncio.CancelledError):
@@ -449,13 +451,6 @@ def _headers(seen: Seen) -> List[str]:
     return problems
 
 
-def _request_sent(seen: Seen) -> List[str]:
-    if seen.generations():
-        return []
-    shown = ", ".join(str(r) for r in seen.requests) or "no request at all"
-    return [f"expected the backend to send one {seen.wire.title} request, got {shown}"]
-
-
 def _no_retry(seen: Seen) -> List[str]:
     count = len(seen.generations())
     if count <= 1:
@@ -469,14 +464,14 @@ def _no_retry(seen: Seen) -> List[str]:
 def _request(seen: Seen) -> List[str]:
     generations = seen.generations()
     if not generations:
-        return []
+        shown = ", ".join(str(r) for r in seen.requests) or "no request at all"
+        return [f"expected the backend to send one {seen.wire.title} request, got {shown}"]
     return [f"request: {p}" for p in seen.wire.check_request(generations[0], seen.case.target.model)]
 
 
 #: Every check, by the id failure messages show, in the order problems are listed.
 CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "finished": _finished,
-    "abort-ready": _abort_ready,
     "abort-reason": _abort_reason,
     "abort-promptly": _abort_promptly,
     "cancel-propagates": _cancel_propagates,
@@ -495,7 +490,6 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "retry-after": _retry_after,
     "text-before-error": _text_before_error,
     "headers": _headers,
-    "request-sent": _request_sent,
     "no-retry": _no_retry,
     "request": _request,
     "backend-closed": _backend_closed,

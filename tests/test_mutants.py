@@ -1,20 +1,26 @@
-"""The mutant matrix: every case catches a mutant and every mutant is caught.
+"""The mutant zoo proves the verdict: each mutant is caught where and why it says, and
+every check is the one thing standing between some mutant and a pass.
 
-A check that cannot fail is a defect. For each wire, every case runs against
-every broken backend of ``tests/mutants``; a mutant that passes every case
-escaped (its bug is invisible to the suite), and a case that passes every
-mutant catches nothing.
+Each mutant of ``tests/mutants`` declares the cases it must fail and the checks that
+must catch it there, exactly; it is run on those cases over HTTP/1.1 and h2c. A check
+is proven by taking it out of the table: the mutant only it catches must then pass.
+Every case of every wire must catch some mutant that is caught for what the backend
+answered, not merely for the request it sent.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+from unittest import mock
 
-from conformance.cases import BackendConformanceTarget, backend_conformance_cases
+from conformance._checks import CHECKS
+from conformance.cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
+from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES
 
 from . import mutants as zoo
@@ -22,7 +28,9 @@ from .mutants import Mutant
 
 #: A mutant that hangs is failed after this many seconds.
 TIMEOUT = 2.0
-JOBS = 8
+JOBS = 4
+TRANSPORTS = ("h1", "h2")
+_CHECK_ID = re.compile(r"\[([a-z-]+)\]$", re.M)
 
 
 def load_mutants() -> Dict[str, List[Mutant]]:
@@ -36,78 +44,134 @@ def load_mutants() -> Dict[str, List[Mutant]]:
     return by_wire
 
 
-def _fails(mutant: Mutant, case_name: str, target: BackendConformanceTarget) -> Tuple[str, str, str]:
+MUTANTS = load_mutants()
+
+
+def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCase:
+    target = BackendConformanceTarget(
+        name=f"mutant {mutant.name}",
+        wire=WIRES[mutant.wire],
+        create_backend=lambda url: mutant.create(url, transport == "h2"),
+        headers=dict(mutant.headers),
+        model=mutant.model,
+        timeout=TIMEOUT,
+        http2=transport == "h2",
+    )
     for case in backend_conformance_cases(target):
-        if case.name != case_name:
-            continue
-        if case.skip:
-            return mutant.name, case_name, "skip"
-        try:
-            case.run()
-        except unittest.SkipTest:
-            return mutant.name, case_name, "skip"
-        except AssertionError:
-            return mutant.name, case_name, "caught"
-        return mutant.name, case_name, "passed"
-    raise LookupError(case_name)
+        if case.name == case_name:
+            return case
+    raise LookupError(f"{mutant.wire} has no case {case_name!r}")
 
 
-def run_matrix(wire_name: str, mutants: List[Mutant]) -> Dict[Tuple[str, str], str]:
-    wire = WIRES[wire_name]
-    jobs = []
-    for mutant in mutants:
-        target = BackendConformanceTarget(
-            name=f"mutant {mutant.name}",
-            wire=wire,
-            create_backend=lambda url, m=mutant: m.create(url, False),
-            headers=dict(mutant.headers),
-            model=mutant.model,
-            timeout=TIMEOUT,
-        )
-        for case in backend_conformance_cases(target):
-            jobs.append((mutant, case.name, target))
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        results = list(pool.map(lambda job: _fails(*job), jobs))
-    return {(m, c): r for m, c, r in results}
+def verdict(case: ConformanceCase) -> Optional[Set[str]]:
+    """The ids of the checks that failed the case, or ``None`` where it passed (or skipped)."""
+    try:
+        case.run()
+    except unittest.SkipTest:
+        return None
+    except AssertionError as failed:
+        return set(_CHECK_ID.findall(str(failed)))
+    return None
 
 
-class MutantMatrixTests(unittest.TestCase):
-    mutants = load_mutants()
+#: Checks whose mutants spend their case waiting (for the bound, or for a close that
+#: never comes); they run wide, apart from the rest, which run narrow so that a busy
+#: machine cannot push a prompt abort past its half-second bound.
+WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly"})
+WAITING_JOBS = 16
 
+
+def run_all(jobs: Iterable[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, str, Optional[Set[str]]]]:
+    results: Dict[Tuple[str, str, str, str], Optional[Set[str]]] = {}
+    listed = list(jobs)
+
+    def key(job: Tuple[Mutant, str, str]) -> Tuple[str, str, str, str]:
+        return job[0].wire, job[0].name, job[1], job[2]
+
+    def waits(job: Tuple[Mutant, str, str]) -> bool:
+        return bool(WAITING_CHECKS & set(job[0].checks)) and job[2] in job[0].transports
+
+    for group, width in (
+        ([j for j in listed if not waits(j)], JOBS),
+        ([j for j in listed if waits(j)], WAITING_JOBS),
+    ):
+        with ThreadPoolExecutor(max_workers=width) as pool:
+            for job, result in zip(group, pool.map(lambda job: verdict(mutant_case(*job)), group)):
+                results[key(job)] = result
+    return [(m, c, t, results[key((m, c, t))]) for m, c, t in listed]
+
+
+def case_names(wire: str) -> Set[str]:
+    """The cases of ``wire`` that run (not skipped by the wire itself)."""
+    target = BackendConformanceTarget("names", WIRES[wire], lambda url: REFERENCE_BACKENDS[wire](url, False))
+    return {case.name for case in backend_conformance_cases(target) if not case.skip}
+
+
+class ZooTests(unittest.TestCase):
     def test_every_shipped_wire_has_mutants(self) -> None:
         """No wire ships without a zoo of its own."""
-        self.assertEqual(sorted(set(WIRES) - set(self.mutants)), [])
+        self.assertEqual(sorted(set(WIRES) - set(MUTANTS)), [])
 
-    def test_mutants_name_a_known_wire_and_are_unique(self) -> None:
-        """Each mutant names a shipped wire and no two share a name on one wire."""
-        for wire, mutants in self.mutants.items():
+    def test_declarations_name_known_wires_cases_and_checks(self) -> None:
+        """Each mutant names a shipped wire, a unique name, cases that run, and checks that exist."""
+        for wire, mutants in MUTANTS.items():
             with self.subTest(wire=wire):
                 self.assertIn(wire, WIRES)
                 names = [m.name for m in mutants]
                 self.assertEqual(len(names), len(set(names)), names)
+                runs = case_names(wire)
+                for mutant in mutants:
+                    self.assertTrue(mutant.checks and mutant.cases, f"{mutant.name} declares nothing")
+                    self.assertLessEqual(set(mutant.checks), set(CHECKS), mutant.name)
+                    self.assertLessEqual(set(mutant.cases), runs, mutant.name)
+                    self.assertLessEqual(set(mutant.transports), set(TRANSPORTS), mutant.name)
 
-    def test_no_empty_row_or_column(self) -> None:
-        """Per wire, every mutant fails a case and every case fails a mutant."""
-        for wire_name, mutants in sorted(self.mutants.items()):
-            if wire_name not in WIRES:
-                continue
-            with self.subTest(wire=wire_name):
-                results = run_matrix(wire_name, mutants)
-                cases = sorted({c for _, c in results})
-                escaped = [
-                    m.name for m in mutants if not any(results[(m.name, c)] == "caught" for c in cases)
-                ]
-                idle = [
-                    c
-                    for c in cases
-                    if not all(results[(m.name, c)] == "skip" for m in mutants)
-                    and not any(results[(m.name, c)] == "caught" for m in mutants)
-                ]
-                self.assertEqual(
-                    (escaped, idle),
-                    ([], []),
-                    f"{wire_name}: mutants no case catches: {escaped}; cases that catch no mutant: {idle}",
-                )
+    def test_every_case_catches_a_mutant_for_its_answer(self) -> None:
+        """Per wire, every case that runs is declared by a mutant caught for what it answered."""
+        for wire, mutants in sorted(MUTANTS.items()):
+            with self.subTest(wire=wire):
+                covered = {c for m in mutants if not m.request_level for c in m.cases}
+                self.assertEqual(sorted(case_names(wire) - covered), [], f"{wire}: cases no mutant guards")
+
+    def test_each_mutant_is_caught_where_and_why_it_says(self) -> None:
+        """Each mutant fails its cases for exactly its checks on its transports, and passes them elsewhere."""
+        jobs = [
+            (mutant, case, transport)
+            for mutants in MUTANTS.values()
+            for mutant in mutants
+            for case in mutant.cases
+            for transport in TRANSPORTS
+        ]
+        wrong = []
+        for mutant, case, transport, checks in run_all(jobs):
+            expected = set(mutant.checks) if transport in mutant.transports else None
+            if checks != expected:
+                got = "a pass" if checks is None else sorted(checks)
+                want = "a pass" if expected is None else sorted(expected)
+                where = f"{mutant.wire} {mutant.name} {case} over {transport}"
+                wrong.append(f"{where}: expected {want}, got {got}")
+        self.assertEqual(wrong, [], "\n".join(wrong))
+
+    def test_every_check_is_the_only_thing_catching_some_mutant(self) -> None:
+        """Taking any one check out of the table lets the mutant that only it catches pass."""
+        guards: Dict[str, Mutant] = {}
+        for mutants in MUTANTS.values():
+            for mutant in mutants:
+                if len(mutant.checks) == 1:
+                    guards.setdefault(mutant.checks[0], mutant)
+        self.assertEqual(sorted(set(CHECKS) - set(guards)), [], "checks no mutant alone catches")
+        escaped = []
+        for check, mutant in sorted(guards.items()):
+            with mock.patch.dict(CHECKS):
+                del CHECKS[check]
+                transport = mutant.transports[0]
+                results = run_all((mutant, case, transport) for case in mutant.cases)
+            if all(checks is None for _, _, _, checks in results):
+                escaped.append(check)
+            else:
+                caught = [(c, sorted(v or ())) for _, c, _, v in results if v is not None]
+                self.fail(f"without {check!r}, {mutant.wire} {mutant.name} is still caught: {caught}")
+        self.assertEqual(escaped, sorted(guards))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,21 @@
 """The mutant zoo: broken backends, one classic bug each.
 
-Each module here defines ``MUTANTS``, a list of :class:`Mutant` for one wire. The
-matrix test runs every case of that wire against every mutant and fails if a
-mutant escapes every case or a case catches no mutant: a check that cannot fail
-is a defect.
+Each module here defines ``MUTANTS``, a list of :class:`Mutant` for one wire. Each
+mutant declares the cases it must fail and the checks (ids of
+``conformance._checks.CHECKS``) it must be caught by there, no more and no fewer;
+``tests/test_mutants.py`` holds it to exactly that, over HTTP/1.1 and h2c, and
+proves every check by taking it out and watching the mutant that only it catches
+pass. A check that cannot fail is a defect.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Tuple
+
+#: The checks that judge the request rather than the answer; a mutant caught only by
+#: these says nothing about the case it fails, so it counts for no case column.
+REQUEST_CHECKS = frozenset({"headers", "request", "no-retry"})
 
 
 @dataclass(frozen=True)
@@ -27,3 +33,14 @@ class Mutant:
     headers: Mapping[str, str] = field(default_factory=dict)
     #: The model the matrix's target names; some bugs show only with an unusual id.
     model: str = "conformance-model"
+    #: The checks that catch it in each of ``cases``: exactly these, no other.
+    checks: Tuple[str, ...] = ()
+    #: The cases (``tool-call/stream``) it must fail.
+    cases: Tuple[str, ...] = ()
+    #: The transports it is caught on (``h1``, ``h2``); on the others it passes ``cases``.
+    transports: Tuple[str, ...] = ("h1", "h2")
+
+    @property
+    def request_level(self) -> bool:
+        """Whether only request checks catch it."""
+        return set(self.checks) <= REQUEST_CHECKS

@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import types
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Dict, List, Mapping, Optional, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from conformance.contract import AbortSignal, ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall
 from conformance.reference._base import ReferenceBackend
@@ -26,9 +26,6 @@ T = TypeVar("T")
 
 #: The caller's own headers a "forgets headers" mutant is built with, and the matrix expects.
 HEADERS = {"x-gateway-key": "mutant-matrix"}
-
-#: How long a leaky mutant keeps its connection after the abort: past the case's 1 s bound.
-LEAK_SECONDS = 1.2
 
 
 class Leak:
@@ -56,9 +53,7 @@ class Leak:
         return LeakyResponse(response, signal, self)
 
     async def release(self) -> None:
-        """Close what was left open, late."""
-        if self.parked or self.responses:
-            await asyncio.sleep(LEAK_SECONDS)
+        """Close what was left open: when the backend is closed, which is too late."""
         for work in self.parked:
             work.cancel()
         for work in self.parked:
@@ -108,12 +103,16 @@ class PerChunkSSEDecoder(SSEDecoder):
 
 @dataclass(frozen=True)
 class SharedBug:
-    """A bug every wire can have: its mutant's name and bug, and the mixin that plants it."""
+    """A bug every wire can have: its mutant's name and bug, the mixin that plants it,
+    and the checks that catch it in ``cases`` (see :class:`Mutant`)."""
 
     name: str
     bug: str
     mixin: type
+    checks: Tuple[str, ...]
+    cases: Tuple[str, ...]
     headers: Mapping[str, str] = field(default_factory=dict)
+    transports: Tuple[str, ...] = ("h1", "h2")
 
 
 class Zoo:
@@ -128,7 +127,15 @@ class Zoo:
         self.path = path
 
     def mutant(
-        self, name: str, bug: str, cls: type, *, headers: Optional[Mapping[str, str]] = None
+        self,
+        name: str,
+        bug: str,
+        cls: type,
+        *,
+        checks: Tuple[str, ...],
+        cases: Tuple[str, ...],
+        headers: Optional[Mapping[str, str]] = None,
+        transports: Tuple[str, ...] = ("h1", "h2"),
     ) -> Mutant:
         """The mutant ``cls`` builds: the wire's own subclass, or a shared mixin put in front of it."""
         backend = cls
@@ -141,11 +148,35 @@ class Zoo:
         def create(url: str, http2: bool) -> Any:
             return backend(f"{url}{self.path}", http2=http2, headers=headers or None)
 
-        return Mutant(name, bug, self.wire, create, headers=dict(headers or {}))
+        return Mutant(
+            name,
+            bug,
+            self.wire,
+            create,
+            headers=dict(headers or {}),
+            checks=checks,
+            cases=cases,
+            transports=transports,
+        )
 
-    def shared(self, shared: SharedBug, bug: Optional[str] = None) -> Mutant:
-        """The wire's mutant of a shared bug; ``bug`` says how it shows on this wire."""
-        return self.mutant(shared.name, bug or shared.bug, shared.mixin, headers=shared.headers)
+    def every_wire(self) -> List[Mutant]:
+        """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`)."""
+        return [self.shared(bug) for bug in EVERY_WIRE]
+
+    def shared(
+        self, shared: SharedBug, bug: Optional[str] = None, *, cases: Optional[Tuple[str, ...]] = None
+    ) -> Mutant:
+        """The wire's mutant of a shared bug; ``bug`` says how it shows on this wire, and
+        ``cases`` which cases catch it where they are not the shared ones."""
+        return self.mutant(
+            shared.name,
+            bug or shared.bug,
+            shared.mixin,
+            checks=shared.checks,
+            cases=cases or shared.cases,
+            headers=shared.headers,
+            transports=shared.transports,
+        )
 
 
 # -- the bugs every wire can have ---------------------------------------------------------
@@ -279,45 +310,394 @@ class WrapsCancellation(ReferenceBackend):
             raise LLMError.from_kind("server_error", "cancelled") from None
 
 
-DROPS_USAGE = SharedBug("drops-usage", "reports no usage", DropsUsage)
+class UsageOnTextOnly:
+    """Passes usage on for a plain text turn only, as if tool turns had none."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response: ChatResponse = await super().chat(chat)  # type: ignore[misc]
+        if response.finish_reason != "stop":
+            response = dataclasses.replace(response, usage=None)
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):  # type: ignore[misc]
+            if chunk.finish_reason not in (None, "stop"):
+                chunk = dataclasses.replace(chunk, usage=None)
+            yield chunk
+
+
+class DropsTextOnLength:
+    """Keeps a turn's text only when the turn ended cleanly: a cut-off turn says nothing."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response: ChatResponse = await super().chat(chat)  # type: ignore[misc]
+        if response.finish_reason == "length":
+            response = dataclasses.replace(response, content="")
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held: List[StreamChunk] = []
+        async for chunk in super().chat_stream(chat):  # type: ignore[misc]
+            held.append(chunk)
+        cut = any(chunk.finish_reason == "length" for chunk in held)
+        for chunk in held:
+            yield dataclasses.replace(chunk, content="") if cut else chunk
+
+
+class Edits(ReferenceBackend):
+    """Changes every error it builds after the fact; subclasses say how."""
+
+    def build_error(self, kind: str, message: str, **kwargs: Any) -> LLMError:
+        error = super().build_error(kind, message, **kwargs)
+        self.edit(error)
+        return error
+
+    def edit(self, error: LLMError) -> None:
+        raise NotImplementedError
+
+
+class QuotaRetryable(Edits):
+    def edit(self, error: LLMError) -> None:
+        if error.kind == "quota":
+            error.retryable = True
+
+
+class DetailsWithoutKind(Edits):
+    def edit(self, error: LLMError) -> None:
+        error.details = {k: v for k, v in error.details.items() if k != "kind"}
+
+
+class DropsStatus(Edits):
+    def edit(self, error: LLMError) -> None:
+        error.status = None
+
+
+class RetryAfterEverywhere(Edits):
+    """Suggests a one-second wait on every retryable error, whatever the provider said."""
+
+    def edit(self, error: LLMError) -> None:
+        if error.retryable and error.retry_after is None and error.kind != "rate_limit":
+            error.retry_after = 1.0
+
+
+class WrapsAbortReason(ReferenceBackend):
+    """Closes at once on abort but raises its own error instead of the caller's reason."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        try:
+            return await super().send(chat, stream)
+        except BaseException as exc:
+            if chat.signal is not None and exc is chat.signal.reason:
+                raise LLMError.from_kind("server_error", "request aborted") from exc
+            raise
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except BaseException as exc:
+            if chat.signal is not None and exc is chat.signal.reason:
+                raise LLMError.from_kind("server_error", "stream aborted") from exc
+            raise
+
+
+#: Longer than the half second the contract gives an abort.
+SLOW_ABORT = 0.7
+
+
+class SlowAbort(ReferenceBackend):
+    """Closes the connection at once on abort, but raises the reason only after a while."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        try:
+            return await super().chat(chat)
+        except BaseException as exc:
+            if chat.signal is not None and exc is chat.signal.reason:
+                await asyncio.sleep(SLOW_ABORT)
+            raise
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except BaseException as exc:
+            if chat.signal is not None and exc is chat.signal.reason:
+                await asyncio.sleep(SLOW_ABORT)
+            raise
+
+
+#: What the "sleeps out the delay" mutant waits where the provider named none.
+RETRY_SLEEP = 7.0
+
+
+class SleepsAndRetries(ReferenceBackend):
+    """Sleeps out a retryable error's delay and tries again, so the caller waits, unanswered."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        try:
+            return await super().send(chat, stream)
+        except LLMError as error:
+            if not error.retryable or error.status is None:
+                raise
+            await asyncio.sleep(error.retry_after or RETRY_SLEEP)
+            return await super().send(chat, stream)
+
+
+class CloseRaises(ReferenceBackend):
+    async def aclose(self) -> None:
+        raise RuntimeError("the client was already closed")
+
+
+class ShieldsRequest(ReferenceBackend):
+    """Shields its request from cancellation, so a cancelled caller leaves it running."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        self.shielded = asyncio.ensure_future(super().send(chat, stream))
+        return await asyncio.shield(self.shielded)
+
+    async def aclose(self) -> None:
+        shielded = getattr(self, "shielded", None)
+        if shielded is not None:
+            shielded.cancel()
+            try:
+                response = await shielded
+            except BaseException:  # noqa: BLE001 - cleanup of a deliberately broken backend
+                return
+            await response.aclose()
+
+
+class KeepsH2ConnectionOnAbort(AbortsWithoutClosing):
+    """Leaves an h2 stream unreset and its connection open on abort (to reuse it), as
+    a pooling client may; over HTTP/1.1 it closes as it must."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        if not self.http2:
+            return await ReferenceBackend.send(self, chat, stream)
+        return await super().send(chat, stream)
+
+
+ERRORS = ("error-kind", "error-details")
+DROPS_USAGE = SharedBug(
+    "drops-usage", "reports no usage", DropsUsage, ("usage",), ("text/chat", "text/stream", "tool-call/chat")
+)
+USAGE_ON_TEXT_ONLY = SharedBug(
+    "usage-on-text-only",
+    "passes usage on for text turns only",
+    UsageOnTextOnly,
+    ("usage",),
+    ("tool-call/chat", "tool-call/stream", "truncated-tool-call/stream"),
+)
 QUOTA_AS_RATE_LIMIT = SharedBug(
     "quota-as-rate-limit",
     "treats an exhausted quota as a retryable rate limit",
     mislabels("quota", "rate_limit"),
+    ERRORS,
+    ("quota/chat", "quota/stream"),
+)
+QUOTA_RETRYABLE = SharedBug(
+    "quota-retryable", "calls an exhausted quota retryable", QuotaRetryable, ("error-kind",), ("quota/chat",)
 )
 AUTH_AS_SERVER_ERROR = SharedBug(
-    "auth-as-server-error", "calls a bad key a retryable server error", mislabels("auth", "server_error")
+    "auth-as-server-error",
+    "calls a bad key a retryable server error",
+    mislabels("auth", "server_error"),
+    ERRORS,
+    ("auth/chat", "auth/stream"),
 )
 OVERLOAD_AS_SERVER_ERROR = SharedBug(
-    "overload-as-server-error", "calls an overload a server error", mislabels("overloaded", "server_error")
+    "overload-as-server-error",
+    "calls an overload a server error",
+    mislabels("overloaded", "server_error"),
+    ERRORS,
+    ("overloaded/chat", "overloaded/stream", "stream-error/stream"),
 )
 SERVER_ERROR_AS_FATAL = SharedBug(
     "server-error-as-fatal",
     "calls a 500 a non-retryable bad request",
     mislabels("server_error", "invalid_request"),
+    ERRORS,
+    ("server-error/chat", "server-error/stream"),
 )
 CONTEXT_OVERFLOW_AS_BAD_REQUEST = SharedBug(
     "context-overflow-as-bad-request",
     "misses the context overflow",
     mislabels("context_overflow", "invalid_request"),
+    ERRORS,
+    ("context-overflow/chat", "context-overflow/stream"),
+)
+DETAILS_WITHOUT_KIND = SharedBug(
+    "details-without-kind",
+    'leaves "kind" out of the error details',
+    DetailsWithoutKind,
+    ("error-details",),
+    ("auth/chat", "overloaded/stream"),
+)
+DROPS_STATUS = SharedBug(
+    "drops-status",
+    "reports no HTTP status on an error",
+    DropsStatus,
+    ("error-status",),
+    ("auth/chat", "server-error/stream"),
+)
+RETRY_AFTER_EVERYWHERE = SharedBug(
+    "retry-after-everywhere",
+    "invents a one-second retry_after on every retryable error",
+    RetryAfterEverywhere,
+    ("retry-after",),
+    ("overloaded/chat", "server-error/stream"),
 )
 FILTER_AS_STOP = SharedBug(
-    "filter-as-stop", 'calls a content-filtered turn "stop"', reports_stop_for("content_filter")
+    "filter-as-stop",
+    'calls a content-filtered turn "stop"',
+    reports_stop_for("content_filter"),
+    ("finish-reason",),
+    ("content-filter/chat", "content-filter/stream"),
 )
-STOP_ON_TOOL_TURN = SharedBug("stop-on-tool-turn", 'passes "stop" through on a tool turn', PassesStopThrough)
-REQUIRES_CALL_ID = SharedBug("requires-call-id", "takes the call id as given", RequiresCallId)
-IGNORES_RETRY_AFTER = SharedBug("ignores-retry-after", "drops the provider's retry-after", IgnoresRetryAfter)
+STOP_ON_TOOL_TURN = SharedBug(
+    "stop-on-tool-turn",
+    'passes "stop" through on a tool turn',
+    PassesStopThrough,
+    ("finish-reason",),
+    ("tool-call-with-stop/chat", "tool-call-with-stop/stream"),
+)
+DROPS_TEXT_ON_LENGTH = SharedBug(
+    "drops-text-on-length",
+    "returns no text on a turn cut off by the token limit",
+    DropsTextOnLength,
+    ("content",),
+    ("truncated-tool-call/chat", "truncated-tool-call/stream"),
+)
+REQUIRES_CALL_ID = SharedBug(
+    "requires-call-id",
+    "takes the call id as given",
+    RequiresCallId,
+    ("call-id",),
+    ("tool-call-with-stop/chat", "tool-call-with-stop/stream"),
+)
+IGNORES_RETRY_AFTER = SharedBug(
+    "ignores-retry-after",
+    "drops the provider's retry-after",
+    IgnoresRetryAfter,
+    ("retry-after",),
+    ("rate-limit/chat", "rate-limit/stream"),
+)
 LOSES_TEXT_BEFORE_ERROR = SharedBug(
-    "loses-text-before-error", "holds the text back until the end, then fails", LosesTextBeforeError
+    "loses-text-before-error",
+    "holds the text back until the end, then fails",
+    LosesTextBeforeError,
+    ("text-before-error",),
+    ("stream-error/stream",),
 )
-DECODES_PER_CHUNK = SharedBug("decodes-per-chunk", "decodes UTF-8 per network chunk", DecodesPerChunk)
-FORGETS_HEADERS = SharedBug("forgets-headers", "drops the caller's headers", ForgetsHeaders, HEADERS)
-SENDS_NO_TOOLS = SharedBug("sends-no-tools", "leaves the tools out of the request", SendsNoTools)
-RETRIES = SharedBug("retries", "retries a failed request once", Retries)
-IGNORES_ABORT = SharedBug("ignores-abort", "never looks at the abort signal", IgnoresAbort)
+DECODES_PER_CHUNK = SharedBug(
+    "decodes-per-chunk", "decodes UTF-8 per network chunk", DecodesPerChunk, ("content",), ("text/stream",)
+)
+FORGETS_HEADERS = SharedBug(
+    "forgets-headers",
+    "drops the caller's headers",
+    ForgetsHeaders,
+    ("headers",),
+    ("text/chat", "abort/stream", "quota/stream"),
+    headers=HEADERS,
+)
+SENDS_NO_TOOLS = SharedBug(
+    "sends-no-tools",
+    "leaves the tools out of the request",
+    SendsNoTools,
+    ("request",),
+    ("text/chat", "tool-call/stream"),
+)
+RETRIES = SharedBug(
+    "retries",
+    "retries a failed request once",
+    Retries,
+    ("no-retry",),
+    ("server-error/chat", "server-error/stream"),
+)
+SLEEPS_AND_RETRIES = SharedBug(
+    "sleeps-and-retries",
+    "sleeps out a retryable error and tries again, leaving the caller waiting",
+    SleepsAndRetries,
+    ("finished",),
+    ("server-error/chat",),
+)
+CLOSE_RAISES = SharedBug(
+    "close-raises", "raises from aclose()", CloseRaises, ("backend-closed",), ("text/chat", "abort/stream")
+)
+IGNORES_ABORT = SharedBug(
+    "ignores-abort",
+    "never looks at the abort signal",
+    IgnoresAbort,
+    ("finished", "connection-closed"),
+    ("abort/chat", "abort/stream"),
+)
+WRAPS_ABORT_REASON = SharedBug(
+    "wraps-abort-reason",
+    "closes on abort but raises its own error, not the caller's reason",
+    WrapsAbortReason,
+    ("abort-reason",),
+    ("abort/chat", "abort/stream"),
+)
+SLOW_ABORT_BUG = SharedBug(
+    "slow-abort",
+    f"closes on abort but raises the reason only after {SLOW_ABORT} s",
+    SlowAbort,
+    ("abort-promptly",),
+    ("abort/chat", "abort/stream"),
+)
 ABORTS_WITHOUT_CLOSING = SharedBug(
-    "aborts-without-closing", "raises the reason but leaves the connection open", AbortsWithoutClosing
+    "aborts-without-closing",
+    "raises the reason but leaves the connection open until it is closed",
+    AbortsWithoutClosing,
+    ("connection-closed",),
+    ("abort/chat", "abort/stream", "cancel/chat", "cancel/stream"),
+)
+KEEPS_H2_CONNECTION_ON_ABORT = SharedBug(
+    "keeps-h2-connection-on-abort",
+    "leaves the h2 stream unreset and the connection open on abort",
+    KeepsH2ConnectionOnAbort,
+    ("connection-closed",),
+    ("abort/chat", "abort/stream"),
+    transports=("h2",),
+)
+SHIELDS_REQUEST = SharedBug(
+    "shields-request",
+    "shields its request from cancellation, which leaves it running",
+    ShieldsRequest,
+    ("connection-closed",),
+    ("cancel/chat",),
 )
 WRAPS_CANCELLATION = SharedBug(
-    "wraps-cancellation", "turns CancelledError into an LLMError", WrapsCancellation
+    "wraps-cancellation",
+    "turns CancelledError into an LLMError",
+    WrapsCancellation,
+    ("cancel-propagates",),
+    ("cancel/chat", "cancel/stream"),
+)
+
+#: The shared bugs every zoo lists, in this order, before its own.
+EVERY_WIRE = (
+    DROPS_USAGE,
+    USAGE_ON_TEXT_ONLY,
+    QUOTA_AS_RATE_LIMIT,
+    QUOTA_RETRYABLE,
+    AUTH_AS_SERVER_ERROR,
+    OVERLOAD_AS_SERVER_ERROR,
+    SERVER_ERROR_AS_FATAL,
+    CONTEXT_OVERFLOW_AS_BAD_REQUEST,
+    DETAILS_WITHOUT_KIND,
+    DROPS_STATUS,
+    RETRY_AFTER_EVERYWHERE,
+    DROPS_TEXT_ON_LENGTH,
+    LOSES_TEXT_BEFORE_ERROR,
+    FORGETS_HEADERS,
+    RETRIES,
+    SLEEPS_AND_RETRIES,
+    CLOSE_RAISES,
+    IGNORES_ABORT,
+    WRAPS_ABORT_REASON,
+    SLOW_ABORT_BUG,
+    ABORTS_WITHOUT_CLOSING,
+    KEEPS_H2_CONNECTION_ON_ABORT,
+    SHIELDS_REQUEST,
+    WRAPS_CANCELLATION,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
 from conformance.contract import ChatRequest, StreamChunk, ToolCall, Usage
@@ -88,39 +89,127 @@ class ForgetsAltSse(GeminiBackend):
         return super().url(chat, stream).replace("?alt=sse", "")
 
 
+class MakesUpCallId(GeminiBackend):
+    """Gives every call an id of its own, throwing away the one Gemini 3 sent."""
+
+    def tool_call(self, function_call: Mapping[str, Any]) -> Optional[ToolCall]:
+        call = super().tool_call(function_call)
+        if call is None:
+            return None
+        return ToolCall(f"call_{uuid.uuid4().hex[:24]}", call.name, call.arguments)
+
+
 MUTANTS = [
-    zoo.shared(shared.DROPS_USAGE),
+    *zoo.every_wire(),
     zoo.mutant(
-        "first-usage-only", "keeps the first event's usage, which counts only the prompt", FirstUsageOnly
+        "first-usage-only",
+        "keeps the first event's usage, which counts only the prompt",
+        FirstUsageOnly,
+        checks=("usage",),
+        cases=("text/stream", "tool-call/stream", "truncated-tool-call/stream"),
     ),
     zoo.shared(shared.STOP_ON_TOOL_TURN, 'passes "STOP" through on a tool turn'),
+    zoo.mutant(
+        "makes-up-call-id",
+        "replaces the functionCall id Gemini 3 sent with one of its own",
+        MakesUpCallId,
+        checks=("call-id",),
+        cases=("tool-call/chat", "tool-call/stream"),
+    ),
     zoo.shared(shared.REQUIRES_CALL_ID, "takes the functionCall id as given, empty on Gemini 2.x"),
     zoo.mutant(
         "calls-from-final-event-only",
         "looks for calls only on the event with finishReason",
         CallsFromFinalEventOnly,
+        checks=("finish-reason", "tool-calls"),
+        cases=("tool-call/stream",),
     ),
-    zoo.mutant("max-tokens-as-stop", 'calls a turn cut off by MAX_TOKENS "stop"', MaxTokensAsStop),
+    zoo.mutant(
+        "max-tokens-as-stop",
+        'calls a turn cut off by MAX_TOKENS "stop"',
+        MaxTokensAsStop,
+        checks=("finish-reason",),
+        cases=("truncated-tool-call/chat", "truncated-tool-call/stream"),
+    ),
     zoo.shared(shared.FILTER_AS_STOP, 'calls a SAFETY or blocked turn "stop"'),
     zoo.mutant(
         "ignores-prompt-block",
         "reads candidates only and misses promptFeedback.blockReason",
         IgnoresPromptBlock,
+        checks=("finish-reason",),
+        cases=("content-filter/chat",),
     ),
-    zoo.shared(shared.QUOTA_AS_RATE_LIMIT, "treats an exhausted daily quota as a retryable rate limit"),
-    zoo.mutant("ignores-retry-delay", "drops RetryInfo.retryDelay", IgnoresRetryDelay),
-    zoo.mutant("auth-by-status-only", "misses the 400 API_KEY_INVALID", AuthByStatusOnly),
-    zoo.shared(shared.OVERLOAD_AS_SERVER_ERROR, "calls UNAVAILABLE a server error"),
-    zoo.shared(shared.SERVER_ERROR_AS_FATAL),
-    zoo.shared(shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST, "misses the input token count message"),
-    zoo.mutant("quiet-on-stream-error", 'ends quietly on a data: {"error"} event', QuietOnStreamError),
-    zoo.shared(shared.LOSES_TEXT_BEFORE_ERROR),
+    zoo.mutant(
+        "ignores-retry-delay",
+        "drops RetryInfo.retryDelay",
+        IgnoresRetryDelay,
+        checks=("retry-after",),
+        cases=("rate-limit/chat", "rate-limit/stream"),
+    ),
+    zoo.mutant(
+        "auth-by-status-only",
+        "misses the 400 API_KEY_INVALID",
+        AuthByStatusOnly,
+        checks=("error-details", "error-kind"),
+        cases=("auth/chat", "auth/stream"),
+    ),
+    zoo.mutant(
+        "quiet-on-stream-error",
+        'ends quietly on a data: {"error"} event',
+        QuietOnStreamError,
+        checks=("error-raised",),
+        cases=("stream-error/stream",),
+    ),
     zoo.shared(shared.DECODES_PER_CHUNK),
-    zoo.shared(shared.FORGETS_HEADERS),
-    zoo.mutant("system-as-content", 'sends the system prompt as a "system" content', SystemAsContent),
-    zoo.mutant("forgets-alt-sse", "streams without ?alt=sse", ForgetsAltSse),
-    zoo.shared(shared.RETRIES),
-    zoo.shared(shared.IGNORES_ABORT),
-    zoo.shared(shared.ABORTS_WITHOUT_CLOSING),
-    zoo.shared(shared.WRAPS_CANCELLATION),
+    zoo.mutant(
+        "system-as-content",
+        'sends the system prompt as a "system" content',
+        SystemAsContent,
+        checks=("request",),
+        cases=(
+            "text/chat",
+            "text/stream",
+            "tool-call/chat",
+            "tool-call/stream",
+            "tool-call-with-stop/chat",
+            "tool-call-with-stop/stream",
+            "truncated-tool-call/chat",
+            "truncated-tool-call/stream",
+            "content-filter/chat",
+            "content-filter/stream",
+            "stream-error/stream",
+            "abort/chat",
+            "abort/stream",
+            "cancel/chat",
+            "cancel/stream",
+            "rate-limit/chat",
+            "rate-limit/stream",
+            "quota/chat",
+            "quota/stream",
+            "auth/chat",
+            "auth/stream",
+            "overloaded/chat",
+            "overloaded/stream",
+            "server-error/chat",
+            "server-error/stream",
+            "context-overflow/chat",
+            "context-overflow/stream",
+        ),
+    ),
+    zoo.mutant(
+        "forgets-alt-sse",
+        "streams without ?alt=sse",
+        ForgetsAltSse,
+        checks=("request",),
+        cases=(
+            "abort/stream",
+            "cancel/stream",
+            "rate-limit/stream",
+            "quota/stream",
+            "auth/stream",
+            "overloaded/stream",
+            "server-error/stream",
+            "context-overflow/stream",
+        ),
+    ),
 ]
