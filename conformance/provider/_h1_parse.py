@@ -38,6 +38,7 @@ _HEADER_BLOCK = re.compile(
 _BAD_TARGET = re.compile(rb"[\x00-\x20\x7f]")
 _BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}\Z")
+_BARE_LF = re.compile(rb"(?<!\r)\n")
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 PREFACE_HEAD = b"PRI * HTTP/2.0\r\n\r\n"
@@ -70,6 +71,8 @@ class RequestParser:
     chunk_left: int
     chunk_phase: int  # 0 size line, 1 data, 2 CRLF after data, 3 trailers
     upgrade: Optional[bytes]
+    #: How much of an unfinished head was already searched for a bare LF.
+    lf_checked: int = 0
 
     # What the connection does with what was read.
     def _fail(self, status: int, message: str, parsed: bool) -> bool:
@@ -112,7 +115,19 @@ class RequestParser:
         if end < 0:
             if len(buf) > limit:
                 self._head_too_large()
+            elif _BARE_LF.search(buf, self.lf_checked) is not None:
+                # Without this the head never ends for us, and the client waits for
+                # header_timeout to learn why.
+                self._fail(
+                    400,
+                    "the request head ends a line with a bare LF; HTTP/1.1 lines end with CRLF "
+                    "(RFC 9112 2.2): send \\r\\n",
+                    False,
+                )
+            else:
+                self.lf_checked = len(buf)
             return False
+        self.lf_checked = 0
         if end + 4 > limit:
             self._head_too_large()
             return False
@@ -192,6 +207,12 @@ class RequestParser:
     def _start_body(self, headers: Dict[str, str]) -> bool:
         hub = self.hub
         http11 = self.version == "HTTP/1.1"
+        if http11:  # RFC 9112 3.2: exactly one Host, else 400
+            host = headers.get("host")
+            if host is None:
+                return self._fail(400, "HTTP/1.1 request without a Host header (RFC 9112 3.2)", True)
+            if "," in host:
+                return self._fail(400, f"more than one Host header: {host[:80]!r}", True)
         connection = headers.get("connection")
         self.keep_alive = http11 and (connection is None or "close" not in connection.lower())
         self.upgrade = None
@@ -208,8 +229,10 @@ class RequestParser:
         if coding is not None:
             if length is not None:
                 return self._fail(400, "both Content-Length and Transfer-Encoding were sent", True)
-            if coding.rsplit(",", 1)[-1].strip().lower() != "chunked":
-                return self._fail(400, f"unsupported Transfer-Encoding {coding!r}", True)
+            if coding.lower() != "chunked":
+                failed = self._check_codings(coding)
+                if failed:
+                    return False
             self.state = CHUNKED
             self.chunk_phase = 0
             self.chunk_left = 0
@@ -239,6 +262,31 @@ class RequestParser:
         if pending and http11 and headers.get("expect", "").lower() == "100-continue":
             self.transport.write(CONTINUE)
         return True
+
+    def _check_codings(self, coding: str) -> bool:
+        """Answer a Transfer-Encoding other than plain chunked; True if it was refused.
+
+        RFC 9112 6.3: a request whose final coding is not chunked has no knowable
+        length (400); 6.1: a coding the server does not know gets 501, rather than a
+        body recorded still encoded; 7: chunked is applied at most once.
+        """
+        codings = [c.strip().lower() for c in coding.split(",") if c.strip()]
+        if codings.count("chunked") > 1:
+            return not self._fail(400, f"Transfer-Encoding {coding!r} applies chunked more than once", True)
+        if not codings or codings[-1] != "chunked":
+            return not self._fail(
+                400, f"unsupported Transfer-Encoding {coding!r}: a request's last coding must be chunked",
+                True,
+            )
+        if len(codings) > 1:
+            others = ", ".join(codings[:-1])
+            return not self._fail(
+                501,
+                f"Transfer-Encoding {coding!r}: this provider decodes only chunked, not {others}; "
+                "send the body with chunked alone (or Content-Length)",
+                True,
+            )
+        return False
 
     def _read_chunks(self) -> bool:
         """Decode chunked framing from the buffer; True once the last chunk is in."""
