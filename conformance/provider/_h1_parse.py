@@ -84,22 +84,33 @@ class RequestParser:
     def _start_h2(self, data: bytes) -> None:
         raise NotImplementedError
 
+    body_since: float
+    paused: bool
+
+    def _wait_body(self) -> None:
+        raise NotImplementedError
+
     def _process(self) -> None:
         buf = self.buf
         while True:
             state = self.state
             if state == HEAD:
-                if not buf or not self._parse_head():
+                # While the client reads nothing, answer no more of its pipeline.
+                if not buf or self.paused or not self._parse_head():
                     return
             elif state == BODY:
                 length = self.length
                 if len(buf) < length:
+                    if not self.body_since:
+                        self._wait_body()
                     return
                 body = bytes(buf[:length])
                 del buf[:length]
                 self._complete(body)
             elif state == CHUNKED:
                 if not self._read_chunks():
+                    if not self.body_since and self.state == CHUNKED:
+                        self._wait_body()
                     return
                 self._complete(b"".join(self.parts))
             else:

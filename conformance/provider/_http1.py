@@ -6,9 +6,13 @@ already has (the common case) is answered in the same callback, head and body in
 ``transport.write``, with no task. Tasks appear only for what must wait: an async
 handler, a stream the socket cannot take yet, a hang.
 
-The reader is never paused, so a client that leaves is seen at once
-(``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come while
-a reply is under way wait in the buffer (pipelining) up to a bound.
+The reader runs while the transport takes writes, so a client that leaves is seen at
+once (``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come
+while a reply is under way wait in the buffer (pipelining) up to a bound. While writes
+are paused (the client does not read what it asked for) the reader pauses too, and no
+further pipelined request is answered: a client that pipelines a hundred large
+requests and never reads holds one reply in memory, not a hundred. A client that
+leaves then resets the connection, which the writer sees.
 
 h2c starts here too: the prior-knowledge preface parses as the request line
 ``PRI * HTTP/2.0``, and ``Upgrade: h2c`` is an ordinary request; either hands the
@@ -109,6 +113,9 @@ class H1Connection(RequestParser, asyncio.Protocol):
         self.timer: Optional[asyncio.TimerHandle] = None
         #: Loop time since when the client owes us bytes; 0 while we answer.
         self.since = 0.0
+        #: Loop times the body wait began and its last byte came; 0 when not waiting.
+        self.body_since = 0.0
+        self.last_byte = 0.0
         # The request being read.
         self.method = ""
         self.path = ""
@@ -149,6 +156,9 @@ class H1Connection(RequestParser, asyncio.Protocol):
             if len(buf) > self.hub.max_header_bytes + self.hub.max_body_bytes:
                 self.abort()  # pipelined far past any request we would accept
             return
+        if self.body_since:
+            assert self.loop is not None
+            self.last_byte = self.loop.time()
         self._process()
 
     def eof_received(self) -> Optional[bool]:
@@ -181,10 +191,16 @@ class H1Connection(RequestParser, asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.paused = True
+        self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self.paused = False
+        if self.state == CLOSED:
+            return
+        self.transport.resume_reading()
         self._wake_writer()
+        if self.state == HEAD and self.buf and self.h2 is None:
+            self._process()  # the pipeline held back while the client was not reading
 
     # -- shared with the h2 session -------------------------------------------
 
@@ -220,8 +236,15 @@ class H1Connection(RequestParser, asyncio.Protocol):
         if self.state == CLOSED:
             return
         assert self.loop is not None
-        timeout = self.hub.header_timeout
+        hub = self.hub
+        timeout = hub.header_timeout
         now = self.loop.time()
+        if self.paused:  # the client does not read: it is not keeping us waiting
+            self.timer = self.loop.call_later(timeout, self._check_idle)
+            return
+        if self.body_since and self.h2 is None:
+            self._check_body(now)
+            return
         since = self.h2.idle_since if self.h2 is not None else self.since
         if since and now - since >= timeout:
             if self.h2 is not None:
@@ -235,6 +258,46 @@ class H1Connection(RequestParser, asyncio.Protocol):
             return
         delay = timeout - (now - since) if since else timeout
         self.timer = self.loop.call_later(delay, self._check_idle)
+
+    def _check_body(self, now: float) -> None:
+        """408 for a body that stalled (no byte for body_idle_timeout) or took too long."""
+        hub = self.hub
+        idle, total = now - self.last_byte, now - self.body_since
+        if idle >= hub.body_idle_timeout:
+            self._fail(
+                408,
+                f"the request body stalled: no byte for {idle:.1f} s (body_idle_timeout="
+                f"{hub.body_idle_timeout:g} s); {self._body_progress()}",
+                True,
+            )
+        elif total >= hub.body_timeout:
+            self._fail(
+                408,
+                f"the request body took longer than body_timeout={hub.body_timeout:g} s; "
+                f"{self._body_progress()}",
+                True,
+            )
+        else:
+            delay = min(hub.body_idle_timeout - idle, hub.body_timeout - total)
+            assert self.loop is not None
+            self.timer = self.loop.call_later(delay, self._check_idle)
+
+    def _body_progress(self) -> str:
+        if self.state == BODY:
+            return f"{len(self.buf)} of {self.length} bytes had arrived"
+        return f"{self.size} bytes of chunks had arrived"
+
+    def _wait_body(self) -> None:
+        """The body is not all here: time its wait from now, and wake in time to check it."""
+        assert self.loop is not None
+        hub = self.hub
+        self.body_since = self.last_byte = now = self.loop.time()
+        due = now + min(hub.body_idle_timeout, hub.body_timeout)
+        timer = self.timer
+        if timer is None or timer.when() > due:
+            if timer is not None:
+                timer.cancel()
+            self.timer = self.loop.call_at(due, self._check_idle)
 
     # -- reading requests -----------------------------------------------------
 
@@ -252,7 +315,7 @@ class H1Connection(RequestParser, asyncio.Protocol):
         self.requests.append(request)
         self.hub.record(request)
         self.state = BUSY
-        self.since = 0.0
+        self.since = self.body_since = 0.0
         if self.upgrade is not None:
             self._start_upgrade(request)
             return
