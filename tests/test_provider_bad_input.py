@@ -47,7 +47,8 @@ CASES: Dict[str, Tuple[Dict[str, Any], bytes, int, Optional[Tuple[str, str]], st
         {}, b"POST /cl HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", 400, ("POST", "/cl"),
         "malformed Content-Length"),
     "both Content-Length and Transfer-Encoding": (
-        {}, b"POST /both HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        {},
+        b"POST /both HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         400, ("POST", "/both"), "both Content-Length and Transfer-Encoding"),
     "bad chunk size": (
         {}, b"POST /ch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400,

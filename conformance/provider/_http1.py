@@ -216,6 +216,12 @@ class H1Connection(RequestParser, asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def shutdown(self) -> None:
+        """The provider is closing: an h2 client hears GOAWAY first (sent if the socket takes it)."""
+        if self.h2 is not None:
+            self.h2.goaway_at_close()
+        self.abort()
+
     def _wake_writer(self) -> None:
         resumed = self.resumed
         if resumed is not None:

@@ -180,7 +180,7 @@ class FakeProvider:
             hub.shutting_down = True
             server.close()
             for connection in list(hub.connections):
-                connection.abort()
+                connection.shutdown()
             current = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks(loop) if t is not current]
             for task in tasks:
