@@ -150,6 +150,10 @@ def command_run(args: argparse.Namespace, out: TextIO) -> int:
     )
 
 
+#: What ``serve`` keeps of its request record; older requests are dropped and counted.
+SERVE_MAX_REQUESTS = 1000
+
+
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .provider import start_fake_provider
     from .provider._server import is_loopback
@@ -180,8 +184,10 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     if not is_loopback(args.host):
         out.write(f"warning: listening on {args.host}, reachable from other machines\n")
         out.flush()
+    # A serve session may run for days: keep the newest requests, not all of them.
     provider = start_fake_provider(
-        http2=args.http2, host=args.host, port=args.port, allow_remote=args.allow_remote
+        http2=args.http2, host=args.host, port=args.port, allow_remote=args.allow_remote,
+        max_requests=SERVE_MAX_REQUESTS,
     )
     with provider:
         provider.reply(handler)

@@ -84,6 +84,25 @@ class ServeTests(unittest.TestCase):
         with self.assertRaisesRegex(SystemExit, "stream-error runs in stream mode only"):
             main(["serve", "--wire", "openai-chat", "--scenario", "stream-error"], out=io.StringIO())
 
+    def test_serve_caps_the_request_record(self) -> None:
+        """serve starts its provider with max_requests, so a long session keeps a bounded record."""
+        from unittest import mock
+
+        import conformance.provider
+
+        started = []
+        real = conformance.provider.start_fake_provider
+
+        def start(*args: object, **kwargs: object) -> object:
+            provider = real(*args, **kwargs)  # type: ignore[arg-type]
+            started.append(provider)
+            return provider
+
+        with mock.patch.object(conformance.provider, "start_fake_provider", start), \
+                mock.patch.object(time, "sleep", side_effect=KeyboardInterrupt):
+            main(["serve", "--wire", "openai-chat", "--scenario", "text"], out=io.StringIO())
+        self.assertEqual(started[0]._hub.max_requests, 1000)
+
     def test_serve_answers_a_client_and_logs_the_request(self) -> None:
         """serve prints its URL, answers with the wire, and logs each request."""
         process = subprocess.Popen(

@@ -37,27 +37,42 @@ CASES: Dict[str, Tuple[Dict[str, Any], bytes, int, Optional[Tuple[str, str]], st
         {"max_header_bytes": 1024}, b"GET /big2 HTTP/1.1\r\nX-Big: " + b"a" * 2000, 431,
         ("GET", "/big2"), "max_header_bytes=1024"),
     "Content-Length too large": (
-        {"max_body_bytes": 100}, b"POST /up HTTP/1.1\r\nContent-Length: 1000\r\n\r\n", 413,
+        {"max_body_bytes": 100}, b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", 413,
         ("POST", "/up"), "max_body_bytes=100"),
     "chunked body too large": (
         {"max_body_bytes": 100},
-        b"POST /upc HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + b"a" * 100
+        b"POST /upc HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + b"a" * 100
         + b"\r\n1\r\nb\r\n0\r\n\r\n", 413, ("POST", "/upc"), "max_body_bytes=100"),
     "malformed Content-Length": (
-        {}, b"POST /cl HTTP/1.1\r\nContent-Length: ten\r\n\r\n", 400, ("POST", "/cl"),
+        {}, b"POST /cl HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", 400, ("POST", "/cl"),
         "malformed Content-Length"),
     "both Content-Length and Transfer-Encoding": (
-        {}, b"POST /both HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        {},
+        b"POST /both HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         400, ("POST", "/both"), "both Content-Length and Transfer-Encoding"),
     "bad chunk size": (
-        {}, b"POST /ch HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400,
+        {}, b"POST /ch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400,
         ("POST", "/ch"), "bad chunked encoding"),
     "chunk data without CRLF": (
-        {}, b"POST /ch2 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", 400,
+        {}, b"POST /ch2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", 400,
         ("POST", "/ch2"), "bad chunked encoding"),
     "unsupported transfer coding": (
-        {}, b"POST /gz HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400, ("POST", "/gz"),
+        {}, b"POST /gz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400, ("POST", "/gz"),
         "unsupported Transfer-Encoding"),
+    "bare LF line endings": (
+        {}, b"GET /lf HTTP/1.1\nHost: x\n\n", 400, None, "bare LF"),
+    "bare LF after a CRLF line": (
+        {}, b"GET /lf2 HTTP/1.1\r\nHost: x\n\n", 400, None, "bare LF"),
+    "HTTP/1.1 without Host": ({}, b"GET /nohost HTTP/1.1\r\n\r\n", 400, ("GET", "/nohost"), "Host"),
+    "two Host headers": (
+        {}, b"GET /twohosts HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, ("GET", "/twohosts"),
+        "Host"),
+    "a transfer coding before chunked": (
+        {}, b"POST /gzc HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        501, ("POST", "/gzc"), "gzip"),
+    "chunked twice": (
+        {}, b"POST /cc HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+        400, ("POST", "/cc"), "chunked more than once"),
 }
 
 
@@ -89,7 +104,7 @@ class TestBadHttp1Input(unittest.TestCase):
         with start_fake_provider() as provider:
             provider.reply(JsonReply({}))
             with RawConnection(provider.port) as connection:
-                connection.send(b"POST /cut HTTP/1.1\r\nContent-Length: 100\r\n\r\n0123456789")
+                connection.send(b"POST /cut HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
             request = provider.next_request()
             self.assertEqual(request.path, "/cut")
             self.assertEqual(request.body, b"0123456789")

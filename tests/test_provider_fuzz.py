@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Tuple
 
 from conformance.provider import JsonReply, StreamReply, start_fake_provider
 
-from .test_provider_support import RawConnection, http1_request
+from .test_provider_support import LONG_TESTS, RawConnection, http1_request
 
 HAVE_HYPOTHESIS = importlib.util.find_spec("hypothesis") is not None
 HAVE_H2 = importlib.util.find_spec("h2") is not None
@@ -37,10 +37,11 @@ else:  # pragma: no cover - the tests skip; these stand-ins only let the module 
     st = None  # type: ignore[assignment]
     HealthCheck = None  # type: ignore[assignment,misc]
 
-#: Bounded and repeatable: about 150 examples per test, the same ones every run.
+#: Bounded and repeatable: 150 examples per test with CONFORMANCE_LONG_TESTS=1, else 30,
+#: the same ones every run.
 FUZZ_SETTINGS: Dict[str, Any] = (
     {
-        "max_examples": 150,
+        "max_examples": 150 if LONG_TESTS else 30,
         "deadline": None,
         "derandomize": True,
         "database": None,

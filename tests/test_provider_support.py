@@ -6,11 +6,17 @@ clients (http.client, httpx) hide. This module holds no tests.
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 from typing import Any, Dict, List, Optional, Tuple
 
 TIMEOUT = 10.0
+
+#: CONFORMANCE_LONG_TESTS=1 (CI sets it) runs the soak and the fuzz at full length;
+#: without it they run a shorter version with the same checks, so that the suite stays
+#: quick to work in.
+LONG_TESTS = os.environ.get("CONFORMANCE_LONG_TESTS", "") == "1"
 
 #: GOAWAY(last_stream_id=0, NO_ERROR), as the AWS SDK for JavaScript sends it.
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

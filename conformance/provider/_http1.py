@@ -1,14 +1,18 @@
 """HTTP/1.1 on an :class:`asyncio.Protocol`, and the door to h2c.
 
 Strategy: one protocol object per connection, a small state machine fed by
-``data_received``. The head is found with one ``find(b"\\r\\n\\r\\n")`` and split with
-bytes operations; a reply the script already has (the common case) is answered in the
-same callback, head and body in one ``transport.write``, with no task. Tasks appear only
-for what must wait: an async handler, a stream the socket cannot take yet, a hang.
+``data_received``; reading a request is :mod:`._h1_parse`'s part. A reply the script
+already has (the common case) is answered in the same callback, head and body in one
+``transport.write``, with no task. Tasks appear only for what must wait: an async
+handler, a stream the socket cannot take yet, a hang.
 
-The reader is never paused, so a client that leaves is seen at once
-(``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come while
-a reply is under way wait in the buffer (pipelining) up to a bound.
+The reader runs while the transport takes writes, so a client that leaves is seen at
+once (``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come
+while a reply is under way wait in the buffer (pipelining) up to a bound. While writes
+are paused (the client does not read what it asked for) the reader pauses too, and no
+further pipelined request is answered: a client that pipelines a hundred large
+requests and never reads holds one reply in memory, not a hundred. A client that
+leaves then resets the connection, which the writer sees.
 
 h2c starts here too: the prior-knowledge preface parses as the request line
 ``PRI * HTTP/2.0``, and ``Upgrade: h2c`` is an ordinary request; either hands the
@@ -19,10 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
 from ._hub import REPLY_TYPES, Hub
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
@@ -31,45 +35,17 @@ if TYPE_CHECKING:
 
 __all__ = ["H1Connection"]
 
-# States of a connection.
-_HEAD = 0  # waiting for (the rest of) a request head
-_BODY = 1  # waiting for a Content-Length body
-_CHUNKED = 2  # reading a chunked body
-_BUSY = 3  # a request is being answered (or hangs)
-_DRAIN = 4  # an error was answered; discarding input until the client leaves
-_CLOSED = 5
-_H2 = 6  # handed to the h2 session
-
-_TOKEN_CHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_TOKEN = re.compile(_TOKEN_CHARS + rb"\Z")
-_REQUEST_LINE = re.compile(rb"(" + _TOKEN_CHARS + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\.[0-9])\Z")
-#: A whole header section, checked in one pass: token, colon, a value without controls.
-_HEADER_BLOCK = re.compile(
-    rb"(?:" + _TOKEN_CHARS + rb":[^\x00-\x08\x0a-\x1f\x7f]*(?:\r\n|\Z))*\Z"
-)
-_BAD_TARGET = re.compile(rb"[\x00-\x20\x7f]")
-_BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}\Z")
-
 _REASONS = {int(s): s.phrase for s in HTTPStatus}
 _STATUS_LINES: Dict[int, str] = {}
 
-_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _SWITCHING = b"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n"
 _END_KEEP = b"\r\n"
 _END_CLOSE = b"connection: close\r\n\r\n"
 _LAST_CHUNK = b"0\r\n\r\n"
-_PREFACE_HEAD = b"PRI * HTTP/2.0\r\n\r\n"
 
 #: How long a connection that was answered with an error may linger, reading and
 #: discarding, so that closing it does not reset the error reply away.
 _DRAIN_SECONDS = 2.0
-_MAX_CHUNK_LINE = 4096
-
-_H2C_ONLY = (
-    "this fake provider was started with http2=True and speaks h2c only "
-    "(prior knowledge or Upgrade: h2c); use an HTTP/2 client or start it with http2=False"
-)
 
 
 def status_line(status: int) -> str:
@@ -115,7 +91,7 @@ def encode_stream(reply: StreamReply, chunked: bool) -> Tuple[bytes, List[bytes]
     return _head(reply.status, fixed, extra_headers(reply.headers)).encode("utf-8"), chunks
 
 
-class H1Connection(asyncio.Protocol):
+class H1Connection(RequestParser, asyncio.Protocol):
     """One client connection: HTTP/1.1 until it turns into h2c."""
 
     def __init__(self, hub: Hub) -> None:
@@ -123,7 +99,7 @@ class H1Connection(asyncio.Protocol):
         self.loop = hub.loop
         self.transport: Any = None
         self.buf = bytearray()
-        self.state = _HEAD
+        self.state = HEAD
         self.h2: Optional[H2Session] = None
         #: Every request of this connection: all count as closed when it closes.
         self.requests: List[RecordedRequest] = []
@@ -137,6 +113,9 @@ class H1Connection(asyncio.Protocol):
         self.timer: Optional[asyncio.TimerHandle] = None
         #: Loop time since when the client owes us bytes; 0 while we answer.
         self.since = 0.0
+        #: Loop times the body wait began and its last byte came; 0 when not waiting.
+        self.body_since = 0.0
+        self.last_byte = 0.0
         # The request being read.
         self.method = ""
         self.path = ""
@@ -147,7 +126,7 @@ class H1Connection(asyncio.Protocol):
         self.parts: List[bytes] = []
         self.size = 0
         self.chunk_left = 0
-        self.chunk_phase = 0  # 0 size line, 1 data, 2 CRLF after data, 3 trailers
+        self.chunk_phase = 0
         self.head_only = False
         self.upgrade: Optional[bytes] = None
 
@@ -169,14 +148,17 @@ class H1Connection(asyncio.Protocol):
             self.h2.data_received(data)
             return
         state = self.state
-        if state >= _DRAIN:
+        if state >= DRAIN:
             return
         buf = self.buf
         buf += data
-        if state == _BUSY:
+        if state == BUSY:
             if len(buf) > self.hub.max_header_bytes + self.hub.max_body_bytes:
                 self.abort()  # pipelined far past any request we would accept
             return
+        if self.body_since:
+            assert self.loop is not None
+            self.last_byte = self.loop.time()
         self._process()
 
     def eof_received(self) -> Optional[bool]:
@@ -184,17 +166,17 @@ class H1Connection(asyncio.Protocol):
         if self.h2 is not None:
             return None
         self._mark_closed()
-        if self.state in (_BODY, _CHUNKED):
+        if self.state in (BODY, CHUNKED):
             self._record(self._build(b"".join(self.parts) if self.parts else bytes(self.buf),
                                      "the client closed the connection before the body ended"))
-        elif self.state == _BUSY and not self.hanging:
+        elif self.state == BUSY and not self.hanging:
             # Half-closed after a complete request: finish the reply, then close.
             return True
         return None
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.hub.connections.discard(self)
-        self.state = _CLOSED
+        self.state = CLOSED
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -209,16 +191,22 @@ class H1Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.paused = True
+        self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self.paused = False
+        if self.state == CLOSED:
+            return
+        self.transport.resume_reading()
         self._wake_writer()
+        if self.state == HEAD and self.buf and self.h2 is None:
+            self._process()  # the pipeline held back while the client was not reading
 
     # -- shared with the h2 session -------------------------------------------
 
     async def writable(self) -> None:
         """Wait until the transport takes writes again (or is gone)."""
-        while self.paused and self.state != _CLOSED:
+        while self.paused and self.state != CLOSED:
             if self.resumed is None:
                 assert self.loop is not None
                 self.resumed = self.loop.create_future()
@@ -227,6 +215,12 @@ class H1Connection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+
+    def shutdown(self) -> None:
+        """The provider is closing: an h2 client hears GOAWAY first (sent if the socket takes it)."""
+        if self.h2 is not None:
+            self.h2.goaway_at_close()
+        self.abort()
 
     def _wake_writer(self) -> None:
         resumed = self.resumed
@@ -245,16 +239,23 @@ class H1Connection(asyncio.Protocol):
 
     def _check_idle(self) -> None:
         self.timer = None
-        if self.state == _CLOSED:
+        if self.state == CLOSED:
             return
         assert self.loop is not None
-        timeout = self.hub.header_timeout
+        hub = self.hub
+        timeout = hub.header_timeout
         now = self.loop.time()
+        if self.paused:  # the client does not read: it is not keeping us waiting
+            self.timer = self.loop.call_later(timeout, self._check_idle)
+            return
+        if self.body_since and self.h2 is None:
+            self._check_body(now)
+            return
         since = self.h2.idle_since if self.h2 is not None else self.since
         if since and now - since >= timeout:
             if self.h2 is not None:
                 self.h2.close_idle()
-            elif self.state in (_BODY, _CHUNKED):
+            elif self.state in (BODY, CHUNKED):
                 self._fail(408, f"the request body did not arrive within {timeout:g} s", True)
             elif self.buf:
                 self._fail(408, f"the request head did not arrive within {timeout:g} s", False)
@@ -264,221 +265,47 @@ class H1Connection(asyncio.Protocol):
         delay = timeout - (now - since) if since else timeout
         self.timer = self.loop.call_later(delay, self._check_idle)
 
-    # -- reading requests -----------------------------------------------------
-
-    def _process(self) -> None:
-        buf = self.buf
-        while True:
-            state = self.state
-            if state == _HEAD:
-                if not buf or not self._parse_head():
-                    return
-            elif state == _BODY:
-                length = self.length
-                if len(buf) < length:
-                    return
-                body = bytes(buf[:length])
-                del buf[:length]
-                self._complete(body)
-            elif state == _CHUNKED:
-                if not self._read_chunks():
-                    return
-                self._complete(b"".join(self.parts))
-            else:
-                return
-
-    def _parse_head(self) -> bool:
-        """Parse a head from the buffer; False when more bytes are needed or it failed."""
-        buf = self.buf
-        while buf.startswith(b"\r\n"):  # RFC 9112 2.2: ignore empty lines before a request
-            del buf[:2]
-        end = buf.find(b"\r\n\r\n")
-        limit = self.hub.max_header_bytes
-        if end < 0:
-            if len(buf) > limit:
-                self._head_too_large()
-            return False
-        if end + 4 > limit:
-            self._head_too_large()
-            return False
-        head = bytes(buf[:end])
-        del buf[: end + 4]
-        line_end = head.find(b"\r\n")
-        first = head if line_end < 0 else head[:line_end]
-        match = _REQUEST_LINE.match(first)
-        if match is None:
-            return self._bad_request_line(first)
-        method, target, version = match.groups()
-        if version == b"HTTP/1.1":
-            self.version = "HTTP/1.1"
-        elif version == b"HTTP/1.0":
-            self.version = "HTTP/1.0"
-        elif method == b"PRI" and target == b"*" and version == b"HTTP/2.0" and self.first:
-            self._start_h2(_PREFACE_HEAD + bytes(buf))
-            return False
-        else:
-            return self._fail(505, f"HTTP version {version.decode('ascii')} is not supported", False)
-        if target[:1] != b"/":
-            if target == b"*":
-                pass
-            elif target[:7] == b"http://" or target[:8] == b"https://":  # absolute form
-                slash = target.find(b"/", target.find(b"//") + 2)
-                target = target[slash:] if slash >= 0 else b"/"
-            else:
-                return self._fail(400, f"malformed request target {target[:80]!r}", False)
-        path, _, query = target.decode("utf-8", "replace").partition("?")
-        self.method = method.decode("ascii")
-        self.path = path
-        self.query = query
-        self.first = False
-        self.head_only = self.method == "HEAD"
-        self.parts = []
-        headers: Dict[str, str] = {}
-        self.headers = headers
-        if line_end >= 0:
-            block = head[line_end + 2 :]
-            if _HEADER_BLOCK.match(block) is None:
-                return self._bad_header(block)
-            for line in block.decode("latin-1").split("\r\n"):
-                name, _, value = line.partition(":")
-                name = name.lower()
-                value = value.strip(" \t")
-                if name in headers:
-                    headers[name] = f"{headers[name]}, {value}"
-                else:
-                    headers[name] = value
-        return self._start_body(headers)
-
-    def _bad_request_line(self, line: bytes) -> bool:
-        parts = line.split(b" ")
-        if len(parts) == 3:
-            if not _TOKEN.match(parts[0]):
-                return self._fail(400, f"malformed request method {parts[0][:40]!r}", False)
-            if _BAD_TARGET.search(parts[1]) or not parts[1]:
-                return self._fail(400, f"malformed request target {parts[1][:80]!r}", False)
-        return self._fail(400, f"malformed request line {line[:80]!r}", False)
-
-    def _bad_header(self, block: bytes) -> bool:
-        for line in block.split(b"\r\n"):
-            colon = line.find(b":")
-            if line[:1] in (b" ", b"\t"):
-                problem = f"obsolete line folding in header line {line[:80]!r}"
-            elif colon < 0:
-                problem = f"malformed header line {line[:80]!r} (no colon)"
-            elif not _TOKEN.match(line[:colon]):
-                problem = f"malformed header name {line[:colon][:80]!r}"
-            elif _BAD_VALUE.search(line, colon + 1):
-                problem = f"control character in header {line[:colon][:80]!r}"
-            else:
-                continue
-            return self._fail(400, problem, True)
-        return self._fail(400, "malformed header section", True)
-
-    def _start_body(self, headers: Dict[str, str]) -> bool:
+    def _check_body(self, now: float) -> None:
+        """408 for a body that stalled (no byte for body_idle_timeout) or took too long."""
         hub = self.hub
-        http11 = self.version == "HTTP/1.1"
-        connection = headers.get("connection")
-        self.keep_alive = http11 and (connection is None or "close" not in connection.lower())
-        self.upgrade = None
-        upgrade = headers.get("upgrade")
-        if upgrade is not None and http11 and "h2c" in upgrade.lower():
-            settings = headers.get("http2-settings")
-            if settings is not None and hub.h2_available():
-                self.upgrade = settings.strip().encode("latin-1")
-        if hub.http2_only and self.upgrade is None:
-            return self._fail(505, _H2C_ONLY, True)
-        coding = headers.get("transfer-encoding")
-        length = headers.get("content-length")
-        self.size = 0
-        if coding is not None:
-            if length is not None:
-                return self._fail(400, "both Content-Length and Transfer-Encoding were sent", True)
-            if coding.rsplit(",", 1)[-1].strip().lower() != "chunked":
-                return self._fail(400, f"unsupported Transfer-Encoding {coding!r}", True)
-            self.state = _CHUNKED
-            self.chunk_phase = 0
-            self.chunk_left = 0
-            pending = not self.buf
-        elif length is not None:
-            if length.isdigit() and length.isascii():
-                self.length = int(length)
-            else:  # a list of equal values is allowed (RFC 9110 8.6)
-                values = {v.strip() for v in length.split(",")}
-                value = values.pop() if len(values) == 1 else ""
-                if not (value.isascii() and value.isdigit()):
-                    return self._fail(400, f"malformed Content-Length {length!r}", True)
-                self.length = int(value)
-            if self.length > hub.max_body_bytes:
-                return self._fail(
-                    413,
-                    f"request body of {self.length} bytes is larger than max_body_bytes="
-                    f"{hub.max_body_bytes}",
-                    True,
-                )
-            self.state = _BODY
-            pending = len(self.buf) < self.length
+        idle, total = now - self.last_byte, now - self.body_since
+        if idle >= hub.body_idle_timeout:
+            self._fail(
+                408,
+                f"the request body stalled: no byte for {idle:.1f} s (body_idle_timeout="
+                f"{hub.body_idle_timeout:g} s); {self._body_progress()}",
+                True,
+            )
+        elif total >= hub.body_timeout:
+            self._fail(
+                408,
+                f"the request body took longer than body_timeout={hub.body_timeout:g} s; "
+                f"{self._body_progress()}",
+                True,
+            )
         else:
-            self.length = 0
-            self.state = _BODY
-            pending = False
-        if pending and http11 and headers.get("expect", "").lower() == "100-continue":
-            self.transport.write(_CONTINUE)
-        return True
+            delay = min(hub.body_idle_timeout - idle, hub.body_timeout - total)
+            assert self.loop is not None
+            self.timer = self.loop.call_later(delay, self._check_idle)
 
-    def _read_chunks(self) -> bool:
-        """Decode chunked framing from the buffer; True once the last chunk is in."""
-        buf = self.buf
-        while True:
-            phase = self.chunk_phase
-            if phase == 1:
-                take = min(self.chunk_left, len(buf))
-                if not take:
-                    return False
-                self.parts.append(bytes(buf[:take]))
-                del buf[:take]
-                self.chunk_left -= take
-                if self.chunk_left:
-                    return False
-                self.chunk_phase = 2
-                continue
-            if phase == 2:
-                if len(buf) < 2:
-                    return False
-                if buf[:2] != b"\r\n":
-                    self._fail(400, "bad chunked encoding: chunk data not followed by CRLF", True)
-                    return False
-                del buf[:2]
-                self.chunk_phase = 0
-                continue
-            end = buf.find(b"\r\n")
-            if end < 0:
-                if len(buf) > _MAX_CHUNK_LINE:
-                    self._fail(400, "bad chunked encoding: chunk line too long", True)
-                return False
-            line = bytes(buf[:end])
-            del buf[: end + 2]
-            if phase == 3:  # trailers, read and dropped; an empty line ends the body
-                if not line:
-                    return True
-                continue
-            size_text = line.split(b";", 1)[0].strip(b" \t")
-            if not _HEX.match(size_text):
-                self._fail(400, f"bad chunked encoding: chunk size {size_text[:40]!r}", True)
-                return False
-            size = int(size_text, 16)
-            if size == 0:
-                self.chunk_phase = 3
-                continue
-            self.size += size
-            if self.size > self.hub.max_body_bytes:
-                self._fail(
-                    413,
-                    f"chunked request body is larger than max_body_bytes={self.hub.max_body_bytes}",
-                    True,
-                )
-                return False
-            self.chunk_left = size
-            self.chunk_phase = 1
+    def _body_progress(self) -> str:
+        if self.state == BODY:
+            return f"{len(self.buf)} of {self.length} bytes had arrived"
+        return f"{self.size} bytes of chunks had arrived"
+
+    def _wait_body(self) -> None:
+        """The body is not all here: time its wait from now, and wake in time to check it."""
+        assert self.loop is not None
+        hub = self.hub
+        self.body_since = self.last_byte = now = self.loop.time()
+        due = now + min(hub.body_idle_timeout, hub.body_timeout)
+        timer = self.timer
+        if timer is None or timer.when() > due:
+            if timer is not None:
+                timer.cancel()
+            self.timer = self.loop.call_at(due, self._check_idle)
+
+    # -- reading requests -----------------------------------------------------
 
     def _build(self, body: bytes, error: Optional[str] = None) -> RecordedRequest:
         return RecordedRequest(
@@ -493,8 +320,8 @@ class H1Connection(asyncio.Protocol):
         request = RecordedRequest(self.method, self.path, self.query, self.headers, body, self.version)
         self.requests.append(request)
         self.hub.record(request)
-        self.state = _BUSY
-        self.since = 0.0
+        self.state = BUSY
+        self.since = self.body_since = 0.0
         if self.upgrade is not None:
             self._start_upgrade(request)
             return
@@ -509,7 +336,7 @@ class H1Connection(asyncio.Protocol):
     async def _respond_later(self, pending: Awaitable[Reply]) -> None:
         reply = await pending
         self.task = None
-        if self.state == _BUSY and not self.transport.is_closing():
+        if self.state == BUSY and not self.transport.is_closing():
             self._respond(reply)
             self._process()
 
@@ -580,17 +407,17 @@ class H1Connection(asyncio.Protocol):
     async def _stream_later(self, framed: List[bytes], index: int, ending: bytes, hang: bool) -> None:
         await self.writable()
         self.task = None
-        if self.state == _BUSY and not self.transport.is_closing():
+        if self.state == BUSY and not self.transport.is_closing():
             self._stream(framed, index, ending, hang)
             self._process()
 
     def _done(self) -> None:
         """The reply is complete: wait for the next request, or close."""
         if not self.keep_alive or self.eof:
-            self.state = _CLOSED
+            self.state = CLOSED
             self.transport.close()
             return
-        self.state = _HEAD
+        self.state = HEAD
         assert self.loop is not None
         self.since = self.loop.time()
 
@@ -603,7 +430,7 @@ class H1Connection(asyncio.Protocol):
         head = _head(
             status, [("content-type", "application/json"), ("content-length", str(len(body)))], ()
         )
-        self.state = _DRAIN
+        self.state = DRAIN
         self.buf.clear()
         transport = self.transport
         transport.write(head.encode("utf-8") + _END_CLOSE + body)
@@ -619,25 +446,6 @@ class H1Connection(asyncio.Protocol):
             transport.close()
         return False
 
-    def _head_too_large(self) -> None:
-        buf = self.buf
-        line_end = buf.find(b"\r\n")
-        parsed = False
-        if 0 < line_end <= self.hub.max_header_bytes:
-            parts = bytes(buf[:line_end]).split(b" ")
-            if len(parts) == 3 and _TOKEN.match(parts[0]) and parts[1][:1] == b"/":
-                path, _, query = parts[1].decode("utf-8", "replace").partition("?")
-                self.method, self.path, self.query = parts[0].decode("ascii"), path, query
-                self.version = parts[2].decode("latin-1")
-                self.headers = {}
-                self.parts = []
-                parsed = True
-        self._fail(
-            431,
-            f"request header section is larger than max_header_bytes={self.hub.max_header_bytes}",
-            parsed,
-        )
-
     # -- h2c ------------------------------------------------------------------
 
     def _start_h2(self, data: bytes) -> None:
@@ -650,7 +458,7 @@ class H1Connection(asyncio.Protocol):
         from ._http2 import H2Session
 
         self.buf.clear()
-        self.state = _H2
+        self.state = H2
         self.h2 = H2Session(self, self.hub)
         self.h2.start(data)
 
@@ -668,7 +476,7 @@ class H1Connection(asyncio.Protocol):
             return
         rest = bytes(self.buf)
         self.buf.clear()
-        self.state = _H2
+        self.state = H2
         self.h2 = session
         self.transport.write(_SWITCHING)
         session.serve_upgraded(request)

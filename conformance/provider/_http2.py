@@ -5,9 +5,18 @@ sees them, for one reason: a client GOAWAY must not cut the responses already un
 way. The AWS SDK for JavaScript sends ``GOAWAY(NO_ERROR)`` as soon as it has the
 response headers and keeps reading the stream; ``h2`` would move the connection to
 CLOSED at once and refuse every further ``send_data``. So a NO_ERROR GOAWAY that
-comes while streams are in flight is held back, and fed to ``h2`` only when the last
-of them has ended; then the connection closes gracefully. Frames after it (window
-updates, resets) still go to ``h2`` as usual.
+comes while streams are in flight is held back (and any more of them: RFC 9113 6.8
+allows several), and fed to ``h2`` only when the last of them has ended; then the
+connection closes gracefully. Frames after it (window updates, resets) still go to
+``h2`` as usual. The same cut counts the frames that demand an answer (PING,
+SETTINGS): a flood of them gets ``GOAWAY(ENHANCE_YOUR_CALM)`` before ``h2`` queues
+the answers. While the client reads nothing, the connection stops reading (see
+:mod:`._http1`), so a flood that is never read costs one read's worth.
+
+``h2`` answers a stream over ``MAX_CONCURRENT_STREAMS`` with a connection error,
+which kills every stream in flight; RFC 9113 5.1.2 asks for
+``RST_STREAM(REFUSED_STREAM)`` on the extra stream alone. So the limit is advertised
+as ``h2`` sets it, and enforced here, stream by stream.
 
 A reply is written in the callback that completed its request, as far as the flow
 control windows allow; what must wait (a closed window, a paused transport, an async
@@ -25,6 +34,7 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
+import h2.settings
 
 from ._hub import REPLY_TYPES, Hub
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
@@ -39,6 +49,11 @@ __all__ = ["H2Session"]
 _PREFACE_SIZE = 24
 _FRAME_HEAD = 9
 _GOAWAY = 0x7
+_PING = 0x6
+_SETTINGS = 0x4
+#: PING and SETTINGS frames (each asks for an answer) a client may send in a second
+#: before it is told ENHANCE_YOUR_CALM. Real clients send a handful.
+_FLOOD_FRAMES = 10000
 #: Connection-specific headers HTTP/2 forbids (RFC 9113 8.2.2); a reply's own are dropped.
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"}
@@ -111,6 +126,9 @@ class H2Session:
         assert hub.loop is not None
         self.loop = hub.loop
         self.idle_since = self.loop.time()
+        self.max_streams = 100
+        self.flood_since = 0.0
+        self.flood_count = 0
         self._handlers: Dict[type, Callable[[Any], None]] = {
             h2.events.RequestReceived: self._on_request,
             h2.events.DataReceived: self._on_data,
@@ -126,6 +144,7 @@ class H2Session:
     def start(self, data: bytes) -> None:
         """Prior knowledge: ``data`` begins with the client preface."""
         self.conn.initiate_connection()
+        self._limit_streams_here()
         self.conn.increment_flow_control_window(_CONNECTION_WINDOW - 65535)
         self._flush()
         self.data_received(data)
@@ -135,6 +154,19 @@ class H2Session:
         padded = settings + b"=" * (-len(settings) % 4)
         base64.urlsafe_b64decode(padded)  # raises on garbage before h2 sees it
         self.conn.initiate_upgrade_connection(padded)
+        self._limit_streams_here()
+
+    def _limit_streams_here(self) -> None:
+        """Keep h2's advertised MAX_CONCURRENT_STREAMS, but enforce it in :meth:`_on_request`.
+
+        Our SETTINGS are already written with h2's value; h2 is then given a limit it
+        will not reach, so that the extra stream is refused alone, not the connection.
+        """
+        settings = self.conn.local_settings
+        self.max_streams = settings.max_concurrent_streams
+        values = {h2.settings.SettingCodes(code): settings[code] for code in settings}
+        values[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 2**31 - 1
+        self.conn.local_settings = h2.settings.Settings(client=False, initial_values=values)
 
     def serve_upgraded(self, request: RecordedRequest) -> None:
         """After the 101: send our preface and answer the upgrade request as stream 1."""
@@ -161,6 +193,7 @@ class H2Session:
             self.preface_left -= pos
         start = 0
         limit = self.conn.max_inbound_frame_size
+        asking = 0
         while size - pos >= _FRAME_HEAD:
             length = (buf[pos] << 16) | (buf[pos + 1] << 8) | buf[pos + 2]
             if length > limit:  # h2 would wait for all of it; refuse it now
@@ -169,19 +202,37 @@ class H2Session:
             end = pos + _FRAME_HEAD + length
             if end > size:
                 break
-            if buf[pos + 3] == _GOAWAY and length >= 8:
+            kind = buf[pos + 3]
+            if kind == _GOAWAY and length >= 8:
                 if pos > start and not self._feed(bytes(buf[start:pos])):
                     return
                 start = pos
                 error_code = int.from_bytes(buf[pos + 13 : pos + 17], "big")
-                if self.streams and error_code == 0 and self.held_goaway is None:
-                    self.held_goaway = bytes(buf[pos:end])
-                    start = end
+                if self.streams and error_code == 0:
+                    if self.held_goaway is None:
+                        self.held_goaway = bytes(buf[pos:end])
+                    start = end  # a second one says nothing the first did not
+            elif (kind == _PING or kind == _SETTINGS) and not buf[pos + 4] & 1:  # not an ACK
+                asking += 1
             pos = end
+        if asking and self._flooded(asking):
+            return
         chunk = bytes(buf[start:pos])
         del buf[:pos]
         if chunk:
             self._feed(chunk)
+
+    def _flooded(self, count: int) -> bool:
+        """Count frames that ask for an answer; past the budget, GOAWAY(ENHANCE_YOUR_CALM)."""
+        now = self.loop.time()
+        if now - self.flood_since >= 1.0:
+            self.flood_since = now
+            self.flood_count = 0
+        self.flood_count += count
+        if self.flood_count <= _FLOOD_FRAMES:
+            return False
+        self._refuse(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
+        return True
 
     def _feed(self, data: bytes) -> bool:
         """Give whole frames to h2 and act on its events; False once the connection is done."""
@@ -210,6 +261,10 @@ class H2Session:
         return True
 
     def _on_request(self, event: h2.events.RequestReceived) -> None:
+        if len(self.streams) >= self.max_streams:
+            # Not processed, so the client may retry it (RFC 9113 8.7); not recorded.
+            self.conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+            return
         self.streams[event.stream_id] = _Stream(event.stream_id, list(event.headers or ()))
         self.idle_since = 0.0
 
@@ -476,6 +531,16 @@ class H2Session:
             pass
         self._flush()
         self._close()
+
+    def goaway_at_close(self) -> None:
+        """The provider is closing: tell the client before the connection is cut."""
+        if self.closed:
+            return
+        try:
+            self.conn.close_connection(additional_data=b"the fake provider is closing")
+        except h2.exceptions.ProtocolError:
+            return
+        self._flush()
 
     def close_idle(self) -> None:
         """No stream for header_timeout: say GOAWAY and close."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable as _Awaitable
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, List, Optional, Set, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, List, Optional, Set, TypeVar, Union
 
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
@@ -47,11 +48,23 @@ class Hub:
         max_header_bytes: int,
         max_body_bytes: int,
         header_timeout: float,
+        body_idle_timeout: float = 30.0,
+        body_timeout: float = 300.0,
+        max_requests: Optional[int] = None,
     ) -> None:
         self.http2_only = http2_only
         self.max_header_bytes = max_header_bytes
         self.max_body_bytes = max_body_bytes
         self.header_timeout = header_timeout
+        self.body_idle_timeout = body_idle_timeout
+        self.body_timeout = body_timeout
+        self.max_requests = max_requests
+        #: Requests the max_requests cap dropped from the record, oldest first.
+        self.dropped = 0
+        #: Set once the provider is closed: waits end at once instead of timing out.
+        self.closed = False
+        #: The sync reply handler running on the loop right now, for close() to name.
+        self.running: Any = None
         self.script: Union[Reply, Callable[[RecordedRequest], Any], None] = None
         self.errors: List[BaseException] = []
         self.loop: Optional[asyncio.AbstractEventLoop] = None
@@ -63,7 +76,7 @@ class Hub:
         # the condition built on it.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._requests: List[RecordedRequest] = []
+        self._requests: Deque[RecordedRequest] = deque()
         self._cursor = 0
         self._sync_waiting = 0
         self._wakers: List[Callable[[], None]] = []
@@ -88,7 +101,13 @@ class Hub:
     def record(self, request: RecordedRequest) -> None:
         """Append a request to the record and wake whoever waits."""
         with self._lock:
-            self._requests.append(request)
+            requests = self._requests
+            requests.append(request)
+            if self.max_requests is not None and len(requests) > self.max_requests:
+                requests.popleft()
+                self.dropped += 1
+                if self._cursor:
+                    self._cursor -= 1
             if self._sync_waiting:
                 self._cond.notify_all()
             wakers = self._wakers
@@ -115,6 +134,19 @@ class Hub:
         if wakers:
             for wake in wakers:
                 wake()
+
+    def clear(self) -> int:
+        """Empty the record (and next_request's place in it); returns how many it held."""
+        with self._lock:
+            count = len(self._requests)
+            self._requests.clear()
+            self._cursor = 0
+        return count
+
+    def close(self) -> None:
+        """No request can come any more: wake every waiter so it can say so."""
+        self.closed = True
+        self.notify()
 
     def snapshot(self) -> List[RecordedRequest]:
         with self._cond:
@@ -147,7 +179,7 @@ class Hub:
                 if found is not None:
                     return found
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self.closed:
                     return None
                 self._sync_waiting += 1
                 try:
@@ -172,7 +204,7 @@ class Hub:
 
             with self._cond:
                 found = check()
-                if found is not None:
+                if found is not None or self.closed:
                     return found
                 self._wakers.append(wake)
             try:
@@ -192,7 +224,10 @@ class Hub:
     def resolve(self, request: RecordedRequest) -> Union[Reply, Awaitable[Reply]]:
         """The reply for a request, or an awaitable of it; never raises.
 
-        A sync handler is called right here, on the loop; what a handler does wrong
+        A sync handler is called right here, on the loop (a thread hop per request
+        would cost more than most handlers, and the loop's order is the arrival
+        order): one that blocks holds up every connection, which close() reports.
+        What a handler does wrong
         (raises, returns something that is not a reply) becomes a 500 that says so.
         """
         script = self.script
@@ -205,10 +240,13 @@ class Hub:
                 "call provider.reply(...) first",
                 "conformance_no_reply",
             )
+        self.running = script
         try:
             result = script(request)
         except Exception as exc:  # a test's handler: report, never crash the loop
             return self.handler_failed(exc)
+        finally:
+            self.running = None
         if isinstance(result, REPLY_TYPES):
             return result
         if isinstance(result, _Awaitable):  # not inspect: it is slow to import

@@ -10,9 +10,11 @@ first start, so importing the package stays cheap; ``h2`` only when h2c is used.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
+import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Type, Union
 
@@ -47,6 +49,9 @@ class FakeProvider:
         max_header_bytes: int = 65536,
         max_body_bytes: int = 64 * _MIB,
         header_timeout: float = 30.0,
+        body_idle_timeout: float = 30.0,
+        body_timeout: float = 300.0,
+        max_requests: Optional[int] = None,
         allow_remote: bool = False,
     ) -> None:
         if not is_loopback(host) and not allow_remote:
@@ -59,8 +64,19 @@ class FakeProvider:
                 raise ProviderInputError(f"{name} must be a positive int, got {value!r}")
         if not isinstance(port, int) or not 0 <= port <= 65535:
             raise ProviderInputError(f"port must be 0-65535 (0 picks a free port), got {port!r}")
-        if not isinstance(header_timeout, (int, float)) or not header_timeout > 0:
-            raise ProviderInputError(f"header_timeout must be a positive number, got {header_timeout!r}")
+        for name, seconds in (
+            ("header_timeout", header_timeout),
+            ("body_idle_timeout", body_idle_timeout),
+            ("body_timeout", body_timeout),
+        ):
+            if not _is_number(seconds) or not 0 < seconds < math.inf:
+                raise ProviderInputError(f"{name} must be a positive number of seconds, got {seconds!r}")
+        if max_requests is not None and (
+            not isinstance(max_requests, int) or isinstance(max_requests, bool) or max_requests <= 0
+        ):
+            raise ProviderInputError(
+                f"max_requests must be a positive int (or None: keep every request), got {max_requests!r}"
+            )
         self._http2 = bool(http2)
         self._host = host
         self._port = port
@@ -69,6 +85,9 @@ class FakeProvider:
             max_header_bytes=max_header_bytes,
             max_body_bytes=max_body_bytes,
             header_timeout=float(header_timeout),
+            body_idle_timeout=float(body_idle_timeout),
+            body_timeout=float(body_timeout),
+            max_requests=max_requests,
         )
         self._lock = threading.Lock()
         self._started = False
@@ -161,7 +180,7 @@ class FakeProvider:
             hub.shutting_down = True
             server.close()
             for connection in list(hub.connections):
-                connection.abort()
+                connection.shutdown()
             current = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks(loop) if t is not current]
             for task in tasks:
@@ -180,12 +199,16 @@ class FakeProvider:
     def close(self) -> None:
         """Stop serving: close every connection and the listening socket, join the thread.
 
-        Idempotent; returns in well under a millisecond when nothing misbehaves.
+        Idempotent; returns in well under a millisecond when nothing misbehaves. If
+        the loop is blocked (a sync reply handler that does not return), it cannot
+        stop: after a few seconds this warns with a :class:`RuntimeWarning` that
+        names the handler, and the port and thread stay until the handler returns.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            self._hub.close()
             if not self._started:
                 return
         loop, stop, thread = self._loop, self._stop, self._thread
@@ -196,6 +219,22 @@ class FakeProvider:
             pass
         if threading.current_thread() is not thread:
             thread.join(_JOIN_SECONDS)
+            if thread.is_alive():
+                warnings.warn(self._blocked(), RuntimeWarning, stacklevel=2)
+
+    def _blocked(self) -> str:
+        running = self._hub.running
+        if running is not None:
+            name = getattr(running, "__qualname__", None) or repr(running)
+            culprit = f"the reply handler {name} has not returned"
+        else:
+            culprit = "code on its loop (an async handler that blocks without awaiting?) has not returned"
+        return (
+            f"the fake provider at {self.url} could not stop within {_JOIN_SECONDS:g} s: {culprit}. "
+            "Its port still accepts connections and its thread is alive until that returns. "
+            "Reply handlers run on the provider's loop and must not block: return a reply "
+            "at once, or make the handler async and await instead of sleeping or waiting"
+        )
 
     async def aclose(self) -> None:
         """:meth:`close` for async code (it blocks for well under a millisecond)."""
@@ -269,37 +308,62 @@ class FakeProvider:
         """Exceptions raised by reply handlers (with their tracebacks), oldest first."""
         return list(self._hub.errors)
 
+    @property
+    def dropped_requests(self) -> int:
+        """How many of the oldest requests the ``max_requests`` cap has dropped."""
+        return self._hub.dropped
+
+    def clear_requests(self) -> int:
+        """Forget every recorded request; returns how many there were.
+
+        :meth:`next_request` then waits for the next request that comes. For a
+        provider that runs long (``conformance serve``), ``max_requests`` bounds the
+        record without anyone having to call this.
+        """
+        return self._hub.clear()
+
     def next_request(self, timeout: float = 5.0) -> RecordedRequest:
-        """The next request not yet returned by this method, waiting up to ``timeout`` s."""
-        found = self._hub.wait(self._hub.take_next, timeout)
+        """The next request not yet returned by this method, waiting up to ``timeout`` s.
+
+        Raises :class:`TimeoutError` if none came in time, and
+        :class:`ProviderInputError` at once if the provider is closed and none is left.
+        """
+        found = self._hub.wait(self._hub.take_next, _check_timeout(timeout))
         if found is None:
-            raise TimeoutError(self._no_request(timeout))
+            self._no_request(timeout)
+        assert found is not None
         return found
 
     async def next_request_async(self, timeout: float = 5.0) -> RecordedRequest:
         """:meth:`next_request` for any event loop, without blocking it."""
-        found = await self._hub.wait_async(self._hub.take_next, timeout)
+        found = await self._hub.wait_async(self._hub.take_next, _check_timeout(timeout))
         if found is None:
-            raise TimeoutError(self._no_request(timeout))
+            self._no_request(timeout)
+        assert found is not None
         return found
 
     def latest_closed(self, timeout: float = 1.0) -> Optional[RecordedRequest]:
         """Wait until the client closes the latest request's connection (h2: its stream).
 
-        Returns that request, or ``None`` if it was still open after ``timeout`` s.
+        Returns that request, or ``None`` if it was still open after ``timeout`` s
+        (at once once the provider is closed: no client can close anything then).
         """
-        return self._hub.wait(self._hub.latest_if_closed, timeout)
+        return self._hub.wait(self._hub.latest_if_closed, _check_timeout(timeout))
 
     async def latest_closed_async(self, timeout: float = 1.0) -> Optional[RecordedRequest]:
         """:meth:`latest_closed` for any event loop, without blocking it."""
-        return await self._hub.wait_async(self._hub.latest_if_closed, timeout)
+        return await self._hub.wait_async(self._hub.latest_if_closed, _check_timeout(timeout))
 
-    def _no_request(self, timeout: float) -> str:
+    def _no_request(self, timeout: float) -> None:
         count = self._hub.count()
-        return (
-            f"no new request reached the fake provider at {self.url} within {timeout:g} s "
-            f"({count} request{'s' if count != 1 else ''} so far, all already returned by "
-            "next_request)"
+        so_far = f"{count} request{'s' if count != 1 else ''} so far, all already returned by next_request"
+        if self._hub.closed:
+            raise ProviderInputError(
+                f"the fake provider at {self.url} is closed: requests can no longer reach it "
+                f"({so_far}); wait for requests before close(), or read provider.requests"
+            )
+        raise TimeoutError(
+            f"no new request reached the fake provider at {self.url} within {timeout:g} s ({so_far})"
         )
 
 
@@ -311,6 +375,9 @@ def start_fake_provider(
     max_header_bytes: int = 65536,
     max_body_bytes: int = 64 * _MIB,
     header_timeout: float = 30.0,
+    body_idle_timeout: float = 30.0,
+    body_timeout: float = 300.0,
+    max_requests: Optional[int] = None,
     allow_remote: bool = False,
 ) -> FakeProvider:
     """Start a :class:`FakeProvider` and return it, serving.
@@ -318,6 +385,12 @@ def start_fake_provider(
     ``http2=False`` serves HTTP/1.1 and also h2c (prior knowledge or Upgrade) on the
     same port; ``http2=True`` serves h2c only and answers HTTP/1.1 with a 505. It
     binds loopback; a ``host`` other machines can reach needs ``allow_remote=True``.
+
+    Limits on what clients send: ``max_header_bytes`` (431), ``max_body_bytes``
+    (413); ``header_timeout`` for a request head to arrive, ``body_idle_timeout`` for
+    the next byte of a body and ``body_timeout`` for the whole of it (408).
+    ``max_requests`` caps the record: the oldest requests are dropped and counted in
+    :attr:`FakeProvider.dropped_requests` (``None``, the default, keeps them all).
     """
     return FakeProvider(
         http2,
@@ -326,6 +399,9 @@ def start_fake_provider(
         max_header_bytes=max_header_bytes,
         max_body_bytes=max_body_bytes,
         header_timeout=header_timeout,
+        body_idle_timeout=body_idle_timeout,
+        body_timeout=body_timeout,
+        max_requests=max_requests,
         allow_remote=allow_remote,
     ).start()
 
@@ -340,6 +416,22 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_timeout(timeout: object) -> float:
+    """A wait's timeout as a float, or a ProviderInputError that says what was wrong."""
+    if _is_number(timeout) and 0 <= timeout < math.inf:  # type: ignore[operator]
+        return float(timeout)  # type: ignore[arg-type]
+    hint = (
+        "; these waits are always bounded: pass a number such as 5.0"
+        if timeout is None or (_is_number(timeout) and math.isinf(timeout))  # type: ignore[arg-type]
+        else ""
+    )
+    raise ProviderInputError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}{hint}")
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
