@@ -1,7 +1,14 @@
-"""The migration gate: holds an agent loop to the invariants of a tool turn."""
+"""The migration gate: holds an agent loop to the invariants of a tool turn.
+
+This part gives the gate's deterministic tools (:class:`GateToolset`, which records
+every execution), the validator of their schemas, and the tool-call state machine a
+loop may adopt (:class:`ToolCallTracker`).
+"""
 
 from __future__ import annotations
 
+from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
+from .sandbox import SANDBOX_FILES, Sandbox
 from .schema import (
     SchemaViolation,
     UnsupportedSchemaError,
@@ -10,12 +17,24 @@ from .schema import (
     strict_problems,
     validate,
 )
+from .tools import ALWAYS_ERROR, TOOLS, GateTool, GateToolset, tool_specs
 
 __all__ = [
+    "ALWAYS_ERROR",
+    "ExecutionLog",
+    "ExecutionRecord",
+    "ExecutionStatus",
+    "GateTool",
+    "GateToolset",
+    "InFlight",
+    "SANDBOX_FILES",
+    "Sandbox",
     "SchemaViolation",
+    "TOOLS",
     "UnsupportedSchemaError",
     "check_schema",
     "gemini_schema",
     "strict_problems",
+    "tool_specs",
     "validate",
 ]
