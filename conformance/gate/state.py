@@ -437,6 +437,11 @@ class ToolCallTracker:
             return tuple(c.snapshot() for c in self._calls.values())
 
     def history(self) -> Tuple[Transition, ...]:
-        """Every move asked, accepted or refused, in order: the evidence for a report."""
+        """Every move asked, accepted or refused, in order: the evidence for a report.
+
+        An accepted ``execute`` is kept when its run ends (the call stays VALIDATED while
+        the tool runs, so that a cancel can overtake it); when a run started is what the
+        toolset's execution log says.
+        """
         with self._lock:
             return tuple(self._history)
