@@ -3,14 +3,24 @@
 A backend either returns these frozen dataclasses, or the target's adapter hooks
 convert its results into them. The cases read attributes only, so a backend's own
 exception type passes as long as it carries the attributes of :class:`LLMError`.
+
+Strategy for multi-turn: the conversation is a flat list of :class:`Message`, in the
+normal form of OpenAI Chat, whatever the wire. An assistant message carries its
+tool calls and the reasoning the provider needs back; each tool result is a message
+of its own with role ``"tool"``. A backend for a wire that groups results (Anthropic,
+Bedrock and Gemini put all of a turn's results in one user turn) merges consecutive
+tool messages. Reasoning is a provider-neutral :class:`Reasoning` that keeps the
+provider's opaque payload byte for byte, because every provider rejects a tool turn
+whose reasoning came back altered or without its signature.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:
     import asyncio
@@ -25,8 +35,13 @@ __all__ = [
     "FinishReason",
     "LLMError",
     "Message",
+    "Reasoning",
+    "ReasoningKind",
     "StreamChunk",
     "ToolCall",
+    "ToolChoice",
+    "ToolError",
+    "ToolResult",
     "ToolSpec",
     "Usage",
 ]
@@ -47,14 +62,6 @@ class FinishReason(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Message:
-    """One message of the conversation sent to the model."""
-
-    role: str
-    content: str
-
-
-@dataclass(frozen=True)
 class ToolSpec:
     """A tool the model may call; ``parameters`` is a JSON Schema object."""
 
@@ -64,12 +71,198 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class ToolChoice:
+    """Whether the model may, must, or must call one named tool.
+
+    Use the constants :attr:`AUTO` and :attr:`REQUIRED`, or :meth:`tool` for one tool
+    by name. Each wire spells it its own way (OpenAI ``"required"``, Anthropic and
+    Bedrock ``any``, Gemini ``ANY`` with ``allowedFunctionNames``); Ollama has no
+    such setting and a backend for it sends nothing.
+    """
+
+    mode: str
+    name: Optional[str] = None
+
+    AUTO: ClassVar[ToolChoice]
+    REQUIRED: ClassVar[ToolChoice]
+    MODES: ClassVar[frozenset[str]] = frozenset({"auto", "required", "tool"})
+
+    def __post_init__(self) -> None:
+        if self.mode not in self.MODES:
+            raise ValueError(
+                f"unknown tool choice mode {self.mode!r}; use ToolChoice.AUTO, "
+                "ToolChoice.REQUIRED or ToolChoice.tool(name)"
+            )
+        if (self.mode == "tool") != bool(self.name):
+            raise ValueError(
+                "a tool choice names a tool exactly when its mode is 'tool'; "
+                f"got mode {self.mode!r} with name {self.name!r}"
+            )
+
+    @classmethod
+    def tool(cls, name: str) -> ToolChoice:
+        """The model must call the tool ``name``."""
+        return cls("tool", name)
+
+
+ToolChoice.AUTO = ToolChoice("auto")
+ToolChoice.REQUIRED = ToolChoice("required")
+
+
+class ReasoningKind(str, enum.Enum):
+    """What kind of provider reasoning a :class:`Reasoning` holds, and so which fields it uses."""
+
+    #: Visible thinking and its ``signature``: an Anthropic ``thinking`` block, a Bedrock
+    #: ``reasoningContent.reasoningText``, or Ollama's ``thinking`` (no signature).
+    THINKING = "thinking"
+    #: Thinking the provider encrypted, in ``data``: an Anthropic ``redacted_thinking``
+    #: block, or Bedrock's ``reasoningContent.redactedContent`` (base64).
+    REDACTED_THINKING = "redacted_thinking"
+    #: An OpenAI Responses ``reasoning`` output item: ``id``, ``summary`` texts, and its
+    #: ``encrypted_content`` in ``data``.
+    REASONING_ITEM = "reasoning_item"
+    #: A Gemini ``thoughtSignature`` (base64) in ``signature``, from the part it came on;
+    #: ``text`` is that part's text when it was a thought (``"thought": true``).
+    THOUGHT_SIGNATURE = "thought_signature"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """Reasoning a provider returned that must go back to it, unaltered, next turn.
+
+    The opaque parts (``signature``, ``data``) are the provider's own strings, kept
+    exactly as they came: a backend renders them back in the provider's shape and
+    never edits them. ``provider`` names where the item came from, so that a backend
+    talking to another provider (a migration, a fallback) can drop it instead of
+    sending a signature that provider would reject. :class:`ReasoningKind` says which
+    fields a kind uses; the others stay empty.
+    """
+
+    kind: str
+    text: str = ""
+    signature: str = ""
+    data: str = ""
+    id: str = ""
+    summary: Sequence[str] = ()
+    provider: str = ""
+
+    def __post_init__(self) -> None:
+        kind = self.kind.value if isinstance(self.kind, ReasoningKind) else self.kind
+        if kind not in _REASONING_KINDS:
+            known = ", ".join(sorted(_REASONING_KINDS))
+            raise ValueError(f"unknown reasoning kind {self.kind!r}; use one of: {known}")
+
+
+_REASONING_KINDS = frozenset(kind.value for kind in ReasoningKind)
+
+
+@dataclass(frozen=True)
 class ToolCall:
-    """One complete tool call, its arguments already parsed from JSON."""
+    """One complete tool call, its arguments already parsed from JSON.
+
+    ``reasoning`` holds what a provider ties to this very call and needs back with
+    it: Gemini's ``thoughtSignature``, which sits on the ``functionCall`` part.
+    """
 
     id: str
     name: str
     arguments: Mapping[str, Any]
+    reasoning: Sequence[Reasoning] = ()
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A tool's structured failure, sent back to the model in place of a result.
+
+    ``code`` is a stable machine-readable name (``"not_found"``); ``message`` says what
+    went wrong in words a model can act on; ``retryable`` whether the same call may
+    succeed later. :meth:`as_dict` is the JSON form wires send.
+    """
+
+    code: str
+    message: str
+    retryable: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> Mapping[str, Any]:
+        """``{"code", "message", "retryable", "details"}``: the error as JSON data."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What running one tool call gave: its ``content``, or a structured ``error``.
+
+    ``call_id`` is the id of the :class:`ToolCall` it answers and ``name`` that call's
+    tool; every provider correlates by one or the other, so both are kept.
+    """
+
+    call_id: str
+    name: str
+    content: str = ""
+    error: Optional[ToolError] = None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the tool failed."""
+        return self.error is not None
+
+    @property
+    def text(self) -> str:
+        """What a wire that takes only text sends: the content, or the error as JSON."""
+        if self.error is None:
+            return self.content
+        return json.dumps({"error": self.error.as_dict()}, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the conversation sent to the model.
+
+    ``Message("user", "...")`` is a plain message. An assistant turn that called
+    tools carries its ``tool_calls`` and the ``reasoning`` its provider returned (build
+    it with :meth:`from_response`); each result goes back as ``Message.tool(result)``.
+    The roles are ``system``, ``user``, ``assistant`` and ``tool``.
+    """
+
+    role: str
+    content: str = ""
+    tool_calls: Sequence[ToolCall] = ()
+    tool_result: Optional[ToolResult] = None
+    reasoning: Sequence[Reasoning] = ()
+
+    def __post_init__(self) -> None:
+        if self.role == "tool" and self.tool_result is None:
+            raise ValueError("a tool message needs its tool_result; build it with Message.tool(result)")
+        if self.tool_result is not None and self.role != "tool":
+            raise ValueError(f"only a tool message carries a tool_result, got role {self.role!r}")
+        if (self.tool_calls or self.reasoning) and self.role != "assistant":
+            raise ValueError(
+                f"only an assistant message carries tool_calls or reasoning, got role {self.role!r}"
+            )
+
+    @classmethod
+    def tool(cls, result: ToolResult) -> Message:
+        """The message that sends one tool result back."""
+        return cls("tool", result.text, tool_result=result)
+
+    @classmethod
+    def from_response(cls, response: ChatResponse) -> Message:
+        """The assistant turn to send back: the reply's text, calls and reasoning, all of it."""
+        return cls(
+            "assistant",
+            response.content,
+            tool_calls=tuple(response.tool_calls),
+            reasoning=tuple(response.reasoning),
+        )
 
 
 @dataclass(frozen=True)
@@ -86,7 +279,8 @@ class ChatRequest:
     """What the caller asks a backend for.
 
     ``signal`` is an :class:`AbortSignal` the backend must honour: once it fires,
-    the backend raises ``signal.reason`` and closes its connection.
+    the backend raises ``signal.reason`` and closes its connection. ``tool_choice``
+    ``None`` leaves the choice to the provider's default (``auto`` everywhere).
     """
 
     model: str
@@ -94,16 +288,22 @@ class ChatRequest:
     tools: Sequence[ToolSpec] = ()
     max_tokens: Optional[int] = None
     signal: Optional[AbortSignal] = None
+    tool_choice: Optional[ToolChoice] = None
 
 
 @dataclass(frozen=True)
 class ChatResponse:
-    """A whole reply."""
+    """A whole reply.
+
+    ``reasoning`` is what the provider returned that must go back with this turn's
+    tool results; :meth:`Message.from_response` carries it over.
+    """
 
     content: str
     finish_reason: str
     tool_calls: Sequence[ToolCall] = ()
     usage: Optional[Usage] = None
+    reasoning: Sequence[Reasoning] = ()
 
 
 @dataclass(frozen=True)
@@ -112,12 +312,15 @@ class StreamChunk:
 
     ``content`` is a text delta. ``tool_calls`` holds calls only once they are
     complete; a backend never yields a call whose arguments are still arriving.
+    ``reasoning`` likewise holds items only once complete (a thinking block's
+    signature comes at its end); the caller collects them for the next turn.
     """
 
     content: str = ""
     tool_calls: Sequence[ToolCall] = ()
     finish_reason: Optional[str] = None
     usage: Optional[Usage] = None
+    reasoning: Sequence[Reasoning] = ()
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,27 @@
-"""The contract types: errors, kinds and the abort signal."""
+"""The contract types: errors, kinds, the abort signal, and the multi-turn messages."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import unittest
 
 from conformance.contract import (
     ERROR_KINDS,
     AbortController,
+    ChatRequest,
     ChatResponse,
     FinishReason,
     LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
     StreamChunk,
     ToolCall,
+    ToolChoice,
+    ToolError,
+    ToolResult,
     Usage,
 )
 
@@ -74,6 +82,91 @@ class TypesTests(unittest.TestCase):
         with self.assertRaises(AttributeError):
             response.content = "changed"  # type: ignore[misc]
         self.assertEqual(StreamChunk(), StreamChunk("", (), None, None))
+
+
+class MultiTurnTests(unittest.TestCase):
+    def test_single_turn_forms_still_work(self) -> None:
+        """Every single-turn construction keeps its meaning, with empty multi-turn fields."""
+        message = Message("user", "hi")
+        self.assertEqual(message, Message(role="user", content="hi"))
+        self.assertEqual((message.tool_calls, message.tool_result, message.reasoning), ((), None, ()))
+        request = ChatRequest("m", (message,), (), 16, None)
+        self.assertIsNone(request.tool_choice)
+        self.assertEqual(ChatResponse("x", "stop").reasoning, ())
+        self.assertEqual(ToolCall("c", "f", {}).reasoning, ())
+        self.assertEqual(StreamChunk("", (), None, None, ()), StreamChunk())
+
+    def test_assistant_turn_carries_calls_and_reasoning_from_the_response(self) -> None:
+        """Message.from_response keeps the text, every call and every reasoning item."""
+        signature = Reasoning(ReasoningKind.THOUGHT_SIGNATURE, signature="c2ln", provider="gemini")
+        call = ToolCall("call_1", "echo_json", {"text": "hi"}, reasoning=(signature,))
+        thinking = Reasoning("thinking", text="Let me check.", signature="EqQB", provider="anthropic")
+        response = ChatResponse("", "tool_calls", [call], reasoning=[thinking])
+        message = Message.from_response(response)
+        self.assertEqual(message.role, "assistant")
+        self.assertEqual(message.tool_calls, (call,))
+        self.assertEqual(message.reasoning, (thinking,))
+        self.assertEqual(message.tool_calls[0].reasoning[0].signature, "c2ln")
+
+    def test_tool_message_sends_content_or_the_error_as_json(self) -> None:
+        """Message.tool puts the result's text in content and keeps the result itself."""
+        ok = ToolResult("call_1", "echo_json", '{"a": 1}')
+        self.assertEqual(Message.tool(ok).content, '{"a": 1}')
+        self.assertIs(Message.tool(ok).tool_result, ok)
+        self.assertFalse(ok.is_error)
+        error = ToolError("not_found", "no file 'x'", details={"path": "x"})
+        failed = ToolResult("call_2", "read_fixture", error=error)
+        self.assertTrue(failed.is_error)
+        self.assertEqual(
+            json.loads(Message.tool(failed).content),
+            {"error": {"code": "not_found", "message": "no file 'x'", "retryable": False,
+                       "details": {"path": "x"}}},
+        )
+
+    def test_message_refuses_fields_its_role_cannot_carry(self) -> None:
+        """Calls and reasoning belong to assistants, results to tool messages, with a hint."""
+        call = ToolCall("c", "f", {})
+        result = ToolResult("c", "f", "x")
+        table = [
+            (lambda: Message("tool", "x"), "needs its tool_result.*Message.tool"),
+            (lambda: Message("user", "x", tool_result=result), "only a tool message"),
+            (lambda: Message("user", "x", tool_calls=(call,)), "only an assistant message"),
+            (lambda: Message("tool", "x", reasoning=(Reasoning("thinking"),), tool_result=result),
+             "only an assistant message"),
+        ]
+        for build, pattern in table:
+            with self.subTest(pattern=pattern), self.assertRaisesRegex(ValueError, pattern):
+                build()
+
+    def test_tool_choice_forms(self) -> None:
+        """auto, required and one named tool are the three choices; others are refused."""
+        self.assertEqual(ToolChoice.AUTO, ToolChoice("auto"))
+        self.assertEqual(ToolChoice.REQUIRED.mode, "required")
+        self.assertEqual(ToolChoice.tool("echo_json"), ToolChoice("tool", "echo_json"))
+        request = ChatRequest("m", (), tool_choice=ToolChoice.tool("echo_json"))
+        self.assertEqual(request.tool_choice, ToolChoice("tool", "echo_json"))
+        for mode, name in [("any", None), ("tool", None), ("tool", ""), ("auto", "echo_json")]:
+            with self.subTest(mode=mode, name=name), self.assertRaises(ValueError):
+                ToolChoice(mode, name)
+
+    def test_reasoning_kinds_are_checked(self) -> None:
+        """A reasoning item has one of the four kinds, given as the enum or its string."""
+        self.assertEqual({k.value for k in ReasoningKind},
+                         {"thinking", "redacted_thinking", "reasoning_item", "thought_signature"})
+        for kind in list(ReasoningKind) + [k.value for k in ReasoningKind]:
+            with self.subTest(kind=kind):
+                self.assertEqual(Reasoning(kind).kind, kind)
+        with self.assertRaisesRegex(ValueError, "unknown reasoning kind 'thought'.*thinking"):
+            Reasoning("thought")
+
+    def test_reasoning_keeps_the_opaque_payload_as_given(self) -> None:
+        """A Responses reasoning item keeps its id, summary and encrypted content unchanged."""
+        item = Reasoning(
+            "reasoning_item", id="rs_1", summary=("Looked it up.",), data="gAAAA==", provider="openai"
+        )
+        self.assertEqual((item.id, tuple(item.summary), item.data), ("rs_1", ("Looked it up.",), "gAAAA=="))
+        with self.assertRaises(AttributeError):
+            item.data = "changed"  # type: ignore[misc]
 
 
 class AbortTests(unittest.TestCase):

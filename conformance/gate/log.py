@@ -1,0 +1,153 @@
+"""The record of every tool execution, so that a double or a late one shows.
+
+Strategy: the gate judges a loop by what its tools did, not by what the loop says it
+did. Each execution leaves one frozen :class:`ExecutionRecord` with a fixture id no
+other execution has, the call id and idempotency key it ran for, and monotonic start
+and end times to set against the provider's events and the caller's cancel. The log
+takes records from any thread, and from sync and async loops alike, behind one lock;
+readers get snapshots, never the live list.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from ..contract import ToolError, ToolResult
+
+__all__ = ["ExecutionLog", "ExecutionRecord", "ExecutionStatus", "InFlight"]
+
+
+class ExecutionStatus(str, enum.Enum):
+    """How an execution ended."""
+
+    #: The tool ran and returned its result.
+    OK = "ok"
+    #: The tool returned a structured error (a bad argument, a refused path, on purpose).
+    ERROR = "error"
+    #: The caller's :class:`~conformance.AbortSignal` fired, before or while it ran.
+    ABORTED = "aborted"
+    #: The asyncio task running it was cancelled.
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """One execution of one tool call, whatever its outcome.
+
+    ``sequence`` is the order executions started in. ``started`` and ``ended`` are
+    :func:`time.monotonic` readings (or the toolset's clock). ``result`` is what the
+    loop got back, or, for an aborted or cancelled run, the error that says so.
+    ``key`` is the idempotency key the loop gave, the call id when it gave none. ``ran``
+    says whether the tool began its work: a call refused at the door (an unknown tool,
+    arguments its schema forbids, a signal that had already fired) is recorded as an
+    attempt with ``ran`` false. Two records with one key that both ran are a double
+    execution.
+    """
+
+    sequence: int
+    fixture_id: str
+    call_id: str
+    tool: str
+    arguments: Any
+    key: str
+    started: float
+    ended: float
+    status: str
+    result: ToolResult
+    ran: bool
+
+    @property
+    def error(self) -> Optional[ToolError]:
+        """The structured error, if the execution did not succeed."""
+        return self.result.error
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """An execution that has started and not yet ended."""
+
+    sequence: int
+    fixture_id: str
+    call_id: str
+    tool: str
+    key: str
+    started: float
+
+
+class ExecutionLog:
+    """Every execution of a toolset, in the order each ended; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: List[ExecutionRecord] = []
+        self._running: Dict[str, InFlight] = {}
+
+    # -- writing (the toolset) --------------------------------------------------------
+
+    def begin(self, entry: InFlight) -> None:
+        """Note that an execution started."""
+        with self._lock:
+            self._running[entry.fixture_id] = entry
+
+    def end(self, record: ExecutionRecord) -> None:
+        """Note that an execution ended, and keep its record."""
+        with self._lock:
+            self._running.pop(record.fixture_id, None)
+            self._records.append(record)
+
+    # -- reading (the gate, a test) ---------------------------------------------------
+
+    def records(self) -> Tuple[ExecutionRecord, ...]:
+        """Every finished execution, in the order they ended."""
+        with self._lock:
+            return tuple(self._records)
+
+    def in_flight(self) -> Tuple[InFlight, ...]:
+        """Executions still running, in the order they started."""
+        with self._lock:
+            return tuple(sorted(self._running.values(), key=lambda entry: entry.sequence))
+
+    def for_call(self, call_id: str) -> Tuple[ExecutionRecord, ...]:
+        """The executions for one call id."""
+        return tuple(r for r in self.records() if r.call_id == call_id)
+
+    def for_tool(self, tool: str) -> Tuple[ExecutionRecord, ...]:
+        """The executions of one tool."""
+        return tuple(r for r in self.records() if r.tool == tool)
+
+    def find(self, fixture_id: str) -> Optional[ExecutionRecord]:
+        """The execution with this fixture id, as quoted in a result or a final answer."""
+        for record in self.records():
+            if record.fixture_id == fixture_id:
+                return record
+        return None
+
+    def duplicates(self) -> Mapping[str, Tuple[ExecutionRecord, ...]]:
+        """Idempotency keys whose tool did its work more than once, with those records."""
+        by_key: Dict[str, List[ExecutionRecord]] = {}
+        for record in self.records():
+            if record.ran:
+                by_key.setdefault(record.key, []).append(record)
+        return {key: tuple(found) for key, found in by_key.items() if len(found) > 1}
+
+    def started_after(self, moment: float) -> Tuple[ExecutionRecord, ...]:
+        """Executions that began after ``moment`` (a cancel, say), finished or not."""
+        return tuple(r for r in self.records() if r.started > moment)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def __iter__(self) -> Iterator[ExecutionRecord]:
+        return iter(self.records())
+
+    def __repr__(self) -> str:
+        with self._lock:
+            done, running = len(self._records), len(self._running)
+        return f"<ExecutionLog {done} finished, {running} running>"

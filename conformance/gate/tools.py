@@ -1,0 +1,316 @@
+"""The gate's deterministic tools, and the toolset that runs and records them.
+
+Strategy: the tools are data (:data:`TOOLS`: name, description, strict schema) plus
+one small function each in :data:`_RUNNERS`; :class:`GateToolset` is the one place that
+executes them, so that every execution, however it ends, leaves exactly one record in
+the toolset's :class:`~conformance.gate.log.ExecutionLog`. The sync
+(:meth:`~GateToolset.execute`) and async (:meth:`~GateToolset.aexecute`) forms share
+everything but the wait of ``delayed_value``.
+
+A tool never raises into the loop: a bad argument, an unknown tool or a refused path
+come back as a :class:`~conformance.ToolResult` with a structured
+:class:`~conformance.ToolError`. The one exception is the caller's own abort: once
+its signal fires, the toolset raises ``signal.reason``, the very object, as a
+backend does (and an asyncio cancel stays a cancel), after recording it.
+
+Each successful result is JSON that carries the execution's ``fixture_id``, which no
+other execution shares, so the gate can tell whether a final answer used it.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
+
+from ..contract import AbortSignal, ToolCall, ToolError, ToolResult, ToolSpec
+from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
+from .sandbox import Sandbox
+from .schema import gemini_schema, validate
+
+__all__ = ["ALWAYS_ERROR", "TOOLS", "GateTool", "GateToolset", "tool_specs"]
+
+
+def _object(properties: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A strict object schema: every property required, no others allowed (OpenAI strict mode)."""
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+@dataclass(frozen=True)
+class GateTool:
+    """One deterministic tool: what the model is told about it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def spec(self) -> ToolSpec:
+        """The tool as the contract sends it, its strict schema unchanged."""
+        return ToolSpec(self.name, self.description, copy.deepcopy(dict(self.parameters)))
+
+    def gemini_spec(self, *, upper: bool = True) -> ToolSpec:
+        """The tool with its schema in the form Gemini's ``parameters`` accepts."""
+        return ToolSpec(self.name, self.description, gemini_schema(self.parameters, upper=upper))
+
+
+#: The tools, by name.
+TOOLS: Mapping[str, GateTool] = {
+    tool.name: tool
+    for tool in (
+        GateTool(
+            "echo_json",
+            "Return the arguments it is given, unchanged, with the id of this execution.",
+            _object({
+                "text": {"type": "string", "description": "Any text, returned as given."},
+                "count": {"type": "integer", "description": "Any whole number."},
+                "tags": {"type": "array", "items": {"type": "string"}, "description": "Any labels."},
+            }),
+        ),
+        GateTool(
+            "read_fixture",
+            "Read a text file from the read-only fixture sandbox, e.g. 'weather.json'.",
+            _object({"path": {"type": "string", "description": "A path relative to the sandbox."}}),
+        ),
+        GateTool(
+            "delayed_value",
+            "Return the given value after waiting the given number of milliseconds.",
+            _object({
+                "value": {"type": "string", "description": "The value to return."},
+                "delay_ms": {"type": "integer", "description": "How long to wait first, in ms."},
+            }),
+        ),
+        GateTool(
+            "always_error",
+            "Fail, always with the same structured error; for testing error handling.",
+            _object({"reason": {"type": "string", "description": "Why it is called; ignored."}}),
+        ),
+    )
+}
+
+#: The error ``always_error`` returns, the same every time.
+ALWAYS_ERROR = ToolError(
+    "fixture_failure",
+    "always_error failed on purpose: the fixture service is unavailable; do not retry",
+    retryable=False,
+    details={"tool": "always_error"},
+)
+
+
+def tool_specs(*names: str, gemini: bool = False) -> Tuple[ToolSpec, ...]:
+    """The named tools (all of them when none is named) as :class:`~conformance.ToolSpec`.
+
+    ``gemini=True`` gives each schema in the form Gemini's ``parameters`` accepts.
+    """
+    chosen = names or tuple(TOOLS)
+    unknown = [name for name in chosen if name not in TOOLS]
+    if unknown:
+        raise ValueError(f"unknown gate tool(s) {', '.join(unknown)}; the tools are {', '.join(TOOLS)}")
+    return tuple(TOOLS[n].gemini_spec() if gemini else TOOLS[n].spec() for n in chosen)
+
+
+_Outcome = Union[Mapping[str, Any], ToolError]
+
+
+def _echo_json(toolset: GateToolset, arguments: Mapping[str, Any]) -> _Outcome:
+    return {"echo": arguments}
+
+
+def _read_fixture(toolset: GateToolset, arguments: Mapping[str, Any]) -> _Outcome:
+    text = toolset.sandbox.read(arguments["path"])
+    if isinstance(text, ToolError):
+        return text
+    return {"path": arguments["path"], "content": text}
+
+
+def _delayed_value(toolset: GateToolset, arguments: Mapping[str, Any]) -> _Outcome:
+    return {"value": arguments["value"], "delay_ms": arguments["delay_ms"]}
+
+
+def _always_error(toolset: GateToolset, arguments: Mapping[str, Any]) -> _Outcome:
+    return ALWAYS_ERROR
+
+
+#: What each tool does once its arguments are valid and its wait is over.
+_RUNNERS: Mapping[str, Callable[[GateToolset, Mapping[str, Any]], _Outcome]] = {
+    "echo_json": _echo_json,
+    "read_fixture": _read_fixture,
+    "delayed_value": _delayed_value,
+    "always_error": _always_error,
+}
+
+
+class GateToolset:
+    """The four tools over one sandbox, recording every execution in :attr:`log`.
+
+    ``run_id`` prefixes every fixture id (``fx-<run_id>-0001``); give a fixed one to
+    make the ids the same from run to run (a replayed final answer quotes them), or
+    leave it to a random one. ``max_delay`` bounds ``delayed_value`` in seconds;
+    ``clock`` is what the records' times are read from. Use it as a context manager,
+    or call :meth:`close`, to remove the sandbox.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: Optional[str] = None,
+        files: Optional[Mapping[str, str]] = None,
+        max_delay: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_id = run_id if run_id is not None else secrets.token_hex(4)
+        self.max_delay = max_delay
+        self.clock = clock
+        self.log = ExecutionLog()
+        self.sandbox = Sandbox(files)
+        self._counter = itertools.count(1)
+        self._counter_lock = threading.Lock()
+
+    # -- the tools as the model sees them ---------------------------------------------
+
+    def specs(self, *, gemini: bool = False) -> Tuple[ToolSpec, ...]:
+        """All four tools as :class:`~conformance.ToolSpec`, in Gemini's form if asked."""
+        return tool_specs(gemini=gemini)
+
+    # -- executing --------------------------------------------------------------------
+
+    def execute(
+        self, call: ToolCall, *, key: Optional[str] = None, signal: Optional[AbortSignal] = None
+    ) -> ToolResult:
+        """Run ``call`` in this thread and return its result; blocks for ``delayed_value``.
+
+        ``key`` is the idempotency key to record (the call id if none). The toolset does
+        not deduplicate: a second execution of a key runs and is recorded, so that a
+        loop that runs a call twice is seen doing it. If ``signal`` fires, the execution
+        is recorded as aborted and ``signal.reason`` is raised.
+        """
+        entry, delay, outcome = self._begin(call, key)
+        if signal is not None and signal.aborted:
+            raise self._abort(entry, call, signal, ran=False)
+        if delay > 0:
+            if signal is None:
+                time.sleep(delay)
+            elif signal.wait_sync(delay):
+                raise self._abort(entry, call, signal, ran=True)
+        return self._finish(entry, call, outcome)
+
+    async def aexecute(
+        self, call: ToolCall, *, key: Optional[str] = None, signal: Optional[AbortSignal] = None
+    ) -> ToolResult:
+        """Run ``call`` without blocking the event loop; otherwise as :meth:`execute`.
+
+        A cancel of the awaiting task is recorded as cancelled and propagates unchanged.
+        """
+        import asyncio  # here, so that sync users never pay for importing it
+
+        entry, delay, outcome = self._begin(call, key)
+        if signal is not None and signal.aborted:
+            raise self._abort(entry, call, signal, ran=False)
+        if delay > 0:
+            try:
+                if signal is None:
+                    await asyncio.sleep(delay)
+                else:
+                    try:
+                        await asyncio.wait_for(signal.wait(), delay)
+                    except asyncio.TimeoutError:
+                        pass
+                    else:
+                        raise self._abort(entry, call, signal, ran=True)
+            except asyncio.CancelledError:
+                self._record(entry, call, ExecutionStatus.CANCELLED, self._stopped(call, "cancelled"), True)
+                raise
+        return self._finish(entry, call, outcome)
+
+    def _next_fixture_id(self) -> Tuple[int, str]:
+        with self._counter_lock:
+            sequence = next(self._counter)
+        return sequence, f"fx-{self.run_id}-{sequence:04d}"
+
+    def _begin(self, call: ToolCall, key: Optional[str]) -> Tuple[InFlight, float, Optional[_Outcome]]:
+        """Open the record; check the call; return the wait it needs and, when refused, why."""
+        sequence, fixture_id = self._next_fixture_id()
+        entry = InFlight(
+            sequence, fixture_id, call.id, call.name, call.id if key is None else key, self.clock()
+        )
+        self.log.begin(entry)
+        tool = TOOLS.get(call.name)
+        if tool is None:
+            return entry, 0.0, ToolError(
+                "unknown_tool",
+                f"there is no tool {call.name!r}; the tools are {', '.join(TOOLS)}",
+                details={"tool": call.name},
+            )
+        violations = validate(tool.parameters, call.arguments)
+        if violations:
+            return entry, 0.0, ToolError(
+                "invalid_arguments",
+                f"the arguments of {call.name} break its schema: " + "; ".join(map(str, violations)),
+                details={"tool": call.name, "violations": [str(v) for v in violations]},
+            )
+        if call.name == "delayed_value":
+            delay = call.arguments["delay_ms"] / 1000
+            if not 0 <= delay <= self.max_delay:
+                limit = int(self.max_delay * 1000)
+                return entry, 0.0, ToolError(
+                    "invalid_arguments",
+                    f"delay_ms must be between 0 and {limit}, got {call.arguments['delay_ms']}",
+                    details={"tool": call.name},
+                )
+            return entry, delay, None
+        return entry, 0.0, None
+
+    def _finish(self, entry: InFlight, call: ToolCall, refused: Optional[_Outcome]) -> ToolResult:
+        """Run the tool unless it was refused at the door, record it, and return the result."""
+        outcome = refused if refused is not None else _RUNNERS[call.name](self, call.arguments)
+        if isinstance(outcome, ToolError):
+            result = ToolResult(call.id, call.name, error=outcome)
+            self._record(entry, call, ExecutionStatus.ERROR, result, ran=refused is None)
+            return result
+        body = {"fixture_id": entry.fixture_id, **outcome}
+        result = ToolResult(call.id, call.name, json.dumps(body, ensure_ascii=False))
+        self._record(entry, call, ExecutionStatus.OK, result, ran=True)
+        return result
+
+    def _abort(self, entry: InFlight, call: ToolCall, signal: AbortSignal, *, ran: bool) -> BaseException:
+        """Record an abort; return the caller's reason, for the caller to raise."""
+        self._record(entry, call, ExecutionStatus.ABORTED, self._stopped(call, "aborted"), ran)
+        assert signal.reason is not None
+        return signal.reason
+
+    @staticmethod
+    def _stopped(call: ToolCall, how: str) -> ToolResult:
+        error = ToolError(how, f"{call.name} was {how} before it finished", details={"tool": call.name})
+        return ToolResult(call.id, call.name, error=error)
+
+    def _record(self, entry: InFlight, call: ToolCall, status: str, result: ToolResult, ran: bool) -> None:
+        ended = max(self.clock(), entry.started)
+        self.log.end(ExecutionRecord(
+            entry.sequence, entry.fixture_id, entry.call_id, entry.tool, copy.deepcopy(call.arguments),
+            entry.key, entry.started, ended, status, result, ran,
+        ))
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Remove the sandbox; the log stays readable."""
+        self.sandbox.close()
+
+    def __enter__(self) -> GateToolset:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<GateToolset run_id={self.run_id!r} {self.log!r}>"
+
