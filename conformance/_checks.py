@@ -418,7 +418,7 @@ def _retry_after(seen: Seen) -> List[str]:
     if "retry-after" in headers or "retry-after-ms" in headers:
         return []
     return [
-        f"expected retry_after None on a {kind} error (the provider sent no delay), got "
+        f"expected retry_after None on an error of kind {kind!r} (the provider sent no delay), got "
         f"{retry_after!r}: a made-up delay hides the provider's own pacing"
     ]
 
