@@ -10,16 +10,13 @@ The provider is closed whatever happened.
 
 from __future__ import annotations
 
-import difflib
-import unittest
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional
 
-from ._checks import Seen, failure_message, run_checks
-from ._driver import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, ConformanceAbort, Driver
+from ._bounds import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, ConformanceAbort
 from .contract import ChatRequest
 from .errors import TargetDefinitionError
-from .provider import JsonReply, RecordedRequest, Reply, start_fake_provider
+from .provider import JsonReply, RecordedRequest, Reply
 from .scenarios import MODES, SCENARIOS, Scenario
 from .wires._base import Wire
 
@@ -39,6 +36,8 @@ def _check_skip_keys(skip: Mapping[str, str], where: str) -> None:
     known = [*SCENARIOS, *(f"{s}/{m}" for s, row in SCENARIOS.items() for m in row.modes)]
     for key, reason in skip.items():
         if key not in known:
+            import difflib  # only on the way to an error
+
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(SCENARIOS)}"
             raise TargetDefinitionError(f"{where}: unknown scenario {key!r} in skip; {hint}")
@@ -118,6 +117,13 @@ class ConformanceCase:
 
     def run(self) -> None:
         """Run the case: return quietly, raise :class:`AssertionError`, or skip."""
+        # Loaded here, when a case first runs, so that importing the cases stays cheap.
+        import unittest
+
+        from ._checks import Seen, failure_message, run_checks
+        from ._driver import Driver
+        from .provider import start_fake_provider
+
         if self.skip:
             raise unittest.SkipTest(self.skip)
         target = self.target

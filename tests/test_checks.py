@@ -4,8 +4,10 @@ schema rule still fails a tool that would take other calls."""
 from __future__ import annotations
 
 import copy
+import http.client
 import unittest
 from typing import Any, Dict, List, Optional
+from urllib.parse import urlsplit
 
 from conformance._checks import CHECKS, Problem
 from conformance.cases import BackendConformanceTarget, ConformanceCase
@@ -129,6 +131,32 @@ class CallIdTests(unittest.TestCase):
         for mode in ("chat", "stream"):
             with self.subTest(mode=mode):
                 self.assertEqual(problems_of(ConformanceCase(target, "tool-call", mode)), [])
+
+
+class RootCauseTests(unittest.TestCase):
+    def test_a_refused_request_is_reported_alone(self) -> None:
+        """An HTTP/1.1-only client against an h2c-only target is told that, and nothing beside it."""
+
+        class Http11Only:
+            def __init__(self, url: str) -> None:
+                self.url = urlsplit(url)
+
+            def chat(self, request: ChatRequest) -> Any:
+                connection = http.client.HTTPConnection(self.url.hostname or "", self.url.port, timeout=5)
+                try:
+                    connection.request("POST", "/v1/chat/completions", b'{"model": "m"}')
+                    return connection.getresponse().read()
+                finally:
+                    connection.close()
+
+        target = BackendConformanceTarget("t", WIRES["openai-chat"], Http11Only, http2=True)
+        lines = problems_of(ConformanceCase(target, "text", "chat"))
+        problems = [line for line in lines if line.startswith("  - ")]
+        self.assertEqual(len(problems), 1, lines)
+        self.assertIn("speaks h2c only", problems[0])
+        self.assertTrue(problems[0].endswith("[request]"))
+        self.assertNotIn("empty body", "\n".join(lines))
+        self.assertNotIn("UTF-8", "\n".join(lines))
 
 
 class CheckTableTests(unittest.TestCase):

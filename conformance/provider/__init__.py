@@ -5,8 +5,12 @@ This package is the only place in the library that touches sockets.
 
 from __future__ import annotations
 
-from ._server import FakeProvider, start_fake_provider
+from typing import TYPE_CHECKING, Any
+
 from .replies import Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+
+if TYPE_CHECKING:
+    from ._server import FakeProvider, start_fake_provider
 
 __all__ = [
     "FakeProvider",
@@ -18,3 +22,15 @@ __all__ = [
     "StreamReply",
     "start_fake_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The server (sockets, its loop thread) loads when first asked for: a wire needs only
+    # the reply types, and importing the cases should not start up the server's code.
+    if name in ("FakeProvider", "start_fake_provider"):
+        from . import _server
+
+        value = getattr(_server, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
-from urllib.parse import parse_qsl
 
 from ..errors import ProviderInputError
 
@@ -182,6 +181,8 @@ class RecordedRequest:
     @property
     def params(self) -> Dict[str, str]:
         """The query string parsed; a repeated name keeps its last value."""
+        from urllib.parse import parse_qsl  # rarely asked for; spares every import urllib
+
         return dict(parse_qsl(self.query, keep_blank_values=True))
 
     @property
