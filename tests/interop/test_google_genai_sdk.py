@@ -28,13 +28,25 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.gemini import gemini_wire
 
-from ._support import race
+from ._support import ThirdPartyWarnings, race
 
 HAVE_GENAI = (
     importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
 )
 
 HAVE_H2 = importlib.util.find_spec("h2") is not None
+
+# google-genai and google-auth warn about pydantic's deprecations and Python 3.9's end of
+# life from their own modules; nothing raised from conformance or these tests is ignored.
+_SDK_WARNINGS = ThirdPartyWarnings(r"(google|pydantic)(\.|$)")
+
+
+def setUpModule() -> None:
+    _SDK_WARNINGS.start()
+
+
+def tearDownModule() -> None:
+    _SDK_WARNINGS.stop()
 
 FINISH_REASONS: Mapping[str, str] = {
     "STOP": "stop",
@@ -52,6 +64,26 @@ RPC_KINDS: Mapping[str, str] = {
     "UNAUTHENTICATED": "auth",
     "PERMISSION_DENIED": "auth",
 }
+
+
+def _genai_version() -> Tuple[int, ...]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("google-genai")
+    except PackageNotFoundError:
+        return ()
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+# google-genai 1.47, the last release that installs on Python 3.9, ends a stream
+# quietly at the provider's mid-stream `data: {"error": ...}` event (3.6 raises it as
+# an APIError): an SDK limit that an adapter cannot see past.
+SKIP = (
+    {"stream-error": "google-genai before 2.0 ends a stream quietly at a mid-stream error event"}
+    if HAVE_GENAI and _genai_version() < (2,)
+    else {}
+)
 SYNC_ABORT = (
     "google-genai's sync client has no way to abort a call blocked in httpx: no "
     "cancellation API, and the socket sits inside httpx's pool"
@@ -321,7 +353,7 @@ class GoogleGenAISyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     wire = gemini_wire
     headers = {"x-gateway-key": "test"}
-    skip = {"abort": SYNC_ABORT}
+    skip = {"abort": SYNC_ABORT, **SKIP}
 
     def create_backend(self, url: str) -> GenAISyncBackend:
         return GenAISyncBackend(url, self.headers)
@@ -333,6 +365,7 @@ class GoogleGenAIAsyncConformance(BackendConformanceTestCase, unittest.TestCase)
 
     wire = gemini_wire
     headers = {"x-gateway-key": "test"}
+    skip = SKIP
 
     def create_backend(self, url: str) -> GenAIAsyncBackend:
         return GenAIAsyncBackend(url, self.headers)
@@ -345,6 +378,7 @@ class GoogleGenAIAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCa
 
     wire = gemini_wire
     headers = {"x-gateway-key": "test"}
+    skip = SKIP
     http2 = True
 
     def create_backend(self, url: str) -> GenAIAsyncBackend:
