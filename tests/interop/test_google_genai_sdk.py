@@ -17,6 +17,7 @@ import ssl
 import unittest
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
+from conformance.abort import race_abort
 from conformance.contract import (
     ChatRequest,
     ChatResponse,
@@ -28,7 +29,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.gemini import gemini_wire
 
-from ._support import ThirdPartyWarnings, race
+from ._support import ThirdPartyWarnings
 
 HAVE_GENAI = (
     importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
@@ -294,7 +295,7 @@ class GenAIAsyncBackend:
         from google.genai import errors
 
         try:
-            response = await race(
+            response = await race_abort(
                 self.client.aio.models.generate_content(
                     model=request.model, contents=_contents(request), config=_config(request)
                 ),
@@ -312,7 +313,7 @@ class GenAIAsyncBackend:
         turn = _Turn()
         failure: Optional[LLMError] = None
         try:
-            stream = await race(
+            stream = await race_abort(
                 self.client.aio.models.generate_content_stream(
                     model=request.model, contents=_contents(request), config=_config(request)
                 ),
@@ -321,7 +322,7 @@ class GenAIAsyncBackend:
             try:
                 while True:
                     try:
-                        response = await race(stream.__anext__(), request.signal)
+                        response = await race_abort(stream.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
                     text = turn.take(response)
