@@ -4,27 +4,52 @@
     python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
 
-The exit status is 0 only when nothing failed.
+Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
+usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import email.utils
 import functools
 import importlib
 import importlib.util
 import os
+import re
+import secrets
 import sys
 import time
 import traceback
 import unittest
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
+#: The outcome colours on a terminal (ANSI SGR codes).
+COLOURS = {"pass": "32", "FAIL": "31", "ERROR": "31", "skip": "33"}
+
+
+class UsageError(Exception):
+    """The command line asked for something that does not exist; exit status 2."""
+
+
+def use_colour(out: TextIO) -> bool:
+    """Colour only on a terminal, and never where ``NO_COLOR`` is set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(out, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
+def _paint(text: str, status: str, colour: bool) -> str:
+    code = COLOURS.get(status)
+    return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
 
 
 def _default_jobs() -> int:
@@ -58,7 +83,7 @@ def _reference_targets(
     names = list(wires or WIRES)
     unknown = [n for n in names if n not in WIRES]
     if unknown:
-        raise SystemExit(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
+        raise UsageError(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
     targets = []
     for name in names:
         for transport in transports:
@@ -77,13 +102,41 @@ def _reference_targets(
     return targets
 
 
-def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, out: TextIO) -> int:
-    """Run every case of every target; print the matrix and the failures; return the exit status."""
+def run_matrix(
+    targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, out: TextIO, colour: bool = False
+) -> int:
+    """Run every case of every target; print progress, the matrix and the failures; return the exit status.
+
+    A line goes out at once, and one more as each target finishes, so a run whose
+    backend hangs shows what it is doing long before the case's bound is reached.
+    """
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in backend_conformance_cases(target)]
+    noun = "target" if len(targets) == 1 else "targets"
+    out.write(f"running {len(cases)} cases of {len(targets)} {noun}, {jobs} at a time\n")
+    out.flush()
+    results: List[Tuple[str, str]] = [("", "")] * len(cases)
+    left = {id(target): 0 for _, target in targets}
+    for _, case in cases:
+        left[id(case.target)] += 1
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(lambda item: _outcome(item[1]), cases))
+        futures = {pool.submit(_outcome, case): index for index, (_, case) in enumerate(cases)}
+        for future in as_completed(futures):
+            index = futures[future]
+            results[index] = future.result()
+            target = cases[index][1].target
+            left[id(target)] -= 1
+            if left[id(target)] == 0:
+                mine = [r[0] for (_, c), r in zip(cases, results) if c.target is target]
+                failed = sum(1 for r in mine if r in ("FAIL", "ERROR"))
+                line = (
+                    f"{target.name}: {mine.count('pass')} passed, {failed} failed, {mine.count('skip')} "
+                    f"skipped ({time.perf_counter() - started:.1f} s)"
+                )
+                out.write(_paint(line, "FAIL" if failed else "pass", colour) + "\n")
+                out.flush()
     elapsed = time.perf_counter() - started
+    out.write("\n")
 
     # Columns are (wire, transport) pairs, grouped under one heading per wire.
     columns: List[Tuple[str, str]] = []
@@ -92,10 +145,13 @@ def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, o
             columns.append((target.wire.name, column))
     cells: Dict[Tuple[str, str, str], str] = {}
     failures = []
+    skips: Dict[str, List[str]] = {}
     for (column, case), (status, detail) in zip(cases, results):
         cells[(case.name, case.target.wire.name, column)] = status
         if status in ("FAIL", "ERROR"):
             failures.append((case, detail))
+        elif status == "skip":
+            skips.setdefault(detail, []).append(f"{case.target.wire.name} {column} {case.name}")
 
     rows = [f"{s}/{m}" for s, row in SCENARIOS.items() for m in MODES if m in row.modes]
     first = max(len(r) for r in rows) + 2
@@ -109,10 +165,19 @@ def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, o
     out.write("".ljust(first) + "".join(w.ljust(span[w]) for w in wires).rstrip() + "\n")
     out.write("scenario/mode".ljust(first) + "".join(t.ljust(per[w]) for w, t in columns).rstrip() + "\n")
     for row in rows:
-        line = row.ljust(first) + "".join(cells.get((row, w, t), "-").ljust(per[w]) for w, t in columns)
+        line = row.ljust(first)
+        for w, t in columns:
+            status = cells.get((row, w, t), "-")
+            # Pad before painting: the escape codes take no room on screen.
+            line += _paint(status, status, colour) + " " * (per[w] - len(status))
         out.write(line.rstrip() + "\n")
+    if skips:
+        out.write("\nskipped:\n")
+        for reason, where in skips.items():
+            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+            out.write(f"  {reason}: {shown}\n")
     for case, detail in failures:
-        out.write(f"\n{case.target.name}, {case.name}:\n{detail}\n")
+        out.write(f"\n{_paint(f'{case.target.name}, {case.name}:', 'FAIL', colour)}\n{detail}\n")
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}
     out.write(
         f"\n{len(results)} cases: {counts['pass']} passed, {counts['FAIL'] + counts['ERROR']} failed, "
@@ -124,27 +189,29 @@ def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, o
 def _load(spec: str) -> Any:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
-        raise SystemExit(f"expected MODULE:NAME, e.g. tests.test_gateway:GatewayConformance, got {spec!r}")
+        raise UsageError(f"expected MODULE:NAME, e.g. tests.test_gateway:GatewayConformance, got {spec!r}")
     sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise SystemExit(f"cannot import {module_name!r}: {exc}") from None
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
     try:
         return getattr(module, attribute)
     except AttributeError:
-        raise SystemExit(f"{module_name!r} has no attribute {attribute!r}") from None
+        raise UsageError(f"{module_name!r} has no attribute {attribute!r}") from None
 
 
 def command_run(args: argparse.Namespace, out: TextIO) -> int:
     obj = _load(args.target)
     if isinstance(obj, BackendConformanceTarget):
-        return run_matrix([("http/2" if obj.http2 else "http/1.1", obj)], args.jobs, out)
+        return run_matrix([("http/2" if obj.http2 else "http/1.1", obj)], args.jobs, out, use_colour(out))
     if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(obj)
+        out.write(f"running {suite.countTestCases()} tests of {obj.__qualname__}\n")
+        out.flush()
         result = unittest.TextTestRunner(stream=out, verbosity=2).run(suite)
         return 0 if result.wasSuccessful() else 1
-    raise SystemExit(
+    raise UsageError(
         f"{args.target} is a {type(obj).__name__}; expected a BackendConformanceTarget or a "
         "unittest.TestCase subclass using BackendConformanceTestCase"
     )
@@ -153,6 +220,38 @@ def command_run(args: argparse.Namespace, out: TextIO) -> int:
 #: What ``serve`` keeps of its request record; older requests are dropped and counted.
 SERVE_MAX_REQUESTS = 1000
 
+#: Headers that carry a request id, by lower-case name, on the wires that send one.
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-amzn-requestid")
+
+
+def fresh_request_id(like: str) -> str:
+    """A new id in the shape of ``like``: a UUID for a UUID, else its prefix and new characters."""
+    if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", like):
+        return str(uuid.uuid4())
+    prefix, _, rest = like.rpartition("_")
+    body = secrets.token_hex(max(12, len(rest)))[: max(12, len(rest))]
+    return f"{prefix}_{body}" if prefix else body
+
+
+def served(reply: Any) -> Any:
+    """``reply`` as ``serve`` sends it: a fresh request id and the current ``date`` on each response.
+
+    The wires answer with fixed ids and dates so that the cases read the same on
+    every run; a client pointed at ``serve`` sees what a live provider sends instead.
+    """
+    from .provider import JsonReply, StreamReply
+
+    if not isinstance(reply, (JsonReply, StreamReply)):
+        return reply  # a HangReply sends no headers at all
+    headers = {k: v for k, v in (reply.headers or {}).items() if k.lower() != "date"}
+    ids = [k for k in headers if k.lower() in _REQUEST_ID_HEADERS]
+    for name in ids:
+        headers[name] = fresh_request_id(headers[name])
+    if not ids:
+        headers["x-request-id"] = fresh_request_id("req_")
+    headers["date"] = email.utils.formatdate(usegmt=True)
+    return dataclasses.replace(reply, headers=headers)
+
 
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .provider import start_fake_provider
@@ -160,26 +259,26 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .wires import WIRES
 
     if args.wire not in WIRES:
-        raise SystemExit(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+        raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
     if args.scenario not in SCENARIOS:
-        raise SystemExit(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
     if args.mode not in SCENARIOS[args.scenario].modes:
-        raise SystemExit(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
+        raise UsageError(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
     if not is_loopback(args.host) and not args.allow_remote:
-        raise SystemExit(
+        raise UsageError(
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
             "add --allow-remote if you mean it"
         )
     wire = WIRES[args.wire]
     if args.scenario in wire.unsupported:
-        raise SystemExit(f"{wire.name} has no {args.scenario} scenario: {wire.unsupported[args.scenario]}")
+        raise UsageError(f"{wire.name} has no {args.scenario} scenario: {wire.unsupported[args.scenario]}")
 
     def handler(request: Any) -> Any:
         out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
         out.flush()
         if wire.is_generation(request):
-            return wire.reply(args.scenario, args.mode, request)
-        return wire.aux_reply(request)
+            return served(wire.reply(args.scenario, args.mode, request))
+        return served(wire.aux_reply(request))
 
     if not is_loopback(args.host):
         out.write(f"warning: listening on {args.host}, reachable from other machines\n")
@@ -205,32 +304,43 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.split("\n\n")[0])
+    from .wires import WIRES
+
+    wires = ", ".join(WIRES)
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit status: 0 all passed (or skipped), 1 a case failed, 2 a usage error",
+    )
     parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once")
-    parser.add_argument("--wire", action="append", help="only this wire (repeatable)")
+    parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a user's target or TestCase class")
     run.add_argument("target", metavar="MODULE:NAME")
     run.add_argument("--jobs", type=int, default=_default_jobs())
     serve = sub.add_parser("serve", help="serve one scenario to any client, logging each request")
-    serve.add_argument("--wire", required=True)
-    serve.add_argument("--scenario", required=True)
+    serve.add_argument("--wire", required=True, help=f"one of {wires}")
+    serve.add_argument("--scenario", required=True, help=f"one of {', '.join(SCENARIOS)}")
     serve.add_argument("--mode", default="chat", choices=MODES)
     serve.add_argument("--port", type=int, default=0)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     serve.add_argument("--http2", action="store_true", help="speak h2c only")
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return command_run(args, out)
-    if args.command == "serve":
-        return command_serve(args, out)
-    transports = list(args.transport or TRANSPORTS)
-    if "h2c" in transports and importlib.util.find_spec("h2") is None:
-        out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
-        transports.remove("h2c")
-    return run_matrix(_reference_targets(args.wire, transports), args.jobs, out)
+    try:
+        if args.command == "run":
+            return command_run(args, out)
+        if args.command == "serve":
+            return command_serve(args, out)
+        transports = list(args.transport or TRANSPORTS)
+        if "h2c" in transports and importlib.util.find_spec("h2") is None:
+            out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
+            transports.remove("h2c")
+        return run_matrix(_reference_targets(args.wire, transports), args.jobs, out, use_colour(out))
+    except UsageError as exc:
+        (serve if args.command == "serve" else run if args.command == "run" else parser).error(str(exc))
+    return 2  # parser.error() exits; this line is for the type checker
 
 
 if __name__ == "__main__":

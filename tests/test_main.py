@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import urllib.request
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import List
+from unittest import mock
 
 from conformance import BackendConformanceTarget, openai_chat_wire
 from conformance.__main__ import main
@@ -29,6 +34,52 @@ class Broken:
 
 BROKEN_TARGET = BackendConformanceTarget("broken", openai_chat_wire, lambda url: Broken())
 
+#: Set by a test to let the hanging backend go.
+RELEASE = threading.Event()
+
+
+class Hanging:
+    """A backend whose calls wait until the test releases them."""
+
+    def chat(self, request: object) -> None:
+        RELEASE.wait(10)
+        raise NotImplementedError
+
+    def chat_stream(self, request: object) -> None:
+        RELEASE.wait(10)
+        raise NotImplementedError
+
+
+HANGING_TARGET = BackendConformanceTarget("hanging", openai_chat_wire, lambda url: Hanging(), timeout=1.0)
+
+
+class Terminal(io.StringIO):
+    """Output that says it is a terminal, and tells when something was written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = threading.Event()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.written.set()
+        return super().write(text)
+
+
+def usage_error(argv: List[str]) -> str:
+    """Run the command line expecting a usage error; return what it printed to stderr."""
+    err = io.StringIO()
+    with redirect_stderr(err):
+        try:
+            main(argv, out=io.StringIO())
+        except SystemExit as exc:
+            if exc.code != 2:
+                raise AssertionError(f"expected exit status 2, got {exc.code!r}") from None
+            return err.getvalue()
+    raise AssertionError("expected a usage error, got none")
+
 
 class MatrixTests(unittest.TestCase):
     def test_matrix_prints_every_case_and_exits_zero(self) -> None:
@@ -42,9 +93,52 @@ class MatrixTests(unittest.TestCase):
         self.assertRegex(text, r"\d+ cases: \d+ passed, 0 failed, \d+ skipped in [\d.]+ s")
 
     def test_unknown_wire_is_refused_with_the_known_ones(self) -> None:
-        """A misspelt wire names the wires there are."""
-        with self.assertRaisesRegex(SystemExit, "unknown wire 'openai'; known: openai-chat"):
-            main(["--wire", "openai"], out=io.StringIO())
+        """A misspelt wire is a usage error (status 2) that names the wires there are."""
+        self.assertIn("unknown wire 'openai'; known: openai-chat", usage_error(["--wire", "openai"]))
+
+    def test_progress_comes_first_and_a_line_per_target(self) -> None:
+        """The run says what it starts at once, then one line per target as it finishes."""
+        out = io.StringIO()
+        main(["--wire", "ollama"], out=out)
+        lines = out.getvalue().splitlines()
+        self.assertRegex(lines[0], r"^running \d+ cases of 2 targets, \d+ at a time$")
+        self.assertRegex(out.getvalue(), r"reference ollama over http/1.1: \d+ passed, 0 failed, \d+ skipped")
+        self.assertRegex(out.getvalue(), r"reference ollama over h2c: \d+ passed, 0 failed, \d+ skipped")
+
+    def test_skip_reasons_are_shown_under_the_matrix(self) -> None:
+        """Each skip reason is printed once, with the cases it applies to."""
+        out = io.StringIO()
+        main(["--wire", "ollama", "--transport", "http/1.1"], out=out)
+        text = out.getvalue()
+        self.assertIn("\nskipped:\n", text)
+        self.assertRegex(text, r"  Ollama has no corrupt-frame case .*: ollama http/1.1 corrupt-frame/stream")
+
+    def test_colour_on_a_terminal_only_and_never_with_no_color(self) -> None:
+        """A terminal gets coloured outcomes; piped output and NO_COLOR get none."""
+        argv = ["--wire", "openai-chat", "--transport", "http/1.1"]
+        with mock.patch.dict(os.environ, {"NO_COLOR": ""}):
+            tty = Terminal()
+            main(argv, out=tty)
+            piped = io.StringIO()
+            main(argv, out=piped)
+        with mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
+            no_color = Terminal()
+            main(argv, out=no_color)
+        self.assertIn("\x1b[32mpass\x1b[0m", tty.getvalue())
+        self.assertNotIn("\x1b[", piped.getvalue())
+        self.assertNotIn("\x1b[", no_color.getvalue())
+
+    def test_help_lists_the_wires_and_scenarios(self) -> None:
+        """--help names every wire, and serve --help every scenario."""
+        for argv, names in ((["--help"], ["openai-chat", "bedrock-converse"]),
+                            (["serve", "--help"], ["tool-call-with-stop", "context-overflow", "ollama"])):
+            shown = io.StringIO()
+            with redirect_stdout(shown), self.assertRaises(SystemExit) as done:
+                main(argv, out=io.StringIO())
+            self.assertEqual(done.exception.code, 0)
+            text = " ".join(shown.getvalue().split()).replace("- ", "-")
+            for name in names:
+                self.assertIn(name, text)
 
 
 class RunTests(unittest.TestCase):
@@ -63,26 +157,41 @@ class RunTests(unittest.TestCase):
         self.assertIn("OK", out.getvalue())
 
     def test_run_refuses_what_is_not_a_target(self) -> None:
-        """A name that is neither a target nor a TestCase is a clear error."""
-        with self.assertRaisesRegex(SystemExit, "expected a BackendConformanceTarget"):
-            main(["run", "tests.test_main:ROOT"], out=io.StringIO())
-        with self.assertRaisesRegex(SystemExit, "expected MODULE:NAME"):
-            main(["run", "tests.test_main"], out=io.StringIO())
+        """A name that is neither a target nor a TestCase, or does not load, is a usage error."""
+        self.assertIn("expected a BackendConformanceTarget", usage_error(["run", "tests.test_main:ROOT"]))
+        self.assertIn("expected MODULE:NAME", usage_error(["run", "tests.test_main"]))
+        self.assertIn("cannot import 'tests.no_such_module'", usage_error(["run", "tests.no_such_module:X"]))
+
+    def test_run_on_a_hanging_target_says_so_before_any_case_ends(self) -> None:
+        """The first line is out while the backend still hangs in its first case."""
+        RELEASE.clear()
+        out = Terminal()
+        worker = threading.Thread(target=main, args=(["run", "tests.test_main:HANGING_TARGET"], out))
+        worker.start()
+        try:
+            self.assertTrue(out.written.wait(30))
+            self.assertFalse(RELEASE.is_set())
+            first = out.getvalue().splitlines()[0]
+            self.assertRegex(first, r"^running \d+ cases of 1 target, \d+ at a time$")
+        finally:
+            RELEASE.set()
+            worker.join(60)
 
 
 class ServeTests(unittest.TestCase):
     def test_serve_refuses_a_remote_host_without_the_flag(self) -> None:
         """Binding beyond loopback needs --allow-remote."""
         argv = ["serve", "--wire", "openai-chat", "--scenario", "text", "--host", "0.0.0.0"]
-        with self.assertRaisesRegex(SystemExit, "refusing to bind 0.0.0.0.*--allow-remote"):
-            main(argv, out=io.StringIO())
+        self.assertRegex(usage_error(argv), "refusing to bind 0.0.0.0.*--allow-remote")
 
     def test_serve_checks_scenario_and_mode(self) -> None:
         """An unknown scenario, or a mode the scenario lacks, is refused."""
-        with self.assertRaisesRegex(SystemExit, "unknown scenario 'txt'"):
-            main(["serve", "--wire", "openai-chat", "--scenario", "txt"], out=io.StringIO())
-        with self.assertRaisesRegex(SystemExit, "stream-error runs in stream mode only"):
-            main(["serve", "--wire", "openai-chat", "--scenario", "stream-error"], out=io.StringIO())
+        argv = ["serve", "--wire", "openai-chat", "--scenario", "txt"]
+        self.assertIn("unknown scenario 'txt'", usage_error(argv))
+        self.assertIn(
+            "stream-error runs in stream mode only",
+            usage_error(["serve", "--wire", "openai-chat", "--scenario", "stream-error"]),
+        )
 
     def test_serve_caps_the_request_record(self) -> None:
         """serve starts its provider with max_requests, so a long session keeps a bounded record."""
@@ -104,7 +213,7 @@ class ServeTests(unittest.TestCase):
         self.assertEqual(started[0]._hub.max_requests, 1000)
 
     def test_serve_answers_a_client_and_logs_the_request(self) -> None:
-        """serve prints its URL, answers with the wire, and logs each request."""
+        """serve prints its URL, answers with a fresh request id and date each time, and logs each request."""
         process = subprocess.Popen(
             [sys.executable, "-m", "conformance", "serve", "--wire", "openai-chat", "--scenario", "text"],
             cwd=ROOT,
@@ -121,9 +230,15 @@ class ServeTests(unittest.TestCase):
             request = urllib.request.Request(
                 f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
             )
-            with urllib.request.urlopen(request, timeout=10) as response:
-                answer = json.loads(response.read())
+            ids = []
+            for _ in range(2):
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    answer = json.loads(response.read())
+                    ids.append(response.headers["x-request-id"])
+                    self.assertRegex(response.headers["date"], r"^\w{3}, \d{2} \w{3} \d{4} [\d:]{8} GMT$")
             self.assertEqual(answer["object"], "chat.completion")
+            self.assertNotEqual(ids[0], ids[1])
+            self.assertTrue(ids[0].startswith("req_"), ids[0])
             deadline = time.monotonic() + 10
             line = process.stdout.readline()
             while "POST" not in line and time.monotonic() < deadline:
