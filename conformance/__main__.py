@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import email.utils
-import functools
 import importlib
 import importlib.util
 import os
@@ -21,22 +20,28 @@ import re
 import secrets
 import sys
 import time
-import traceback
 import unittest
 import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
+from ._targets import (
+    TargetSpec,
+    UsageError,
+    load,
+    outcome,
+    reference_targets,
+    run_unit,
+    units,
+)
+from .cases import BackendConformanceTarget, backend_conformance_cases
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
+#: The reference targets, under the name the benches use.
+_reference_targets = reference_targets
 #: The outcome colours on a terminal (ANSI SGR codes).
 COLOURS = {"pass": "32", "FAIL": "31", "ERROR": "31", "skip": "33"}
-
-
-class UsageError(Exception):
-    """The command line asked for something that does not exist; exit status 2."""
 
 
 def use_colour(out: TextIO) -> bool:
@@ -57,84 +62,71 @@ def _default_jobs() -> int:
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
-def _outcome(case: ConformanceCase) -> Tuple[str, str]:
-    """``("pass" | "FAIL" | "skip" | "ERROR", detail)`` for one case."""
-    try:
-        case.run()
-    except unittest.SkipTest as exc:
-        return "skip", str(exc)
-    except AssertionError as exc:
-        return "FAIL", str(exc)
-    except Exception:  # noqa: BLE001 - a crash in a case is reported, not raised
-        return "ERROR", traceback.format_exc()
-    return "pass", ""
-
-
-def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
-    return create(url, http2)
-
-
-def _reference_targets(
-    wires: Optional[Sequence[str]], transports: Sequence[str]
-) -> List[Tuple[str, BackendConformanceTarget]]:
-    from .reference import REFERENCE_BACKENDS
-    from .wires import WIRES
-
-    names = list(wires or WIRES)
-    unknown = [n for n in names if n not in WIRES]
-    if unknown:
-        raise UsageError(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
-    targets = []
-    for name in names:
-        for transport in transports:
-            http2 = transport == "h2c"
-            targets.append(
-                (
-                    transport,
-                    BackendConformanceTarget(
-                        name=f"reference {name} over {transport}",
-                        wire=WIRES[name],
-                        create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
-                        http2=http2,
-                    ),
-                )
-            )
-    return targets
-
-
 def run_matrix(
-    targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, out: TextIO, colour: bool = False
+    targets: List[Tuple[str, BackendConformanceTarget]],
+    jobs: int,
+    out: TextIO,
+    colour: bool = False,
+    *,
+    processes: int = 1,
+    specs: Optional[Sequence[TargetSpec]] = None,
 ) -> int:
     """Run every case of every target; print progress, the matrix and the failures; return the exit status.
 
     A line goes out at once, and one more as each target finishes, so a run whose
     backend hangs shows what it is doing long before the case's bound is reached.
+    With ``processes`` above 1 (and ``specs`` to rebuild each target from), the
+    targets are spread over that many worker processes, each running ``jobs`` cases
+    at a time: the cases' own work then uses more than one core.
     """
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in backend_conformance_cases(target)]
     noun = "target" if len(targets) == 1 else "targets"
-    out.write(f"running {len(cases)} cases of {len(targets)} {noun}, {jobs} at a time\n")
+    spread = processes > 1 and specs is not None
+    how = f"{jobs} at a time" + (f" in each of {processes} processes" if spread else "")
+    out.write(f"running {len(cases)} cases of {len(targets)} {noun}, {how}\n")
     out.flush()
     results: List[Tuple[str, str]] = [("", "")] * len(cases)
+    position = {(id(case.target), case.name): index for index, (_, case) in enumerate(cases)}
     left = {id(target): 0 for _, target in targets}
     for _, case in cases:
         left[id(case.target)] += 1
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(_outcome, case): index for index, (_, case) in enumerate(cases)}
-        for future in as_completed(futures):
-            index = futures[future]
-            results[index] = future.result()
-            target = cases[index][1].target
-            left[id(target)] -= 1
-            if left[id(target)] == 0:
-                mine = [r[0] for (_, c), r in zip(cases, results) if c.target is target]
-                failed = sum(1 for r in mine if r in ("FAIL", "ERROR"))
-                line = (
-                    f"{target.name}: {mine.count('pass')} passed, {failed} failed, {mine.count('skip')} "
-                    f"skipped ({time.perf_counter() - started:.1f} s)"
-                )
-                out.write(_paint(line, "FAIL" if failed else "pass", colour) + "\n")
-                out.flush()
+
+    def done(target: BackendConformanceTarget, name: str, result: Tuple[str, str]) -> None:
+        results[position[(id(target), name)]] = result
+        left[id(target)] -= 1
+        if left[id(target)] == 0:
+            mine = [r[0] for (_, c), r in zip(cases, results) if c.target is target]
+            failed = sum(1 for r in mine if r in ("FAIL", "ERROR"))
+            line = (
+                f"{target.name}: {mine.count('pass')} passed, {failed} failed, {mine.count('skip')} "
+                f"skipped ({time.perf_counter() - started:.1f} s)"
+            )
+            out.write(_paint(line, "FAIL" if failed else "pass", colour) + "\n")
+            out.flush()
+
+    if spread:
+        assert specs is not None
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a fresh interpreter per worker, never a fork of this threaded process.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as processes_pool:
+            work = {
+                processes_pool.submit(run_unit, specs[index], names, jobs): index
+                for index, names in units(targets, processes)
+            }
+            for finished in as_completed(work):
+                target = targets[work[finished]][1]
+                for name, result in finished.result():
+                    done(target, name, result)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(outcome, case): case for _, case in cases}
+            for future in as_completed(futures):
+                case = futures[future]
+                done(case.target, case.name, future.result())
     elapsed = time.perf_counter() - started
     out.write("\n")
 
@@ -181,30 +173,23 @@ def run_matrix(
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}
     out.write(
         f"\n{len(results)} cases: {counts['pass']} passed, {counts['FAIL'] + counts['ERROR']} failed, "
-        f"{counts['skip']} skipped in {elapsed:.2f} s ({jobs} at a time)\n"
+        f"{counts['skip']} skipped in {elapsed:.2f} s ({how})\n"
     )
     return 1 if failures else 0
 
 
-def _load(spec: str) -> Any:
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise UsageError(f"expected MODULE:NAME, e.g. tests.test_gateway:GatewayConformance, got {spec!r}")
-    sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise UsageError(f"{module_name!r} has no attribute {attribute!r}") from None
-
-
 def command_run(args: argparse.Namespace, out: TextIO) -> int:
-    obj = _load(args.target)
+    obj = load(args.target)
     if isinstance(obj, BackendConformanceTarget):
-        return run_matrix([("http/2" if obj.http2 else "http/1.1", obj)], args.jobs, out, use_colour(out))
+        column = "http/2" if obj.http2 else "http/1.1"
+        return run_matrix(
+            [(column, obj)],
+            args.jobs,
+            out,
+            use_colour(out),
+            processes=args.processes,
+            specs=[("load", args.target)],
+        )
     if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(obj)
         out.write(f"running {suite.countTestCases()} tests of {obj.__qualname__}\n")
@@ -285,7 +270,10 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
         out.flush()
     # A serve session may run for days: keep the newest requests, not all of them.
     provider = start_fake_provider(
-        http2=args.http2, host=args.host, port=args.port, allow_remote=args.allow_remote,
+        http2=args.http2,
+        host=args.host,
+        port=args.port,
+        allow_remote=args.allow_remote,
         max_requests=SERVE_MAX_REQUESTS,
     )
     with provider:
@@ -312,13 +300,17 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         description=__doc__.split("\n\n")[0],
         epilog="exit status: 0 all passed (or skipped), 1 a case failed, 2 a usage error",
     )
-    parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once")
+    parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once (per process)")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="spread the targets over this many worker processes (cores)"
+    )
     parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a user's target or TestCase class")
     run.add_argument("target", metavar="MODULE:NAME")
     run.add_argument("--jobs", type=int, default=_default_jobs())
+    run.add_argument("--processes", type=int, default=1, help="split a target's cases over worker processes")
     serve = sub.add_parser("serve", help="serve one scenario to any client, logging each request")
     serve.add_argument("--wire", required=True, help=f"one of {wires}")
     serve.add_argument("--scenario", required=True, help=f"one of {', '.join(SCENARIOS)}")
@@ -337,7 +329,9 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         if "h2c" in transports and importlib.util.find_spec("h2") is None:
             out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
             transports.remove("h2c")
-        return run_matrix(_reference_targets(args.wire, transports), args.jobs, out, use_colour(out))
+        targets = reference_targets(args.wire, transports)
+        specs = [("reference", t.wire.name, column) for column, t in targets]
+        return run_matrix(targets, args.jobs, out, use_colour(out), processes=args.processes, specs=specs)
     except UsageError as exc:
         (serve if args.command == "serve" else run if args.command == "run" else parser).error(str(exc))
     return 2  # parser.error() exits; this line is for the type checker

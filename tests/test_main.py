@@ -149,6 +149,23 @@ class RunTests(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertIn("expected a reply, got NotImplementedError", out.getvalue())
 
+    def test_run_spreads_a_target_over_processes(self) -> None:
+        """run --processes 2 splits a target's cases over two fresh worker processes, same verdict."""
+        out = io.StringIO()
+        status = main(["run", "tests.test_main:BROKEN_TARGET", "--processes", "2"], out=out)
+        self.assertEqual(status, 1)
+        self.assertIn("in each of 2 processes", out.getvalue())
+        self.assertIn("expected a reply, got NotImplementedError", out.getvalue())
+
+    def test_the_matrix_spreads_over_processes(self) -> None:
+        """--processes 2 runs the reference matrix in worker processes and prints the same matrix."""
+        out = io.StringIO()
+        status = main(["--processes", "2", "--wire", "openai-chat", "--wire", "ollama"], out=out)
+        self.assertEqual(status, 0, out.getvalue())
+        self.assertIn("in each of 2 processes", out.getvalue())
+        self.assertIn("reference ollama over h2c:", out.getvalue())
+        self.assertRegex(out.getvalue(), r"\d+ cases: \d+ passed, 0 failed")
+
     def test_run_a_testcase_class(self) -> None:
         """run MODULE:NAME on a TestCase class runs it with unittest."""
         out = io.StringIO()
