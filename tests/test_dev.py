@@ -25,6 +25,26 @@ def _dev() -> ModuleType:
     return module
 
 
+class ParallelRunTests(unittest.TestCase):
+    def test_every_module_runs_once_in_groups_of_even_weight(self) -> None:
+        """The test modules and the interop folder are dealt into groups, each exactly once."""
+        dev = _dev()
+        parts = dev.groups(3)
+        members = [m for part in parts for m in part]
+        modules = sorted(f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py"))
+        self.assertEqual(sorted(members), sorted([*modules, "tests/interop"]))
+        weights = [sum(dev.WEIGHTS.get(m, 1) for m in part) for part in parts]
+        self.assertLessEqual(max(weights) - min(weights), max(dev.WEIGHTS.values()))
+
+    def test_closing_lines_are_summed(self) -> None:
+        """Each process's "Ran N tests" and verdict add up, failures and skips included."""
+        totals: dict = {}
+        dev = _dev()
+        dev.tally("Ran 10 tests in 1.0s\n\nOK (skipped=2)\n", totals)
+        dev.tally("Ran 1 test in 0.1s\n\nFAILED (failures=1, errors=2, skipped=3)\n", totals)
+        self.assertEqual(totals, {"ran": 11, "skipped": 5, "failures": 1, "errors": 2})
+
+
 class DevScriptTests(unittest.TestCase):
     def test_no_command_prints_the_two_and_exits_2(self) -> None:
         """Without a command, dev.py shows the two commands and exits with the usage status."""
@@ -55,8 +75,9 @@ class DevScriptTests(unittest.TestCase):
             python.touch()
             digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
             (env / f".conformance-test-interop-{digest}").touch()
-            with mock.patch.dict(os.environ, {"CONFORMANCE_VENV": folder}), mock.patch.object(
-                dev.subprocess, "run", side_effect=AssertionError("pip ran")
+            with (
+                mock.patch.dict(os.environ, {"CONFORMANCE_VENV": folder}),
+                mock.patch.object(dev.subprocess, "run", side_effect=AssertionError("pip ran")),
             ):
                 self.assertEqual(dev.ensure(("test", "interop")), python.resolve())
 
