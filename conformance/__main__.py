@@ -196,12 +196,31 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             f"{' (h2c only)' if args.http2 else ''}; Ctrl-C stops\n"
         )
         out.flush()
+        printed: Dict[int, Any] = {}
         try:
             while True:
-                time.sleep(3600)
+                time.sleep(0.1)
+                _print_events(provider.requests, printed, out)
         except KeyboardInterrupt:
             out.write("stopped\n")
     return 0
+
+
+def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> None:
+    """Print the event log of each reply that has gone out (or whose client left), once."""
+    for request in requests:
+        log = request.response
+        if id(request) in printed or log is None or not (log.complete() or request.closed):
+            continue
+        printed[id(request)] = request  # kept so that the id is not reused while listed
+        out.write(f"  sent {log.status} {log.content_type} for {request}:\n")
+        for event in request.events:
+            out.write(f"    {event.describe(request.received_at)}\n")
+        out.flush()
+    if len(printed) > 2 * SERVE_MAX_REQUESTS:
+        alive = {id(r) for r in requests}
+        for key in [k for k in printed if k not in alive]:
+            del printed[key]
 
 
 def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:

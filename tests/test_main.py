@@ -129,6 +129,10 @@ class ServeTests(unittest.TestCase):
             while "POST" not in line and time.monotonic() < deadline:
                 line = process.stdout.readline()
             self.assertIn("POST /v1/chat/completions (HTTP/1.1)", line)
+            while "sent 200" not in line and time.monotonic() < deadline:
+                line = process.stdout.readline()
+            self.assertIn("sent 200 application/json for POST /v1/chat/completions", line)
+            self.assertIn("#0 chat.completion response=chatcmpl-", process.stdout.readline())
         finally:
             process.terminate()
             process.communicate(timeout=10)

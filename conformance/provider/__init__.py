@@ -6,6 +6,7 @@ This package is the only place in the library that touches sockets.
 from __future__ import annotations
 
 from ._server import FakeProvider, start_fake_provider
+from .events import WireEvent, events_around
 from .replies import Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 __all__ = [
@@ -16,5 +17,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StreamReply",
+    "WireEvent",
+    "events_around",
     "start_fake_provider",
 ]
