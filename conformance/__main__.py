@@ -3,6 +3,7 @@
     python -m conformance                       every case, reference backends, all wires, h1 and h2c
     python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
+    python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
 
 The exit status is 0 only when nothing failed.
 """
@@ -223,6 +224,41 @@ def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> 
             del printed[key]
 
 
+def command_record(args: argparse.Namespace, out: TextIO) -> int:
+    """A loopback recording proxy in front of a real provider; one fixture per exchange."""
+    import ssl
+
+    from .gate.record import Recorder
+    from .wires import WIRES
+
+    if args.wire not in WIRES:
+        raise SystemExit(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+    if args.scenario is not None and args.scenario not in SCENARIOS:
+        raise SystemExit(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+    context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    try:
+        recorder = Recorder(WIRES[args.wire], args.upstream, args.out, port=args.port,
+                            ssl_context=context, scenario=args.scenario)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    with recorder:
+        out.write(f"recording {args.wire} at {recorder.url} -> {recorder.base_url}, fixtures in "
+                  f"{args.out}; point the backend's base URL here; Ctrl-C stops\n")
+        out.flush()
+        shown = 0
+        try:
+            while True:
+                time.sleep(0.2)
+                written = recorder.written
+                for path in written[shown:]:
+                    out.write(f"  wrote {path}\n")
+                shown = len(written)
+                out.flush()
+        except KeyboardInterrupt:
+            out.write(f"stopped; {len(recorder.written)} fixtures written\n")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once")
@@ -240,7 +276,16 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     serve.add_argument("--http2", action="store_true", help="speak h2c only")
+    record = sub.add_parser("record", help="record a real provider's answers as replayable fixtures")
+    record.add_argument("--wire", required=True)
+    record.add_argument("--upstream", required=True, metavar="URL", help="the provider, e.g. https://api.openai.com")
+    record.add_argument("--out", default="fixtures", metavar="DIR", help="where fixtures are written")
+    record.add_argument("--scenario", help="stamp each fixture with the conformance scenario it stands for")
+    record.add_argument("--port", type=int, default=0)
+    record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
     args = parser.parse_args(argv)
+    if args.command == "record":
+        return command_record(args, out)
     if args.command == "run":
         return command_run(args, out)
     if args.command == "serve":
