@@ -209,6 +209,8 @@ class Fixture:
     redacted: Sequence[str] = ()
     #: Whether the response ended normally (``False``: the client or upstream left mid-way).
     complete: bool = True
+    #: Whether the body came in HTTP chunked encoding (a stream), not as one sized body.
+    chunked: bool = True
     #: Where it was read from, if it was.
     source: str = field(default="", compare=False)
 
@@ -241,6 +243,7 @@ class Fixture:
         chunks: Sequence[Tuple[int, float, bytes]],
         events: Sequence[Mapping[str, Any]] = (),
         complete: bool = True,
+        chunked: bool = True,
     ) -> Fixture:
         """A fixture built from a raw exchange, secrets removed (deny by default)."""
         redacted: List[str] = []
@@ -252,7 +255,7 @@ class Fixture:
         return cls(
             stamp, method, path, _clean_query(query, redacted), kept_request,
             _clean_body(request_body, redacted), status, http_version, kept_response,
-            tuple(chunks), tuple(events), tuple(sorted(set(redacted))), complete,
+            tuple(chunks), tuple(events), tuple(sorted(set(redacted))), complete, chunked,
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -272,6 +275,7 @@ class Fixture:
                 "http_version": self.http_version,
                 "headers": dict(self.response_headers),
                 "complete": self.complete,
+                "chunked": self.chunked,
                 "chunks": [
                     {"offset": offset, "at": round(at, 6), **_bytes_field(data)}
                     for offset, at, data in self.chunks
@@ -310,7 +314,8 @@ class Fixture:
                 dict(request.get("headers", {})), _read_bytes(request["body"], f"{where}: request body"),
                 int(response["status"]), response.get("http_version", "HTTP/1.1"),
                 dict(response.get("headers", {})), tuple(chunks), tuple(doc.get("events", ())),
-                tuple(doc.get("redacted", ())), bool(response.get("complete", True)), source,
+                tuple(doc.get("redacted", ())), bool(response.get("complete", True)),
+                bool(response.get("chunked", True)), source,
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ProviderInputError):

@@ -278,7 +278,7 @@ class Recorder:
             self._next += 1
         fixture = Fixture.redacted_from(
             stamp, method, target, headers, body, response.status, version, response_headers,
-            chunks, [e.as_dict() for e in events], complete,
+            chunks, [e.as_dict() for e in events], complete, bool(response.chunked),
         )
         name = f"{number:04d}-{_slug(method, path)}.json"
         destination = os.path.join(self.folder, name)
