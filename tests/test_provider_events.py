@@ -169,8 +169,8 @@ class TestLiveLog(unittest.TestCase):
         self.assertEqual([(e.seq, e.type, e.response_id) for e in first.events], [(0, "response", "resp_1")])
         self.assertEqual([e.seq for e in second.events], [1, 2, 3, 4])
 
-    def test_unanswered_request_has_no_events(self) -> None:
-        """A request whose reply has not gone out has an empty log."""
+    def test_hanging_stream_logs_what_went_out(self) -> None:
+        """A stream left open logs the events that went out; a request never answered has none."""
         self.provider.reply(StreamReply([ANTHROPIC[0]], hang=True))
         with RawConnection(self.provider.port) as raw:
             raw.send(http1_request("POST", "/x", b"{}"))

@@ -360,9 +360,10 @@ class H1Connection(RequestParser, asyncio.Protocol):
             if self.head_only:
                 self.transport.write(head + end)
             else:
-                self.transport.write(head + end + body)
+                # Logged before the write: a client that has the bytes finds them logged.
                 request.response = log = ResponseLog(reply, hub)
                 log.times.append(monotonic())
+                self.transport.write(head + end + body)
             self._done()
         elif isinstance(reply, StreamReply):
             chunked = self.version == "HTTP/1.1"
@@ -382,8 +383,8 @@ class H1Connection(RequestParser, asyncio.Protocol):
                 ending = b""
             request.response = log = ResponseLog(reply, hub)
             if framed:
-                self.transport.write(head + framed[0])
                 log.times.append(monotonic())
+                self.transport.write(head + framed[0])
                 self._stream(framed, 1, ending, reply.hang, log.times)
             else:
                 self.transport.write(head)
@@ -405,8 +406,8 @@ class H1Connection(RequestParser, asyncio.Protocol):
             if self.paused:
                 self.task = self.hub.spawn(self._stream_later(framed, index, ending, hang, times))
                 return
-            transport.write(framed[index])
             times.append(monotonic())
+            transport.write(framed[index])
             index += 1
         if hang:
             self.hanging = True

@@ -395,8 +395,8 @@ class H2Session:
                     return
                 conn.send_data(sid, chunk, end_stream=index == last and not hang)
                 room -= size
+                times.append(monotonic())  # before the write: a client with the bytes finds them logged
                 self._flush()
-                times.append(monotonic())
         except h2.exceptions.ProtocolError:  # the client reset the stream or left
             self._finish(stream)
             return
@@ -410,8 +410,7 @@ class H2Session:
         try:
             last = len(chunks) - 1
             for index in range(start, len(chunks)):
-                await self._data(stream.stream_id, chunks[index], index == last and not hang)
-                times.append(monotonic())
+                await self._data(stream.stream_id, chunks[index], index == last and not hang, times)
             if hang:
                 return
         except h2.exceptions.ProtocolError:
@@ -446,8 +445,8 @@ class H2Session:
             ):
                 conn.send_headers(sid, headers)
                 conn.send_data(sid, body, end_stream=True)
-                self._flush()
                 self._log(stream, reply).append(monotonic())
+                self._flush()
                 self._finish(stream)
                 return
             else:
@@ -481,16 +480,18 @@ class H2Session:
                 conn.send_headers(sid, headers, end_stream=not body)
                 self._flush()
                 if body:
-                    await self._data(sid, body, True)
-                    self._log(stream, reply).append(monotonic())
+                    await self._data(sid, body, True, self._log(stream, reply))
             else:  # a StreamReply goes through _stream_now
                 raise AssertionError(f"unexpected reply {reply!r}")
         except h2.exceptions.ProtocolError:
             pass  # the client reset the stream or the connection went away
         self._finish(stream)
 
-    async def _data(self, sid: int, data: bytes, end: bool) -> None:
-        """Send one chunk as DATA frame(s), waiting on flow control; one write per frame."""
+    async def _data(self, sid: int, data: bytes, end: bool, times: Optional[List[float]] = None) -> None:
+        """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.
+
+        The chunk's flush time joins ``times`` just before its last frame is written.
+        """
         conn = self.conn
         offset = 0
         total = len(data)
@@ -507,6 +508,8 @@ class H2Session:
                 continue
             conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
             offset += size
+            if offset == total and times is not None:
+                times.append(monotonic())
             self._flush()
 
     def _log(self, stream: _Stream, reply: Reply) -> List[float]:
