@@ -3,6 +3,7 @@
     python -m conformance                       every case, reference backends, all wires, h1 and h2c
     python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
+    python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
 
 Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
 usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
@@ -283,11 +284,73 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             f"{' (h2c only)' if args.http2 else ''}; Ctrl-C stops\n"
         )
         out.flush()
+        printed: Dict[int, Any] = {}
         try:
             while True:
-                time.sleep(3600)
+                time.sleep(0.1)
+                _print_events(provider.requests, printed, out)
         except KeyboardInterrupt:
             out.write("stopped\n")
+    return 0
+
+
+def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> None:
+    """Print the event log of each reply that has gone out (or whose client left), once."""
+    for request in requests:
+        log = request.response
+        if id(request) in printed or log is None or not (log.complete() or request.closed):
+            continue
+        printed[id(request)] = request  # kept so that the id is not reused while listed
+        out.write(f"  sent {log.status} {log.content_type} for {request}:\n")
+        for event in request.events:
+            out.write(f"    {event.describe(request.received_at)}\n")
+        out.flush()
+    if len(printed) > 2 * SERVE_MAX_REQUESTS:
+        alive = {id(r) for r in requests}
+        for key in [k for k in printed if k not in alive]:
+            del printed[key]
+
+
+def command_record(args: argparse.Namespace, out: TextIO) -> int:
+    """A loopback recording proxy in front of a real provider; one fixture per exchange."""
+    import ssl
+
+    from .gate.record import Recorder
+    from .wires import WIRES
+
+    if args.wire not in WIRES:
+        raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+    if args.scenario is not None and args.scenario not in SCENARIOS:
+        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+    context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    try:
+        recorder = Recorder(
+            WIRES[args.wire],
+            args.upstream,
+            args.out,
+            port=args.port,
+            ssl_context=context,
+            scenario=args.scenario,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    with recorder:
+        out.write(
+            f"recording {args.wire} at {recorder.url} -> {recorder.base_url}, fixtures in "
+            f"{args.out}; point the backend's base URL here; Ctrl-C stops\n"
+        )
+        out.flush()
+        shown = 0
+        try:
+            while True:
+                time.sleep(0.2)
+                written = recorder.written
+                for path in written[shown:]:
+                    out.write(f"  wrote {path}\n")
+                shown = len(written)
+                out.flush()
+        except KeyboardInterrupt:
+            out.write(f"stopped; {len(recorder.written)} fixtures written\n")
     return 0
 
 
@@ -319,8 +382,19 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     serve.add_argument("--http2", action="store_true", help="speak h2c only")
+    record = sub.add_parser("record", help="record a real provider's answers as replayable fixtures")
+    record.add_argument("--wire", required=True)
+    record.add_argument(
+        "--upstream", required=True, metavar="URL", help="the provider, e.g. https://api.openai.com"
+    )
+    record.add_argument("--out", default="fixtures", metavar="DIR", help="where fixtures are written")
+    record.add_argument("--scenario", help="stamp each fixture with the conformance scenario it stands for")
+    record.add_argument("--port", type=int, default=0)
+    record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
     args = parser.parse_args(argv)
     try:
+        if args.command == "record":
+            return command_record(args, out)
         if args.command == "run":
             return command_run(args, out)
         if args.command == "serve":
@@ -333,7 +407,8 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         specs = [("reference", t.wire.name, column) for column, t in targets]
         return run_matrix(targets, args.jobs, out, use_colour(out), processes=args.processes, specs=specs)
     except UsageError as exc:
-        (serve if args.command == "serve" else run if args.command == "run" else parser).error(str(exc))
+        chosen = {"serve": serve, "run": run, "record": record}.get(args.command, parser)
+        chosen.error(str(exc))
     return 2  # parser.error() exits; this line is for the type checker
 
 

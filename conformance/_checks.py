@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 from ._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
 from .contract import ERROR_KINDS
 from .fixture import CONFORMANCE_FIXTURE as FX
-from .provider import RecordedRequest, Reply
+from .provider import RecordedRequest, Reply, events_around
 from .scenarios import SCENARIOS
 from .wires._base import Wire
 
@@ -532,4 +532,11 @@ def failure_message(seen: Seen, problems: List[Problem]) -> str:
         lines.append(f"  left behind: {seen.outcome.left_behind}")
     shown = ", ".join(str(r) for r in seen.requests) or "none"
     lines.append(f"  requests seen: {shown}")
+    generations = seen.generations()
+    events = generations[-1].events if generations else []
+    if events:
+        # The evidence below the SDK: what the provider actually sent, event by event.
+        lines.append(f"  last events sent to {generations[-1]}:")
+        lines.append(events_around(events, events[-1].seq, before=4, after=0,
+                                   since=generations[-1].received_at))
     return "\n".join(lines)

@@ -261,9 +261,56 @@ class ServeTests(unittest.TestCase):
             while "POST" not in line and time.monotonic() < deadline:
                 line = process.stdout.readline()
             self.assertIn("POST /v1/chat/completions (HTTP/1.1)", line)
+            while "sent 200" not in line and time.monotonic() < deadline:
+                line = process.stdout.readline()
+            self.assertIn("sent 200 application/json for POST /v1/chat/completions", line)
+            self.assertIn("#0 chat.completion response=chatcmpl-", process.stdout.readline())
         finally:
             process.terminate()
             process.communicate(timeout=10)
+
+    def test_record_proxies_and_writes_a_fixture(self) -> None:
+        """record prints its URL, forwards to the upstream and writes one fixture per exchange."""
+        import tempfile
+
+        from conformance.provider import JsonReply, start_fake_provider
+
+        with tempfile.TemporaryDirectory() as folder, start_fake_provider() as upstream:
+            upstream.reply(JsonReply({"object": "chat.completion"}))
+            process = subprocess.Popen(
+                [sys.executable, "-m", "conformance", "record", "--wire", "openai-chat",
+                 "--upstream", upstream.url, "--out", folder, "--scenario", "text"],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            try:
+                assert process.stdout is not None
+                first = process.stdout.readline()
+                self.assertIn("recording openai-chat at http://127.0.0.1:", first)
+                url = first.split(" at ", 1)[1].split(" ", 1)[0]
+                request = urllib.request.Request(
+                    f"{url}/v1/chat/completions", b'{"model": "m"}',
+                    {"content-type": "application/json", "authorization": "Bearer sk-secret"},
+                )
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    self.assertEqual(json.loads(response.read()), {"object": "chat.completion"})
+                self.assertIn("wrote", process.stdout.readline())
+            finally:
+                process.terminate()
+                process.communicate(timeout=10)
+            self.assertEqual(upstream.next_request().headers["authorization"], "Bearer sk-secret")
+            [name] = os.listdir(folder)
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                text = handle.read()
+            self.assertNotIn("sk-secret", text)
+            self.assertEqual(json.loads(text)["stamp"]["scenario"], "text")
+
+    def test_record_checks_its_arguments(self) -> None:
+        """An unknown wire or scenario, or a bad upstream, stops with a message."""
+        for argv in (["--wire", "nope", "--upstream", "http://127.0.0.1:1"],
+                     ["--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"],
+                     ["--wire", "openai-chat", "--upstream", "ftp://x"]):
+            with self.subTest(argv=argv):
+                self.assertIn("python -m conformance record", usage_error(["record", *argv]))
 
 
 if __name__ == "__main__":

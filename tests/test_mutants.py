@@ -30,7 +30,7 @@ from .mutants import Mutant
 TIMEOUT = 2.0
 JOBS = 4
 TRANSPORTS = ("h1", "h2")
-_CHECK_ID = re.compile(r"\[([a-z-]+)\]$", re.M)
+_CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)
 
 
 def load_mutants() -> Dict[str, List[Mutant]]:

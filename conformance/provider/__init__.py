@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .events import WireEvent, events_around
 from .replies import Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StreamReply",
+    "WireEvent",
+    "events_around",
     "start_fake_provider",
 ]
 
