@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE
@@ -20,6 +21,7 @@ from ._schema import schema_difference
 
 __all__ = [
     "check_json_post",
+    "Variant",
     "Wire",
     "check_function_tool",
     "check_question",
@@ -84,6 +86,35 @@ def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
     return [data[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One real shape a provider answers a scenario with, and where it was seen.
+
+    A case runs every variant of its scenario, each on a fresh provider, because a
+    backend that handles one real shape of a failure and not another passes a
+    single-shape test and breaks in production. What the backend must report that
+    depends on the shape lives here, so the checks read it rather than the wire:
+    ``retry_after`` for a rate limit (``None`` where the reply carries no delay),
+    the tool call's ``call_id`` (``None`` where the provider sends none), and an
+    ``error_kind`` where the shape means another kind than the scenario's own.
+    """
+
+    #: Short, for skip keys and failure lines: ``credit-balance-400``. The empty name
+    #: is the one shape of a scenario that has only one, and is not shown.
+    name: str
+    #: What the shape is, in a few words: ``400 credit balance too low``.
+    title: str = ""
+    #: Where it was seen: a capture, or the provider's own source or docs (repo and path, or URL).
+    source: str = ""
+    retry_after: Optional[float] = None
+    call_id: Optional[str] = None
+    error_kind: Optional[str] = None
+
+    def label(self, wire: Wire) -> str:
+        """``anthropic: 400 credit balance too low``."""
+        return f"{wire.name}: {self.title or self.name}"
+
+
 class Wire:
     """One provider's wire format, as a fake provider answers it.
 
@@ -132,6 +163,29 @@ class Wire:
         """
         return self.tool_call_id
 
+    #: ``scenario`` (or ``scenario/mode``, where only one mode has them) -> its variants,
+    #: where the provider answers it in more than one real shape.
+    variants_table: Mapping[str, Tuple[Variant, ...]] = {}
+
+    def variants(self, scenario: str, mode: str = "") -> Tuple[Variant, ...]:
+        """The shapes ``scenario`` is answered in (in ``mode``): the table's, or one unnamed shape.
+
+        The unnamed shape expects what the wire says for every scenario:
+        :attr:`rate_limit_retry_after` and :meth:`call_id`.
+        """
+        listed = self.variants_table.get(f"{scenario}/{mode}") or self.variants_table.get(scenario)
+        if listed:
+            return listed
+        retry_after = self.rate_limit_retry_after if scenario == "rate-limit" else None
+        return (Variant("", retry_after=retry_after, call_id=self.call_id(scenario)),)
+
+    def variant(self, scenario: str, mode: str, name: str) -> Variant:
+        """The variant of ``scenario`` in ``mode`` called ``name``; :class:`KeyError` if there is none."""
+        for variant in self.variants(scenario, mode):
+            if variant.name == name:
+                return variant
+        raise KeyError(f"{self.name} has no variant {name!r} of {scenario}")
+
     def is_generation(self, request: RecordedRequest) -> bool:
         """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
         if not self.generation_path:
@@ -145,11 +199,14 @@ class Wire:
         """
         return isinstance(request.json, dict) and request.json.get("stream") is True
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         """The provider's answer to ``request`` in ``scenario``, or ``None`` if it has none.
 
         The form (whole or streamed) follows the request, as the real provider's would;
-        ``mode`` only tells which case is running.
+        ``mode`` only tells which case is running. ``variant`` names the shape (see
+        :meth:`variants`); the empty name is the first.
         """
         raise NotImplementedError
 

@@ -34,6 +34,7 @@ from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    Variant,
     Wire,
     check_json_post,
     check_question,
@@ -135,16 +136,27 @@ class _Events:
         self.model = model
         self.events: List[bytes] = []
         self.index = 0
+        self.pinged = False
 
     def emit(self, type_: str, **fields: Any) -> None:
         self.events.append(sse(dumps({"type": type_, **fields}), event=type_))
 
     def message_start(self) -> None:
         self.emit("message_start", message=message(self.model, [], None, _start_usage()))
-        self.emit("ping")
+
+    def ping(self) -> None:
+        # Real streams ping after the first content_block_start, not after message_start
+        # (79 of 79 in pydantic-ai tests/models/cassettes/test_anthropic).
+        if not self.pinged:
+            self.pinged = True
+            self.emit("ping")
+
+    def content_block_start(self, block: Dict[str, Any]) -> None:
+        self.emit("content_block_start", index=self.index, content_block=block)
+        self.ping()
 
     def text(self, text: str, pieces: int = 4, stop: bool = True) -> None:
-        self.emit("content_block_start", index=self.index, content_block=text_block(""))
+        self.content_block_start(text_block(""))
         for piece in _pieces(text, pieces):
             delta = {"type": "text_delta", "text": piece}
             self.emit("content_block_delta", index=self.index, delta=delta)
@@ -152,7 +164,7 @@ class _Events:
             self.content_block_stop()
 
     def tool_use(self, partial_json: str, pieces: int = 4, stop: bool = True) -> None:
-        self.emit("content_block_start", index=self.index, content_block=tool_use_block({}))
+        self.content_block_start(tool_use_block({}))
         # Anthropic opens a tool_use block with an empty fragment before the real ones.
         for piece in ["", *_pieces(partial_json, pieces)]:
             delta = {"type": "input_json_delta", "partial_json": piece}
@@ -168,7 +180,15 @@ class _Events:
         delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
         if stop_reason == "refusal":
             delta["stop_details"] = refusal_stop_details()
-        self.emit("message_delta", delta=delta, usage={"output_tokens": FX.usage.output_tokens})
+        self.ping()
+        # The newer shape (since about Sep 2025) repeats the input side in message_delta.
+        usage = {
+            "input_tokens": FX.usage.input_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": FX.usage.output_tokens,
+        }
+        self.emit("message_delta", delta=delta, usage=usage)
         self.emit("message_stop")
 
     def error(self, type_: str, message_: str) -> None:
@@ -224,9 +244,51 @@ ERRORS: Mapping[str, Any] = {
 }
 
 
-def error_reply(scenario: str) -> JsonReply:
-    """The error body and headers Anthropic answers ``scenario`` with."""
-    status, type_, message_, details, extra = ERRORS[scenario]
+#: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
+VARIANT_ERRORS: Mapping[Any, Any] = {
+    # Out of prepaid credit: a 400 invalid_request_error, told apart from a bad request
+    # by its message only. The common real quota answer.
+    ("quota", "credit-balance-400"): (
+        400,
+        "invalid_request_error",
+        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing "
+        "to upgrade or purchase credits.",
+        None,
+        {},
+    ),
+    ("quota", "billing-402"): (
+        402,
+        "billing_error",
+        "Your account has a billing issue. Please go to Plans & Billing to resolve it.",
+        None,
+        {},
+    ),
+}
+
+VARIANTS: Mapping[str, Any] = {
+    "quota": (
+        Variant(
+            "credit-balance-400",
+            "400 credit balance too low",
+            "anthropics/claude-code#4684, #4208, #34522, #66314; continuedev/continue#5499",
+        ),
+        Variant(
+            "spend-limit-429",
+            "429 rate_limit_error with details.error_code enforced_spend_limit_reached",
+            "https://docs.claude.com/en/api/rate-limits (spend limits)",
+        ),
+        Variant(
+            "billing-402",
+            "402 billing_error",
+            "https://docs.claude.com/en/api/errors (402 billing_error)",
+        ),
+    ),
+}
+
+
+def error_reply(scenario: str, variant: str = "") -> JsonReply:
+    """The error body and headers Anthropic answers ``scenario`` (in ``variant``) with."""
+    status, type_, message_, details, extra = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     error: Dict[str, Any] = {"type": type_, "message": message_}
     if details is not None:
         error["details"] = details
@@ -245,6 +307,7 @@ class AnthropicWire(Wire):
     title = "Anthropic Messages"
     tool_call_id = TOOL_USE_ID
     generation_path = "/v1/messages"
+    variants_table = VARIANTS
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # client.messages.count_tokens(): POST /v1/messages/count_tokens
@@ -266,11 +329,14 @@ class AnthropicWire(Wire):
             headers=_headers(),
         )
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
+        variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
-            return error_reply(scenario)
+            return error_reply(scenario, variant)
         if not self.wants_stream(request):
             return self._whole(scenario, model)
         return self._stream(scenario, model)

@@ -257,7 +257,9 @@ class BedrockConverseWire(Wire):
         headers = _headers({"x-amzn-ErrorType": f"UnknownOperationException:{ERROR_NAMESPACE}"})
         return JsonReply({"message": message}, status=404, headers=headers)
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         if scenario in ERRORS:
             return error_reply(scenario)
         if not self.wants_stream(request):

@@ -381,7 +381,9 @@ class GeminiWire(Wire):
             headers=_headers(),
         )
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         found = GENERATE_PATH.search(request.path)
         model = found.group("model") if found else "conformance-model"
         if scenario in ERRORS:

@@ -243,7 +243,9 @@ class OllamaWire(Wire):
             content_type=JSON_TYPE,
         )
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
         body = request.json if isinstance(request.json, dict) else {}
