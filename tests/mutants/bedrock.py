@@ -249,7 +249,7 @@ MUTANTS = [
         'calls guardrail_intervened "stop"',
         GuardrailAsStop,
         checks=("finish-reason",),
-        cases=("content-filter/chat",),
+        cases=("content-filter/chat", "content-filter/stream"),
     ),
     # Reads the ThrottlingException name but not its "per day" message.
     zoo.mutant(

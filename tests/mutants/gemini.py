@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
@@ -97,6 +98,32 @@ class MakesUpCallId(GeminiBackend):
         if call is None:
             return None
         return ToolCall(f"call_{uuid.uuid4().hex[:24]}", call.name, call.arguments)
+
+
+class ReadsContentWhenPresent(GeminiBackend):
+    """Reads ``candidate["content"]["parts"]`` whenever ``content`` is there, so an empty one raises."""
+
+    def read_response(self, body: Mapping[str, Any]) -> Tuple[str, List[ToolCall], Optional[str]]:
+        for candidate in body.get("candidates") or ():
+            if isinstance(candidate, dict) and "content" in candidate:
+                candidate["content"]["parts"]
+        return super().read_response(body)
+
+
+class IdOnEverySignedCall(GeminiBackend):
+    """Takes the id as given on a call with a thoughtSignature, as if every Gemini 3 call had one."""
+
+    signed = False
+
+    def read_response(self, body: Mapping[str, Any]) -> Tuple[str, List[ToolCall], Optional[str]]:
+        self.signed = "thoughtSignature" in json.dumps(body)
+        return super().read_response(body)
+
+    def tool_call(self, function_call: Mapping[str, Any]) -> Optional[ToolCall]:
+        call = super().tool_call(function_call)
+        if call is not None and self.signed:
+            return ToolCall(str(function_call.get("id", "")), call.name, call.arguments)
+        return call
 
 
 MUTANTS = [
@@ -211,5 +238,20 @@ MUTANTS = [
             "server-error/stream",
             "context-overflow/stream",
         ),
+    ),
+    zoo.shared(shared.INVENTS_RETRY_AFTER),
+    zoo.mutant(
+        "reads-content-when-present",
+        'reads candidate["content"]["parts"] whenever content is there, and a blocked {} raises',
+        ReadsContentWhenPresent,
+        checks=("reply",),
+        cases=("content-filter/chat", "content-filter/stream"),
+    ),
+    zoo.mutant(
+        "id-on-every-signed-call",
+        "takes the id as given on a call with a thoughtSignature, empty where Gemini 3 sent none",
+        IdOnEverySignedCall,
+        checks=("call-id",),
+        cases=("tool-call/chat", "tool-call/stream"),
     ),
 ]
