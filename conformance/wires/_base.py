@@ -26,6 +26,7 @@ __all__ = [
     "check_function_tool",
     "check_question",
     "dumps",
+    "obfuscation",
     "provider_id",
     "schema_difference",
     "tcp_chunks",
@@ -50,6 +51,16 @@ def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM
     while len(digest) < length:
         digest += hashlib.sha256(digest).digest()
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+def obfuscation(seed: str) -> str:
+    """The random padding OpenAI puts last in every stream delta since about Aug 2025.
+
+    It hides token lengths from anyone watching the traffic; clients ignore it. Its
+    length varies (1 to 16 characters here), derived from ``seed``.
+    """
+    length = 1 + hashlib.sha256(seed.encode("utf-8")).digest()[0] % 16
+    return provider_id("", f"obfuscation/{seed}", length)
 
 
 def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:

@@ -27,6 +27,7 @@ from ._base import (
     check_json_post,
     check_question,
     dumps,
+    obfuscation,
     provider_id,
     tcp_chunks,
     text_of,
@@ -126,6 +127,9 @@ class _Chunks:
         }
         if self.include_usage:
             body["usage"] = None
+        # Real chunks end with random padding (vercel/ai
+        # packages/openai/src/chat/__fixtures__/openai-text.chunks.txt).
+        body["obfuscation"] = obfuscation(f"openai-chat/{len(self.events)}")
         self.events.append(sse(dumps(body)))
 
     def role(self, content: Optional[str] = "") -> None:
@@ -136,8 +140,17 @@ class _Chunks:
         for start in range(0, len(text), step):
             self.chunk({"content": text[start : start + step]})
 
-    def tool_call(self, arguments: str, pieces: int = 4) -> None:
-        self.chunk({"tool_calls": [{"index": 0, **_tool_call("")}]})
+    def tool_call(self, arguments: str, pieces: int = 4, role: bool = False) -> None:
+        """The call's first chunk (id, name, empty arguments), then its argument fragments.
+
+        With ``role`` the first chunk also opens the message, as 36 of 52 recorded
+        tool-call streams do (crewAI ``test_handle_streaming_tool_calls.yaml``): no
+        separate role chunk comes before it.
+        """
+        first: Dict[str, Any] = {"tool_calls": [{"index": 0, **_tool_call("")}]}
+        if role:
+            first = {"role": "assistant", "content": None, **first, "refusal": None}
+        self.chunk(first)
         step = max(1, -(-len(arguments) // pieces))
         for start in range(0, len(arguments), step):
             fragment = arguments[start : start + step]
@@ -371,8 +384,7 @@ class OpenAIChatWire(Wire):
             out.text(FX.text)
             out.finish("stop")
         elif scenario in ("tool-call", "tool-call-with-stop"):
-            out.role(None)
-            out.tool_call(_arguments())
+            out.tool_call(_arguments(), role=True)
             out.finish("tool_calls" if scenario == "tool-call" else "stop")
         elif scenario == "truncated-tool-call":
             out.role()

@@ -43,6 +43,7 @@ from ._base import (
     check_json_post,
     dumps,
     fixture_tool_schema,
+    obfuscation,
     provider_id,
     schema_difference,
     tcp_chunks,
@@ -208,7 +209,13 @@ class _Events:
         self.emit("response.content_part.added", part=empty, **where)
         for piece in _pieces(text, pieces):
             if kind == "output_text":
-                self.emit("response.output_text.delta", delta=piece, logprobs=[], **where)
+                self.emit(
+                    "response.output_text.delta",
+                    delta=piece,
+                    logprobs=[],
+                    **where,
+                    obfuscation=obfuscation(f"openai-responses/{len(self.events)}"),
+                )
             else:
                 self.emit("response.refusal.delta", delta=piece, **where)
         if not done:
@@ -228,7 +235,12 @@ class _Events:
         where = {"item_id": FUNCTION_CALL_ID, "output_index": index}
         self.emit("response.output_item.added", output_index=index, item=function_call("", "in_progress"))
         for piece in _pieces(arguments, pieces):
-            self.emit("response.function_call_arguments.delta", delta=piece, **where)
+            self.emit(
+                "response.function_call_arguments.delta",
+                delta=piece,
+                **where,
+                obfuscation=obfuscation(f"openai-responses/{len(self.events)}"),
+            )
         self.emit("response.function_call_arguments.done", arguments=arguments, **where)
         item = function_call(arguments, status)
         self.emit("response.output_item.done", output_index=index, item=item)
