@@ -10,8 +10,10 @@ on every run.
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
+import secrets
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -26,6 +28,8 @@ __all__ = [
     "check_function_tool",
     "check_question",
     "dumps",
+    "fresh_id",
+    "http_date",
     "obfuscation",
     "provider_id",
     "schema_difference",
@@ -51,6 +55,20 @@ def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM
     while len(digest) < length:
         digest += hashlib.sha256(digest).digest()
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+def fresh_id(prefix: str, length: int, alphabet: str = _ALNUM) -> str:
+    """A request id shaped like the provider's, new on every response.
+
+    Real servers never repeat one; a client that logs, traces or deduplicates by it
+    must see them differ. Nothing a check compares depends on it.
+    """
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def http_date() -> str:
+    """The ``date`` header every real response carries (RFC 9110 IMF-fixdate), now."""
+    return email.utils.formatdate(usegmt=True)
 
 
 def obfuscation(seed: str) -> str:

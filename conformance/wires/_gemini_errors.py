@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import JsonReply
-from ._base import Variant
+from ._base import Variant, http_date
 
 __all__ = [
     "ERRORS",
@@ -35,6 +35,7 @@ OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
 
 def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     headers = {
+        "date": http_date(),
         "vary": "Origin, X-Origin, Referer",
         "server": "scaffolding on HTTPServer2",
         "server-timing": "gfet4t7; dur=412",

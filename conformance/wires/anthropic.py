@@ -40,6 +40,8 @@ from ._base import (
     check_question,
     dumps,
     fixture_tool_schema,
+    fresh_id,
+    http_date,
     provider_id,
     schema_difference,
     tcp_chunks,
@@ -51,15 +53,21 @@ __all__ = ["AnthropicWire", "anthropic_wire"]
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 MESSAGE_ID = provider_id("msg_01", "anthropic/message", 22, _BASE62)
 TOOL_USE_ID = provider_id("toolu_01", "anthropic/tool-use", 22, _BASE62)
-REQUEST_ID = provider_id("req_011C", "anthropic/request", 20, _BASE62)
+
+
+def request_id() -> str:
+    """A fresh ``req_011C…`` id: Anthropic's header and its error bodies carry the same one."""
+    return fresh_id("req_011C", 20, _BASE62)
+
 
 REFUSAL_EXPLANATION = "This request was declined by the model's safety policies."
 OVERLOADED_MESSAGE = "Overloaded"
 
 
-def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+def _headers(extra: Optional[Mapping[str, str]] = None, rid: Optional[str] = None) -> Dict[str, str]:
     headers = {
-        "request-id": REQUEST_ID,
+        "date": http_date(),
+        "request-id": rid or request_id(),
         "anthropic-organization-id": "1f5d2c8e-6a0b-4c1d-9e3f-7a2b4c6d8e0f",
     }
     headers.update(extra or {})
@@ -135,6 +143,7 @@ class _Events:
     def __init__(self, model: str) -> None:
         self.model = model
         self.events: List[bytes] = []
+        self.request_id = request_id()
         self.index = 0
         self.pinged = False
 
@@ -196,13 +205,13 @@ class _Events:
 
     def error(self, type_: str, message_: str) -> None:
         body = {"type": "error", "error": {"type": type_, "message": message_}}
-        self.events.append(sse(dumps({**body, "request_id": REQUEST_ID}), event="error"))
+        self.events.append(sse(dumps({**body, "request_id": self.request_id}), event="error"))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
         return StreamReply(
             tcp_chunks(self.events, seed),
             content_type="text/event-stream; charset=utf-8",
-            headers=_headers({"cache-control": "no-cache"}),
+            headers=_headers({"cache-control": "no-cache"}, self.request_id),
             hang=hang,
         )
 
@@ -310,8 +319,9 @@ def error_reply(scenario: str, variant: str = "") -> JsonReply:
     error: Dict[str, Any] = {"type": type_, "message": message_}
     if details is not None:
         error["details"] = details
-    body = {"type": "error", "error": error, "request_id": REQUEST_ID}
-    return JsonReply(body, status=status, headers=_headers(extra))
+    rid = request_id()
+    body = {"type": "error", "error": error, "request_id": rid}
+    return JsonReply(body, status=status, headers=_headers(extra, rid))
 
 
 # -- the wire ----------------------------------------------------------------------------------
@@ -331,6 +341,7 @@ class AnthropicWire(Wire):
         # client.messages.count_tokens(): POST /v1/messages/count_tokens
         if request.method == "POST" and request.path.endswith("/v1/messages/count_tokens"):
             return JsonReply({"input_tokens": FX.usage.input_tokens}, headers=_headers())
+        rid = request_id()
         return JsonReply(
             {
                 "type": "error",
@@ -341,10 +352,10 @@ class AnthropicWire(Wire):
                         f"{request.path}; POST /v1/messages is what is scripted"
                     ),
                 },
-                "request_id": REQUEST_ID,
+                "request_id": rid,
             },
             status=404,
-            headers=_headers(),
+            headers=_headers(rid=rid),
         )
 
     def reply(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
@@ -42,6 +43,7 @@ from ._base import (
     Wire,
     dumps,
     fixture_tool_schema,
+    http_date,
     json_object,
     provider_id,
     schema_difference,
@@ -51,13 +53,10 @@ from ._base import (
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-_HEX = "0123456789abcdef"
 
 #: ``tooluse_`` and 22 URL-safe base64 characters, as Bedrock names a tool call.
 TOOL_USE_ID = provider_id("tooluse_", "bedrock-converse/tool-use", 22, _BASE64URL)
 #: The ``x-amzn-RequestId`` of every reply: a lower-case UUID.
-_RID = provider_id("", "bedrock-converse/request", 32, _HEX)
-REQUEST_ID = f"{_RID[:8]}-{_RID[8:12]}-{_RID[12:16]}-{_RID[16:20]}-{_RID[20:]}"
 
 #: What ``x-amzn-ErrorType`` carries after the error name.
 ERROR_NAMESPACE = "http://internal.amazon.com/coral/com.amazon.bedrock/"
@@ -90,7 +89,8 @@ def _usage() -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {"x-amzn-RequestId": REQUEST_ID}
+    # A fresh request id on every response, a UUID as AWS's own.
+    headers = {"date": http_date(), "x-amzn-RequestId": str(uuid.uuid4())}
     headers.update(extra or {})
     return headers
 

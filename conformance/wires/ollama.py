@@ -33,6 +33,7 @@ from ._base import (
     check_function_tool,
     check_json_post,
     check_question,
+    http_date,
     provider_id,
     tcp_chunks,
 )
@@ -144,7 +145,7 @@ class _Lines:
 
 
 def _headers() -> Dict[str, str]:
-    return {"date": "Sat, 29 Nov 2025 08:00:00 GMT"}
+    return {"date": http_date()}
 
 
 # -- errors ------------------------------------------------------------------------------

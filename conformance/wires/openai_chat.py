@@ -27,6 +27,8 @@ from ._base import (
     check_json_post,
     check_question,
     dumps,
+    fresh_id,
+    http_date,
     obfuscation,
     provider_id,
     tcp_chunks,
@@ -38,7 +40,6 @@ __all__ = ["OpenAIChatWire", "openai_chat_wire"]
 CREATED = 1764403200  # 2025-11-29T08:00:00Z, seconds as OpenAI sends them
 TOOL_CALL_ID = provider_id("call_", "openai-chat/tool-call")
 COMPLETION_ID = provider_id("chatcmpl-", "openai-chat/completion", 29)
-REQUEST_ID = provider_id("req_", "openai-chat/request", 32, "0123456789abcdef")
 FINGERPRINT = provider_id("fp_", "openai-chat/fingerprint", 10, "0123456789abcdef")
 
 #: The arguments of the cut-off call: valid up to the cut, then nothing.
@@ -75,7 +76,12 @@ def _tool_call(arguments: str) -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {"x-request-id": REQUEST_ID, "openai-processing-ms": "412"}
+    # A fresh x-request-id on every response, as OpenAI's own: req_ + 32 hex.
+    headers = {
+        "date": http_date(),
+        "x-request-id": fresh_id("req_", 32, "0123456789abcdef"),
+        "openai-processing-ms": "412",
+    }
     headers.update(extra or {})
     return headers
 

@@ -43,6 +43,8 @@ from ._base import (
     check_json_post,
     dumps,
     fixture_tool_schema,
+    fresh_id,
+    http_date,
     obfuscation,
     provider_id,
     schema_difference,
@@ -59,7 +61,6 @@ MESSAGE_ID = provider_id("msg_", "openai-responses/message", 50, _HEX)
 FUNCTION_CALL_ID = provider_id("fc_", "openai-responses/function-call", 50, _HEX)
 #: The id a tool result must echo (``function_call_output.call_id``): the call's id.
 CALL_ID = provider_id("call_", "openai-responses/call")
-REQUEST_ID = provider_id("req_", "openai-responses/request", 32, _HEX)
 
 #: The arguments of the cut-off call: valid up to the cut, then nothing.
 TRUNCATED_ARGUMENTS = '{"city": "Par'
@@ -88,7 +89,11 @@ def _usage() -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {"x-request-id": REQUEST_ID, "openai-processing-ms": "538"}
+    headers = {
+        "date": http_date(),
+        "x-request-id": fresh_id("req_", 32, "0123456789abcdef"),
+        "openai-processing-ms": "538",
+    }
     headers.update(extra or {})
     return headers
 
