@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
-from conformance.contract import ChatRequest, StreamChunk, ToolCall, Usage
+from conformance.contract import ChatRequest, LLMError, StreamChunk, ToolCall, Usage
 from conformance.reference.gemini import GeminiBackend
 
 from . import _common as shared
@@ -124,6 +124,16 @@ class IdOnEverySignedCall(GeminiBackend):
         if call is not None and self.signed:
             return ToolCall(str(function_call.get("id", "")), call.name, call.arguments)
         return call
+
+
+class ErrorBodyOnlyAsJson(GeminiBackend):
+    """Reads an error body only under a JSON content type, so a streamed request's error
+    (sent as text/event-stream) is judged by its status alone."""
+
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        if "json" not in headers.get("content-type", ""):
+            raw = b""
+        return super().status_error(status, headers, raw)
 
 
 MUTANTS = [
@@ -253,5 +263,12 @@ MUTANTS = [
         IdOnEverySignedCall,
         checks=("call-id",),
         cases=("tool-call/chat", "tool-call/stream"),
+    ),
+    zoo.mutant(
+        "error-body-only-as-json",
+        "reads an error body only under a JSON content type, not on a streamed request's error",
+        ErrorBodyOnlyAsJson,
+        checks=("error-details", "error-kind"),
+        cases=("quota/stream", "auth/stream", "context-overflow/stream"),
     ),
 ]
