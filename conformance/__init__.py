@@ -13,6 +13,16 @@ import importlib
 from typing import TYPE_CHECKING, Any, Dict, List
 
 if TYPE_CHECKING:
+    from .abort import (
+        race_abort,
+        race_abort_iter,
+        shutdown_on_abort,
+        shutdown_socket,
+    )
+    from .backend import (
+        AsyncChatBackend,
+        ChatBackend,
+    )
     from .cases import (
         BackendConformanceTarget,
         ConformanceAbort,
@@ -85,9 +95,11 @@ if TYPE_CHECKING:
 _EXPORTS: Dict[str, str] = {
     "AbortController": "contract",
     "AbortSignal": "contract",
+    "AsyncChatBackend": "backend",
     "BackendConformanceTarget": "cases",
     "BackendConformanceTestCase": "testcase",
     "CONFORMANCE_FIXTURE": "fixture",
+    "ChatBackend": "backend",
     "ChatRequest": "contract",
     "ChatResponse": "contract",
     "ConformanceAbort": "cases",
@@ -130,6 +142,10 @@ _EXPORTS: Dict[str, str] = {
     "ollama_wire": "wires",
     "openai_chat_wire": "wires",
     "openai_responses_wire": "wires",
+    "race_abort": "abort",
+    "race_abort_iter": "abort",
+    "shutdown_on_abort": "abort",
+    "shutdown_socket": "abort",
     "sse": "encoders",
     "start_fake_provider": "provider",
 }
@@ -137,9 +153,11 @@ _EXPORTS: Dict[str, str] = {
 __all__ = [
     "AbortController",
     "AbortSignal",
+    "AsyncChatBackend",
     "BackendConformanceTarget",
     "BackendConformanceTestCase",
     "CONFORMANCE_FIXTURE",
+    "ChatBackend",
     "ChatRequest",
     "ChatResponse",
     "ConformanceAbort",
@@ -182,6 +200,10 @@ __all__ = [
     "ollama_wire",
     "openai_chat_wire",
     "openai_responses_wire",
+    "race_abort",
+    "race_abort_iter",
+    "shutdown_on_abort",
+    "shutdown_socket",
     "sse",
     "start_fake_provider",
 ]

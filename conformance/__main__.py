@@ -3,28 +3,59 @@
     python -m conformance                       every case, reference backends, all wires, h1 and h2c
     python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
+    python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
 
-The exit status is 0 only when nothing failed.
+Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
+usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import dataclasses
+import email.utils
 import importlib
 import importlib.util
 import os
+import re
+import secrets
 import sys
 import time
-import traceback
 import unittest
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
+from ._targets import (
+    TargetSpec,
+    UsageError,
+    load,
+    outcome,
+    reference_targets,
+    run_unit,
+    units,
+)
+from .cases import BackendConformanceTarget, backend_conformance_cases
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
+#: The reference targets, under the name the benches use.
+_reference_targets = reference_targets
+#: The outcome colours on a terminal (ANSI SGR codes).
+COLOURS = {"pass": "32", "FAIL": "31", "ERROR": "31", "skip": "33"}
+
+
+def use_colour(out: TextIO) -> bool:
+    """Colour only on a terminal, and never where ``NO_COLOR`` is set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(out, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
+def _paint(text: str, status: str, colour: bool) -> str:
+    code = COLOURS.get(status)
+    return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
 
 
 def _default_jobs() -> int:
@@ -32,58 +63,73 @@ def _default_jobs() -> int:
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
-def _outcome(case: ConformanceCase) -> Tuple[str, str]:
-    """``("pass" | "FAIL" | "skip" | "ERROR", detail)`` for one case."""
-    try:
-        case.run()
-    except unittest.SkipTest as exc:
-        return "skip", str(exc)
-    except AssertionError as exc:
-        return "FAIL", str(exc)
-    except Exception:  # noqa: BLE001 - a crash in a case is reported, not raised
-        return "ERROR", traceback.format_exc()
-    return "pass", ""
+def run_matrix(
+    targets: List[Tuple[str, BackendConformanceTarget]],
+    jobs: int,
+    out: TextIO,
+    colour: bool = False,
+    *,
+    processes: int = 1,
+    specs: Optional[Sequence[TargetSpec]] = None,
+) -> int:
+    """Run every case of every target; print progress, the matrix and the failures; return the exit status.
 
-
-def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
-    return create(url, http2)
-
-
-def _reference_targets(
-    wires: Optional[Sequence[str]], transports: Sequence[str]
-) -> List[Tuple[str, BackendConformanceTarget]]:
-    from .reference import REFERENCE_BACKENDS
-    from .wires import WIRES
-
-    names = list(wires or WIRES)
-    unknown = [n for n in names if n not in WIRES]
-    if unknown:
-        raise SystemExit(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
-    targets = []
-    for name in names:
-        for transport in transports:
-            http2 = transport == "h2c"
-            targets.append(
-                (
-                    transport,
-                    BackendConformanceTarget(
-                        name=f"reference {name} over {transport}",
-                        wire=WIRES[name],
-                        create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
-                        http2=http2,
-                    ),
-                )
-            )
-    return targets
-
-
-def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, out: TextIO) -> int:
-    """Run every case of every target; print the matrix and the failures; return the exit status."""
+    A line goes out at once, and one more as each target finishes, so a run whose
+    backend hangs shows what it is doing long before the case's bound is reached.
+    With ``processes`` above 1 (and ``specs`` to rebuild each target from), the
+    targets are spread over that many worker processes, each running ``jobs`` cases
+    at a time: the cases' own work then uses more than one core.
+    """
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in backend_conformance_cases(target)]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(lambda item: _outcome(item[1]), cases))
+    noun = "target" if len(targets) == 1 else "targets"
+    spread = processes > 1 and specs is not None
+    how = f"{jobs} at a time" + (f" in each of {processes} processes" if spread else "")
+    out.write(f"running {len(cases)} cases of {len(targets)} {noun}, {how}\n")
+    out.flush()
+    results: List[Tuple[str, str]] = [("", "")] * len(cases)
+    position = {(id(case.target), case.name): index for index, (_, case) in enumerate(cases)}
+    left = {id(target): 0 for _, target in targets}
+    for _, case in cases:
+        left[id(case.target)] += 1
+
+    def done(target: BackendConformanceTarget, name: str, result: Tuple[str, str]) -> None:
+        results[position[(id(target), name)]] = result
+        left[id(target)] -= 1
+        if left[id(target)] == 0:
+            mine = [r[0] for (_, c), r in zip(cases, results) if c.target is target]
+            failed = sum(1 for r in mine if r in ("FAIL", "ERROR"))
+            line = (
+                f"{target.name}: {mine.count('pass')} passed, {failed} failed, {mine.count('skip')} "
+                f"skipped ({time.perf_counter() - started:.1f} s)"
+            )
+            out.write(_paint(line, "FAIL" if failed else "pass", colour) + "\n")
+            out.flush()
+
+    if spread:
+        assert specs is not None
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a fresh interpreter per worker, never a fork of this threaded process.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as processes_pool:
+            work = {
+                processes_pool.submit(run_unit, specs[index], names, jobs): index
+                for index, names in units(targets, processes)
+            }
+            for finished in as_completed(work):
+                target = targets[work[finished]][1]
+                for name, result in finished.result():
+                    done(target, name, result)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(outcome, case): case for _, case in cases}
+            for future in as_completed(futures):
+                case = futures[future]
+                done(case.target, case.name, future.result())
     elapsed = time.perf_counter() - started
+    out.write("\n")
 
     # Columns are (wire, transport) pairs, grouped under one heading per wire.
     columns: List[Tuple[str, str]] = []
@@ -92,10 +138,13 @@ def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, o
             columns.append((target.wire.name, column))
     cells: Dict[Tuple[str, str, str], str] = {}
     failures = []
+    skips: Dict[str, List[str]] = {}
     for (column, case), (status, detail) in zip(cases, results):
         cells[(case.name, case.target.wire.name, column)] = status
         if status in ("FAIL", "ERROR"):
             failures.append((case, detail))
+        elif status == "skip":
+            skips.setdefault(detail, []).append(f"{case.target.wire.name} {column} {case.name}")
 
     rows = [f"{s}/{m}" for s, row in SCENARIOS.items() for m in MODES if m in row.modes]
     first = max(len(r) for r in rows) + 2
@@ -109,44 +158,48 @@ def run_matrix(targets: List[Tuple[str, BackendConformanceTarget]], jobs: int, o
     out.write("".ljust(first) + "".join(w.ljust(span[w]) for w in wires).rstrip() + "\n")
     out.write("scenario/mode".ljust(first) + "".join(t.ljust(per[w]) for w, t in columns).rstrip() + "\n")
     for row in rows:
-        line = row.ljust(first) + "".join(cells.get((row, w, t), "-").ljust(per[w]) for w, t in columns)
+        line = row.ljust(first)
+        for w, t in columns:
+            status = cells.get((row, w, t), "-")
+            # Pad before painting: the escape codes take no room on screen.
+            line += _paint(status, status, colour) + " " * (per[w] - len(status))
         out.write(line.rstrip() + "\n")
+    if skips:
+        out.write("\nskipped:\n")
+        for reason, where in skips.items():
+            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+            out.write(f"  {reason}: {shown}\n")
     for case, detail in failures:
-        out.write(f"\n{case.target.name}, {case.name}:\n{detail}\n")
+        out.write(f"\n{_paint(f'{case.target.name}, {case.name}:', 'FAIL', colour)}\n{detail}\n")
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}
     # Each case runs every variant of its scenario (each real shape) on a fresh provider.
     runs = sum(len(case.variants()) for (_, case), (status, _) in zip(cases, results) if status != "skip")
     out.write(
         f"\n{len(results)} cases: {counts['pass']} passed, {counts['FAIL'] + counts['ERROR']} failed, "
-        f"{counts['skip']} skipped in {elapsed:.2f} s ({jobs} at a time); {runs} variant runs\n"
+        f"{counts['skip']} skipped in {elapsed:.2f} s ({how}); {runs} variant runs\n"
     )
     return 1 if failures else 0
 
 
-def _load(spec: str) -> Any:
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise SystemExit(f"expected MODULE:NAME, e.g. tests.test_gateway:GatewayConformance, got {spec!r}")
-    sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SystemExit(f"cannot import {module_name!r}: {exc}") from None
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise SystemExit(f"{module_name!r} has no attribute {attribute!r}") from None
-
-
 def command_run(args: argparse.Namespace, out: TextIO) -> int:
-    obj = _load(args.target)
+    obj = load(args.target)
     if isinstance(obj, BackendConformanceTarget):
-        return run_matrix([("http/2" if obj.http2 else "http/1.1", obj)], args.jobs, out)
+        column = "http/2" if obj.http2 else "http/1.1"
+        return run_matrix(
+            [(column, obj)],
+            args.jobs,
+            out,
+            use_colour(out),
+            processes=args.processes,
+            specs=[("load", args.target)],
+        )
     if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(obj)
+        out.write(f"running {suite.countTestCases()} tests of {obj.__qualname__}\n")
+        out.flush()
         result = unittest.TextTestRunner(stream=out, verbosity=2).run(suite)
         return 0 if result.wasSuccessful() else 1
-    raise SystemExit(
+    raise UsageError(
         f"{args.target} is a {type(obj).__name__}; expected a BackendConformanceTarget or a "
         "unittest.TestCase subclass using BackendConformanceTestCase"
     )
@@ -155,6 +208,38 @@ def command_run(args: argparse.Namespace, out: TextIO) -> int:
 #: What ``serve`` keeps of its request record; older requests are dropped and counted.
 SERVE_MAX_REQUESTS = 1000
 
+#: Headers that carry a request id, by lower-case name, on the wires that send one.
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-amzn-requestid")
+
+
+def fresh_request_id(like: str) -> str:
+    """A new id in the shape of ``like``: a UUID for a UUID, else its prefix and new characters."""
+    if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", like):
+        return str(uuid.uuid4())
+    prefix, _, rest = like.rpartition("_")
+    body = secrets.token_hex(max(12, len(rest)))[: max(12, len(rest))]
+    return f"{prefix}_{body}" if prefix else body
+
+
+def served(reply: Any) -> Any:
+    """``reply`` as ``serve`` sends it: a fresh request id and the current ``date`` on each response.
+
+    The wires answer with fixed ids and dates so that the cases read the same on
+    every run; a client pointed at ``serve`` sees what a live provider sends instead.
+    """
+    from .provider import JsonReply, StreamReply
+
+    if not isinstance(reply, (JsonReply, StreamReply)):
+        return reply  # a HangReply sends no headers at all
+    headers = {k: v for k, v in (reply.headers or {}).items() if k.lower() != "date"}
+    ids = [k for k in headers if k.lower() in _REQUEST_ID_HEADERS]
+    for name in ids:
+        headers[name] = fresh_request_id(headers[name])
+    if not ids:
+        headers["x-request-id"] = fresh_request_id("req_")
+    headers["date"] = email.utils.formatdate(usegmt=True)
+    return dataclasses.replace(reply, headers=headers)
+
 
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .provider import start_fake_provider
@@ -162,33 +247,36 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .wires import WIRES
 
     if args.wire not in WIRES:
-        raise SystemExit(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+        raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
     if args.scenario not in SCENARIOS:
-        raise SystemExit(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
     if args.mode not in SCENARIOS[args.scenario].modes:
-        raise SystemExit(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
+        raise UsageError(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
     if not is_loopback(args.host) and not args.allow_remote:
-        raise SystemExit(
+        raise UsageError(
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
             "add --allow-remote if you mean it"
         )
     wire = WIRES[args.wire]
     if args.scenario in wire.unsupported:
-        raise SystemExit(f"{wire.name} has no {args.scenario} scenario: {wire.unsupported[args.scenario]}")
+        raise UsageError(f"{wire.name} has no {args.scenario} scenario: {wire.unsupported[args.scenario]}")
 
     def handler(request: Any) -> Any:
         out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
         out.flush()
         if wire.is_generation(request):
-            return wire.reply(args.scenario, args.mode, request)
-        return wire.aux_reply(request)
+            return served(wire.reply(args.scenario, args.mode, request))
+        return served(wire.aux_reply(request))
 
     if not is_loopback(args.host):
         out.write(f"warning: listening on {args.host}, reachable from other machines\n")
         out.flush()
     # A serve session may run for days: keep the newest requests, not all of them.
     provider = start_fake_provider(
-        http2=args.http2, host=args.host, port=args.port, allow_remote=args.allow_remote,
+        http2=args.http2,
+        host=args.host,
+        port=args.port,
+        allow_remote=args.allow_remote,
         max_requests=SERVE_MAX_REQUESTS,
     )
     with provider:
@@ -198,41 +286,132 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             f"{' (h2c only)' if args.http2 else ''}; Ctrl-C stops\n"
         )
         out.flush()
+        printed: Dict[int, Any] = {}
         try:
             while True:
-                time.sleep(3600)
+                time.sleep(0.1)
+                _print_events(provider.requests, printed, out)
         except KeyboardInterrupt:
             out.write("stopped\n")
     return 0
 
 
+def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> None:
+    """Print the event log of each reply that has gone out (or whose client left), once."""
+    for request in requests:
+        log = request.response
+        if id(request) in printed or log is None or not (log.complete() or request.closed):
+            continue
+        printed[id(request)] = request  # kept so that the id is not reused while listed
+        out.write(f"  sent {log.status} {log.content_type} for {request}:\n")
+        for event in request.events:
+            out.write(f"    {event.describe(request.received_at)}\n")
+        out.flush()
+    if len(printed) > 2 * SERVE_MAX_REQUESTS:
+        alive = {id(r) for r in requests}
+        for key in [k for k in printed if k not in alive]:
+            del printed[key]
+
+
+def command_record(args: argparse.Namespace, out: TextIO) -> int:
+    """A loopback recording proxy in front of a real provider; one fixture per exchange."""
+    import ssl
+
+    from .gate.record import Recorder
+    from .wires import WIRES
+
+    if args.wire not in WIRES:
+        raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+    if args.scenario is not None and args.scenario not in SCENARIOS:
+        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+    context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    try:
+        recorder = Recorder(
+            WIRES[args.wire],
+            args.upstream,
+            args.out,
+            port=args.port,
+            ssl_context=context,
+            scenario=args.scenario,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    with recorder:
+        out.write(
+            f"recording {args.wire} at {recorder.url} -> {recorder.base_url}, fixtures in "
+            f"{args.out}; point the backend's base URL here; Ctrl-C stops\n"
+        )
+        out.flush()
+        shown = 0
+        try:
+            while True:
+                time.sleep(0.2)
+                written = recorder.written
+                for path in written[shown:]:
+                    out.write(f"  wrote {path}\n")
+                shown = len(written)
+                out.flush()
+        except KeyboardInterrupt:
+            out.write(f"stopped; {len(recorder.written)} fixtures written\n")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once")
-    parser.add_argument("--wire", action="append", help="only this wire (repeatable)")
+    from .wires import WIRES
+
+    wires = ", ".join(WIRES)
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit status: 0 all passed (or skipped), 1 a case failed, 2 a usage error",
+    )
+    parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once (per process)")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="spread the targets over this many worker processes (cores)"
+    )
+    parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a user's target or TestCase class")
     run.add_argument("target", metavar="MODULE:NAME")
     run.add_argument("--jobs", type=int, default=_default_jobs())
+    run.add_argument("--processes", type=int, default=1, help="split a target's cases over worker processes")
     serve = sub.add_parser("serve", help="serve one scenario to any client, logging each request")
-    serve.add_argument("--wire", required=True)
-    serve.add_argument("--scenario", required=True)
+    serve.add_argument("--wire", required=True, help=f"one of {wires}")
+    serve.add_argument("--scenario", required=True, help=f"one of {', '.join(SCENARIOS)}")
     serve.add_argument("--mode", default="chat", choices=MODES)
     serve.add_argument("--port", type=int, default=0)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     serve.add_argument("--http2", action="store_true", help="speak h2c only")
+    record = sub.add_parser("record", help="record a real provider's answers as replayable fixtures")
+    record.add_argument("--wire", required=True)
+    record.add_argument(
+        "--upstream", required=True, metavar="URL", help="the provider, e.g. https://api.openai.com"
+    )
+    record.add_argument("--out", default="fixtures", metavar="DIR", help="where fixtures are written")
+    record.add_argument("--scenario", help="stamp each fixture with the conformance scenario it stands for")
+    record.add_argument("--port", type=int, default=0)
+    record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return command_run(args, out)
-    if args.command == "serve":
-        return command_serve(args, out)
-    transports = list(args.transport or TRANSPORTS)
-    if "h2c" in transports and importlib.util.find_spec("h2") is None:
-        out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
-        transports.remove("h2c")
-    return run_matrix(_reference_targets(args.wire, transports), args.jobs, out)
+    try:
+        if args.command == "record":
+            return command_record(args, out)
+        if args.command == "run":
+            return command_run(args, out)
+        if args.command == "serve":
+            return command_serve(args, out)
+        transports = list(args.transport or TRANSPORTS)
+        if "h2c" in transports and importlib.util.find_spec("h2") is None:
+            out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
+            transports.remove("h2c")
+        targets = reference_targets(args.wire, transports)
+        specs = [("reference", t.wire.name, column) for column, t in targets]
+        return run_matrix(targets, args.jobs, out, use_colour(out), processes=args.processes, specs=specs)
+    except UsageError as exc:
+        chosen = {"serve": serve, "run": run, "record": record}.get(args.command, parser)
+        chosen.error(str(exc))
+    return 2  # parser.error() exits; this line is for the type checker
 
 
 if __name__ == "__main__":

@@ -12,18 +12,18 @@ taking the check out of the table must let that backend through.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ._driver import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, Outcome
+from ._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
 from .contract import ERROR_KINDS
 from .fixture import CONFORMANCE_FIXTURE as FX
-from .provider import RecordedRequest, Reply
+from .provider import RecordedRequest, Reply, events_around
 from .scenarios import SCENARIOS
 from .wires._base import Variant, Wire
 
 if TYPE_CHECKING:
+    from ._driver import Outcome
     from .cases import ConformanceCase
 
 __all__ = ["CHECKS", "Problem", "Seen", "failure_message", "run_checks"]
@@ -31,6 +31,10 @@ __all__ = ["CHECKS", "Problem", "Seen", "failure_message", "run_checks"]
 #: Scenarios whose turn ends normally, with a reply the checks read.
 _REPLY_SCENARIOS = ("text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter")
 _MISSING: Any = object()
+_REFUSED_HINT = (
+    "the request never reached the scenario: fix what the provider names (an HTTP/1.1-only "
+    "client against a target with http2 = True needs an h2c client, or http2 = False)"
+)
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,10 @@ class Seen:
                 usage = chunk.usage
         joined = "".join(content) if all(isinstance(c, str) for c in content) else content
         return joined, finish, calls, usage
+
+    def refused(self) -> List[RecordedRequest]:
+        """Requests the provider turned away before any scenario saw them (bad input, h2c only)."""
+        return [r for r in self.requests if r.error]
 
     def generations(self) -> List[RecordedRequest]:
         return [r for r in self.requests if self.wire.is_generation(r)]
@@ -211,6 +219,8 @@ def _cancel_propagates(seen: Seen) -> List[str]:
         return _ended_first(seen)
     if outcome.error is None:
         return ["expected CancelledError after the task was cancelled, got a normal end"]
+    import asyncio  # loaded by the driver already; here only to name the class
+
     if not isinstance(outcome.error, asyncio.CancelledError):
         return [f"expected CancelledError to propagate unchanged, got {_describe(outcome.error)}"]
     return []
@@ -426,7 +436,7 @@ def _retry_after(seen: Seen) -> List[str]:
     if "retry-after" in headers or "retry-after-ms" in headers:
         return []
     return [
-        f"expected retry_after None on a {kind} error (the provider sent no delay), got "
+        f"expected retry_after None on an error of kind {kind!r} (the provider sent no delay), got "
         f"{retry_after!r}: a made-up delay hides the provider's own pacing"
     ]
 
@@ -470,6 +480,9 @@ def _no_retry(seen: Seen) -> List[str]:
 
 
 def _request(seen: Seen) -> List[str]:
+    refused = seen.refused()
+    if refused:
+        return [f"the fake provider refused {r}: {r.error}" for r in refused]
     generations = seen.generations()
     if not generations:
         shown = ", ".join(str(r) for r in seen.requests) or "no request at all"
@@ -505,7 +518,13 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
 
 
 def run_checks(seen: Seen) -> List[Problem]:
-    """Every problem every check finds, in table order."""
+    """Every problem every check finds, in table order.
+
+    A request the provider refused is the root cause of whatever followed (an empty
+    body, a reply that never came), so then the ``request`` check speaks alone.
+    """
+    if seen.refused() and "request" in CHECKS:
+        return [Problem("request", text) for text in CHECKS["request"](seen)]
     return [Problem(check_id, text) for check_id, check in CHECKS.items() for text in check(seen)]
 
 
@@ -532,5 +551,13 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
             lines.append(f"  left behind: {seen.outcome.left_behind}")
         shown = ", ".join(str(r) for r in seen.requests) or "none"
         lines.append(f"  requests seen: {shown}")
-    lines.append(f"  hint: {case.row.hint}")
+        generations = seen.generations()
+        events = generations[-1].events if generations else []
+        if events:
+            # The evidence below the SDK: what the provider actually sent, event by event.
+            lines.append(f"  last events sent to {generations[-1]}:")
+            lines.append(events_around(events, events[-1].seq, before=4, after=0,
+                                       since=generations[-1].received_at))
+    refused = any(seen.refused() for seen, _ in failed)
+    lines.append(f"  hint: {_REFUSED_HINT if refused else case.row.hint}")
     return "\n".join(lines)

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
+from ._bounds import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, RECLAIM_WITHIN, ConformanceAbort
 from .contract import AbortController, ChatRequest
 from .fixture import conformance_request
 from .provider import RecordedRequest
@@ -36,21 +37,6 @@ if TYPE_CHECKING:
     from .cases import ConformanceCase
 
 __all__ = ["ABORT_CLOSE_WITHIN", "ABORT_DELAY", "ABORT_RAISE_WITHIN", "ConformanceAbort", "Driver", "Outcome"]
-
-#: The longest a stream case waits for the backend's first chunk before it aborts or
-#: cancels anyway (a backend that yields nothing until the end is aborted all the same).
-ABORT_DELAY = 0.25
-#: How soon after the abort the backend must raise the reason.
-ABORT_RAISE_WITHIN = 0.5
-#: How soon after the abort the provider must see the connection (h2: stream) closed.
-ABORT_CLOSE_WITHIN = 1.0
-#: How long :meth:`Driver.reclaim` waits for what the backend left running.
-RECLAIM_WITHIN = 1.0
-
-
-class ConformanceAbort(Exception):
-    """The reason the abort case aborts with; the backend must raise this very object."""
-
 
 @dataclass
 class Outcome:

@@ -20,7 +20,7 @@ import enum
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, NoReturn, Optional, Sequence
 
 if TYPE_CHECKING:
     import asyncio
@@ -441,14 +441,32 @@ class AbortSignal:
 
     @property
     def reason(self) -> Optional[BaseException]:
-        """The exception the caller aborted with, or ``None`` before an abort."""
+        """The exception the caller aborted with, or ``None`` before an abort.
+
+        To raise it, call :meth:`raise_reason` (typed ``NoReturn``) rather than
+        ``raise signal.reason``, which a strict type checker refuses for the ``None``.
+        """
         return self._reason
 
     def raise_if_aborted(self) -> None:
         """Raise the abort reason, the very object given, if the signal fired."""
         if self._event.is_set():
-            assert self._reason is not None
-            raise self._reason
+            self.raise_reason()
+
+    def raise_reason(self) -> NoReturn:
+        """Raise the abort reason, the very object the caller gave.
+
+        For the moment an abort is known to have happened (``signal.aborted`` was
+        true, or an abort callback ran). Called before any abort, it raises
+        :class:`RuntimeError`, since there is no reason to raise yet.
+        """
+        reason = self._reason
+        if reason is None:
+            raise RuntimeError(
+                "raise_reason() called on a signal that has not fired; check signal.aborted "
+                "first, or call raise_if_aborted()"
+            )
+        raise reason
 
     def add_callback(self, callback: Callable[[BaseException], None]) -> Callable[[], None]:
         """Call ``callback(reason)`` on abort; return a function that unregisters it."""

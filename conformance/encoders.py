@@ -15,7 +15,7 @@ import datetime as _dt
 import json
 import re
 import struct
-import uuid
+import sys
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -200,9 +200,17 @@ def _pack_timestamp(value: Any) -> bytes:
     return _fixed(INT64, "timestamp")(millis)
 
 
+def _is_uuid(value: Any) -> bool:
+    # A uuid.UUID exists only once its module was imported; asking sys.modules spares
+    # every user of the encoders uuid's import, which loads platform.
+    module = sys.modules.get("uuid")
+    return module is not None and isinstance(value, module.UUID)
+
+
 def _pack_uuid(value: Any) -> bytes:
-    if isinstance(value, uuid.UUID):
-        return value.bytes
+    if _is_uuid(value):
+        packed: bytes = value.bytes
+        return packed
     if isinstance(value, (bytes, bytearray)) and len(value) == 16:
         return bytes(value)
     raise ProviderInputError(f"event stream uuid header needs a uuid.UUID, got {value!r}")
@@ -237,7 +245,7 @@ def _infer_type(value: Any) -> int:
         return HEADER_TYPE_STRING
     if isinstance(value, _dt.datetime):
         return HEADER_TYPE_TIMESTAMP
-    if isinstance(value, uuid.UUID):
+    if _is_uuid(value):
         return HEADER_TYPE_UUID
     raise ProviderInputError(
         f"event stream header value {value!r} has no header type; use bool, int, bytes, "

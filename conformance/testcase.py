@@ -10,8 +10,6 @@ collect only the subclasses that name a wire.
 
 from __future__ import annotations
 
-import difflib
-import unittest
 from typing import Any, Callable, ClassVar, Dict, Mapping, Optional
 
 from .cases import BackendConformanceTarget, ConformanceCase, _check_skip_keys
@@ -61,12 +59,18 @@ class BackendConformanceTestCase:
     abstract: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A class that mixes this in has imported unittest already; importing it here
+        # keeps it out of the cost of importing conformance.
+        import unittest
+
         super().__init_subclass__(**kwargs)
         where = cls.__qualname__
         own = vars(cls)
         for name in own:
             if name.startswith("_") or name in SETTINGS or name.startswith("test"):
                 continue
+            import difflib
+
             close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.8)
             if close and not callable(own[name]):
                 raise TargetDefinitionError(f"{where}: unknown setting {name!r}; did you mean {close[0]!r}?")

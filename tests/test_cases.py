@@ -242,6 +242,15 @@ class FailureTests(unittest.TestCase):
         self.assertRegex(message, r"  - \[server-error-overloaded\] expected an error .* \[error-kind\]\n")
         self.assertNotIn("[service-unavailable]", message)
 
+    def test_failure_message_quotes_the_last_events_sent(self) -> None:
+        """A failed case shows the raw events the provider sent to the generation request."""
+        with self.assertRaises(AssertionError) as failed:
+            case("text", "stream", headers={"x-gateway-key": "k"}).run()
+        message = str(failed.exception)
+        self.assertIn("last events sent to POST /v1/chat/completions", message)
+        self.assertIn("> #", message)
+        self.assertIn("[DONE]", message)
+
     def test_abort_bound_is_half_a_second(self) -> None:
         """The abort bound is the one the contract states."""
         self.assertEqual(ABORT_RAISE_WITHIN, 0.5)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import urllib.request
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import List
+from unittest import mock
 
 from conformance import BackendConformanceTarget, openai_chat_wire
 from conformance.__main__ import main
@@ -29,6 +34,52 @@ class Broken:
 
 BROKEN_TARGET = BackendConformanceTarget("broken", openai_chat_wire, lambda url: Broken())
 
+#: Set by a test to let the hanging backend go.
+RELEASE = threading.Event()
+
+
+class Hanging:
+    """A backend whose calls wait until the test releases them."""
+
+    def chat(self, request: object) -> None:
+        RELEASE.wait(10)
+        raise NotImplementedError
+
+    def chat_stream(self, request: object) -> None:
+        RELEASE.wait(10)
+        raise NotImplementedError
+
+
+HANGING_TARGET = BackendConformanceTarget("hanging", openai_chat_wire, lambda url: Hanging(), timeout=1.0)
+
+
+class Terminal(io.StringIO):
+    """Output that says it is a terminal, and tells when something was written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = threading.Event()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.written.set()
+        return super().write(text)
+
+
+def usage_error(argv: List[str]) -> str:
+    """Run the command line expecting a usage error; return what it printed to stderr."""
+    err = io.StringIO()
+    with redirect_stderr(err):
+        try:
+            main(argv, out=io.StringIO())
+        except SystemExit as exc:
+            if exc.code != 2:
+                raise AssertionError(f"expected exit status 2, got {exc.code!r}") from None
+            return err.getvalue()
+    raise AssertionError("expected a usage error, got none")
+
 
 class MatrixTests(unittest.TestCase):
     def test_matrix_prints_every_case_and_exits_zero(self) -> None:
@@ -42,9 +93,52 @@ class MatrixTests(unittest.TestCase):
         self.assertRegex(text, r"\d+ cases: \d+ passed, 0 failed, \d+ skipped in [\d.]+ s")
 
     def test_unknown_wire_is_refused_with_the_known_ones(self) -> None:
-        """A misspelt wire names the wires there are."""
-        with self.assertRaisesRegex(SystemExit, "unknown wire 'openai'; known: openai-chat"):
-            main(["--wire", "openai"], out=io.StringIO())
+        """A misspelt wire is a usage error (status 2) that names the wires there are."""
+        self.assertIn("unknown wire 'openai'; known: openai-chat", usage_error(["--wire", "openai"]))
+
+    def test_progress_comes_first_and_a_line_per_target(self) -> None:
+        """The run says what it starts at once, then one line per target as it finishes."""
+        out = io.StringIO()
+        main(["--wire", "ollama"], out=out)
+        lines = out.getvalue().splitlines()
+        self.assertRegex(lines[0], r"^running \d+ cases of 2 targets, \d+ at a time$")
+        self.assertRegex(out.getvalue(), r"reference ollama over http/1.1: \d+ passed, 0 failed, \d+ skipped")
+        self.assertRegex(out.getvalue(), r"reference ollama over h2c: \d+ passed, 0 failed, \d+ skipped")
+
+    def test_skip_reasons_are_shown_under_the_matrix(self) -> None:
+        """Each skip reason is printed once, with the cases it applies to."""
+        out = io.StringIO()
+        main(["--wire", "ollama", "--transport", "http/1.1"], out=out)
+        text = out.getvalue()
+        self.assertIn("\nskipped:\n", text)
+        self.assertRegex(text, r"  Ollama has no corrupt-frame case .*: ollama http/1.1 corrupt-frame/stream")
+
+    def test_colour_on_a_terminal_only_and_never_with_no_color(self) -> None:
+        """A terminal gets coloured outcomes; piped output and NO_COLOR get none."""
+        argv = ["--wire", "openai-chat", "--transport", "http/1.1"]
+        with mock.patch.dict(os.environ, {"NO_COLOR": ""}):
+            tty = Terminal()
+            main(argv, out=tty)
+            piped = io.StringIO()
+            main(argv, out=piped)
+        with mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
+            no_color = Terminal()
+            main(argv, out=no_color)
+        self.assertIn("\x1b[32mpass\x1b[0m", tty.getvalue())
+        self.assertNotIn("\x1b[", piped.getvalue())
+        self.assertNotIn("\x1b[", no_color.getvalue())
+
+    def test_help_lists_the_wires_and_scenarios(self) -> None:
+        """--help names every wire, and serve --help every scenario."""
+        for argv, names in ((["--help"], ["openai-chat", "bedrock-converse"]),
+                            (["serve", "--help"], ["tool-call-with-stop", "context-overflow", "ollama"])):
+            shown = io.StringIO()
+            with redirect_stdout(shown), self.assertRaises(SystemExit) as done:
+                main(argv, out=io.StringIO())
+            self.assertEqual(done.exception.code, 0)
+            text = " ".join(shown.getvalue().split()).replace("- ", "-")
+            for name in names:
+                self.assertIn(name, text)
 
 
 class RunTests(unittest.TestCase):
@@ -55,6 +149,23 @@ class RunTests(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertIn("expected a reply, got NotImplementedError", out.getvalue())
 
+    def test_run_spreads_a_target_over_processes(self) -> None:
+        """run --processes 2 splits a target's cases over two fresh worker processes, same verdict."""
+        out = io.StringIO()
+        status = main(["run", "tests.test_main:BROKEN_TARGET", "--processes", "2"], out=out)
+        self.assertEqual(status, 1)
+        self.assertIn("in each of 2 processes", out.getvalue())
+        self.assertIn("expected a reply, got NotImplementedError", out.getvalue())
+
+    def test_the_matrix_spreads_over_processes(self) -> None:
+        """--processes 2 runs the reference matrix in worker processes and prints the same matrix."""
+        out = io.StringIO()
+        status = main(["--processes", "2", "--wire", "openai-chat", "--wire", "ollama"], out=out)
+        self.assertEqual(status, 0, out.getvalue())
+        self.assertIn("in each of 2 processes", out.getvalue())
+        self.assertIn("reference ollama over h2c:", out.getvalue())
+        self.assertRegex(out.getvalue(), r"\d+ cases: \d+ passed, 0 failed")
+
     def test_run_a_testcase_class(self) -> None:
         """run MODULE:NAME on a TestCase class runs it with unittest."""
         out = io.StringIO()
@@ -63,26 +174,41 @@ class RunTests(unittest.TestCase):
         self.assertIn("OK", out.getvalue())
 
     def test_run_refuses_what_is_not_a_target(self) -> None:
-        """A name that is neither a target nor a TestCase is a clear error."""
-        with self.assertRaisesRegex(SystemExit, "expected a BackendConformanceTarget"):
-            main(["run", "tests.test_main:ROOT"], out=io.StringIO())
-        with self.assertRaisesRegex(SystemExit, "expected MODULE:NAME"):
-            main(["run", "tests.test_main"], out=io.StringIO())
+        """A name that is neither a target nor a TestCase, or does not load, is a usage error."""
+        self.assertIn("expected a BackendConformanceTarget", usage_error(["run", "tests.test_main:ROOT"]))
+        self.assertIn("expected MODULE:NAME", usage_error(["run", "tests.test_main"]))
+        self.assertIn("cannot import 'tests.no_such_module'", usage_error(["run", "tests.no_such_module:X"]))
+
+    def test_run_on_a_hanging_target_says_so_before_any_case_ends(self) -> None:
+        """The first line is out while the backend still hangs in its first case."""
+        RELEASE.clear()
+        out = Terminal()
+        worker = threading.Thread(target=main, args=(["run", "tests.test_main:HANGING_TARGET"], out))
+        worker.start()
+        try:
+            self.assertTrue(out.written.wait(30))
+            self.assertFalse(RELEASE.is_set())
+            first = out.getvalue().splitlines()[0]
+            self.assertRegex(first, r"^running \d+ cases of 1 target, \d+ at a time$")
+        finally:
+            RELEASE.set()
+            worker.join(60)
 
 
 class ServeTests(unittest.TestCase):
     def test_serve_refuses_a_remote_host_without_the_flag(self) -> None:
         """Binding beyond loopback needs --allow-remote."""
         argv = ["serve", "--wire", "openai-chat", "--scenario", "text", "--host", "0.0.0.0"]
-        with self.assertRaisesRegex(SystemExit, "refusing to bind 0.0.0.0.*--allow-remote"):
-            main(argv, out=io.StringIO())
+        self.assertRegex(usage_error(argv), "refusing to bind 0.0.0.0.*--allow-remote")
 
     def test_serve_checks_scenario_and_mode(self) -> None:
         """An unknown scenario, or a mode the scenario lacks, is refused."""
-        with self.assertRaisesRegex(SystemExit, "unknown scenario 'txt'"):
-            main(["serve", "--wire", "openai-chat", "--scenario", "txt"], out=io.StringIO())
-        with self.assertRaisesRegex(SystemExit, "stream-error runs in stream mode only"):
-            main(["serve", "--wire", "openai-chat", "--scenario", "stream-error"], out=io.StringIO())
+        argv = ["serve", "--wire", "openai-chat", "--scenario", "txt"]
+        self.assertIn("unknown scenario 'txt'", usage_error(argv))
+        self.assertIn(
+            "stream-error runs in stream mode only",
+            usage_error(["serve", "--wire", "openai-chat", "--scenario", "stream-error"]),
+        )
 
     def test_serve_caps_the_request_record(self) -> None:
         """serve starts its provider with max_requests, so a long session keeps a bounded record."""
@@ -104,7 +230,7 @@ class ServeTests(unittest.TestCase):
         self.assertEqual(started[0]._hub.max_requests, 1000)
 
     def test_serve_answers_a_client_and_logs_the_request(self) -> None:
-        """serve prints its URL, answers with the wire, and logs each request."""
+        """serve prints its URL, answers with a fresh request id and date each time, and logs each request."""
         process = subprocess.Popen(
             [sys.executable, "-m", "conformance", "serve", "--wire", "openai-chat", "--scenario", "text"],
             cwd=ROOT,
@@ -121,17 +247,70 @@ class ServeTests(unittest.TestCase):
             request = urllib.request.Request(
                 f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
             )
-            with urllib.request.urlopen(request, timeout=10) as response:
-                answer = json.loads(response.read())
+            ids = []
+            for _ in range(2):
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    answer = json.loads(response.read())
+                    ids.append(response.headers["x-request-id"])
+                    self.assertRegex(response.headers["date"], r"^\w{3}, \d{2} \w{3} \d{4} [\d:]{8} GMT$")
             self.assertEqual(answer["object"], "chat.completion")
+            self.assertNotEqual(ids[0], ids[1])
+            self.assertTrue(ids[0].startswith("req_"), ids[0])
             deadline = time.monotonic() + 10
             line = process.stdout.readline()
             while "POST" not in line and time.monotonic() < deadline:
                 line = process.stdout.readline()
             self.assertIn("POST /v1/chat/completions (HTTP/1.1)", line)
+            while "sent 200" not in line and time.monotonic() < deadline:
+                line = process.stdout.readline()
+            self.assertIn("sent 200 application/json for POST /v1/chat/completions", line)
+            self.assertIn("#0 chat.completion response=chatcmpl-", process.stdout.readline())
         finally:
             process.terminate()
             process.communicate(timeout=10)
+
+    def test_record_proxies_and_writes_a_fixture(self) -> None:
+        """record prints its URL, forwards to the upstream and writes one fixture per exchange."""
+        import tempfile
+
+        from conformance.provider import JsonReply, start_fake_provider
+
+        with tempfile.TemporaryDirectory() as folder, start_fake_provider() as upstream:
+            upstream.reply(JsonReply({"object": "chat.completion"}))
+            process = subprocess.Popen(
+                [sys.executable, "-m", "conformance", "record", "--wire", "openai-chat",
+                 "--upstream", upstream.url, "--out", folder, "--scenario", "text"],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            try:
+                assert process.stdout is not None
+                first = process.stdout.readline()
+                self.assertIn("recording openai-chat at http://127.0.0.1:", first)
+                url = first.split(" at ", 1)[1].split(" ", 1)[0]
+                request = urllib.request.Request(
+                    f"{url}/v1/chat/completions", b'{"model": "m"}',
+                    {"content-type": "application/json", "authorization": "Bearer sk-secret"},
+                )
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    self.assertEqual(json.loads(response.read()), {"object": "chat.completion"})
+                self.assertIn("wrote", process.stdout.readline())
+            finally:
+                process.terminate()
+                process.communicate(timeout=10)
+            self.assertEqual(upstream.next_request().headers["authorization"], "Bearer sk-secret")
+            [name] = os.listdir(folder)
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                text = handle.read()
+            self.assertNotIn("sk-secret", text)
+            self.assertEqual(json.loads(text)["stamp"]["scenario"], "text")
+
+    def test_record_checks_its_arguments(self) -> None:
+        """An unknown wire or scenario, or a bad upstream, stops with a message."""
+        for argv in (["--wire", "nope", "--upstream", "http://127.0.0.1:1"],
+                     ["--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"],
+                     ["--wire", "openai-chat", "--upstream", "ftp://x"]):
+            with self.subTest(argv=argv):
+                self.assertIn("python -m conformance record", usage_error(["record", *argv]))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import ast
 import io
 import socket
 import unittest
+from contextlib import redirect_stderr
 from pathlib import Path
 
 from conformance.__main__ import main
@@ -45,8 +46,11 @@ class TestBinding(unittest.TestCase):
         for host in ("0.0.0.0", "::", "192.0.2.1"):
             with self.subTest(host=host):
                 argv = ["serve", "--wire", "openai-chat", "--scenario", "text", "--host", host]
-                with self.assertRaisesRegex(SystemExit, "refusing to bind .*add --allow-remote"):
+                err = io.StringIO()
+                with redirect_stderr(err), self.assertRaises(SystemExit) as done:
                     main(argv, out=io.StringIO())
+                self.assertEqual(done.exception.code, 2)  # a usage error
+                self.assertRegex(err.getvalue(), "refusing to bind .*add --allow-remote")
 
     def test_serve_with_allow_remote_warns_before_it_binds(self) -> None:
         """With --allow-remote, serve warns that the host is reachable before it binds it."""

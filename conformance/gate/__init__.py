@@ -1,13 +1,18 @@
 """The migration gate: holds an agent loop to the invariants of a tool turn.
 
 This part gives the gate's deterministic tools (:class:`GateToolset`, which records
-every execution in an :class:`ExecutionLog`), the validator of their schemas, and the
-tool-call state machine a loop may adopt (:class:`ToolCallTracker`).
+every execution in an :class:`ExecutionLog`), the validator of their schemas, the
+tool-call state machine a loop may adopt (:class:`ToolCallTracker`), and record and
+replay: the loopback :class:`Recorder` that writes chunk-exact :class:`Fixture` files
+from a real provider, and the :class:`ReplayWire` that serves them.
 """
 
 from __future__ import annotations
 
+from .fixture_format import Fixture, Stamp
 from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
+from .record import Recorder
+from .replay import ReplayWire
 from .sandbox import SANDBOX_FILES, Sandbox
 from .schema import (
     SchemaViolation,
@@ -40,13 +45,17 @@ __all__ = [
     "ExecutionLog",
     "ExecutionRecord",
     "ExecutionStatus",
+    "Fixture",
     "GateTool",
     "GateToolset",
     "InFlight",
     "REFUSALS",
+    "Recorder",
+    "ReplayWire",
     "SANDBOX_FILES",
     "Sandbox",
     "SchemaViolation",
+    "Stamp",
     "TOOLS",
     "TRANSITIONS",
     "ToolCallStateError",

@@ -5,8 +5,13 @@ This package is the only place in the library that touches sockets.
 
 from __future__ import annotations
 
-from ._server import FakeProvider, start_fake_provider
+from typing import TYPE_CHECKING, Any
+
+from .events import WireEvent, events_around
 from .replies import Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+
+if TYPE_CHECKING:
+    from ._server import FakeProvider, start_fake_provider
 
 __all__ = [
     "FakeProvider",
@@ -16,5 +21,19 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StreamReply",
+    "WireEvent",
+    "events_around",
     "start_fake_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The server (sockets, its loop thread) loads when first asked for: a wire needs only
+    # the reply types, and importing the cases should not start up the server's code.
+    if name in ("FakeProvider", "start_fake_provider"):
+        from . import _server
+
+        value = getattr(_server, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import json
 from http import HTTPStatus
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
 from ._hub import REPLY_TYPES, Hub
+from .events import ResponseLog
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
@@ -327,20 +329,20 @@ class H1Connection(RequestParser, asyncio.Protocol):
             return
         reply = self.hub.resolve(request)
         if isinstance(reply, REPLY_TYPES):
-            self._respond(reply)
+            self._respond(reply, request)
         else:
-            self.task = self.hub.spawn(self._respond_later(reply))
+            self.task = self.hub.spawn(self._respond_later(reply, request))
 
     # -- answering ------------------------------------------------------------
 
-    async def _respond_later(self, pending: Awaitable[Reply]) -> None:
+    async def _respond_later(self, pending: Awaitable[Reply], request: RecordedRequest) -> None:
         reply = await pending
         self.task = None
         if self.state == BUSY and not self.transport.is_closing():
-            self._respond(reply)
+            self._respond(reply, request)
             self._process()
 
-    def _respond(self, reply: Reply) -> None:
+    def _respond(self, reply: Reply, request: RecordedRequest) -> None:
         if isinstance(reply, JsonReply):
             hub = self.hub
             cached = hub.h1_cache
@@ -350,11 +352,18 @@ class H1Connection(RequestParser, asyncio.Protocol):
                 try:
                     head, body = encode_json(reply)
                 except Exception as exc:  # e.g. a body json cannot encode
-                    head, body = encode_json(hub.encoding_failed(exc))
+                    reply = hub.encoding_failed(exc)
+                    head, body = encode_json(reply)
                 else:
                     hub.h1_cache = (reply, (head, body))
             end = _END_KEEP if self.keep_alive else _END_CLOSE
-            self.transport.write(head + end + body if not self.head_only else head + end)
+            if self.head_only:
+                self.transport.write(head + end)
+            else:
+                # Logged before the write: a client that has the bytes finds them logged.
+                request.response = log = ResponseLog(reply, hub)
+                log.times.append(monotonic())
+                self.transport.write(head + end + body)
             self._done()
         elif isinstance(reply, StreamReply):
             chunked = self.version == "HTTP/1.1"
@@ -372,27 +381,32 @@ class H1Connection(RequestParser, asyncio.Protocol):
             if self.head_only:
                 framed = []
                 ending = b""
+            request.response = log = ResponseLog(reply, hub)
             if framed:
+                log.times.append(monotonic())
                 self.transport.write(head + framed[0])
-                self._stream(framed, 1, ending, reply.hang)
+                self._stream(framed, 1, ending, reply.hang, log.times)
             else:
                 self.transport.write(head)
-                self._stream(framed, 0, ending, reply.hang)
+                self._stream(framed, 0, ending, reply.hang, log.times)
         else:
             assert isinstance(reply, HangReply)
             self.hanging = True
             if self.eof:
                 self.transport.close()
 
-    def _stream(self, framed: List[bytes], index: int, ending: bytes, hang: bool) -> None:
+    def _stream(
+        self, framed: List[bytes], index: int, ending: bytes, hang: bool, times: List[float]
+    ) -> None:
         transport = self.transport
         count = len(framed)
         while index < count:
             if transport.is_closing():
                 return
             if self.paused:
-                self.task = self.hub.spawn(self._stream_later(framed, index, ending, hang))
+                self.task = self.hub.spawn(self._stream_later(framed, index, ending, hang, times))
                 return
+            times.append(monotonic())
             transport.write(framed[index])
             index += 1
         if hang:
@@ -404,11 +418,13 @@ class H1Connection(RequestParser, asyncio.Protocol):
             transport.write(ending)
         self._done()
 
-    async def _stream_later(self, framed: List[bytes], index: int, ending: bytes, hang: bool) -> None:
+    async def _stream_later(
+        self, framed: List[bytes], index: int, ending: bytes, hang: bool, times: List[float]
+    ) -> None:
         await self.writable()
         self.task = None
         if self.state == BUSY and not self.transport.is_closing():
-            self._stream(framed, index, ending, hang)
+            self._stream(framed, index, ending, hang, times)
             self._process()
 
     def _done(self) -> None:

@@ -27,6 +27,7 @@ frame(s) and its own transport write.
 from __future__ import annotations
 
 import base64
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
 
 import h2.config
@@ -37,6 +38,7 @@ import h2.exceptions
 import h2.settings
 
 from ._hub import REPLY_TYPES, Hub
+from .events import ResponseLog
 from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
@@ -377,6 +379,7 @@ class H2Session:
         conn = self.conn
         sid = stream.stream_id
         hang = reply.hang
+        times = self._log(stream, reply)
         try:
             conn.send_headers(sid, headers, end_stream=not chunks and not hang)
             self._flush()
@@ -388,10 +391,11 @@ class H2Session:
             for index, chunk in enumerate(chunks):
                 size = len(chunk)
                 if size > room or size > frame or self.owner.paused:
-                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, hang))
+                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, hang, times))
                     return
                 conn.send_data(sid, chunk, end_stream=index == last and not hang)
                 room -= size
+                times.append(monotonic())  # before the write: a client with the bytes finds them logged
                 self._flush()
         except h2.exceptions.ProtocolError:  # the client reset the stream or left
             self._finish(stream)
@@ -399,12 +403,14 @@ class H2Session:
         if not hang:
             self._finish(stream)
 
-    async def _send_chunks(self, stream: _Stream, chunks: List[bytes], start: int, hang: bool) -> None:
+    async def _send_chunks(
+        self, stream: _Stream, chunks: List[bytes], start: int, hang: bool, times: List[float]
+    ) -> None:
         """The rest of a stream, from chunk ``start``, waiting on flow control as needed."""
         try:
             last = len(chunks) - 1
             for index in range(start, len(chunks)):
-                await self._data(stream.stream_id, chunks[index], index == last and not hang)
+                await self._data(stream.stream_id, chunks[index], index == last and not hang, times)
             if hang:
                 return
         except h2.exceptions.ProtocolError:
@@ -439,6 +445,10 @@ class H2Session:
             ):
                 conn.send_headers(sid, headers)
                 conn.send_data(sid, body, end_stream=True)
+                self._log(stream, reply).append(monotonic())
+                self._flush()
+                self._finish(stream)
+                return
             else:
                 stream.task = self.hub.spawn(self._send(stream, reply))
                 return
@@ -470,15 +480,18 @@ class H2Session:
                 conn.send_headers(sid, headers, end_stream=not body)
                 self._flush()
                 if body:
-                    await self._data(sid, body, True)
+                    await self._data(sid, body, True, self._log(stream, reply))
             else:  # a StreamReply goes through _stream_now
                 raise AssertionError(f"unexpected reply {reply!r}")
         except h2.exceptions.ProtocolError:
             pass  # the client reset the stream or the connection went away
         self._finish(stream)
 
-    async def _data(self, sid: int, data: bytes, end: bool) -> None:
-        """Send one chunk as DATA frame(s), waiting on flow control; one write per frame."""
+    async def _data(self, sid: int, data: bytes, end: bool, times: Optional[List[float]] = None) -> None:
+        """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.
+
+        The chunk's flush time joins ``times`` just before its last frame is written.
+        """
         conn = self.conn
         offset = 0
         total = len(data)
@@ -495,7 +508,16 @@ class H2Session:
                 continue
             conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
             offset += size
+            if offset == total and times is not None:
+                times.append(monotonic())
             self._flush()
+
+    def _log(self, stream: _Stream, reply: Reply) -> List[float]:
+        """Start the request's response log; returns the list each chunk's flush time joins."""
+        log = ResponseLog(reply, self.hub)
+        if stream.request is not None:
+            stream.request.response = log
+        return log.times
 
     def _finish(self, stream: _Stream) -> None:
         """The stream is over for us; release a held GOAWAY when it was the last one."""

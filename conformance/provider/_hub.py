@@ -87,6 +87,8 @@ class Hub:
         self.h2_stream_cache: Any = (None, None)
         self.h1_stream_cache: Any = (None, None, None)
         self._h2_available: Optional[bool] = None
+        #: The next provider-wide event sequence number (see :meth:`number_events`).
+        self.next_seq = 0
 
     def h2_available(self) -> bool:
         """Whether the h2 package can be imported (looked up once, not imported)."""
@@ -116,6 +118,27 @@ class Hub:
         if wakers:
             for wake in wakers:
                 wake()
+
+    def number_events(self) -> None:
+        """Give every event that went out and has no number yet the next one, in flush order.
+
+        Numbers are handed out lazily, when someone reads an event log, but in the
+        order the events were flushed (ties by arrival, then position), so they are
+        monotonic across the provider and an event keeps its number once it has one.
+        """
+        with self._lock:
+            pending = []
+            for arrival, request in enumerate(self._requests):
+                log = request.response
+                if log is None or log.complete():
+                    continue
+                sent = log.sent()
+                for index in range(len(log.seqs), len(sent)):
+                    pending.append((sent[index][2], arrival, index, log))
+            pending.sort(key=lambda item: item[:3])
+            for _, _, _, log in pending:
+                log.seqs.append(self.next_seq)
+                self.next_seq += 1
 
     def mark_closed(self, request: RecordedRequest) -> None:
         """Mark that the client left this request's connection (or stream)."""

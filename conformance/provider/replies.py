@@ -11,10 +11,10 @@ import json as _json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
-from urllib.parse import parse_qsl
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ProviderInputError
+from .events import ResponseLog, WireEvent
 
 __all__ = [
     "Handler",
@@ -134,6 +134,9 @@ class RecordedRequest:
     error: Optional[str]
     received_at: float
     closed_at: Optional[float]
+    #: What the provider sent back, kept as the protocol wrote it (``None`` until a
+    #: reply went out, and for a request that was never answered).
+    response: Optional[ResponseLog] = field(init=False, repr=False, compare=False)
     _closed: bool = field(init=False, repr=False, compare=False)
     _json: Any = field(init=False, repr=False, compare=False)
 
@@ -159,6 +162,7 @@ class RecordedRequest:
         self.error = error
         self.received_at = time.monotonic() if received_at is None else received_at
         self.closed_at = closed_at
+        self.response = None
         self._closed = False
         # A parsed value given here wins; otherwise the body is parsed when first asked.
         self._json = _UNPARSED if json is None and body else json
@@ -180,8 +184,23 @@ class RecordedRequest:
         self._json = value
 
     @property
+    def events(self) -> List[WireEvent]:
+        """The events of the reply as they went out, in order (the raw event log).
+
+        Each has a provider-wide sequence number, its type (SSE ``event:``, the NDJSON
+        line's kind, the event stream's ``:event-type``), the ids its payload carries,
+        its payload length, the transport chunk its last byte went out in and the time
+        that chunk was flushed. Worked out from the bytes when first asked: recording
+        costs the provider one timestamp per chunk.
+        """
+        response = self.response
+        return response.events() if response is not None else []
+
+    @property
     def params(self) -> Dict[str, str]:
         """The query string parsed; a repeated name keeps its last value."""
+        from urllib.parse import parse_qsl  # rarely asked for; spares every import urllib
+
         return dict(parse_qsl(self.query, keep_blank_values=True))
 
     @property

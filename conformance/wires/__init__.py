@@ -1,14 +1,25 @@
-"""The wires: one module per provider, each data plus small pure functions."""
+"""The wires: one module per provider, each data plus small pure functions.
+
+Each wire's module is imported when its name (or :data:`WIRES`) is first asked for, so
+a target that uses one wire does not pay for the other five.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any, Dict
+
 from ._base import Wire
-from .anthropic import anthropic_wire
-from .bedrock import bedrock_converse_wire
-from .gemini import gemini_wire
-from .ollama import ollama_wire
-from .openai_chat import openai_chat_wire
-from .openai_responses import openai_responses_wire
+
+if TYPE_CHECKING:
+    from .anthropic import anthropic_wire
+    from .bedrock import bedrock_converse_wire
+    from .gemini import gemini_wire
+    from .ollama import ollama_wire
+    from .openai_chat import openai_chat_wire
+    from .openai_responses import openai_responses_wire
+
+    WIRES: Dict[str, Wire]
 
 __all__ = [
     "WIRES",
@@ -21,15 +32,24 @@ __all__ = [
     "openai_responses_wire",
 ]
 
-#: Every wire that ships, by name, in the order the matrix shows them.
-WIRES = {
-    wire.name: wire
-    for wire in (
-        openai_chat_wire,
-        openai_responses_wire,
-        anthropic_wire,
-        gemini_wire,
-        ollama_wire,
-        bedrock_converse_wire,
-    )
+#: Each shipped wire's name in this package, and its module, in the order the matrix shows them.
+_MODULES = {
+    "openai_chat_wire": "openai_chat",
+    "openai_responses_wire": "openai_responses",
+    "anthropic_wire": "anthropic",
+    "gemini_wire": "gemini",
+    "ollama_wire": "ollama",
+    "bedrock_converse_wire": "bedrock",
 }
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        value = getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+    elif name == "WIRES":
+        #: Every wire that ships, by name, in the order the matrix shows them.
+        value = {wire.name: wire for wire in (__getattr__(attr) for attr in _MODULES)}
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -147,16 +147,31 @@ class Variant:
 class Wire:
     """One provider's wire format, as a fake provider answers it.
 
-    Subclasses set the class attributes and implement :meth:`is_generation`,
-    :meth:`wants_stream`, :meth:`reply` and :meth:`check_request`.
+    A wire of your own needs only :attr:`name` and :meth:`reply`; ``reply`` answering
+    ``None`` skips the case. The rest are hooks with defaults: :attr:`title` is the
+    name, the generation call is any ``POST`` (or the one whose path ends with
+    :attr:`generation_path`), the stream flag is the JSON body's ``"stream": true``,
+    other requests get a clear 404, and the request is not checked until
+    :meth:`check_request` says what to look for.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A title set in a class body stands, also for subclasses; otherwise the
+        # title follows the name, so that messages never read "one  request".
+        if "title" in vars(cls):
+            cls._title_from_name = False
+        elif cls.name and (not cls.title or cls._title_from_name):
+            cls.title = cls.name
+            cls._title_from_name = True
 
     #: Short name used in case names and the command line: ``openai-chat``.
     name: str = ""
     #: What ``LLMError.provider`` is expected to say, informally: ``openai``.
     provider: str = ""
-    #: The human title for docs and matrices.
+    #: The human title for docs and messages; the name where none is set.
     title: str = ""
+    _title_from_name: bool = False
     #: The id the tool call carries on this wire; ``None`` where the provider sends
     #: none and the backend must make one up.
     tool_call_id: Optional[str] = None
@@ -180,8 +195,9 @@ class Wire:
         {"text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter"}
     )
 
-    #: The path the generation call ends with (``/chat/completions``); a wire whose
-    #: call has no one path (the model is in it) overrides :meth:`is_generation`.
+    #: The path the generation call ends with (``/chat/completions``); empty, any
+    #: ``POST`` is the generation call. A wire whose call has no one path (the model
+    #: is in it) overrides :meth:`is_generation`.
     generation_path: str = ""
 
     def call_id(self, scenario: str) -> Optional[str]:
@@ -217,8 +233,6 @@ class Wire:
 
     def is_generation(self, request: RecordedRequest) -> bool:
         """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
-        if not self.generation_path:
-            raise NotImplementedError(f"{type(self).__name__} sets no generation_path")
         return request.method == "POST" and request.path.endswith(self.generation_path)
 
     def wants_stream(self, request: RecordedRequest) -> bool:
@@ -235,9 +249,14 @@ class Wire:
 
         The form (whole or streamed) follows the request, as the real provider's would;
         ``mode`` only tells which case is running. ``variant`` names the shape (see
-        :meth:`variants`); the empty name is the first.
+        :meth:`variants`); the empty name is the first, and a case asks for it without
+        the argument, so a ``reply()`` of one's own may leave it out. ``None`` skips
+        the case with the reason "<name> has no <scenario> case".
         """
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement reply(scenario, mode, request), returning "
+            "a JsonReply, a StreamReply, or None where the provider has no such case"
+        )
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         """The answer to a request that is not the generation call: a clear 404 by default."""
@@ -258,9 +277,11 @@ class Wire:
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         """Problems with the generation request: method, path, model, question and tool.
 
-        Each problem is one sentence saying what was expected and what came.
+        Each problem is one sentence saying what was expected and what came. By
+        default nothing is checked: a wire of your own says what its provider expects
+        (:func:`check_json_post` does method, path, body and model).
         """
-        raise NotImplementedError
+        return []
 
     def absent(self, scenario: str) -> Optional[str]:
         """Why this wire has no ``scenario`` case, or ``None`` if it has one."""

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
+from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import (
     AbortSignal,
     ChatRequest,
@@ -42,8 +42,6 @@ from conformance.contract import (
     ToolCall,
     Usage,
 )
-
-from ._support import race
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported here, once: a first import inside a case would eat its time budget
@@ -296,12 +294,8 @@ class _Sockets:
             streams = list(self.streams)
         for stream in streams:
             sock = stream.get_extra_info("socket")
-            if sock is None:
-                continue
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed
+            if sock is not None:
+                shutdown_socket(sock)
 
 
 class SyncOpenAIChatBackend:
@@ -330,7 +324,7 @@ class SyncOpenAIChatBackend:
             completion = self.client.chat.completions.create(**create_params(request, False))
         except Exception as exc:
             if signal is not None and signal.aborted:
-                raise signal.reason from None  # type: ignore[misc]
+                signal.raise_reason()
             if isinstance(exc, openai.APIStatusError):
                 raise llm_error(exc) from exc
             raise
@@ -350,7 +344,7 @@ class SyncOpenAIChatBackend:
                         yield StreamChunk(content=text)
         except Exception as exc:
             if signal is not None and signal.aborted:
-                raise signal.reason from None  # type: ignore[misc]
+                signal.raise_reason()
             if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
                 raise llm_error(exc) from exc  # a status, or an error event after the 200
             raise
@@ -382,7 +376,7 @@ class AsyncOpenAIChatBackend:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         create = self.client.chat.completions.create(**create_params(request, False))
         try:
-            completion = await race(create, request.signal)
+            completion = await race_abort(create, request.signal)
         except openai.APIStatusError as exc:
             raise llm_error(exc) from exc
         return read_completion(completion)
@@ -391,11 +385,12 @@ class AsyncOpenAIChatBackend:
         signal = request.signal
         gather = _Gather()
         try:
-            stream = await race(self.client.chat.completions.create(**create_params(request, True)), signal)
+            create = self.client.chat.completions.create(**create_params(request, True))
+            stream = await race_abort(create, signal)
             try:
                 while True:
                     try:
-                        chunk = await race(stream.__anext__(), signal)
+                        chunk = await race_abort(stream.__anext__(), signal)
                     except StopAsyncIteration:
                         break
                     text = gather.feed(chunk)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import sys
 import threading
 import unittest
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
+from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import (
     AbortSignal,
     ChatRequest,
@@ -36,7 +36,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
-from ._support import race
+from ._support import HTTPX_H2_SKIPS
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
 if HAVE_ANTHROPIC:  # imported once here: a first import inside a case's event loop is slow
@@ -99,10 +99,7 @@ class _Sockets:
         with self.lock:
             streams = list(self.streams)
         for stream in streams:
-            try:
-                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            shutdown_socket(stream.get_extra_info("socket"))
 
 
 def _sync_http_client(sockets: _Sockets, http2: bool) -> Any:
@@ -257,7 +254,7 @@ class SyncAnthropicBackend:
             raise error_from(exc) from exc
         except Exception:
             if request.signal is not None and request.signal.aborted:
-                raise request.signal.reason from None  # type: ignore[misc]
+                request.signal.raise_reason()
             raise
         finally:
             unregister()
@@ -278,7 +275,7 @@ class SyncAnthropicBackend:
             raise error_from(exc) from exc
         except Exception:
             if signal is not None and signal.aborted:
-                raise signal.reason from None  # type: ignore[misc]
+                signal.raise_reason()
             raise
         finally:
             unregister()
@@ -305,7 +302,7 @@ class AsyncAnthropicBackend:
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         try:
-            message = await race(self.client.messages.create(**params(request)), request.signal)
+            message = await race_abort(self.client.messages.create(**params(request)), request.signal)
         except anthropic.APIStatusError as exc:
             raise error_from(exc) from exc
         return read_message(message)
@@ -313,12 +310,13 @@ class AsyncAnthropicBackend:
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         state = _StreamState()
         try:
-            stream = await race(self.client.messages.create(**params(request), stream=True), request.signal)
+            create = self.client.messages.create(**params(request), stream=True)
+            stream = await race_abort(create, request.signal)
             try:
                 iterator = stream.__aiter__()
                 while True:
                     try:
-                        event = await race(iterator.__anext__(), request.signal)
+                        event = await race_abort(iterator.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
                     text = state.on_event(event)
@@ -364,6 +362,7 @@ class AnthropicAsyncH2CConformance(AnthropicAsyncConformance):
     """``AsyncAnthropic().messages.create`` over h2c (httpx with HTTP/2 prior knowledge)."""
 
     http2 = True
+    skip = HTTPX_H2_SKIPS
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import unittest
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
+from conformance.abort import shutdown_socket
 from conformance.contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.bedrock import bedrock_converse_wire
@@ -187,10 +187,7 @@ class Boto3BedrockBackend:
             connection = getattr(getattr(events, "_raw_stream", None), "connection", None)
             sock = getattr(connection, "sock", None)
             if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass  # already closed
+                shutdown_socket(sock)
 
         unregister = signal.add_callback(on_abort) if signal is not None else None
         starts: Dict[int, Dict[str, Any]] = {}
@@ -221,14 +218,14 @@ class Boto3BedrockBackend:
             raise self.error(exc) from exc
         except Exception:
             if signal is not None and signal.aborted:
-                raise signal.reason from None
+                signal.raise_reason()
             raise
         finally:
             if callable(unregister):
                 unregister()
             events.close()
         if signal is not None and signal.aborted:
-            raise signal.reason
+            signal.raise_reason()
         calls = []
         if STOP_REASONS.get(stop_reason or "") != "length":
             for block in starts.values():

@@ -18,6 +18,7 @@ import ssl
 import unittest
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
+from conformance.abort import race_abort
 from conformance.contract import (
     ChatRequest,
     ChatResponse,
@@ -29,7 +30,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.ollama import ollama_wire
 
-from ._support import race
+from ._support import HTTPX_H2_SKIPS
 
 HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
 HAVE_H2 = importlib.util.find_spec("h2") is not None
@@ -185,7 +186,7 @@ class OllamaAsyncBackend:
         import ollama
 
         try:
-            response = await race(self.client.chat(**_params(request, stream=False)), request.signal)
+            response = await race_abort(self.client.chat(**_params(request, stream=False)), request.signal)
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
         return _whole(response)
@@ -195,11 +196,11 @@ class OllamaAsyncBackend:
 
         turn = _Turn()
         try:
-            stream = await race(self.client.chat(**_params(request, stream=True)), request.signal)
+            stream = await race_abort(self.client.chat(**_params(request, stream=True)), request.signal)
             try:
                 while True:
                     try:
-                        part = await race(stream.__anext__(), request.signal)
+                        part = await race_abort(stream.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
                     text = turn.take(part)
@@ -246,6 +247,7 @@ class OllamaAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCase):
     wire = ollama_wire
     headers = {"x-gateway-key": "test"}
     http2 = True
+    skip = HTTPX_H2_SKIPS
 
     def create_backend(self, url: str) -> OllamaAsyncBackend:
         return OllamaAsyncBackend(url, self.headers, http1=False, http2=True)

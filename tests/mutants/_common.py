@@ -36,6 +36,12 @@ class Leak:
         self.responses: List[Any] = []
 
     async def race(self, awaitable: Awaitable[T], signal: Optional[AbortSignal]) -> T:
+        if signal is not None and signal.aborted:
+            # Checked before each read, so a stream with much buffered data stops at once.
+            close = getattr(awaitable, "close", None)
+            if callable(close):
+                close()
+            signal.raise_reason()
         work = asyncio.ensure_future(awaitable)
         if signal is None:
             return await work

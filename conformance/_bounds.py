@@ -1,0 +1,23 @@
+"""The time bounds of the abort and cancel cases, and the reason the abort case gives.
+
+Apart from the driver so that importing the cases (and these names) costs no asyncio:
+the event loop machinery loads when the first case runs.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ABORT_CLOSE_WITHIN", "ABORT_DELAY", "ABORT_RAISE_WITHIN", "RECLAIM_WITHIN", "ConformanceAbort"]
+
+#: The longest a stream case waits for the backend's first chunk before it aborts or
+#: cancels anyway (a backend that yields nothing until the end is aborted all the same).
+ABORT_DELAY = 0.25
+#: How soon after the abort the backend must raise the reason.
+ABORT_RAISE_WITHIN = 0.5
+#: How soon after the abort the provider must see the connection (h2: stream) closed.
+ABORT_CLOSE_WITHIN = 1.0
+#: How long a case waits, once the provider has closed, for what the backend left running.
+RECLAIM_WITHIN = 1.0
+
+
+class ConformanceAbort(Exception):
+    """The reason the abort case aborts with; the backend must raise this very object."""

@@ -1,0 +1,127 @@
+"""The targets the command line runs, and the work a worker process does with them.
+
+Apart from ``__main__`` so that a worker process (started fresh, with ``spawn``)
+can import what it runs by name: a function defined in ``__main__`` cannot be
+found again there.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+import traceback
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
+
+__all__ = [
+    "TargetSpec",
+    "UsageError",
+    "load",
+    "outcome",
+    "reference_targets",
+    "run_unit",
+    "target_from",
+    "units",
+]
+
+
+class UsageError(Exception):
+    """The command line asked for something that does not exist; exit status 2."""
+
+
+def outcome(case: ConformanceCase) -> Tuple[str, str]:
+    """``("pass" | "FAIL" | "skip" | "ERROR", detail)`` for one case."""
+    try:
+        case.run()
+    except unittest.SkipTest as exc:
+        return "skip", str(exc)
+    except AssertionError as exc:
+        return "FAIL", str(exc)
+    except Exception:  # noqa: BLE001 - a crash in a case is reported, not raised
+        return "ERROR", traceback.format_exc()
+    return "pass", ""
+
+
+def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
+    return create(url, http2)
+
+
+def reference_targets(
+    wires: Optional[Sequence[str]], transports: Sequence[str]
+) -> List[Tuple[str, BackendConformanceTarget]]:
+    from .reference import REFERENCE_BACKENDS
+    from .wires import WIRES
+
+    names = list(wires or WIRES)
+    unknown = [n for n in names if n not in WIRES]
+    if unknown:
+        raise UsageError(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
+    targets = []
+    for name in names:
+        for transport in transports:
+            http2 = transport == "h2c"
+            targets.append(
+                (
+                    transport,
+                    BackendConformanceTarget(
+                        name=f"reference {name} over {transport}",
+                        wire=WIRES[name],
+                        create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
+                        http2=http2,
+                    ),
+                )
+            )
+    return targets
+
+
+#: What a worker process rebuilds a target from: ("reference", wire, transport) or ("load", "MODULE:NAME").
+TargetSpec = Tuple[str, ...]
+
+
+def target_from(spec: TargetSpec) -> BackendConformanceTarget:
+    if spec[0] == "reference":
+        return reference_targets([spec[1]], [spec[2]])[0][1]
+    obj = load(spec[1])
+    if not isinstance(obj, BackendConformanceTarget):
+        raise UsageError(f"{spec[1]} is not a BackendConformanceTarget")
+    return obj
+
+
+def run_unit(spec: TargetSpec, names: Sequence[str], jobs: int) -> List[Tuple[str, Tuple[str, str]]]:
+    """In a worker process: rebuild the target, run the named cases, ``jobs`` at a time."""
+    cases = [c for c in backend_conformance_cases(target_from(spec)) if c.name in names]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return [(case.name, result) for case, result in zip(cases, pool.map(outcome, cases))]
+
+
+def units(targets: List[Tuple[str, BackendConformanceTarget]], processes: int) -> List[Tuple[int, List[str]]]:
+    """The work handed to processes: whole targets, or parts of them where targets are fewer."""
+    parts = max(1, -(-processes // len(targets)))
+    units = []
+    for index, (_, target) in enumerate(targets):
+        names = [c.name for c in backend_conformance_cases(target)]
+        for part in range(parts):
+            chunk = names[part::parts]
+            if chunk:
+                units.append((index, chunk))
+    return units
+
+
+def load(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"expected MODULE:NAME, e.g. tests.test_gateway:GatewayConformance, got {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise UsageError(f"{module_name!r} has no attribute {attribute!r}") from None

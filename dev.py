@@ -1,0 +1,156 @@
+"""The project's two commands, with their set-up, on a machine that has only Python.
+
+    python3 dev.py main [ARGS]    the main job: python -m conformance ARGS
+    python3 dev.py test [NAMES]   the tests: python -X dev -W error -m unittest (discover, or NAMES)
+
+Each creates the virtual environment ``.venv`` beside this file on first use (or the
+one named by ``CONFORMANCE_VENV``), installs the project into it editable, with the
+``test`` and ``interop`` extras for ``test``, and runs the command with the
+environment's Python from this folder, wherever it was called from. The install is
+repeated only when ``pyproject.toml`` changes. Standard library only, so it runs
+before anything is installed; it reaches nothing but the package index pip uses.
+
+``test`` without names runs every test module, split over a few processes that run at
+once (the suite waits on sockets and timeouts far more than it computes), and ends
+with unittest's own closing lines summed over them. With ``CONFORMANCE_LONG_TESTS=1``
+(the full soak and fuzz, as CI runs them) it runs ``unittest discover`` in one
+process, so that the soak's time bounds hold as designed; ``test --serial`` does that
+too, and ``test NAMES`` runs just those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+import venv
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parent
+TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
+EXTRAS = {"main": (), "test": ("test", "interop")}
+USAGE = __doc__.split("\n\n")[1]
+#: Test modules known to take long, in seconds on a quiet 2-core machine, so that the
+#: processes get even shares; every other module counts as one second.
+WEIGHTS = {
+    "tests.test_mutants": 25,
+    "tests/interop": 25,
+    "tests.test_provider_soak": 12,
+    "tests.test_driver": 6,
+}
+PROCESSES = 3
+
+
+def environment() -> Path:
+    return Path(os.environ.get("CONFORMANCE_VENV") or ROOT / ".venv").resolve()
+
+
+def interpreter(env: Path) -> Path:
+    return env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure(extras: Sequence[str]) -> Path:
+    """The environment's Python, with the project and ``extras`` installed."""
+    env = environment()
+    python = interpreter(env)
+    if not python.exists():
+        print(f"creating the virtual environment {env}", flush=True)
+        venv.create(env, with_pip=True)
+    # One stamp per set of extras, keyed on pyproject.toml: a change to the
+    # dependencies reinstalls, an unchanged tree costs nothing.
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    stamp = env / f".conformance-{'-'.join(extras) or 'base'}-{digest}"
+    if not stamp.exists():
+        target = f".[{','.join(extras)}]" if extras else "."
+        print(f"installing {target} (editable) into {env}", flush=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        done = subprocess.run([*pip, "-e", target], cwd=ROOT)
+        if done.returncode != 0:
+            raise SystemExit(
+                f"pip install -e '{target}' failed (exit {done.returncode}); see pip's output above"
+            )
+        stamp.touch()
+    return python
+
+
+def groups(count: int) -> List[List[str]]:
+    """The test modules (and the interop folder) dealt into ``count`` groups of even weight."""
+    names = sorted(f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py"))
+    names.append("tests/interop")
+    shares: List[Tuple[float, List[str]]] = [(0.0, []) for _ in range(count)]
+    for name in sorted(names, key=lambda n: -WEIGHTS.get(n, 1)):
+        weight, members = min(shares, key=lambda share: share[0])
+        shares.remove((weight, members))
+        shares.append((weight + WEIGHTS.get(name, 1), [*members, name]))
+    return [members for _, members in shares if members]
+
+
+def run_group(python: Path, members: List[str]) -> Tuple[int, str]:
+    modules = [m for m in members if not m.startswith("tests/")]
+    runs = [[*TEST_COMMAND, *modules]] if modules else []
+    runs += [[*TEST_COMMAND, "discover", "-s", m, "-t", "."] for m in members if m.startswith("tests/")]
+    status, text = 0, ""
+    for args in runs:
+        done = subprocess.run([str(python), *args], cwd=ROOT, capture_output=True, text=True)
+        status = status or done.returncode
+        text += done.stdout + done.stderr
+    return status, text
+
+
+def tally(text: str, totals: Dict[str, int]) -> None:
+    """Add what unittest's closing lines in ``text`` count to ``totals``."""
+    for ran in re.findall(r"^Ran (\d+) tests? in ", text, re.M):
+        totals["ran"] = totals.get("ran", 0) + int(ran)
+    for verdict in re.findall(r"^(?:OK|FAILED)(?: \((.*)\))?$", text, re.M):
+        for key, value in re.findall(r"([a-z ]+)=(\d+)", verdict):
+            totals[key.strip()] = totals.get(key.strip(), 0) + int(value)
+
+
+def run_parallel(python: Path) -> int:
+    """Every test module, in a few processes at once; unittest's closing lines, summed."""
+    started = time.perf_counter()
+    parts = groups(PROCESSES)
+    print(f"== test: python {' '.join(TEST_COMMAND)} over {len(parts)} processes at once", flush=True)
+    totals: Dict[str, int] = {}
+    status = 0
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        for code, text in pool.map(lambda members: run_group(python, members), parts):
+            status = status or code
+            print(text, end="" if text.endswith("\n") else "\n", flush=True)
+            tally(text, totals)
+    elapsed = time.perf_counter() - started
+    print("-" * 70)
+    print(f"Ran {totals.get('ran', 0)} tests in {elapsed:.3f}s ({len(parts)} processes)\n")
+    counts = ", ".join(
+        f"{k}={totals[k]}"
+        for k in ("failures", "errors", "skipped", "expected failures", "unexpected successes")
+        if totals.get(k)
+    )
+    print(("FAILED" if status else "OK") + (f" ({counts})" if counts else ""))
+    return status
+
+
+def main(argv: List[str]) -> int:
+    if not argv or argv[0] not in EXTRAS:
+        print(USAGE, file=sys.stderr)
+        return 2
+    command, rest = argv[0], argv[1:]
+    python = ensure(EXTRAS[command])
+    if command == "main":
+        args = ["-m", "conformance", *rest]
+    elif not rest and os.environ.get("CONFORMANCE_LONG_TESTS") != "1":
+        return run_parallel(python)
+    else:
+        serial = not rest or rest == ["--serial"]
+        args = [*TEST_COMMAND, *(["discover", "-s", "tests", "-t", "."] if serial else rest)]
+    print(f"== {command}: python {' '.join(args)}", flush=True)
+    return subprocess.run([str(python), *args], cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

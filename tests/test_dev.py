@@ -1,0 +1,92 @@
+"""dev.py: the README's two commands, and the set-up they do."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr
+from pathlib import Path
+from types import ModuleType
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _dev() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("conformance_dev_script", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ParallelRunTests(unittest.TestCase):
+    def test_every_module_runs_once_in_groups_of_even_weight(self) -> None:
+        """The test modules and the interop folder are dealt into groups, each exactly once."""
+        dev = _dev()
+        parts = dev.groups(3)
+        members = [m for part in parts for m in part]
+        modules = sorted(f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py"))
+        self.assertEqual(sorted(members), sorted([*modules, "tests/interop"]))
+        weights = [sum(dev.WEIGHTS.get(m, 1) for m in part) for part in parts]
+        self.assertLessEqual(max(weights) - min(weights), max(dev.WEIGHTS.values()))
+
+    def test_closing_lines_are_summed(self) -> None:
+        """Each process's "Ran N tests" and verdict add up, failures and skips included."""
+        totals: dict = {}
+        dev = _dev()
+        dev.tally("Ran 10 tests in 1.0s\n\nOK (skipped=2)\n", totals)
+        dev.tally("Ran 1 test in 0.1s\n\nFAILED (failures=1, errors=2, skipped=3)\n", totals)
+        self.assertEqual(totals, {"ran": 11, "skipped": 5, "failures": 1, "errors": 2})
+
+
+class DevScriptTests(unittest.TestCase):
+    def test_no_command_prints_the_two_and_exits_2(self) -> None:
+        """Without a command, dev.py shows the two commands and exits with the usage status."""
+        err = io.StringIO()
+        with redirect_stderr(err):
+            status = _dev().main([])
+        self.assertEqual(status, 2)
+        self.assertIn("python3 dev.py main", err.getvalue())
+        self.assertIn("python3 dev.py test", err.getvalue())
+
+    def test_ci_and_readme_run_the_same_two_commands(self) -> None:
+        """.ci/run calls the README's two commands, and the test command runs warnings as errors."""
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+        for command in ("dev.py main", "dev.py test"):
+            with self.subTest(command=command):
+                self.assertIn(f"python3 {command}", readme)
+                self.assertIn(f'"$python" {command}', ci)
+        self.assertEqual(_dev().TEST_COMMAND[:4], ["-X", "dev", "-W", "error"])
+
+    def test_an_environment_already_set_up_is_reused_without_pip(self) -> None:
+        """With the environment and a stamp for the current pyproject.toml, nothing is installed."""
+        dev = _dev()
+        with tempfile.TemporaryDirectory() as folder:
+            env = Path(folder)
+            python = dev.interpreter(env)
+            python.parent.mkdir(parents=True)
+            python.touch()
+            digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+            (env / f".conformance-test-interop-{digest}").touch()
+            with (
+                mock.patch.dict(os.environ, {"CONFORMANCE_VENV": folder}),
+                mock.patch.object(dev.subprocess, "run", side_effect=AssertionError("pip ran")),
+            ):
+                self.assertEqual(dev.ensure(("test", "interop")), python.resolve())
+
+    def test_the_venv_interpreter_path_follows_the_platform(self) -> None:
+        """The environment's Python is bin/python, or Scripts/python.exe on Windows."""
+        expected = "Scripts/python.exe" if os.name == "nt" else "bin/python"
+        self.assertEqual(_dev().interpreter(Path("env")), Path("env") / expected)
+        self.assertTrue(sys.executable)
+
+
+if __name__ == "__main__":
+    unittest.main()

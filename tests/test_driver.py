@@ -1,0 +1,214 @@
+"""The driver: when a backend counts as async, when a case aborts, what it observes while
+the backend lives, and what it leaves behind."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import threading
+import time
+import unittest
+from typing import Any, Iterator, List
+from urllib.parse import urlsplit
+
+from conformance._driver import Driver
+from conformance.cases import BackendConformanceTarget, ConformanceCase
+from conformance.contract import ChatRequest, ChatResponse, StreamChunk
+from conformance.provider import start_fake_provider
+from conformance.reference.openai_chat import OpenAIChatBackend
+from conformance.wires.openai_chat import openai_chat_wire
+
+
+def reference(url: str) -> OpenAIChatBackend:
+    return OpenAIChatBackend(f"{url}/v1")
+
+
+def case(scenario: str, mode: str, create: Any = reference, **kwargs: Any) -> ConformanceCase:
+    return ConformanceCase(
+        BackendConformanceTarget("test", openai_chat_wire, create, **kwargs), scenario, mode
+    )
+
+
+def failure(c: ConformanceCase) -> str:
+    try:
+        c.run()
+    except AssertionError as failed:
+        return str(failed)
+    return ""
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+
+class BlockingPost:
+    """Posts the reference's request with http.client, blocking until the reply is read."""
+
+    def __init__(self, url: str) -> None:
+        self.reference = reference(url)
+        self.url = urlsplit(f"{url}/v1/chat/completions")
+
+    def post(self, request: ChatRequest) -> bytes:
+        connection = http.client.HTTPConnection(self.url.hostname or "", self.url.port, timeout=30)
+        try:
+            body = json.dumps(self.reference.body(request, False)).encode()
+            connection.request("POST", self.url.path, body, self.reference.headers(False))
+            return connection.getresponse().read()
+        finally:
+            connection.close()
+
+
+class ExecutorBackend(BlockingPost):
+    """Runs the blocking call in the loop's executor and raises the abort reason at once."""
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        assert request.signal is not None
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(None, self.post, request)
+        # The blocked call fails once the provider closes; nobody is left to read that.
+        work.add_done_callback(lambda done: done.cancelled() or done.exception())
+        waiter = asyncio.ensure_future(request.signal.wait())
+        done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if waiter in done:
+            request.signal.raise_if_aborted()
+        waiter.cancel()
+        raise AssertionError("the reply to a hanging request came")
+
+
+class SyncIgnoresAbort(BlockingPost):
+    """A sync backend that never looks at the signal: blocked until the provider closes."""
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        self.post(request)
+        raise ConnectionError("the provider went away")
+
+
+class ParkedForever:
+    """A sync backend stuck on something the case cannot reach (released by the test)."""
+
+    release = threading.Event()
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        self.release.wait(30)
+        raise RuntimeError("released")
+
+
+class HangingBackend:
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+class AsyncByHook(unittest.TestCase):
+    def test_a_plain_hook_over_an_async_backend_gets_the_cancel_case(self) -> None:
+        """A plain def hook handing back a coroutine or async iterator is async, and passes cancel."""
+        hooks = {
+            "chat": lambda backend, request: backend.chat(request),
+            "stream": lambda backend, request: backend.chat_stream(request),
+        }
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                try:
+                    self.assertEqual(failure(case("cancel", mode, **hooks)), "")
+                except unittest.SkipTest as skipped:
+                    self.fail(f"the cancel case was skipped: {skipped}")
+
+    def test_a_blocking_sync_backend_is_skipped_with_the_real_reason(self) -> None:
+        """A plain function that blocks on the request is what makes a backend sync, and the skip says so."""
+        with self.assertRaisesRegex(unittest.SkipTest, "chat blocked its thread on the request"):
+            case("cancel", "chat", SyncIgnoresAbort).run()
+
+    def test_a_sync_generator_is_skipped_without_being_called(self) -> None:
+        """A generator function is sync before it runs; cancel skips it at once."""
+
+        class SyncStream:
+            def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+                raise AssertionError("not called")
+                yield StreamChunk()  # pragma: no cover
+
+        with self.assertRaisesRegex(unittest.SkipTest, "chat_stream is a generator function"):
+            case("cancel", "stream", lambda url: SyncStream()).run()
+
+
+class ObservedWhileAlive(unittest.TestCase):
+    def test_an_executor_backend_is_told_the_connection_stayed_open(self) -> None:
+        """The reason came at once, so the case says the connection stayed open, not that it hung."""
+        started = time.monotonic()
+        message = failure(case("abort", "chat", ExecutorBackend, timeout=5.0))
+        self.assertIn("[connection-closed]", message)
+        self.assertNotIn("still running", message)
+        self.assertNotIn("[abort-reason]", message)
+        self.assertLess(time.monotonic() - started, 4.5, "the case waited for the executor thread")
+
+    def test_a_hung_cancel_is_checked_for_the_close_too(self) -> None:
+        """A backend that swallows the cancellation and hangs fails for the open connection as well."""
+
+        class SwallowsCancel:
+            """Shields its request and goes on waiting for it whatever the caller says."""
+
+            def __init__(self, url: str) -> None:
+                self.inner = reference(url)
+
+            async def chat(self, request: ChatRequest) -> ChatResponse:
+                call = ChatRequest(request.model, request.messages, request.tools)
+                task = asyncio.ensure_future(self.inner.chat(call))
+                while True:
+                    try:
+                        return await asyncio.shield(task)
+                    except asyncio.CancelledError:
+                        continue
+
+        message = failure(case("cancel", "chat", SwallowsCancel, timeout=1.5))
+        self.assertIn("[finished]", message)
+        self.assertIn("[connection-closed]", message)
+
+    def test_the_abort_comes_after_the_first_chunk(self) -> None:
+        """In stream mode the case aborts once the backend has yielded, not after a fixed delay."""
+        yielded: List[float] = []
+
+        class Recording(OpenAIChatBackend):
+            async def chat_stream(self, chat: ChatRequest) -> Any:
+                async for chunk in super().chat_stream(chat):
+                    yielded.append(time.monotonic())
+                    yield chunk
+
+        target = BackendConformanceTarget("t", openai_chat_wire, lambda url: Recording(f"{url}/v1"))
+        with start_fake_provider() as provider:
+            provider.reply(lambda r: openai_chat_wire.reply("abort", "stream", r))
+            outcome = Driver(ConformanceCase(target, "abort", "stream"), provider).run()
+        self.assertTrue(yielded)
+        assert outcome.abort_at is not None
+        self.assertGreaterEqual(outcome.abort_at, yielded[0])
+        self.assertIs(outcome.error, outcome.abort_reason)
+
+
+class Hygiene(unittest.TestCase):
+    def test_hung_cases_leave_no_thread_or_descriptor(self) -> None:
+        """Twelve hung cases, async and sync, give back every thread, loop and socket they took."""
+        threads, fds = threading.active_count(), open_fds()
+        for index in range(12):
+            create = (lambda url: HangingBackend()) if index % 2 else SyncIgnoresAbort
+            scenario = "text" if index % 2 else "abort"
+            message = failure(case(scenario, "chat", create, timeout=0.3))
+            self.assertIn("[finished]", message)
+            self.assertNotIn("left behind", message)
+        deadline = time.monotonic() + 2
+        while threading.active_count() > threads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(threading.active_count(), threads)
+        self.assertEqual(open_fds(), fds)
+
+    def test_the_message_states_the_bound_waited_and_what_was_left(self) -> None:
+        """A backend the case cannot reclaim is named, and the bound is the one actually waited."""
+        ParkedForever.release.clear()
+        self.addCleanup(ParkedForever.release.set)
+        message = failure(case("text", "chat", lambda url: ParkedForever(), timeout=0.3))
+        self.assertIn("still running when the case gave up after 0.3 s", message)
+        self.assertIn("left behind: still running 1.0 s after the provider closed", message)
+        self.assertIn("1 thread running the sync backend's call", message)
+
+
+if __name__ == "__main__":
+    unittest.main()
