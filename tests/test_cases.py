@@ -152,6 +152,22 @@ class ReferencePassesTests(unittest.TestCase):
 
 
 class VariantTests(unittest.TestCase):
+    def test_every_variant_has_a_source_and_a_row_on_its_wire_page(self) -> None:
+        """Each variant says where it was seen, and its wire page's table lists it there."""
+        import pathlib
+
+        from conformance.wires import WIRES
+
+        docs = pathlib.Path(__file__).resolve().parent.parent / "docs" / "wires"
+        for wire in WIRES.values():
+            page = (docs / f"{wire.name}.md").read_text(encoding="utf-8")
+            for key, variants in wire.variants_table.items():
+                for variant in variants:
+                    with self.subTest(wire=wire.name, variant=f"{key}:{variant.name}"):
+                        self.assertTrue(variant.name and variant.title and variant.source)
+                        self.assertIn(f"| `{key}` | `{variant.name}` |", page)
+                        self.assertIn(variant.source, page)
+
     def test_a_case_runs_every_variant(self) -> None:
         """The case runs each variant of its scenario, less those the target skips."""
         self.assertEqual(

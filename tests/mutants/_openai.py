@@ -21,6 +21,14 @@ class OverloadedOnlyByCode(OpenAIBase):
         return kind
 
 
+class StreamErrorAsOverload(OpenAIBase):
+    """Calls every in-stream error it cannot place an overload, as the first one it met was."""
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        kind = super().error_kind(status, error)
+        return "overloaded" if status is None and kind == "server_error" else kind
+
+
 class QuotaOnlyOn429(OpenAIBase):
     """Recognises ``insufficient_quota`` on a 429 only, not inside a stream."""
 

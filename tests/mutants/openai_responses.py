@@ -10,7 +10,7 @@ from conformance.reference.openai_responses import OpenAIResponsesBackend, _Turn
 
 from . import _common as shared
 from ._common import Zoo
-from ._openai import OverloadedOnlyByCode, QuotaOnlyOn429
+from ._openai import OverloadedOnlyByCode, QuotaOnlyOn429, StreamErrorAsOverload
 
 zoo = Zoo("openai-responses", OpenAIResponsesBackend, path="/v1")
 
@@ -232,6 +232,13 @@ MUTANTS = [
         OverloadedOnlyByCode,
         checks=("error-details", "error-kind"),
         cases=("overloaded/chat", "overloaded/stream"),
+    ),
+    zoo.mutant(
+        "stream-error-as-overload",
+        "calls every in-stream error it cannot place an overload, so server_error/server_error too",
+        StreamErrorAsOverload,
+        checks=("error-details", "error-kind"),
+        cases=("stream-error/stream",),
     ),
     zoo.mutant(
         "quota-only-on-429",
