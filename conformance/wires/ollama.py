@@ -192,6 +192,11 @@ ERRORS: Mapping[str, Tuple[int, Dict[str, Any]]] = {
 
 #: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
 VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
+    # The hourly limit asks to wait, which a backend must not take for a rate limit.
+    ("quota", "hourly-usage-limit"): (
+        429,
+        {"error": "you've reached your hourly usage limit, please wait or upgrade to continue"},
+    ),
     # A cloud model the local server cannot reach: the proxy's own error text as is.
     ("server-error", "cloud-unreachable-502"): (
         502,
@@ -204,6 +209,18 @@ VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
 RUNNER_ERROR = "an error was encountered while running the model: unexpected EOF"
 
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "quota": (
+        Variant(
+            "weekly-usage-limit",
+            "429 weekly usage limit, upgrade for higher limits",
+            "HomericIntelligence/Scylla#346; continuedev/continue#11444 (the session limit, same form)",
+        ),
+        Variant(
+            "hourly-usage-limit",
+            "429 hourly usage limit, please wait or upgrade to continue",
+            "continuedev/continue#9233; continuedev/continue#10579 (the session limit, same form)",
+        ),
+    ),
     "server-error": (
         Variant(
             "runner-terminated-500",

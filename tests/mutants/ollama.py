@@ -87,6 +87,15 @@ class ServerErrorOn500Only(OllamaBackend):
         return kind
 
 
+class PleaseWaitAsRateLimit(OllamaBackend):
+    """Takes an error that says "please wait" for a rate limit, before it reads "usage limit"."""
+
+    def error_kind(self, status: Optional[int], message: str) -> str:
+        if "please wait" in message.lower():
+            return "rate_limit"
+        return super().error_kind(status, message)
+
+
 MUTANTS = [
     *(
         zoo.shared(bug, cases=("overloaded/chat", "overloaded/stream"))
@@ -154,5 +163,12 @@ MUTANTS = [
         ServerErrorOn500Only,
         checks=("error-details", "error-kind"),
         cases=("server-error/chat", "server-error/stream"),
+    ),
+    zoo.mutant(
+        "please-wait-as-rate-limit",
+        'takes a usage limit that says "please wait" for a retryable rate limit',
+        PleaseWaitAsRateLimit,
+        checks=("error-details", "error-kind"),
+        cases=("quota/chat", "quota/stream"),
     ),
 ]
