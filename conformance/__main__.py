@@ -172,9 +172,11 @@ def run_matrix(
     for case, detail in failures:
         out.write(f"\n{_paint(f'{case.target.name}, {case.name}:', 'FAIL', colour)}\n{detail}\n")
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}
+    # Each case runs every variant of its scenario (each real shape) on a fresh provider.
+    runs = sum(len(case.variants()) for (_, case), (status, _) in zip(cases, results) if status != "skip")
     out.write(
         f"\n{len(results)} cases: {counts['pass']} passed, {counts['FAIL'] + counts['ERROR']} failed, "
-        f"{counts['skip']} skipped in {elapsed:.2f} s ({how})\n"
+        f"{counts['skip']} skipped in {elapsed:.2f} s ({how}); {runs} variant runs\n"
     )
     return 1 if failures else 0
 

@@ -20,7 +20,7 @@ from .contract import ERROR_KINDS
 from .fixture import CONFORMANCE_FIXTURE as FX
 from .provider import RecordedRequest, Reply, events_around
 from .scenarios import SCENARIOS
-from .wires._base import Wire
+from .wires._base import Variant, Wire
 
 if TYPE_CHECKING:
     from ._driver import Outcome
@@ -50,13 +50,16 @@ class Problem:
 
 @dataclass
 class Seen:
-    """Everything one case saw: what the backend did, every request, every reply sent."""
+    """Everything one variant of a case saw: what the backend did, every request, every reply sent."""
 
     case: ConformanceCase
     outcome: Outcome
     requests: List[RecordedRequest]
     #: The reply the provider sent to each generation request, in order.
     replies: List[Reply]
+    #: The shape the provider answered in; what the backend must report that depends
+    #: on the shape (a retry delay, a call id, another error kind) is read from it.
+    variant: Variant = Variant("")
 
     @property
     def scenario(self) -> str:
@@ -318,7 +321,7 @@ def _call_id(seen: Seen) -> List[str]:
     if len(calls) != 1:
         return []
     call_id = getattr(calls[0], "id", None)
-    sent = seen.wire.call_id(seen.scenario)
+    sent = seen.variant.call_id
     if sent is None:
         if isinstance(call_id, str) and call_id:
             return []
@@ -353,6 +356,8 @@ def _corrupt_frame(seen: Seen) -> List[str]:
 
 
 def _error_kind_of(seen: Seen) -> Optional[str]:
+    if seen.variant.error_kind is not None:
+        return seen.variant.error_kind
     return SCENARIOS[seen.scenario].error_kind if seen.scenario in SCENARIOS else None
 
 
@@ -414,9 +419,12 @@ def _retry_after(seen: Seen) -> List[str]:
     kind = _error_kind_of(seen)
     retry_after = getattr(seen.error, "retry_after", None)
     if kind == "rate_limit":
-        wanted = seen.wire.rate_limit_retry_after
+        wanted = seen.variant.retry_after
         if wanted is None and retry_after is not None:
-            return [f"expected retry_after None (the provider sent no delay), got {retry_after!r}"]
+            return [
+                f"expected retry_after None (the provider sent no delay), got {retry_after!r}: "
+                "report a delay only where the reply carries one"
+            ]
         if wanted is not None and (
             not isinstance(retry_after, (int, float)) or abs(float(retry_after) - wanted) > 1e-6
         ):
@@ -520,23 +528,36 @@ def run_checks(seen: Seen) -> List[Problem]:
     return [Problem(check_id, text) for check_id, check in CHECKS.items() for text in check(seen)]
 
 
-def failure_message(seen: Seen, problems: List[Problem]) -> str:
-    case = seen.case
-    lines = [f"{seen.wire.name}/{case.mode} {case.scenario}: the backend must {case.row.must}"]
-    lines += [f"  - {p}" for p in problems]
-    if seen.refused():
-        lines.append(f"  hint: {_REFUSED_HINT}")
-    else:
-        lines.append(f"  hint: {case.row.hint}")
-    if seen.outcome.left_behind:
-        lines.append(f"  left behind: {seen.outcome.left_behind}")
-    shown = ", ".join(str(r) for r in seen.requests) or "none"
-    lines.append(f"  requests seen: {shown}")
-    generations = seen.generations()
-    events = generations[-1].events if generations else []
-    if events:
-        # The evidence below the SDK: what the provider actually sent, event by event.
-        lines.append(f"  last events sent to {generations[-1]}:")
-        lines.append(events_around(events, events[-1].seq, before=4, after=0,
-                                   since=generations[-1].received_at))
+def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1) -> str:
+    """One message for a case: every problem of every failing variant, then the hint.
+
+    Where the scenario has named variants, each failing one gets a heading (the
+    shape, and where it was seen) and each of its problem lines starts with its name;
+    every line still ends with the check's id in brackets.
+    """
+    first = failed[0][0]
+    case = first.case
+    lines = [f"{first.wire.name}/{case.mode} {case.scenario}: the backend must {case.row.must}"]
+    if variants > 1:
+        lines.append(f"  {len(failed)} of {variants} variants failed")
+    for seen, problems in failed:
+        name = seen.variant.name
+        if name:
+            source = f", seen in {seen.variant.source}" if seen.variant.source else ""
+            lines.append(f"  {case.name} [{seen.variant.label(seen.wire)}]{source}:")
+        tag = f"[{name}] " if name else ""
+        lines += [f"  - {tag}{p}" for p in problems]
+        if seen.outcome.left_behind:
+            lines.append(f"  left behind: {seen.outcome.left_behind}")
+        shown = ", ".join(str(r) for r in seen.requests) or "none"
+        lines.append(f"  requests seen: {shown}")
+        generations = seen.generations()
+        events = generations[-1].events if generations else []
+        if events:
+            # The evidence below the SDK: what the provider actually sent, event by event.
+            lines.append(f"  last events sent to {generations[-1]}:")
+            lines.append(events_around(events, events[-1].seq, before=4, after=0,
+                                       since=generations[-1].received_at))
+    refused = any(seen.refused() for seen, _ in failed)
+    lines.append(f"  hint: {_REFUSED_HINT if refused else case.row.hint}")
     return "\n".join(lines)

@@ -85,7 +85,7 @@ class BackendConformanceTestCase:
             return
         if not isinstance(cls.wire, Wire):
             raise TargetDefinitionError(f"{where}: wire must be a Wire, got {cls.wire!r}")
-        _check_skip_keys(cls.skip, where)
+        _check_skip_keys(cls.skip, where, cls.wire)
         for scenario, row in SCENARIOS.items():
             for mode in MODES:
                 if mode not in row.modes:

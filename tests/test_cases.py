@@ -151,6 +151,55 @@ class ReferencePassesTests(unittest.TestCase):
                     case("cancel", mode, SyncOverReference).run()
 
 
+class VariantTests(unittest.TestCase):
+    def test_every_variant_has_a_source_and_a_row_on_its_wire_page(self) -> None:
+        """Each variant says where it was seen, and its wire page's table lists it there."""
+        import pathlib
+
+        from conformance.wires import WIRES
+
+        docs = pathlib.Path(__file__).resolve().parent.parent / "docs" / "wires"
+        for wire in WIRES.values():
+            page = (docs / f"{wire.name}.md").read_text(encoding="utf-8")
+            for key, variants in wire.variants_table.items():
+                for variant in variants:
+                    with self.subTest(wire=wire.name, variant=f"{key}:{variant.name}"):
+                        self.assertTrue(variant.name and variant.title and variant.source)
+                        self.assertIn(f"| `{key}` | `{variant.name}` |", page)
+                        self.assertIn(variant.source, page)
+
+    def test_a_case_runs_every_variant(self) -> None:
+        """The case runs each variant of its scenario, less those the target skips."""
+        self.assertEqual(
+            [v.name for v in case("rate-limit", "chat").variants()], ["retry-after", "no-retry-after"]
+        )
+        skipped = case("rate-limit", "chat", skip={"rate-limit:no-retry-after": "we always get one"})
+        self.assertEqual([v.name for v in skipped.variants()], ["retry-after"])
+        by_mode = case("rate-limit", "stream", skip={"rate-limit/chat:no-retry-after": "chat only"})
+        self.assertEqual(len(by_mode.variants()), 2)
+        self.assertEqual([v.name for v in case("text", "chat").variants()], [""])
+
+    def test_skipping_every_variant_skips_the_case(self) -> None:
+        """A case whose every variant is skipped is skipped, not passed."""
+        skip = {"overloaded:server-error-503": "r", "overloaded:service-unavailable": "r"}
+        with self.assertRaisesRegex(unittest.SkipTest, "every variant of overloaded/chat"):
+            case("overloaded", "chat", skip=skip).run()
+
+    def test_a_misspelt_variant_is_refused_with_a_suggestion(self) -> None:
+        """An unknown variant in skip fails at class creation with the nearest name."""
+        with self.assertRaisesRegex(TargetDefinitionError, "did you mean 'no-retry-after'"):
+            target(skip={"rate-limit:no-retry-afte": "typo"})
+        with self.assertRaisesRegex(TargetDefinitionError, "its variants: none"):
+            target(skip={"text:anything": "no variants"})
+
+    def test_a_rate_limit_without_a_delay_expects_none(self) -> None:
+        """The retry-after expectation comes from the variant: a value where sent, None where not."""
+        expected = {v.name: v.retry_after for v in openai_chat_wire.variants("rate-limit", "chat")}
+        self.assertEqual(expected, {"retry-after": 7.0, "no-retry-after": None})
+        case("rate-limit", "chat").run()
+        case("rate-limit", "stream").run()
+
+
 class FailureTests(unittest.TestCase):
     def test_not_implemented_fails_every_case(self) -> None:
         """A backend that raises NotImplementedError everywhere fails every case it gets."""
@@ -188,6 +237,26 @@ class FailureTests(unittest.TestCase):
         """A header the target declares but the backend does not send fails the case."""
         with self.assertRaisesRegex(AssertionError, "expected header x-gateway-key: k on POST"):
             case("text", "chat", headers={"x-gateway-key": "k"}).run()
+
+    def test_every_failing_variant_is_listed_with_its_source(self) -> None:
+        """A backend that misses one shape fails the case once, naming that variant and where it was seen."""
+
+        class OverloadByCodeOnly(OpenAIChatBackend):
+            def error_kind(self, status: Any, error: Any) -> str:
+                kind = super().error_kind(status, error)
+                return "server_error" if kind == "overloaded" and error.get("code") is None else kind
+
+        with self.assertRaises(AssertionError) as failed:
+            case("stream-error", "stream", lambda url: OverloadByCodeOnly(f"{url}/v1")).run()
+        message = str(failed.exception)
+        self.assertIn("1 of 2 variants failed", message)
+        self.assertIn(
+            "stream-error/stream [openai-chat: in-stream server_error, code null, overloaded in the message]",
+            message,
+        )
+        self.assertIn("seen in AutumnWhj/ChatGPT-wechat-bot#153", message)
+        self.assertRegex(message, r"  - \[server-error-overloaded\] expected an error .* \[error-kind\]\n")
+        self.assertNotIn("[service-unavailable]", message)
 
     def test_failure_message_quotes_the_last_events_sent(self) -> None:
         """A failed case shows the raw events the provider sent to the generation request."""

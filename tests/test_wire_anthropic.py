@@ -130,7 +130,7 @@ class AnthropicWireTest(unittest.TestCase):
         """Each failure answers Anthropic's error body with its status and request-id."""
         table = {
             "rate-limit": (429, "rate_limit_error"),
-            "quota": (429, "rate_limit_error"),
+            "quota": (400, "invalid_request_error"),
             "auth": (401, "authentication_error"),
             "overloaded": (529, "overloaded_error"),
             "server-error": (500, "api_error"),
@@ -146,9 +146,26 @@ class AnthropicWireTest(unittest.TestCase):
                     self.assertEqual(reply.body["error"]["type"], type_)
                     self.assertIn("request-id", dict(reply.headers or {}))
         self.assertEqual(float(dict(whole("rate-limit").headers or {})["retry-after"]), FX.retry_after)
-        quota = whole("quota")
+        quota = wire.reply("quota", "chat", recorded(good_body()), "spend-limit-429")
+        assert isinstance(quota, JsonReply)
+        self.assertEqual(quota.status, 429)
         self.assertEqual(quota.body["error"]["details"], {"error_code": "enforced_spend_limit_reached"})
         self.assertNotIn("retry-after", dict(quota.headers or {}))
+
+    def test_quota_variants(self) -> None:
+        """Quota comes as a 400 about the credit balance, a 429 spend limit, or a 402 billing_error."""
+        table = {
+            "credit-balance-400": (400, "invalid_request_error", "credit balance is too low"),
+            "spend-limit-429": (429, "rate_limit_error", "usage limits"),
+            "billing-402": (402, "billing_error", "billing"),
+        }
+        self.assertEqual([v.name for v in wire.variants("quota", "chat")], list(table))
+        for name, (status, type_, words) in table.items():
+            with self.subTest(variant=name):
+                reply = wire.reply("quota", "chat", recorded(good_body()), name)
+                assert isinstance(reply, JsonReply)
+                self.assertEqual((reply.status, reply.body["error"]["type"]), (status, type_))
+                self.assertIn(words, reply.body["error"]["message"])
 
     def test_abort_hangs_in_both_forms(self) -> None:
         """Abort never answers whole, and streams some text then hangs."""
@@ -159,24 +176,31 @@ class AnthropicWireTest(unittest.TestCase):
         self.assertTrue(text and FX.partial_text.startswith(text))
 
     def test_stream_events_are_named_after_their_type(self) -> None:
-        """Every event has an event: line equal to data.type, and streams start with message_start."""
+        """Every event has an event: line equal to data.type; streams start with message_start, and
+        ping comes after the first content_block_start as in real streams."""
         for name in SCENARIOS:
             reply = wire.reply(name, "stream", recorded(good_body(stream=True)))
             if not isinstance(reply, StreamReply):
                 continue
             with self.subTest(scenario=name):
                 items = events(reply)
-                self.assertEqual([e for e, _ in items[:2]], ["message_start", "ping"])
+                self.assertEqual(items[0][0], "message_start")
+                names = [e for e, _ in items]
+                self.assertEqual(names.count("ping"), 1)
+                if "content_block_start" in names:
+                    self.assertEqual(names.index("ping"), names.index("content_block_start") + 1)
                 for event, data in items:
                     self.assertEqual(event, data["type"])
 
     def test_stream_usage_is_split_between_start_and_delta(self) -> None:
-        """Input tokens come in message_start, the output tokens in message_delta."""
+        """Input tokens come in message_start; message_delta repeats them beside the output tokens."""
         items = events(streamed("text"))
         start = items[0][1]["message"]["usage"]
         delta = next(d for e, d in items if e == "message_delta")
         self.assertEqual(start["input_tokens"], FX.usage.input_tokens)
-        self.assertEqual(delta["usage"], {"output_tokens": FX.usage.output_tokens})
+        self.assertEqual(delta["usage"]["output_tokens"], FX.usage.output_tokens)
+        self.assertEqual(delta["usage"]["input_tokens"], FX.usage.input_tokens)
+        self.assertEqual(delta["usage"]["cache_read_input_tokens"], 0)
         self.assertEqual(items[-1][0], "message_stop")
 
     def test_stream_text_deltas_join_to_the_text(self) -> None:

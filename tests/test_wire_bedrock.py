@@ -19,6 +19,7 @@ from conformance.scenarios import SCENARIOS
 from conformance.wires.bedrock import (
     CORRUPT_FRAME,
     ERRORS,
+    GUARDRAIL_MESSAGE,
     TOOL_USE_ID,
     bedrock_converse_wire,
 )
@@ -243,9 +244,22 @@ class StreamReplyTests(unittest.TestCase):
         self.assertEqual(stream_text(evts), FX.preamble)
         self.assertEqual([p for e, p in evts if e == "messageStop"][0]["stopReason"], "max_tokens")
 
-    def test_content_filter_stream_stops_as_content_filtered(self) -> None:
-        """The streamed content-filter turn is stopped by the model's own filter."""
+    def test_content_filter_stream_is_a_guardrail_after_its_text(self) -> None:
+        """The streamed guardrail sends its message as text, then guardrail_intervened and a trace."""
         evts = events(streamed("content-filter"))
+        self.assertEqual(
+            [e for e, _ in evts],
+            ["messageStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"],
+        )
+        self.assertEqual(stream_text(evts), GUARDRAIL_MESSAGE)
+        self.assertEqual(evts[3][1]["stopReason"], "guardrail_intervened")
+        self.assertIn("guardrail", evts[4][1]["trace"])
+
+    def test_content_filter_stream_variant_stops_as_content_filtered(self) -> None:
+        """The content-filtered variant stops with the model's own filter and no block."""
+        reply = WIRE.reply("content-filter", "stream", recorded(stream=True), "content-filtered")
+        assert isinstance(reply, StreamReply)
+        evts = events(reply)
         self.assertEqual([e for e, _ in evts], ["messageStart", "messageStop", "metadata"])
         self.assertEqual(evts[1][1]["stopReason"], "content_filtered")
 

@@ -134,7 +134,8 @@ class GeminiRepliesTest(unittest.TestCase):
         self.assertEqual(finish_reasons(events), ["STOP"])
         self.assertIn("finishReason", events[-1]["candidates"][0])
         self.assertEqual(events[-1]["usageMetadata"]["totalTokenCount"], 48)
-        self.assertNotIn("candidatesTokenCount", events[0]["usageMetadata"])
+        # Earlier events already count some candidate tokens; only the last is the turn's.
+        self.assertLess(events[0]["usageMetadata"]["totalTokenCount"], 48)
 
     def test_stream_has_no_done_sentinel_and_uses_crlf(self) -> None:
         """The stream just ends, with no [DONE], and events end with CRLF CRLF."""
@@ -170,6 +171,17 @@ class GeminiRepliesTest(unittest.TestCase):
                     self.assertEqual(finish_reasons(bodies), ["STOP"])
         self.assertIsNone(gemini_wire.tool_call_id)
 
+    def test_a_gemini_3_call_may_come_without_an_id(self) -> None:
+        """The signature-without-id variant keeps the thoughtSignature and drops the id."""
+        reply = gemini_wire.reply("tool-call", "stream", request(stream=True), "signature-without-id")
+        assert isinstance(reply, StreamReply)
+        parts = [p for b in sse_events(reply) for c in b["candidates"] for p in c["content"]["parts"]]
+        call = next(p for p in parts if "functionCall" in p)
+        self.assertNotIn("id", call["functionCall"])
+        self.assertIn("thoughtSignature", call)
+        ids = {v.name: v.call_id for v in gemini_wire.variants("tool-call", "stream")}
+        self.assertEqual(ids, {"id": FUNCTION_CALL_ID, "signature-without-id": None})
+
     def test_truncated_tool_call_is_max_tokens_without_a_call(self) -> None:
         """The cut-off turn is the preamble and MAX_TOKENS, with no functionCall part."""
         for bodies in (
@@ -182,13 +194,17 @@ class GeminiRepliesTest(unittest.TestCase):
                 self.assertEqual(finish_reasons(bodies), ["MAX_TOKENS"])
 
     def test_content_filter(self) -> None:
-        """Whole: the prompt is blocked with no candidates; streamed: the output stops with SAFETY."""
+        """Whole: the prompt is blocked, or the output; streamed: the output stops with SAFETY, content {}."""
         body = json.loads(whole("content-filter").encoded())
         self.assertNotIn("candidates", body)
         self.assertEqual(body["promptFeedback"], {"blockReason": "PROHIBITED_CONTENT"})
+        blocked = gemini_wire.reply("content-filter", "chat", request(), "output-blocked")
+        assert isinstance(blocked, JsonReply)
+        self.assertEqual(json.loads(blocked.encoded())["candidates"][0]["content"], {})
         events = sse_events(streamed("content-filter"))
         self.assertEqual(finish_reasons(events), ["SAFETY"])
-        self.assertNotIn("content", events[-1]["candidates"][0])
+        self.assertEqual(events[-1]["candidates"][0]["content"], {})
+        self.assertNotIn("index", events[-1]["candidates"][0])
 
     def test_stream_error_event(self) -> None:
         """The partial text is followed by a data: {"error": ...} event with an integer code."""
@@ -224,6 +240,16 @@ class GeminiRepliesTest(unittest.TestCase):
                     self.assertEqual(reply.status, status)
                     error = json.loads(reply.encoded())["error"]
                     self.assertEqual((error["code"], error["status"]), (status, rpc_status))
+                    # An error to a streamed ?alt=sse request says text/event-stream, as real ones do.
+                    self.assertEqual(reply.content_type.startswith("text/event-stream"), stream)
+
+    def test_rate_limit_without_details_has_no_delay(self) -> None:
+        """The bare 429 variant carries no details, so no RetryInfo, and expects no retry_after."""
+        reply = gemini_wire.reply("rate-limit", "chat", request(), "no-details")
+        assert isinstance(reply, JsonReply)
+        self.assertNotIn("details", json.loads(reply.encoded())["error"])
+        expected = {v.name: v.retry_after for v in gemini_wire.variants("rate-limit", "chat")}
+        self.assertEqual(expected, {"retry-info": FX.retry_after, "no-details": None})
 
     def test_rate_limit_and_quota_differ_by_details(self) -> None:
         """A rate limit says PerMinute and retryDelay 7s; an exhausted quota says PerDay."""

@@ -72,7 +72,14 @@ class ReplyTests(unittest.TestCase):
         self.assertEqual(body["choices"][0]["message"]["content"], FX.text)
         self.assertEqual(body["choices"][0]["finish_reason"], "stop")
         self.assertEqual(body["usage"]["total_tokens"], FX.usage.total_tokens)
-        self.assertEqual(reply.header_items()[0][0], "x-request-id")
+        headers = dict(reply.header_items())
+        self.assertRegex(headers["x-request-id"], r"^req_[0-9a-f]{32}$")
+        self.assertIn("GMT", headers["date"])
+
+    def test_every_response_has_a_fresh_request_id(self) -> None:
+        """Two answers never share an x-request-id, as OpenAI's never do."""
+        first, second = (dict(WIRE.reply("text", "chat", request(good_body())).header_items()) for _ in "ab")
+        self.assertNotEqual(first["x-request-id"], second["x-request-id"])
 
     def test_streamed_text_reassembles_and_ends_with_done(self) -> None:
         """The deltas concatenate to the fixture text, with usage before [DONE]."""

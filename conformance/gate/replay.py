@@ -141,8 +141,13 @@ class ReplayWire(Wire):
 
     # -- answering ----------------------------------------------------------------
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
-        """The recording for ``request`` among those stamped with ``scenario``."""
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
+        """The recording for ``request`` among those stamped with ``scenario``.
+
+        A recording is one shape already: it has no variants, and ``variant`` is not read.
+        """
         return self.answer(request, scenario)
 
     def answer(self, request: RecordedRequest, scenario: Optional[str] = None) -> Reply:

@@ -54,15 +54,18 @@ class OpenAIBase(ReferenceBackend):
     def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
         """The contract's kind for an OpenAI error object (``status`` is None mid-stream).
 
-        The code decides before the status: an exhausted quota is a 429 like a rate
-        limit, and only its code tells them apart.
+        The body decides before the status: an exhausted quota is a 429 like a rate
+        limit, and only its code tells them apart; an overload comes as
+        ``server_is_overloaded`` or as a ``server_error`` whose code is null and whose
+        message alone says "overloaded", in a 503 or inside a stream.
         """
         code, type_ = error.get("code"), error.get("type")
+        message = str(error.get("message") or "").lower()
         if code in QUOTA_CODES or type_ in QUOTA_CODES:
             return "quota"
         if code == "context_length_exceeded":
             return "context_overflow"
-        if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES:
+        if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES or (code is None and "overloaded" in message):
             return "overloaded"
         if code in self.rate_limit_codes:
             return "rate_limit"

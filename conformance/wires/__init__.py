@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Dict
 
-from ._base import Wire
+from ._base import Variant, Wire
 
 if TYPE_CHECKING:
     from .anthropic import anthropic_wire
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     WIRES: Dict[str, Wire]
 
 __all__ = [
+    "Variant",
     "WIRES",
     "Wire",
     "anthropic_wire",

@@ -10,8 +10,11 @@ on every run.
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
+import secrets
+from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE
@@ -20,10 +23,14 @@ from ._schema import schema_difference
 
 __all__ = [
     "check_json_post",
+    "Variant",
     "Wire",
     "check_function_tool",
     "check_question",
     "dumps",
+    "fresh_id",
+    "http_date",
+    "obfuscation",
     "provider_id",
     "schema_difference",
     "tcp_chunks",
@@ -48,6 +55,30 @@ def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM
     while len(digest) < length:
         digest += hashlib.sha256(digest).digest()
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+def fresh_id(prefix: str, length: int, alphabet: str = _ALNUM) -> str:
+    """A request id shaped like the provider's, new on every response.
+
+    Real servers never repeat one; a client that logs, traces or deduplicates by it
+    must see them differ. Nothing a check compares depends on it.
+    """
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def http_date() -> str:
+    """The ``date`` header every real response carries (RFC 9110 IMF-fixdate), now."""
+    return email.utils.formatdate(usegmt=True)
+
+
+def obfuscation(seed: str) -> str:
+    """The random padding OpenAI puts last in every stream delta since about Aug 2025.
+
+    It hides token lengths from anyone watching the traffic; clients ignore it. Its
+    length varies (1 to 16 characters here), derived from ``seed``.
+    """
+    length = 1 + hashlib.sha256(seed.encode("utf-8")).digest()[0] % 16
+    return provider_id("", f"obfuscation/{seed}", length)
 
 
 def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
@@ -82,6 +113,35 @@ def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
         cuts.add(position)
     bounds = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
     return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One real shape a provider answers a scenario with, and where it was seen.
+
+    A case runs every variant of its scenario, each on a fresh provider, because a
+    backend that handles one real shape of a failure and not another passes a
+    single-shape test and breaks in production. What the backend must report that
+    depends on the shape lives here, so the checks read it rather than the wire:
+    ``retry_after`` for a rate limit (``None`` where the reply carries no delay),
+    the tool call's ``call_id`` (``None`` where the provider sends none), and an
+    ``error_kind`` where the shape means another kind than the scenario's own.
+    """
+
+    #: Short, for skip keys and failure lines: ``credit-balance-400``. The empty name
+    #: is the one shape of a scenario that has only one, and is not shown.
+    name: str
+    #: What the shape is, in a few words: ``400 credit balance too low``.
+    title: str = ""
+    #: Where it was seen: a capture, or the provider's own source or docs (repo and path, or URL).
+    source: str = ""
+    retry_after: Optional[float] = None
+    call_id: Optional[str] = None
+    error_kind: Optional[str] = None
+
+    def label(self, wire: Wire) -> str:
+        """``anthropic: 400 credit balance too low``."""
+        return f"{wire.name}: {self.title or self.name}"
 
 
 class Wire:
@@ -148,6 +208,29 @@ class Wire:
         """
         return self.tool_call_id
 
+    #: ``scenario`` (or ``scenario/mode``, where only one mode has them) -> its variants,
+    #: where the provider answers it in more than one real shape.
+    variants_table: Mapping[str, Tuple[Variant, ...]] = {}
+
+    def variants(self, scenario: str, mode: str = "") -> Tuple[Variant, ...]:
+        """The shapes ``scenario`` is answered in (in ``mode``): the table's, or one unnamed shape.
+
+        The unnamed shape expects what the wire says for every scenario:
+        :attr:`rate_limit_retry_after` and :meth:`call_id`.
+        """
+        listed = self.variants_table.get(f"{scenario}/{mode}") or self.variants_table.get(scenario)
+        if listed:
+            return listed
+        retry_after = self.rate_limit_retry_after if scenario == "rate-limit" else None
+        return (Variant("", retry_after=retry_after, call_id=self.call_id(scenario)),)
+
+    def variant(self, scenario: str, mode: str, name: str) -> Variant:
+        """The variant of ``scenario`` in ``mode`` called ``name``; :class:`KeyError` if there is none."""
+        for variant in self.variants(scenario, mode):
+            if variant.name == name:
+                return variant
+        raise KeyError(f"{self.name} has no variant {name!r} of {scenario}")
+
     def is_generation(self, request: RecordedRequest) -> bool:
         """Whether ``request`` is the scenario's own call (not a lookup or a count)."""
         return request.method == "POST" and request.path.endswith(self.generation_path)
@@ -159,12 +242,16 @@ class Wire:
         """
         return isinstance(request.json, dict) and request.json.get("stream") is True
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         """The provider's answer to ``request`` in ``scenario``, or ``None`` if it has none.
 
         The form (whole or streamed) follows the request, as the real provider's would;
-        ``mode`` only tells which case is running. ``None`` skips the case with the
-        reason "<name> has no <scenario> case".
+        ``mode`` only tells which case is running. ``variant`` names the shape (see
+        :meth:`variants`); the empty name is the first, and a case asks for it without
+        the argument, so a ``reply()`` of one's own may leave it out. ``None`` skips
+        the case with the reason "<name> has no <scenario> case".
         """
         raise NotImplementedError(
             f"{type(self).__name__} must implement reply(scenario, mode, request), returning "

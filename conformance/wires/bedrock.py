@@ -31,24 +31,32 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import uuid
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 from ..encoders import aws_event_stream_message
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, schema_difference, tcp_chunks
+from ._base import (
+    Variant,
+    Wire,
+    dumps,
+    fixture_tool_schema,
+    http_date,
+    json_object,
+    provider_id,
+    schema_difference,
+    tcp_chunks,
+)
 
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-_HEX = "0123456789abcdef"
 
 #: ``tooluse_`` and 22 URL-safe base64 characters, as Bedrock names a tool call.
 TOOL_USE_ID = provider_id("tooluse_", "bedrock-converse/tool-use", 22, _BASE64URL)
 #: The ``x-amzn-RequestId`` of every reply: a lower-case UUID.
-_RID = provider_id("", "bedrock-converse/request", 32, _HEX)
-REQUEST_ID = f"{_RID[:8]}-{_RID[8:12]}-{_RID[12:16]}-{_RID[16:20]}-{_RID[20:]}"
 
 #: What ``x-amzn-ErrorType`` carries after the error name.
 ERROR_NAMESPACE = "http://internal.amazon.com/coral/com.amazon.bedrock/"
@@ -57,6 +65,8 @@ LATENCY_MS = 412
 
 #: The input JSON of the cut-off call: valid up to the cut, then nothing.
 TRUNCATED_INPUT = '{"city": "Par'
+#: The guardrail named in a trace.
+GUARDRAIL_ID = "conformanceguard1"
 #: The default blocked-input message of a Bedrock guardrail.
 GUARDRAIL_MESSAGE = "Sorry, the model cannot answer this question."
 
@@ -79,7 +89,8 @@ def _usage() -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {"x-amzn-RequestId": REQUEST_ID}
+    # A fresh request id on every response, a UUID as AWS's own.
+    headers = {"date": http_date(), "x-amzn-RequestId": str(uuid.uuid4())}
     headers.update(extra or {})
     return headers
 
@@ -98,13 +109,42 @@ def tool_use(input_: Any) -> Dict[str, Any]:
 
 
 def converse_response(content: Sequence[Mapping[str, Any]], stop_reason: str) -> Dict[str, Any]:
-    """A ``ConverseResponse``: the assistant message, the stop reason, usage and metrics."""
-    return {
+    """A ``ConverseResponse``: the assistant message, the stop reason, usage and metrics.
+
+    A guardrail's reply adds ``trace.guardrail`` (traceloop/openllmetry
+    ``packages/opentelemetry-instrumentation-bedrock/tests/traces/cassettes/test_titan/``
+    ``test_titan_converse_with_events_with_content.yaml``).
+    """
+    body: Dict[str, Any] = {
         "output": {"message": {"role": "assistant", "content": list(content)}},
         "stopReason": stop_reason,
         "usage": _usage(),
         "metrics": {"latencyMs": LATENCY_MS},
     }
+    if stop_reason == "guardrail_intervened":
+        body["trace"] = guardrail_trace()
+    return body
+
+
+def guardrail_trace() -> Dict[str, Any]:
+    """``trace``: which guardrail policy blocked the input (``GuardrailTraceAssessment``).
+
+    https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_GuardrailTraceAssessment.html
+    """
+    assessment = {
+        "contentPolicy": {
+            "filters": [
+                {
+                    "type": "VIOLENCE",
+                    "confidence": "HIGH",
+                    "filterStrength": "HIGH",
+                    "action": "BLOCKED",
+                    "detected": True,
+                }
+            ]
+        }
+    }
+    return {"guardrail": {"inputAssessment": {GUARDRAIL_ID: assessment}}}
 
 
 # -- streamed replies: ConverseStreamOutput events ---------------------------------------------
@@ -165,12 +205,15 @@ class _Events:
     def message_stop(self, stop_reason: str) -> None:
         self._event("messageStop", {"stopReason": stop_reason})
 
-    def metadata(self) -> None:
-        self._event("metadata", {"usage": _usage(), "metrics": {"latencyMs": LATENCY_MS}})
+    def metadata(self, trace: bool = False) -> None:
+        payload: Dict[str, Any] = {"usage": _usage(), "metrics": {"latencyMs": LATENCY_MS}}
+        if trace:
+            payload["trace"] = guardrail_trace()
+        self._event("metadata", payload)
 
-    def finish(self, stop_reason: str) -> None:
+    def finish(self, stop_reason: str, trace: bool = False) -> None:
         self.message_stop(stop_reason)
-        self.metadata()
+        self.metadata(trace)
 
     def exception(self, exception_type: str, message: str) -> None:
         self.events.append(exception_message(exception_type, message))
@@ -181,11 +224,32 @@ class _Events:
         )
 
 
+# -- variants ----------------------------------------------------------------------------
+
+VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "content-filter/stream": (
+        Variant(
+            "guardrail-intervened",
+            "a text block, then stopReason guardrail_intervened and trace.guardrail",
+            "traceloop/openllmetry packages/opentelemetry-instrumentation-bedrock/tests/traces/"
+            "cassettes/test_titan/test_titan_converse_stream_with_events_with_no_content.yaml",
+        ),
+        Variant(
+            "content-filtered",
+            "stopReason content_filtered and no content block",
+            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_MessageStopEvent.html "
+            "(StopReason lists content_filtered; no capture shows it)",
+        ),
+    ),
+}
+
+
 # -- errors ------------------------------------------------------------------------------
 
 #: scenario -> (status, x-amzn-ErrorType name, message). Bedrock sends no retry-after.
 ERRORS: Mapping[str, Any] = {
-    "rate-limit": (429, "ThrottlingException", "Too many requests, please wait before trying again."),
+    # Every real 429 found says "tokens" (aws-samples/amazon-bedrock-client-for-mac#99).
+    "rate-limit": (429, "ThrottlingException", "Too many tokens, please wait before trying again."),
     # A daily token quota is a throttle too on Converse; only the message says "per day".
     "quota": (
         429,
@@ -241,6 +305,7 @@ class BedrockConverseWire(Wire):
     #: Bedrock's ThrottlingException carries no retry delay (no ``retry-after``
     #: header, nothing in the body), so a backend must report ``retry_after`` as ``None``.
     rate_limit_retry_after: Optional[float] = None
+    variants_table = VARIANTS
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and _route(request.path) is not None
@@ -257,12 +322,15 @@ class BedrockConverseWire(Wire):
         headers = _headers({"x-amzn-ErrorType": f"UnknownOperationException:{ERROR_NAMESPACE}"})
         return JsonReply({"message": message}, status=404, headers=headers)
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
+        variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
             return error_reply(scenario)
         if not self.wants_stream(request):
             return self._whole(scenario)
-        return self._stream(scenario)
+        return self._stream(scenario, variant)
 
     def _whole(self, scenario: str) -> Optional[Reply]:
         if scenario == "text":
@@ -286,7 +354,7 @@ class BedrockConverseWire(Wire):
             return None
         return JsonReply(body, headers=_headers())
 
-    def _stream(self, scenario: str) -> Optional[Reply]:
+    def _stream(self, scenario: str, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
         out = _Events()
         out.message_start()
@@ -300,8 +368,12 @@ class BedrockConverseWire(Wire):
             out.text_block(FX.preamble, pieces=2)
             out.tool_use_block(TRUNCATED_INPUT, pieces=2)
             out.finish("max_tokens")
-        elif scenario == "content-filter":
+        elif scenario == "content-filter" and variant == "content-filtered":
             out.finish("content_filtered")
+        elif scenario == "content-filter":
+            # A guardrail streams its blocked message as a normal text block, then says so.
+            out.text_block(GUARDRAIL_MESSAGE, pieces=1)
+            out.finish("guardrail_intervened", trace=True)
         elif scenario == "stream-error":
             out.text_block(FX.partial_text, pieces=3, stop=False)
             out.exception(*STREAM_OVERLOADED)

@@ -28,13 +28,29 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
-from ._base import Wire, dumps, fixture_tool_schema, json_object, provider_id, schema_difference, tcp_chunks
+from ._base import (
+    Variant,
+    Wire,
+    dumps,
+    fixture_tool_schema,
+    json_object,
+    provider_id,
+    schema_difference,
+    tcp_chunks,
+)
+from ._gemini_errors import (
+    ERRORS,
+    OVERLOADED_MESSAGE,
+    RATE_LIMIT_VARIANTS,
+    error_reply,
+    pretty_json,
+    response_headers,
+)
 
 __all__ = ["GeminiWire", "gemini_wire"]
 
@@ -45,23 +61,27 @@ GENERATE_PATH = re.compile(
 )
 MODEL_PATH = re.compile(r"/(?P<version>v1|v1beta)/models/(?P<model>[^/:]+)(?::countTokens)?$")
 
-_LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
 RESPONSE_ID = provider_id("", "gemini/response", 23)
-#: The id Gemini 3 models put on a ``functionCall``; Gemini 2.x sends none.
-FUNCTION_CALL_ID = provider_id("", "gemini/function-call", 8, _LOWER)
+#: The id some Gemini 3 replies put on a ``functionCall`` (8 mixed-case alphanumerics,
+#: as ``whZntcQw`` in simonw/llm-gemini's cassettes); Gemini 2.x sends none.
+FUNCTION_CALL_ID = provider_id("", "gemini/function-call", 8)
 #: An opaque ``thoughtSignature`` (base64, as the SDK insists) beside the call.
 THOUGHT_SIGNATURE = base64.b64encode(hashlib.sha256(b"gemini/thought-signature").digest() * 2).decode("ascii")
 
-OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
-
 
 def _usage(final: bool = True) -> Dict[str, Any]:
-    """``usageMetadata``: on the events before the last only the prompt is counted."""
+    """``usageMetadata``: every event carries it, and only the last one's counts are the turn's.
+
+    Events before the last already count some candidate tokens, as most real ones do
+    (pydantic-ai ``tests/models/google/cassettes``, simonw/llm-gemini): a backend that
+    adds the counts up, or keeps the first, reports the wrong usage.
+    """
     u = FX.usage
     if not final:
         return {
             "promptTokenCount": u.input_tokens,
-            "totalTokenCount": u.input_tokens,
+            "candidatesTokenCount": 1,
+            "totalTokenCount": u.input_tokens + 1,
             "promptTokensDetails": [{"modality": "TEXT", "tokenCount": u.input_tokens}],
         }
     return {
@@ -72,22 +92,6 @@ def _usage(final: bool = True) -> Dict[str, Any]:
     }
 
 
-def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {
-        "vary": "Origin, X-Origin, Referer",
-        "server": "scaffolding on HTTPServer2",
-        "server-timing": "gfet4t7; dur=412",
-        "x-content-type-options": "nosniff",
-    }
-    headers.update(extra or {})
-    return headers
-
-
-def _pretty(body: Any) -> bytes:
-    # Google's front end indents whole JSON bodies by two spaces; SSE events stay on one line.
-    return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8")
-
-
 # -- parts and candidates ----------------------------------------------------------------
 
 
@@ -96,24 +100,34 @@ def text_part(text: str) -> Dict[str, Any]:
     return {"text": text}
 
 
-def function_call_part(with_id: bool) -> Dict[str, Any]:
+def function_call_part(with_id: bool, signature: Optional[bool] = None) -> Dict[str, Any]:
     """A ``Part`` holding the whole ``functionCall``.
 
-    Gemini 3 models give the call an ``id`` and a ``thoughtSignature`` sibling that the
-    client must echo back; Gemini 2.x models send neither.
+    Gemini 3 models give the call a ``thoughtSignature`` sibling that the client must
+    echo back, with an ``id`` or without one; Gemini 2.x models send neither.
+    ``signature`` defaults to ``with_id``.
     """
     call: Dict[str, Any] = {"name": FX.tool_name, "args": dict(FX.tool_arguments)}
     if with_id:
-        return {"functionCall": {"id": FUNCTION_CALL_ID, **call}, "thoughtSignature": THOUGHT_SIGNATURE}
-    return {"functionCall": call}
+        call = {"id": FUNCTION_CALL_ID, **call}
+    part: Dict[str, Any] = {"functionCall": call}
+    if with_id if signature is None else signature:
+        part["thoughtSignature"] = THOUGHT_SIGNATURE
+    return part
 
 
 def candidate(
     parts: Optional[Sequence[Dict[str, Any]]], finish_reason: Optional[str] = None
 ) -> Dict[str, Any]:
-    """A ``Candidate``; ``parts=None`` leaves out ``content`` (a blocked output)."""
+    """A ``Candidate``; ``parts=None`` is a blocked output, whose ``content`` is ``{}``.
+
+    The blocked candidate has ``"content": {}``, present and empty, and no ``index``
+    (pydantic-ai ``tests/models/cassettes/test_google/test_google_model_safety_settings.yaml``).
+    """
     body: Dict[str, Any] = {}
-    if parts is not None:
+    if parts is None:
+        body["content"] = {}
+    else:
         body["content"] = {"parts": list(parts), "role": "model"}
     if finish_reason is not None:
         body["finishReason"] = finish_reason
@@ -122,7 +136,8 @@ def candidate(
             {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
             {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
         ]
-    body["index"] = 0
+    if parts is not None:
+        body["index"] = 0
     return body
 
 
@@ -177,7 +192,7 @@ class _Events:
         # Without alt=sse the method streams one JSON array, element by element.
         out = []
         for index, body in enumerate(self.bodies):
-            out.append(("[" if index == 0 else ",\r\n").encode("ascii") + _pretty(body))
+            out.append(("[" if index == 0 else ",\r\n").encode("ascii") + pretty_json(body))
         out.append(b"]" if self.bodies else b"[]")
         return out
 
@@ -189,127 +204,40 @@ class _Events:
         return StreamReply(
             tcp_chunks(chunks, seed),
             content_type=content_type,
-            headers=_headers(),
+            headers=response_headers(),
             hang=hang,
         )
 
 
-# -- errors ------------------------------------------------------------------------------
-
-_RATE_LIMIT_QUOTA_ID = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
-_DAILY_QUOTA_ID = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
-
-
-def quota_failure(quota_id: str, limit: str) -> Dict[str, Any]:
-    """A ``google.rpc.QuotaFailure`` detail; the ``quotaId`` says per minute or per day."""
-    return {
-        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-        "violations": [
-            {
-                "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
-                "quotaId": quota_id,
-                "quotaDimensions": {"location": "global", "model": "conformance-model"},
-                "quotaValue": limit,
-            }
-        ],
-    }
-
-
-def retry_info(seconds: int) -> Dict[str, Any]:
-    """A ``google.rpc.RetryInfo`` detail: ``retryDelay`` is a Duration string (``"7s"``)."""
-    return {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{seconds}s"}
-
-
-_HELP = {
-    "@type": "type.googleapis.com/google.rpc.Help",
-    "links": [
-        {
-            "description": "Learn more about Gemini API quotas",
-            "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
-        }
-    ],
-}
-
-_QUOTA_TEXT = (
-    "You exceeded your current quota, please check your plan and billing details. For more "
-    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. "
-    "To monitor your current usage, head to: https://ai.dev/usage?tab=rate-limit. \n"
-    "* Quota exceeded for metric: generativelanguage.googleapis.com/"
-    "generate_content_free_tier_requests, limit: {limit}, model: conformance-model\n"
-    "Please retry in {delay}."
-)
-_INVALID_KEY = "API key not valid. Please pass a valid API key."
-
-#: scenario -> (HTTP status, error.status, error.message, error.details)
-ERRORS: Mapping[str, Tuple[int, str, str, List[Dict[str, Any]]]] = {
-    # A per-minute limit and an exhausted daily quota are both 429 RESOURCE_EXHAUSTED;
-    # only the QuotaFailure's quotaId (PerMinute / PerDay) and the retry delay differ.
-    "rate-limit": (
-        429,
-        "RESOURCE_EXHAUSTED",
-        _QUOTA_TEXT.format(limit=10, delay="7.0s"),
-        [quota_failure(_RATE_LIMIT_QUOTA_ID, "10"), _HELP, retry_info(int(FX.retry_after))],
+#: The shapes that differ by model generation or by what was blocked.
+VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "rate-limit": RATE_LIMIT_VARIANTS,
+    "tool-call": (
+        Variant(
+            "id",
+            "functionCall with an id and a thoughtSignature",
+            "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_nested_pydantic_models.yaml",
+            call_id=FUNCTION_CALL_ID,
+        ),
+        Variant(
+            "signature-without-id",
+            "functionCall without an id, with a thoughtSignature",
+            "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_gemini_3_thought_signatures.yaml",
+        ),
     ),
-    "quota": (
-        429,
-        "RESOURCE_EXHAUSTED",
-        _QUOTA_TEXT.format(limit=250, delay="52758.312448806s"),
-        [quota_failure(_DAILY_QUOTA_ID, "250"), _HELP, retry_info(52758)],
-    ),
-    # A wrong API key is a 400 INVALID_ARGUMENT with ErrorInfo.reason API_KEY_INVALID,
-    # not a 401: 401 UNAUTHENTICATED is only for a bad OAuth token.
-    "auth": (
-        400,
-        "INVALID_ARGUMENT",
-        _INVALID_KEY,
-        [
-            {
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": "API_KEY_INVALID",
-                "domain": "googleapis.com",
-                "metadata": {"service": "generativelanguage.googleapis.com"},
-            },
-            {
-                "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
-                "locale": "en-US",
-                "message": _INVALID_KEY,
-            },
-        ],
-    ),
-    "overloaded": (503, "UNAVAILABLE", OVERLOADED_MESSAGE, []),
-    "server-error": (
-        500,
-        "INTERNAL",
-        "An internal error has occurred. Please retry or report in "
-        "https://developers.generativeai.google/guide/troubleshooting",
-        [],
-    ),
-    "context-overflow": (
-        400,
-        "INVALID_ARGUMENT",
-        "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).",
-        [],
+    "content-filter/chat": (
+        Variant(
+            "prompt-blocked",
+            "promptFeedback.blockReason and no candidates",
+            "https://ai.google.dev/api/generate-content#PromptFeedback (a Vertex MODEL_ARMOR capture)",
+        ),
+        Variant(
+            "output-blocked",
+            'a SAFETY candidate whose content is {}',
+            "pydantic/pydantic-ai tests/models/cassettes/test_google/test_google_model_safety_settings.yaml",
+        ),
     ),
 }
-
-
-def error_body(scenario: str) -> Dict[str, Any]:
-    """The ``{"error": google.rpc.Status}`` body Gemini answers ``scenario`` with."""
-    status, rpc_status, message, details = ERRORS[scenario]
-    error: Dict[str, Any] = {"code": status, "message": message, "status": rpc_status}
-    if details:
-        error["details"] = details
-    return {"error": error}
-
-
-def error_reply(scenario: str) -> JsonReply:
-    """The whole error response for ``scenario``."""
-    return JsonReply(
-        _pretty(error_body(scenario)),
-        status=ERRORS[scenario][0],
-        headers=_headers(),
-        content_type="application/json; charset=UTF-8",
-    )
 
 
 # -- the wire ----------------------------------------------------------------------------
@@ -321,12 +249,11 @@ class GeminiWire(Wire):
     name = "gemini"
     provider = "gemini"
     title = "Gemini API"
-    # tool-call sends the functionCall with an id (Gemini 3), tool-call-with-stop without
-    # (Gemini 2.x): the backend keeps the id where there is one and makes one up otherwise.
+    # tool-call sends the functionCall with a thoughtSignature, with an id or without
+    # (Gemini 3); tool-call-with-stop sends neither (Gemini 2.x): the backend keeps the id
+    # where there is one and makes one up otherwise.
     tool_call_id = None
-
-    def call_id(self, scenario: str) -> Optional[str]:
-        return FUNCTION_CALL_ID if scenario == "tool-call" else None
+    variants_table = VARIANTS
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and GENERATE_PATH.search(request.path) is not None
@@ -343,7 +270,7 @@ class GeminiWire(Wire):
                     "totalTokens": FX.usage.input_tokens,
                     "promptTokensDetails": [{"modality": "TEXT", "tokenCount": FX.usage.input_tokens}],
                 },
-                headers=_headers(),
+                headers=response_headers(),
             )
         if found and request.method == "GET":
             # models.get: the Model resource
@@ -363,7 +290,7 @@ class GeminiWire(Wire):
                     "maxTemperature": 2,
                     "thinking": True,
                 },
-                headers=_headers(),
+                headers=response_headers(),
             )
         return JsonReply(
             {
@@ -378,30 +305,37 @@ class GeminiWire(Wire):
                 }
             },
             status=404,
-            headers=_headers(),
+            headers=response_headers(),
         )
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         found = GENERATE_PATH.search(request.path)
         model = found.group("model") if found else "conformance-model"
+        variant = variant or self.variants(scenario, mode)[0].name
+        sse = request.params.get("alt") == "sse"
         if scenario in ERRORS:
-            return error_reply(scenario)
+            return error_reply(scenario, variant, sse=self.wants_stream(request) and sse)
         if not self.wants_stream(request):
-            return self._whole(scenario, model)
-        return self._stream(scenario, model, request.params.get("alt") == "sse")
+            return self._whole(scenario, model, variant)
+        return self._stream(scenario, model, sse, variant)
 
-    def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+    def _whole(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
         if scenario == "text":
             body = generate_content_response(model, [candidate([text_part(FX.text)], "STOP")])
         elif scenario in ("tool-call", "tool-call-with-stop"):
-            part = function_call_part(with_id=scenario == "tool-call")
+            part = function_call_part(with_id=variant == "id", signature=scenario == "tool-call")
             body = generate_content_response(model, [candidate([part], "STOP")])
         elif scenario == "truncated-tool-call":
             # The call is cut off by maxOutputTokens; Gemini sends calls whole, so what
             # arrives is the text before it and MAX_TOKENS, with no functionCall part.
             body = generate_content_response(model, [candidate([text_part(FX.preamble)], "MAX_TOKENS")])
         elif scenario == "content-filter":
-            body = prompt_blocked(model)
+            if variant == "output-blocked":
+                body = generate_content_response(model, [candidate(None, "SAFETY")])
+            else:
+                body = prompt_blocked(model)
         elif scenario in ("abort", "cancel"):
             return HangReply()
         elif scenario == "stream-error":
@@ -409,17 +343,19 @@ class GeminiWire(Wire):
             return error_reply("overloaded")
         else:
             return None
-        return JsonReply(_pretty(body), headers=_headers(), content_type="application/json; charset=UTF-8")
+        return JsonReply(
+            pretty_json(body), headers=response_headers(), content_type="application/json; charset=UTF-8"
+        )
 
-    def _stream(self, scenario: str, model: str, sse: bool) -> Optional[Reply]:
+    def _stream(self, scenario: str, model: str, sse: bool, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
         out = _Events(model, sse)
         if scenario == "text":
             out.text(FX.text, finish="STOP")
         elif scenario == "tool-call":
-            # Gemini 3: the call (with id and thoughtSignature), then a last event that
-            # only closes the turn.
-            out.response([function_call_part(with_id=True)])
+            # Gemini 3: the call (with its thoughtSignature, with or without an id), then
+            # a last event that only closes the turn.
+            out.response([function_call_part(with_id=variant == "id", signature=True)])
             out.response([text_part("")], "STOP")
         elif scenario == "tool-call-with-stop":
             # Gemini 2.x: the call without an id, on the event that says STOP.
@@ -427,7 +363,7 @@ class GeminiWire(Wire):
         elif scenario == "truncated-tool-call":
             out.text(FX.preamble, pieces=2, finish="MAX_TOKENS")
         elif scenario == "content-filter":
-            # The output was blocked: a candidate with SAFETY and no content.
+            # The output was blocked: a candidate with SAFETY and an empty content.
             out.response(None, "SAFETY")
         elif scenario == "stream-error":
             out.text(FX.partial_text, pieces=3)

@@ -28,10 +28,12 @@ from ..encoders import ndjson
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    Variant,
     Wire,
     check_function_tool,
     check_json_post,
     check_question,
+    http_date,
     provider_id,
     tcp_chunks,
 )
@@ -143,7 +145,7 @@ class _Lines:
 
 
 def _headers() -> Dict[str, str]:
-    return {"date": "Sat, 29 Nov 2025 08:00:00 GMT"}
+    return {"date": http_date()}
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -177,16 +179,75 @@ ERRORS: Mapping[str, Tuple[int, Dict[str, Any]]] = {
         {"error": "llama runner process has terminated: exit status 2"},
     ),
     # Only when input truncation is off; by default Ollama drops the oldest messages.
+    # ollama/ollama llm/llama_server.go (the whole text, with its advice).
     "context-overflow": (
         400,
-        {"error": "the prompt is longer than the context length currently available to the model"},
+        {
+            "error": "the prompt is longer than the context length currently available to the model; "
+            "shorten the prompt, adjust the context length in settings, or use a model with a "
+            "longer context length"
+        },
+    ),
+}
+
+#: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
+VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
+    # The hourly limit asks to wait, which a backend must not take for a rate limit.
+    ("quota", "hourly-usage-limit"): (
+        429,
+        {"error": "you've reached your hourly usage limit, please wait or upgrade to continue"},
+    ),
+    # A cloud model the local server cannot reach: the proxy's own error text as is.
+    ("server-error", "cloud-unreachable-502"): (
+        502,
+        {"error": 'Post "https://ollama.com:443/api/chat": dial tcp: lookup ollama.com: no such host'},
+    ),
+}
+
+#: What a runner that fails after the 200 says: a server error, not an overload (the
+#: queue is only full before the first line, and that is a 503).
+RUNNER_ERROR = "an error was encountered while running the model: unexpected EOF"
+
+VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "quota": (
+        Variant(
+            "weekly-usage-limit",
+            "429 weekly usage limit, upgrade for higher limits",
+            "HomericIntelligence/Scylla#346; continuedev/continue#11444 (the session limit, same form)",
+        ),
+        Variant(
+            "hourly-usage-limit",
+            "429 hourly usage limit, please wait or upgrade to continue",
+            "continuedev/continue#9233; continuedev/continue#10579 (the session limit, same form)",
+        ),
+    ),
+    "server-error": (
+        Variant(
+            "runner-terminated-500",
+            "500 llama runner process has terminated",
+            "ollama/ollama server/routes.go (the runner's error, passed on as a 500)",
+        ),
+        Variant(
+            "cloud-unreachable-502",
+            "502 from the cloud proxy when ollama.com cannot be reached",
+            "ollama/ollama server/cloud_proxy.go; docs/api/errors.mdx (502)",
+        ),
+    ),
+    "stream-error": (
+        Variant(
+            "runner-error",
+            "a mid-stream {\"error\"} line: an error was encountered while running the model "
+            "(a retryable server_error)",
+            "ollama/ollama docs/api/errors.mdx; llm/llama_server.go",
+            error_kind="server_error",
+        ),
     ),
 }
 
 
-def error_reply(scenario: str) -> JsonReply:
-    """The ``{"error": ...}`` body and status Ollama answers ``scenario`` with."""
-    status, body = ERRORS[scenario]
+def error_reply(scenario: str, variant: str = "") -> JsonReply:
+    """The ``{"error": ...}`` body and status Ollama answers ``scenario`` (in ``variant``) with."""
+    status, body = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     return JsonReply(body, status=status, headers=_headers(), content_type=JSON_TYPE)
 
 
@@ -208,10 +269,12 @@ class OllamaWire(Wire):
             "Ollama has no safety layer: no done_reason or error says the output was filtered"
         ),
         "rate-limit": (
-            "Ollama has no rate limit with a retry delay: a local server queues or answers 503, "
-            "and ollama.com's only 429 is a usage limit without retry-after (the quota case)"
+            "Ollama documents a 429 for a rate limit (docs/api/errors.mdx) but no body or header "
+            "of one has been seen: a local server queues or answers 503, and every recorded 429 "
+            "from ollama.com is a usage limit without retry-after (the quota case)"
         ),
     }
+    variants_table = VARIANTS
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and request.path.endswith("/api/chat")
@@ -243,13 +306,16 @@ class OllamaWire(Wire):
             content_type=JSON_TYPE,
         )
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
+        variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
-            return error_reply(scenario)
+            return error_reply(scenario, variant)
         if not self.wants_stream(request):
             return self._whole(scenario, model)
         return self._stream(scenario, model)
@@ -267,7 +333,8 @@ class OllamaWire(Wire):
         elif scenario in ("abort", "cancel"):
             return HangReply()
         elif scenario == "stream-error":
-            return error_reply("overloaded")
+            # A whole reply cannot fail halfway: the runner's failure comes as a 500.
+            return error_reply("server-error")
         else:
             return None
         return JsonReply(body, headers=_headers(), content_type=JSON_TYPE)
@@ -287,7 +354,7 @@ class OllamaWire(Wire):
         elif scenario == "stream-error":
             out.text(FX.partial_text, pieces=3)
             # The status is already 200: the failure is one last {"error": ...} line.
-            out.error(SERVER_BUSY)
+            out.error(RUNNER_ERROR)
         elif scenario in ("abort", "cancel"):
             out.text(FX.partial_text, pieces=2)
             return out.reply(seed, hang=True)

@@ -21,11 +21,15 @@ from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    Variant,
     Wire,
     check_function_tool,
     check_json_post,
     check_question,
     dumps,
+    fresh_id,
+    http_date,
+    obfuscation,
     provider_id,
     tcp_chunks,
     text_of,
@@ -36,7 +40,6 @@ __all__ = ["OpenAIChatWire", "openai_chat_wire"]
 CREATED = 1764403200  # 2025-11-29T08:00:00Z, seconds as OpenAI sends them
 TOOL_CALL_ID = provider_id("call_", "openai-chat/tool-call")
 COMPLETION_ID = provider_id("chatcmpl-", "openai-chat/completion", 29)
-REQUEST_ID = provider_id("req_", "openai-chat/request", 32, "0123456789abcdef")
 FINGERPRINT = provider_id("fp_", "openai-chat/fingerprint", 10, "0123456789abcdef")
 
 #: The arguments of the cut-off call: valid up to the cut, then nothing.
@@ -73,7 +76,12 @@ def _tool_call(arguments: str) -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {"x-request-id": REQUEST_ID, "openai-processing-ms": "412"}
+    # A fresh x-request-id on every response, as OpenAI's own: req_ + 32 hex.
+    headers = {
+        "date": http_date(),
+        "x-request-id": fresh_id("req_", 32, "0123456789abcdef"),
+        "openai-processing-ms": "412",
+    }
     headers.update(extra or {})
     return headers
 
@@ -125,6 +133,9 @@ class _Chunks:
         }
         if self.include_usage:
             body["usage"] = None
+        # Real chunks end with random padding (vercel/ai
+        # packages/openai/src/chat/__fixtures__/openai-text.chunks.txt).
+        body["obfuscation"] = obfuscation(f"openai-chat/{len(self.events)}")
         self.events.append(sse(dumps(body)))
 
     def role(self, content: Optional[str] = "") -> None:
@@ -135,8 +146,17 @@ class _Chunks:
         for start in range(0, len(text), step):
             self.chunk({"content": text[start : start + step]})
 
-    def tool_call(self, arguments: str, pieces: int = 4) -> None:
-        self.chunk({"tool_calls": [{"index": 0, **_tool_call("")}]})
+    def tool_call(self, arguments: str, pieces: int = 4, role: bool = False) -> None:
+        """The call's first chunk (id, name, empty arguments), then its argument fragments.
+
+        With ``role`` the first chunk also opens the message, as 36 of 52 recorded
+        tool-call streams do (crewAI ``test_handle_streaming_tool_calls.yaml``): no
+        separate role chunk comes before it.
+        """
+        first: Dict[str, Any] = {"tool_calls": [{"index": 0, **_tool_call("")}]}
+        if role:
+            first = {"role": "assistant", "content": None, **first, "refusal": None}
+        self.chunk(first)
         step = max(1, -(-len(arguments) // pieces))
         for start in range(0, len(arguments), step):
             fragment = arguments[start : start + step]
@@ -179,6 +199,15 @@ class _Chunks:
 
 # -- errors ------------------------------------------------------------------------------
 
+#: OpenAI's overload text: "overloaded" is in the message only, in the ``server_error``
+#: shape whose code is null.
+OVERLOADED_MESSAGE = (
+    "That model is currently overloaded with other requests. You can retry your request, or "
+    "contact us through our help center at help.openai.com if the error persists."
+)
+#: The newer shape's text, with a type and a code of its own.
+SERVERS_OVERLOADED = "Our servers are currently overloaded. Please try again later."
+
 #: scenario -> (status, error.type, error.code, message, extra headers)
 ERRORS: Mapping[str, Any] = {
     "rate-limit": (
@@ -211,13 +240,7 @@ ERRORS: Mapping[str, Any] = {
         "https://platform.openai.com/account/api-keys.",
         {},
     ),
-    "overloaded": (
-        503,
-        "server_error",
-        None,
-        "That model is currently overloaded with other requests. You can retry your request.",
-        {},
-    ),
+    "overloaded": (503, "server_error", None, OVERLOADED_MESSAGE, {}),
     "server-error": (
         500,
         "server_error",
@@ -236,9 +259,66 @@ ERRORS: Mapping[str, Any] = {
 }
 
 
-def error_reply(scenario: str) -> JsonReply:
-    """The error body and headers OpenAI answers ``scenario`` with."""
-    status, type_, code, message, extra = ERRORS[scenario]
+#: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
+VARIANT_ERRORS: Mapping[Any, Any] = {
+    ("overloaded", "service-unavailable"): (503, "service_unavailable_error", "server_is_overloaded",
+                                            SERVERS_OVERLOADED, {}),
+    ("rate-limit", "no-retry-after"): (
+        429,
+        "requests",
+        "rate_limit_exceeded",
+        "Rate limit reached for conformance-model in organization org-conformance on requests "
+        "per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 7s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        {},
+    ),
+}
+
+#: The raw 503 bodies quoted in issues (type ``server_error``, code null, "overloaded"
+#: only in the message); the client that reads only the code calls them server errors.
+SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53"
+
+VARIANTS: Mapping[str, Any] = {
+    "overloaded": (
+        Variant("server-error-503", "503 server_error, code null, overloaded in the message",
+                SERVER_ERROR_503),
+        Variant(
+            "service-unavailable",
+            "503 service_unavailable_error / server_is_overloaded",
+            "openai/codex codex-rs (maps a 503 body with code server_is_overloaded); openai/openai-node#1730",
+        ),
+    ),
+    "stream-error": (
+        Variant(
+            "service-unavailable",
+            "in-stream service_unavailable_error / server_is_overloaded",
+            "openai/codex codex-rs (in-stream server_is_overloaded); openai/openai-python#1625",
+        ),
+        Variant(
+            "server-error-overloaded",
+            "in-stream server_error, code null, overloaded in the message",
+            SERVER_ERROR_503 + "; openai/openai-python#1625 (mid-stream server_error text)",
+        ),
+    ),
+    "rate-limit": (
+        Variant(
+            "retry-after",
+            "429 with retry-after and retry-after-ms",
+            "openai/openai-python src/openai/_base_client.py (reads retry-after-ms, then retry-after)",
+            retry_after=FX.retry_after,
+        ),
+        Variant(
+            "no-retry-after",
+            "429 without retry-after headers",
+            "openai/openai-node#1477 (raw 429 header dump: no retry-after, no retry-after-ms)",
+        ),
+    ),
+}
+
+
+def error_reply(scenario: str, variant: str = "") -> JsonReply:
+    """The error body and headers OpenAI answers ``scenario`` (in ``variant``) with."""
+    status, type_, code, message, extra = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     param = "messages" if scenario == "context-overflow" else None
     body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
     return JsonReply(body, status=status, headers=_headers(extra))
@@ -255,6 +335,7 @@ class OpenAIChatWire(Wire):
     title = "OpenAI Chat Completions"
     tool_call_id = TOOL_CALL_ID
     generation_path = "/chat/completions"
+    variants_table = VARIANTS
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}
@@ -266,16 +347,19 @@ class OpenAIChatWire(Wire):
             )
         return super().aux_reply(request)
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
+        variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
-            return error_reply(scenario)
+            return error_reply(scenario, variant)
         if not self.wants_stream(request):
             return self._whole(scenario, model)
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        return self._stream(scenario, model, include_usage)
+        return self._stream(scenario, model, include_usage, variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         if scenario == "text":
@@ -298,7 +382,7 @@ class OpenAIChatWire(Wire):
             return None
         return JsonReply(body, headers=_headers())
 
-    def _stream(self, scenario: str, model: str, include_usage: bool) -> Optional[Reply]:
+    def _stream(self, scenario: str, model: str, include_usage: bool, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
         out = _Chunks(model, include_usage)
         if scenario == "text":
@@ -306,8 +390,7 @@ class OpenAIChatWire(Wire):
             out.text(FX.text)
             out.finish("stop")
         elif scenario in ("tool-call", "tool-call-with-stop"):
-            out.role(None)
-            out.tool_call(_arguments())
+            out.tool_call(_arguments(), role=True)
             out.finish("tool_calls" if scenario == "tool-call" else "stop")
         elif scenario == "truncated-tool-call":
             out.role()
@@ -320,11 +403,10 @@ class OpenAIChatWire(Wire):
         elif scenario == "stream-error":
             out.role()
             out.text(FX.partial_text, pieces=3)
-            out.error(
-                "That model is currently overloaded with other requests. You can retry your request.",
-                "service_unavailable_error",
-                "server_is_overloaded",
-            )
+            if variant == "server-error-overloaded":
+                out.error(OVERLOADED_MESSAGE, "server_error", None)
+            else:
+                out.error(SERVERS_OVERLOADED, "service_unavailable_error", "server_is_overloaded")
         elif scenario in ("abort", "cancel"):
             out.role()
             out.text(FX.partial_text, pieces=2)

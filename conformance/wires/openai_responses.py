@@ -38,10 +38,14 @@ from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    Variant,
     Wire,
     check_json_post,
     dumps,
     fixture_tool_schema,
+    fresh_id,
+    http_date,
+    obfuscation,
     provider_id,
     schema_difference,
     tcp_chunks,
@@ -57,7 +61,6 @@ MESSAGE_ID = provider_id("msg_", "openai-responses/message", 50, _HEX)
 FUNCTION_CALL_ID = provider_id("fc_", "openai-responses/function-call", 50, _HEX)
 #: The id a tool result must echo (``function_call_output.call_id``): the call's id.
 CALL_ID = provider_id("call_", "openai-responses/call")
-REQUEST_ID = provider_id("req_", "openai-responses/request", 32, _HEX)
 
 #: The arguments of the cut-off call: valid up to the cut, then nothing.
 TRUNCATED_ARGUMENTS = '{"city": "Par'
@@ -86,7 +89,11 @@ def _usage() -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {"x-request-id": REQUEST_ID, "openai-processing-ms": "538"}
+    headers = {
+        "date": http_date(),
+        "x-request-id": fresh_id("req_", 32, "0123456789abcdef"),
+        "openai-processing-ms": "538",
+    }
     headers.update(extra or {})
     return headers
 
@@ -207,7 +214,13 @@ class _Events:
         self.emit("response.content_part.added", part=empty, **where)
         for piece in _pieces(text, pieces):
             if kind == "output_text":
-                self.emit("response.output_text.delta", delta=piece, logprobs=[], **where)
+                self.emit(
+                    "response.output_text.delta",
+                    delta=piece,
+                    logprobs=[],
+                    **where,
+                    obfuscation=obfuscation(f"openai-responses/{len(self.events)}"),
+                )
             else:
                 self.emit("response.refusal.delta", delta=piece, **where)
         if not done:
@@ -227,7 +240,12 @@ class _Events:
         where = {"item_id": FUNCTION_CALL_ID, "output_index": index}
         self.emit("response.output_item.added", output_index=index, item=function_call("", "in_progress"))
         for piece in _pieces(arguments, pieces):
-            self.emit("response.function_call_arguments.delta", delta=piece, **where)
+            self.emit(
+                "response.function_call_arguments.delta",
+                delta=piece,
+                **where,
+                obfuscation=obfuscation(f"openai-responses/{len(self.events)}"),
+            )
         self.emit("response.function_call_arguments.done", arguments=arguments, **where)
         item = function_call(arguments, status)
         self.emit("response.output_item.done", output_index=index, item=item)
@@ -243,9 +261,14 @@ class _Events:
         )
 
     def error(self, type_: str, code: str, message_: str, param: Optional[str] = None) -> None:
-        """The in-stream ``error`` event, nested as production sends it, then ``response.failed``."""
+        """The in-stream ``error`` event, nested as production sends it, then ``response.failed``.
+
+        ``response.failed`` repeats the error's own code (vercel/ai
+        ``packages/openai/src/responses/__fixtures__/openai-error.1.chunks.txt``): a
+        client that classifies from it, as Codex does, must see the same kind.
+        """
         self.emit("error", error={"type": type_, "code": code, "message": message_, "param": param})
-        failed = {"code": "server_error", "message": message_}
+        failed = {"code": code, "message": message_}
         self.emit("response.failed", response=response(self.model, "failed", self.output, error=failed))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
@@ -314,9 +337,88 @@ ERRORS: Mapping[str, Any] = {
 }
 
 
-def error_reply(scenario: str) -> JsonReply:
-    """The error body and headers OpenAI answers ``scenario`` with."""
-    status, type_, code, param, message_, extra = ERRORS[scenario]
+#: The Chat Completions shapes of an overload answer here too (the same API front).
+SERVERS_OVERLOADED = "Our servers are currently overloaded. Please try again later."
+SERVER_ERROR_MESSAGE = (
+    "An error occurred while processing your request. You can retry your request, or contact us "
+    "through our help center at help.openai.com if the error persists. Please include the request "
+    "ID req_1332ed8a813a4caaa2f0f3c55a6a68cb in your message."
+)
+
+#: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
+VARIANT_ERRORS: Mapping[Any, Any] = {
+    ("overloaded", "service-unavailable"): (
+        503, "service_unavailable_error", "server_is_overloaded", None, SERVERS_OVERLOADED, {}
+    ),
+    ("rate-limit", "no-retry-after"): (
+        429,
+        "tokens",
+        "rate_limit_exceeded",
+        None,
+        "Rate limit reached for conformance-model in organization org-conformance on tokens "
+        "per min (TPM): Limit 30000, Used 30000, Requested 845. Please try again in 7s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        {},
+    ),
+}
+
+VARIANTS: Mapping[str, Any] = {
+    "overloaded": (
+        Variant(
+            "server-error-503",
+            "503 server_error, code null, overloaded in the message",
+            "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53",
+        ),
+        Variant(
+            "service-unavailable",
+            "503 service_unavailable_error / server_is_overloaded",
+            "openai/codex codex-rs (maps a 503 body with code server_is_overloaded)",
+        ),
+    ),
+    "stream-error": (
+        Variant(
+            "service-unavailable",
+            "in-stream service_unavailable_error / server_is_overloaded, then response.failed",
+            "openai/codex codex-rs (response.failed with code server_is_overloaded)",
+        ),
+        Variant(
+            "server-error",
+            "in-stream server_error / server_error, then response.failed: a retryable server_error",
+            "openai/openai-node#1730 (error event); Wei-Shaw/sub2api#6714 (response.failed)",
+            error_kind="server_error",
+        ),
+    ),
+    "rate-limit": (
+        Variant(
+            "retry-after",
+            "429 with retry-after and retry-after-ms",
+            "openai/openai-python src/openai/_base_client.py (reads retry-after-ms, then retry-after)",
+            retry_after=FX.retry_after,
+        ),
+        Variant(
+            "no-retry-after",
+            "429 without retry-after headers",
+            "openai/openai-node#1477 (raw 429 header dump of a Responses call)",
+        ),
+    ),
+    "quota/stream": (
+        Variant(
+            "insufficient-quota-429",
+            "429 insufficient_quota before the stream",
+            "vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.json",
+        ),
+        Variant(
+            "in-stream",
+            "200, then error and response.failed with insufficient_quota",
+            "vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.chunks.txt",
+        ),
+    ),
+}
+
+
+def error_reply(scenario: str, variant: str = "") -> JsonReply:
+    """The error body and headers OpenAI answers ``scenario`` (in ``variant``) with."""
+    status, type_, code, param, message_, extra = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     body = {"error": {"message": message_, "type": type_, "param": param, "code": code}}
     return JsonReply(body, status=status, headers=_headers(extra))
 
@@ -332,11 +434,22 @@ class OpenAIResponsesWire(Wire):
     title = "OpenAI Responses"
     tool_call_id = CALL_ID
     generation_path = "/responses"
+    variants_table = VARIANTS
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest) -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
         stream = self.wants_stream(request)
+        variant = variant or self.variants(scenario, mode)[0].name
+        if scenario == "quota" and stream and variant == "in-stream":
+            # A streamed request past its quota is accepted with a 200 and fails in-stream.
+            out = _Events(model)
+            out.created()
+            quota = ERRORS["quota"]
+            out.error(quota[1], quota[2], quota[4])
+            return out.reply(f"{self.name}/{scenario}/{variant}")
         if scenario == "context-overflow" and stream:
             # A streamed request over the window is accepted with a 200 and fails in-stream.
             out = _Events(model)
@@ -344,10 +457,10 @@ class OpenAIResponsesWire(Wire):
             out.error("invalid_request_error", "context_length_exceeded", CONTEXT_MESSAGE, "input")
             return out.reply(f"{self.name}/{scenario}")
         if scenario in ERRORS:
-            return error_reply(scenario)
+            return error_reply(scenario, variant)
         if not stream:
             return self._whole(scenario, model)
-        return self._stream(scenario, model)
+        return self._stream(scenario, model, variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         if scenario == "text":
@@ -373,7 +486,7 @@ class OpenAIResponsesWire(Wire):
             return None
         return JsonReply(body, headers=_headers())
 
-    def _stream(self, scenario: str, model: str) -> Optional[Reply]:
+    def _stream(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
         out = _Events(model)
         out.created()
@@ -392,7 +505,10 @@ class OpenAIResponsesWire(Wire):
             out.incomplete("content_filter")
         elif scenario == "stream-error":
             out.message(FX.partial_text, pieces=3, done=False)
-            out.error("service_unavailable_error", "server_is_overloaded", OVERLOADED_MESSAGE)
+            if variant == "server-error":
+                out.error("server_error", "server_error", SERVER_ERROR_MESSAGE)
+            else:
+                out.error("service_unavailable_error", "server_is_overloaded", SERVERS_OVERLOADED)
         elif scenario in ("abort", "cancel"):
             out.message(FX.partial_text, pieces=2, done=False)
             return out.reply(seed, hang=True)

@@ -103,13 +103,20 @@ def create_params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
 # -- errors --------------------------------------------------------------------------------
 
 
-def error_kind(status: Optional[int], code: Optional[str], type_: Optional[str]) -> Optional[str]:
-    """The contract's kind, or ``None`` for a client error of no kind (a bad request)."""
+def error_kind(
+    status: Optional[int], code: Optional[str], type_: Optional[str], message: str = ""
+) -> Optional[str]:
+    """The contract's kind, or ``None`` for a client error of no kind (a bad request).
+
+    An overload also comes as a ``server_error`` whose code is null and whose message
+    alone says "overloaded", in a 503 or inside a stream.
+    """
     if code in QUOTA_CODES or type_ == "insufficient_quota":
         return "quota"  # before the 429: a quota comes as one too
     if code == "context_length_exceeded":
         return "context_overflow"
-    if code in OVERLOAD_CODES or type_ == "service_unavailable_error" or status == 503:
+    overloaded = code is None and "overloaded" in message.lower()
+    if code in OVERLOAD_CODES or type_ == "service_unavailable_error" or status == 503 or overloaded:
         return "overloaded"
     if status == 429 or code == "rate_limit_exceeded":
         return "rate_limit"
@@ -136,7 +143,7 @@ def retry_after(headers: Any) -> Optional[float]:
 def llm_error(exc: Any) -> LLMError:
     """An :class:`LLMError` from ``openai.APIStatusError`` or a mid-stream ``openai.APIError``."""
     status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-    kind = error_kind(status, exc.code, exc.type)
+    kind = error_kind(status, exc.code, exc.type, str(exc.message or ""))
     details = {"type": exc.type, "code": exc.code, "request_id": getattr(exc, "request_id", None)}
     if kind is None:
         return LLMError(

@@ -44,6 +44,8 @@ SCENARIOS = (
     "tool-call-with-stop",
     "truncated-tool-call",
     "content-filter",
+    # A variant rides in the same header after a colon: the stream's other real shape.
+    "content-filter:content-filtered",
     "stream-error",
     "abort",
     "rate-limit",
@@ -83,7 +85,8 @@ def sent_events(scenario: str) -> List[str]:
     request = RecordedRequest(
         "POST", f"/model/{quote(MODEL, safe='')}/converse-stream", "", {}, b"{}", "HTTP/2"
     )
-    reply = WIRE.reply(scenario, "stream", request)
+    name, _, variant = scenario.partition(":")
+    reply = WIRE.reply(name, "stream", request, variant)
     assert isinstance(reply, StreamReply)
     decoder = EventStreamDecoder()
     names = []
@@ -128,7 +131,8 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
             def handler(request: RecordedRequest) -> Reply:
                 if not WIRE.is_generation(request):
                     return WIRE.aux_reply(request)
-                reply = WIRE.reply(request.headers.get(SCENARIO_HEADER, ""), "chat", request)
+                scenario, _, variant = request.headers.get(SCENARIO_HEADER, "").partition(":")
+                reply = WIRE.reply(scenario, "chat", request, variant)
                 assert reply is not None, request
                 return reply
 
@@ -201,9 +205,11 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
         self.assertEqual(streamed[0]["input"], {"unparsed": '{"city": "Par'})
 
     def test_content_filter(self) -> None:
-        """The whole turn is a guardrail intervention, the streamed one content_filtered."""
-        self.assertEqual(self.result("content-filter", "converse")["stopReason"], "guardrail_intervened")
-        self.assertEqual(self.result("content-filter", "converse-stream")["stopReason"], "content_filtered")
+        """Both turns are a guardrail intervention; the stream's other variant is content_filtered."""
+        for operation in OPERATIONS:
+            self.assertEqual(self.result("content-filter", operation)["stopReason"], "guardrail_intervened")
+        streamed = self.result("content-filter:content-filtered", "converse-stream")
+        self.assertEqual(streamed["stopReason"], "content_filtered")
 
     def test_client_sends_goaway_before_the_body(self) -> None:
         """The client closes each session (GOAWAY) once it has the headers, as the trap needs."""
@@ -213,7 +219,8 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
 
     def test_every_streamed_event_arrived(self) -> None:
         """Each complete stream delivered every event the wire sent, in order, after the client's GOAWAY."""
-        for scenario in ("text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter"):
+        streams = ("text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter")
+        for scenario in (*streams, "content-filter:content-filtered"):
             with self.subTest(scenario=scenario):
                 self.assertEqual(self.result(scenario, "converse-stream")["events"], sent_events(scenario))
 

@@ -386,6 +386,14 @@ class RetryAfterEverywhere(Edits):
             error.retry_after = 1.0
 
 
+class InventsRetryAfter(Edits):
+    """Reports a minute's delay on a rate limit whose reply named none, as a default."""
+
+    def edit(self, error: LLMError) -> None:
+        if error.kind == "rate_limit" and error.retry_after is None:
+            error.retry_after = 60.0
+
+
 class WrapsAbortReason(ReferenceBackend):
     """Closes at once on abort but raises its own error instead of the caller's reason."""
 
@@ -584,6 +592,13 @@ IGNORES_RETRY_AFTER = SharedBug(
     "ignores-retry-after",
     "drops the provider's retry-after",
     IgnoresRetryAfter,
+    ("retry-after",),
+    ("rate-limit/chat", "rate-limit/stream"),
+)
+INVENTS_RETRY_AFTER = SharedBug(
+    "invents-retry-after",
+    "reports a 60-second retry_after on a rate limit whose reply carries no delay",
+    InventsRetryAfter,
     ("retry-after",),
     ("rate-limit/chat", "rate-limit/stream"),
 )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from conformance.contract import ChatRequest, StreamChunk, ToolCall
+from conformance.reference._errors import status_kind
 from conformance.reference.anthropic import AnthropicBackend, _Block, _Turn
 
 from . import _common as shared
@@ -115,6 +116,27 @@ class SystemAsMessage(AnthropicBackend):
         return body
 
 
+class QuotaOnlyOn429(AnthropicBackend):
+    """Knows the spend-limit 429 only: a 400 about the credit balance or a 402 is not a quota to it."""
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        kind = super().error_kind(status, error)
+        if kind == "quota" and status != 429:
+            return "server_error" if status is None else status_kind(status)
+        return kind
+
+
+class AddsDeltaUsage(AnthropicBackend):
+    """Adds message_delta's input_tokens to message_start's, as if each event counted anew."""
+
+    def on_event(self, name: str, data: str, turn: _Turn) -> str:
+        before = turn.input_tokens
+        text = super().on_event(name, data, turn)
+        if name == "message_delta" and before is not None and turn.input_tokens is not None:
+            turn.input_tokens += before
+        return text
+
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.mutant(
@@ -122,13 +144,7 @@ MUTANTS = [
         "loses the input tokens of message_start",
         UsageFromDeltaOnly,
         checks=("usage",),
-        cases=(
-            "text/stream",
-            "tool-call/stream",
-            "tool-call-with-stop/stream",
-            "truncated-tool-call/stream",
-            "content-filter/stream",
-        ),
+        cases=("text/stream",),
     ),
     zoo.mutant(
         "end-turn-as-stop",
@@ -248,5 +264,19 @@ MUTANTS = [
             "context-overflow/chat",
             "context-overflow/stream",
         ),
+    ),
+    zoo.mutant(
+        "quota-only-on-429",
+        "knows the spend-limit 429 only, not the credit-balance 400 or the 402 billing_error",
+        QuotaOnlyOn429,
+        checks=("error-details", "error-kind"),
+        cases=("quota/chat", "quota/stream"),
+    ),
+    zoo.mutant(
+        "adds-delta-usage",
+        "adds message_delta's input_tokens to message_start's",
+        AddsDeltaUsage,
+        checks=("usage",),
+        cases=("text/stream", "tool-call/stream"),
     ),
 ]

@@ -188,6 +188,15 @@ class _NoCRCDecoder(EventStreamDecoder):
         return messages
 
 
+class ContentFilteredAsStop(BedrockConverseBackend):
+    """Knows guardrail_intervened but calls the model's own content_filtered a normal stop."""
+
+    def finish_reason(self, stop_reason: Optional[str], calls: List[ToolCall]) -> str:
+        if stop_reason == "content_filtered":
+            return "stop"
+        return super().finish_reason(stop_reason, calls)
+
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.mutant(
@@ -249,7 +258,7 @@ MUTANTS = [
         'calls guardrail_intervened "stop"',
         GuardrailAsStop,
         checks=("finish-reason",),
-        cases=("content-filter/chat",),
+        cases=("content-filter/chat", "content-filter/stream"),
     ),
     # Reads the ThrottlingException name but not its "per day" message.
     zoo.mutant(
@@ -393,5 +402,12 @@ MUTANTS = [
         IgnoresChecksums,
         checks=("corrupt-frame",),
         cases=("corrupt-frame/stream",),
+    ),
+    zoo.mutant(
+        "content-filtered-as-stop",
+        'knows guardrail_intervened but calls content_filtered "stop"',
+        ContentFilteredAsStop,
+        checks=("finish-reason",),
+        cases=("content-filter/stream",),
     ),
 ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
-from conformance.contract import ChatRequest, StreamChunk, ToolCall, Usage
+from conformance.contract import ChatRequest, LLMError, StreamChunk, ToolCall, Usage
 from conformance.reference.gemini import GeminiBackend
 
 from . import _common as shared
@@ -97,6 +98,42 @@ class MakesUpCallId(GeminiBackend):
         if call is None:
             return None
         return ToolCall(f"call_{uuid.uuid4().hex[:24]}", call.name, call.arguments)
+
+
+class ReadsContentWhenPresent(GeminiBackend):
+    """Reads ``candidate["content"]["parts"]`` whenever ``content`` is there, so an empty one raises."""
+
+    def read_response(self, body: Mapping[str, Any]) -> Tuple[str, List[ToolCall], Optional[str]]:
+        for candidate in body.get("candidates") or ():
+            if isinstance(candidate, dict) and "content" in candidate:
+                candidate["content"]["parts"]
+        return super().read_response(body)
+
+
+class IdOnEverySignedCall(GeminiBackend):
+    """Takes the id as given on a call with a thoughtSignature, as if every Gemini 3 call had one."""
+
+    signed = False
+
+    def read_response(self, body: Mapping[str, Any]) -> Tuple[str, List[ToolCall], Optional[str]]:
+        self.signed = "thoughtSignature" in json.dumps(body)
+        return super().read_response(body)
+
+    def tool_call(self, function_call: Mapping[str, Any]) -> Optional[ToolCall]:
+        call = super().tool_call(function_call)
+        if call is not None and self.signed:
+            return ToolCall(str(function_call.get("id", "")), call.name, call.arguments)
+        return call
+
+
+class ErrorBodyOnlyAsJson(GeminiBackend):
+    """Reads an error body only under a JSON content type, so a streamed request's error
+    (sent as text/event-stream) is judged by its status alone."""
+
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        if "json" not in headers.get("content-type", ""):
+            raw = b""
+        return super().status_error(status, headers, raw)
 
 
 MUTANTS = [
@@ -211,5 +248,27 @@ MUTANTS = [
             "server-error/stream",
             "context-overflow/stream",
         ),
+    ),
+    zoo.shared(shared.INVENTS_RETRY_AFTER),
+    zoo.mutant(
+        "reads-content-when-present",
+        'reads candidate["content"]["parts"] whenever content is there, and a blocked {} raises',
+        ReadsContentWhenPresent,
+        checks=("reply",),
+        cases=("content-filter/chat", "content-filter/stream"),
+    ),
+    zoo.mutant(
+        "id-on-every-signed-call",
+        "takes the id as given on a call with a thoughtSignature, empty where Gemini 3 sent none",
+        IdOnEverySignedCall,
+        checks=("call-id",),
+        cases=("tool-call/chat", "tool-call/stream"),
+    ),
+    zoo.mutant(
+        "error-body-only-as-json",
+        "reads an error body only under a JSON content type, not on a streamed request's error",
+        ErrorBodyOnlyAsJson,
+        checks=("error-details", "error-kind"),
+        cases=("quota/stream", "auth/stream", "context-overflow/stream"),
     ),
 ]

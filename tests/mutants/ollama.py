@@ -69,8 +69,40 @@ class OmitsStreamFalse(OllamaBackend):
         return body
 
 
+class StreamErrorAsOverload(OllamaBackend):
+    """Calls every mid-stream error line an overload, as the full queue's text once suggested."""
+
+    def error_kind(self, status: Optional[int], message: str) -> str:
+        kind = super().error_kind(status, message)
+        return "overloaded" if status is None and kind == "server_error" else kind
+
+
+class ServerErrorOn500Only(OllamaBackend):
+    """Maps a 500 to server_error and any other 5xx it does not know to a bad request."""
+
+    def error_kind(self, status: Optional[int], message: str) -> str:
+        kind = super().error_kind(status, message)
+        if kind == "server_error" and status not in (None, 500):
+            return "invalid_request"
+        return kind
+
+
+class PleaseWaitAsRateLimit(OllamaBackend):
+    """Takes an error that says "please wait" for a rate limit, before it reads "usage limit"."""
+
+    def error_kind(self, status: Optional[int], message: str) -> str:
+        if "please wait" in message.lower():
+            return "rate_limit"
+        return super().error_kind(status, message)
+
+
 MUTANTS = [
-    *zoo.every_wire(),
+    *(
+        zoo.shared(bug, cases=("overloaded/chat", "overloaded/stream"))
+        if bug is shared.OVERLOAD_AS_SERVER_ERROR
+        else zoo.shared(bug)
+        for bug in shared.EVERY_WIRE
+    ),
     zoo.mutant(
         "output-as-total",
         "reports eval_count as the total",
@@ -118,4 +150,25 @@ MUTANTS = [
         cases=("text/chat", "tool-call/chat", "tool-call-with-stop/chat", "truncated-tool-call/chat"),
     ),
     zoo.shared(shared.SENDS_NO_TOOLS),
+    zoo.mutant(
+        "stream-error-as-overload",
+        "calls every mid-stream error line an overload",
+        StreamErrorAsOverload,
+        checks=("error-details", "error-kind"),
+        cases=("stream-error/stream",),
+    ),
+    zoo.mutant(
+        "server-error-on-500-only",
+        "maps only a 500 to server_error, so the cloud proxy's 502 is a bad request",
+        ServerErrorOn500Only,
+        checks=("error-details", "error-kind"),
+        cases=("server-error/chat", "server-error/stream"),
+    ),
+    zoo.mutant(
+        "please-wait-as-rate-limit",
+        'takes a usage limit that says "please wait" for a retryable rate limit',
+        PleaseWaitAsRateLimit,
+        checks=("error-details", "error-kind"),
+        cases=("quota/chat", "quota/stream"),
+    ),
 ]

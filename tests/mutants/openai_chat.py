@@ -10,6 +10,7 @@ from conformance.reference.openai_chat import OpenAIChatBackend, _PartialCall
 
 from . import _common as shared
 from ._common import Zoo
+from ._openai import OverloadedOnlyByCode
 
 zoo = Zoo("openai-chat", OpenAIChatBackend, path="/v1")
 
@@ -123,4 +124,12 @@ MUTANTS = [
     ),
     zoo.shared(shared.DECODES_PER_CHUNK),
     zoo.shared(shared.SENDS_NO_TOOLS),
+    zoo.shared(shared.INVENTS_RETRY_AFTER),
+    zoo.mutant(
+        "overloaded-only-by-code",
+        "calls an error an overload only when its code says server_is_overloaded",
+        OverloadedOnlyByCode,
+        checks=("error-details", "error-kind"),
+        cases=("overloaded/chat", "overloaded/stream", "stream-error/stream"),
+    ),
 ]

@@ -10,6 +10,7 @@ from conformance.reference.openai_responses import OpenAIResponsesBackend, _Turn
 
 from . import _common as shared
 from ._common import Zoo
+from ._openai import OverloadedOnlyByCode, QuotaOnlyOn429, StreamErrorAsOverload
 
 zoo = Zoo("openai-responses", OpenAIResponsesBackend, path="/v1")
 
@@ -223,5 +224,27 @@ MUTANTS = [
             "context-overflow/chat",
             "context-overflow/stream",
         ),
+    ),
+    zoo.shared(shared.INVENTS_RETRY_AFTER),
+    zoo.mutant(
+        "overloaded-only-by-code",
+        "calls an error an overload only when its code says server_is_overloaded",
+        OverloadedOnlyByCode,
+        checks=("error-details", "error-kind"),
+        cases=("overloaded/chat", "overloaded/stream"),
+    ),
+    zoo.mutant(
+        "stream-error-as-overload",
+        "calls every in-stream error it cannot place an overload, so server_error/server_error too",
+        StreamErrorAsOverload,
+        checks=("error-details", "error-kind"),
+        cases=("stream-error/stream",),
+    ),
+    zoo.mutant(
+        "quota-only-on-429",
+        "recognises insufficient_quota on a 429 only, not when it fails a stream",
+        QuotaOnlyOn429,
+        checks=("error-details", "error-kind"),
+        cases=("quota/stream",),
     ),
 ]
