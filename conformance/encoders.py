@@ -11,7 +11,6 @@ errors, primitives, then the encoder.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import re
 import struct
@@ -107,9 +106,11 @@ MAX_HEADERS_LENGTH = 128 * 1024
 #: The largest message AWS sends or accepts (aws-c-event-stream's limit).
 MAX_MESSAGE_LENGTH = 16 * 1024 * 1024
 
-# The same object as datetime.timezone.utc; datetime.UTC needs Python 3.11.
-_UTC = _dt.timezone(_dt.timedelta(0))
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
+
+def _is_datetime(value: Any) -> bool:
+    # As for uuid below: a datetime exists only once its module was imported.
+    module = sys.modules.get("datetime")
+    return module is not None and isinstance(value, module.datetime)
 
 
 # --- AWS event stream: errors and explicit values ---------------------------------------
@@ -187,10 +188,13 @@ def _pack_string(value: Any) -> bytes:
 def _pack_timestamp(value: Any) -> bytes:
     if isinstance(value, int) and not isinstance(value, bool):
         millis = value
-    elif isinstance(value, _dt.datetime):
+    elif _is_datetime(value):
+        import datetime
+
+        utc = datetime.timezone.utc
         # A naive datetime is taken as UTC, as AWS timestamps always are.
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=_UTC)
-        delta = aware - _EPOCH
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=utc)
+        delta = aware - datetime.datetime(1970, 1, 1, tzinfo=utc)
         # Integer arithmetic: a float timestamp would lose milliseconds far from 1970.
         millis = (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
     else:
@@ -243,7 +247,7 @@ def _infer_type(value: Any) -> int:
         return HEADER_TYPE_BYTE_ARRAY
     if isinstance(value, str):
         return HEADER_TYPE_STRING
-    if isinstance(value, _dt.datetime):
+    if _is_datetime(value):
         return HEADER_TYPE_TIMESTAMP
     if _is_uuid(value):
         return HEADER_TYPE_UUID

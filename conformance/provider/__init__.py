@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .events import WireEvent, events_around
 from .replies import Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._server import FakeProvider, start_fake_provider
+    from .events import WireEvent, events_around
 
 __all__ = [
     "FakeProvider",
@@ -30,10 +30,10 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # The server (sockets, its loop thread) loads when first asked for: a wire needs only
     # the reply types, and importing the cases should not start up the server's code.
-    if name in ("FakeProvider", "start_fake_provider"):
-        from . import _server
+    if name in ("FakeProvider", "start_fake_provider", "WireEvent", "events_around"):
+        from . import _server, events
 
-        value = getattr(_server, name)
+        value = getattr(_server if name in ("FakeProvider", "start_fake_provider") else events, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,10 +11,24 @@ import json as _json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from ..errors import ProviderInputError
-from .events import ResponseLog, WireEvent
+
+if TYPE_CHECKING:
+    from .events import ResponseLog, WireEvent
 
 __all__ = [
     "Handler",

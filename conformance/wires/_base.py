@@ -10,10 +10,8 @@ on every run.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
-import secrets
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -63,11 +61,15 @@ def fresh_id(prefix: str, length: int, alphabet: str = _ALNUM) -> str:
     Real servers never repeat one; a client that logs, traces or deduplicates by it
     must see them differ. Nothing a check compares depends on it.
     """
+    import secrets  # per reply, not per import: it loads random and hmac
+
     return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 def http_date() -> str:
     """The ``date`` header every real response carries (RFC 9110 IMF-fixdate), now."""
+    import email.utils  # per reply, not per import: it loads socket and urllib
+
     return email.utils.formatdate(usegmt=True)
 
 
