@@ -35,15 +35,23 @@ ROOT = Path(__file__).resolve().parent
 TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
 EXTRAS = {"main": (), "test": ("test", "interop")}
 USAGE = __doc__.split("\n\n")[1]
-#: Test modules known to take long, in seconds on a quiet 2-core machine, so that the
-#: processes get even shares; every other module counts as one second.
+#: Test modules known to take long, in seconds on a quiet 2-core machine (each alone),
+#: so that the processes get even shares; every other module counts as one second.
 WEIGHTS = {
-    "tests.test_mutants": 25,
-    "tests/interop": 25,
-    "tests.test_provider_soak": 12,
-    "tests.test_driver": 6,
+    "tests.test_mutants": 30,
+    "tests.test_provider_soak": 13,
+    "tests.test_main": 10,
+    "tests.test_driver": 9,
+    "tests.interop.test_anthropic_sdk": 9,
+    "tests.interop.test_openai_responses_sdk": 9,
+    "tests.interop.test_openai_chat_sdk": 6,
+    "tests.test_typing": 6,
+    "tests.interop.test_google_genai_sdk": 5,
+    "tests.test_provider_attacks": 4,
+    "tests.interop.test_ollama_sdk": 3,
+    "tests.test_provider_h2": 3,
 }
-PROCESSES = 3
+PROCESSES = 4
 
 
 def environment() -> Path:
@@ -79,9 +87,9 @@ def ensure(extras: Sequence[str]) -> Path:
 
 
 def groups(count: int) -> List[List[str]]:
-    """The test modules (and the interop folder) dealt into ``count`` groups of even weight."""
+    """The test modules, the interop ones too, dealt into ``count`` groups of even weight."""
     names = sorted(f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py"))
-    names.append("tests/interop")
+    names += sorted(f"tests.interop.{p.stem}" for p in (ROOT / "tests" / "interop").glob("test_*.py"))
     shares: List[Tuple[float, List[str]]] = [(0.0, []) for _ in range(count)]
     for name in sorted(names, key=lambda n: -WEIGHTS.get(n, 1)):
         weight, members = min(shares, key=lambda share: share[0])
@@ -91,15 +99,8 @@ def groups(count: int) -> List[List[str]]:
 
 
 def run_group(python: Path, members: List[str]) -> Tuple[int, str]:
-    modules = [m for m in members if not m.startswith("tests/")]
-    runs = [[*TEST_COMMAND, *modules]] if modules else []
-    runs += [[*TEST_COMMAND, "discover", "-s", m, "-t", "."] for m in members if m.startswith("tests/")]
-    status, text = 0, ""
-    for args in runs:
-        done = subprocess.run([str(python), *args], cwd=ROOT, capture_output=True, text=True)
-        status = status or done.returncode
-        text += done.stdout + done.stderr
-    return status, text
+    done = subprocess.run([str(python), *TEST_COMMAND, *members], cwd=ROOT, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
 
 
 def tally(text: str, totals: Dict[str, int]) -> None:
