@@ -63,6 +63,15 @@ def _default_jobs() -> int:
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
+#: A matrix of this many targets or more is spread over worker processes by default:
+#: below it, starting the workers costs more than they save.
+AUTO_PROCESSES_FROM = 6
+
+
+def _default_processes(targets: int) -> int:
+    return min(os.cpu_count() or 1, 4) if targets >= AUTO_PROCESSES_FROM else 1
+
+
 def run_matrix(
     targets: List[Tuple[str, BackendConformanceTarget]],
     jobs: int,
@@ -367,7 +376,11 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     )
     parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once (per process)")
     parser.add_argument(
-        "--processes", type=int, default=1, help="spread the targets over this many worker processes (cores)"
+        "--processes",
+        type=int,
+        default=None,
+        help="spread the targets over this many worker processes (default: one per CPU, up to 4, "
+        f"for a matrix of at least {AUTO_PROCESSES_FROM} targets, else none)",
     )
     parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
@@ -407,7 +420,8 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
             transports.remove("h2c")
         targets = reference_targets(args.wire, transports)
         specs = [("reference", t.wire.name, column) for column, t in targets]
-        return run_matrix(targets, args.jobs, out, use_colour(out), processes=args.processes, specs=specs)
+        processes = args.processes if args.processes is not None else _default_processes(len(targets))
+        return run_matrix(targets, args.jobs, out, use_colour(out), processes=processes, specs=specs)
     except UsageError as exc:
         chosen = {"serve": serve, "run": run, "record": record}.get(args.command, parser)
         chosen.error(str(exc))
