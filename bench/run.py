@@ -441,6 +441,21 @@ def section_matrix(rounds: int, jobs_rounds: int, scales: Sequence[int],
         print(f"{count:>7}{jobs:>6}{value:>10.2f}{value / count * 1000:>9.2f}")
     if best is not None:
         print(f"  fastest: --jobs {best[0]} ({best[1]:.2f} s); failures in all runs: {failures}")
+    # In-process against one worker process per CPU (the default for this matrix),
+    # alternated round by round so that load falls on both alike.
+    from conformance.__main__ import _default_processes
+
+    spread = _default_processes(len(targets))
+    specs = [("reference", t.wire.name, column) for column, t in targets]
+    timed: Dict[int, List[float]] = {1: [], spread: []}
+    for index in range(max(rounds, 3)):
+        for processes in ((1, spread) if index % 2 == 0 else (spread, 1)):
+            started = time.perf_counter()
+            failures += run_matrix(targets, default, io.StringIO(), processes=processes, specs=specs)
+            timed[processes].append(time.perf_counter() - started)
+    one, many = statistics.median(timed[1]), statistics.median(timed[spread])
+    print(f"  the default matrix in one process: {one:.2f} s; over {spread} processes (the default): "
+          f"{many:.2f} s, {one / many:.2f}x; failures in all runs: {failures}")
     return {"best_jobs": best[0] if best else None}
 
 
