@@ -1,6 +1,6 @@
 """A JSON Schema validator for the subset tool schemas use, and Gemini's form of it.
 
-Strategy: the library has no dependencies beyond ``h2`` and ``typing-extensions``, and
+Strategy: the library has no dependencies beyond ``h2`` and the standard library, and
 the gate must tell whether a loop ran a tool with arguments its schema forbids. Tool
 schemas use a small subset of JSON Schema (the part every provider's strict mode
 accepts), so this module checks exactly that subset and refuses any other keyword
