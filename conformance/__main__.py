@@ -118,10 +118,14 @@ def run_matrix(
     if spread:
         assert specs is not None
         import multiprocessing
+        import threading
         from concurrent.futures import ProcessPoolExecutor
 
-        # spawn: a fresh interpreter per worker, never a fork of this threaded process.
-        context = multiprocessing.get_context("spawn")
+        # A fork starts a worker at once, with everything imported; it is safe only while
+        # this process runs no other thread (the command line's case). Anywhere else
+        # (a test runner, an application) spawn a fresh interpreter instead.
+        forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+        context = multiprocessing.get_context("fork" if forkable else "spawn")
         with ProcessPoolExecutor(max_workers=processes, mp_context=context) as processes_pool:
             work = {
                 processes_pool.submit(run_unit, specs[index], names, jobs): index
