@@ -165,6 +165,14 @@ class Zoo:
             transports=transports,
         )
 
+    def every_case(self) -> Tuple[str, ...]:
+        """Every case this wire runs: the cases of a bug that shows in every request."""
+        from conformance.cases import BackendConformanceTarget, backend_conformance_cases
+        from conformance.wires import WIRES
+
+        target = BackendConformanceTarget("cases", WIRES[self.wire], lambda url: None)
+        return tuple(case.name for case in backend_conformance_cases(target) if not case.skip)
+
     def every_wire(self) -> List[Mutant]:
         """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`)."""
         return [self.shared(bug) for bug in EVERY_WIRE]
