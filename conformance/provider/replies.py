@@ -83,6 +83,8 @@ class StreamReply:
     Over HTTP/1.1 each chunk is one chunk of the chunked encoding; over h2 one DATA
     frame (or more, where flow control asks). With ``hang=True`` the response stays
     open after the last chunk until the client goes away or the provider closes.
+    ``pauses`` maps a chunk's index to the seconds the provider waits before writing
+    it (a stream held at a protocol event); the wait ends early if the client leaves.
     """
 
     chunks: Sequence[bytes]
@@ -90,6 +92,7 @@ class StreamReply:
     status: int = 200
     headers: Optional[Mapping[str, str]] = None
     hang: bool = False
+    pauses: Mapping[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -101,6 +104,16 @@ class StreamReply:
                     "encode it first, e.g. with conformance.sse()"
                 )
         _header_items(self.headers)
+        for index, seconds in self.pauses.items():
+            if not (isinstance(index, int) and 0 <= index < len(self.chunks)):
+                raise ProviderInputError(
+                    f"StreamReply pause at chunk {index!r}: there are {len(self.chunks)} chunks; "
+                    "a pause goes before one of them, by its index"
+                )
+            if not (isinstance(seconds, (int, float)) and 0 <= seconds <= 60):
+                raise ProviderInputError(
+                    f"StreamReply pause before chunk {index} must be 0 to 60 seconds, got {seconds!r}"
+                )
 
     def header_items(self) -> Tuple[Tuple[str, str], ...]:
         """The extra headers, validated."""

@@ -18,9 +18,15 @@ from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Op
 from ..fixture import CONFORMANCE_FIXTURE
 from ..provider.replies import JsonReply, RecordedRequest, Reply
 from ._schema import schema_difference
+from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, first_problem, split_text
 
 __all__ = [
+    "History",
+    "ScriptedCall",
+    "ScriptedTurn",
+    "TurnEvents",
     "check_json_post",
+    "split_text",
     "Variant",
     "Wire",
     "check_function_tool",
@@ -284,6 +290,41 @@ class Wire:
         (:func:`check_json_post` does method, path, body and model).
         """
         return []
+
+    # -- multi-turn: scripted turns and histories (see ``_turns``) -----------------
+
+    #: Whether this provider gives every tool call an id the client must send back
+    #: with its result; ``False`` where results are matched by name and order (Ollama).
+    sends_call_ids: bool = True
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        """The provider's whole reply playing ``turn``; ``None`` where this wire scripts no turns."""
+        return None
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        """The provider's stream events playing ``turn``; ``None`` where this wire scripts no turns."""
+        return None
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        """The conversation ``request`` carried, in normal form, with every departure from
+        the provider's format; ``None`` where this wire cannot read one."""
+        return None
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        """What the real API answers a malformed history with: its own 400.
+
+        By default a generic ``{"error": {"message", "type": "invalid_request_error"}}``
+        400 quoting the first problem; each shipped wire gives its provider's shape.
+        """
+        return JsonReply(
+            {"error": {"message": first_problem(problems), "type": "invalid_request_error"}},
+            status=400,
+        )
+
+    def scripts_turns(self) -> bool:
+        """Whether this wire can play scripted multi-turn conversations."""
+        cls = type(self)
+        return cls.turn_stream is not Wire.turn_stream and cls.read_history is not Wire.read_history
 
     def absent(self, scenario: str) -> Optional[str]:
         """Why this wire has no ``scenario`` case, or ``None`` if it has one."""
