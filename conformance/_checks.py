@@ -12,7 +12,8 @@ taking the check out of the table must let that backend through.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
 __all__ = ["CHECKS", "Problem", "Seen", "failure_message", "run_checks"]
 
 #: Scenarios whose turn ends normally, with a reply the checks read.
-_REPLY_SCENARIOS = ("text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter")
+_REPLY_SCENARIOS = (
+    "text",
+    "tool-call",
+    "tool-call-with-stop",
+    "tool-result",
+    "parallel-tool-calls",
+    "truncated-tool-call",
+    "content-filter",
+)
 _MISSING: Any = object()
 _REFUSED_HINT = (
     "the request never reached the scenario: fix what the provider names (an HTTP/1.1-only "
@@ -60,6 +69,8 @@ class Seen:
     #: The shape the provider answered in; what the backend must report that depends
     #: on the shape (a retry delay, a call id, another error kind) is read from it.
     variant: Variant = Variant("")
+    #: Why the provider refused a multi-turn history with the real API's 400, if it did.
+    refusals: List[str] = field(default_factory=list)
 
     @property
     def scenario(self) -> str:
@@ -273,6 +284,8 @@ _FINISH = {
     "text": ("stop",),
     "tool-call": ("tool_calls",),
     "tool-call-with-stop": ("tool_calls",),
+    "tool-result": ("stop",),
+    "parallel-tool-calls": ("tool_calls",),
     "truncated-tool-call": ("length",),
     "content-filter": ("content_filter", "refusal"),
 }
@@ -307,6 +320,8 @@ def _tool_calls(seen: Seen) -> List[str]:
                 f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got {arguments!r}"
             )
         return problems
+    if seen.scenario == "parallel-tool-calls":
+        return _parallel_calls(calls)
     if not calls:
         return []
     if seen.scenario == "truncated-tool-call":
@@ -314,7 +329,47 @@ def _tool_calls(seen: Seen) -> List[str]:
     return [f"expected no tool calls, got {calls!r}"]
 
 
+def _parallel_calls(calls: List[Any]) -> List[str]:
+    wanted = [dict(arguments) for arguments in FX.parallel_arguments]
+    got = [
+        dict(c.arguments)
+        if isinstance(getattr(c, "arguments", None), Mapping)
+        else getattr(c, "arguments", None)
+        for c in calls
+    ]
+    names = [getattr(c, "name", None) for c in calls]
+    if len(calls) == len(wanted) and all(w in got for w in wanted) and set(names) == {FX.tool_name}:
+        return []
+    return [
+        f"expected two complete {FX.tool_name} calls, each once, with the arguments {wanted!r}; got "
+        f"{len(calls)}: {[f'{n}({a!r})' for n, a in zip(names, got)]}"
+    ]
+
+
+def _parallel_ids(seen: Seen) -> List[str]:
+    from ._multiturn import parallel_calls
+
+    calls = seen.collected()[2]
+    ids = [getattr(c, "id", None) for c in calls]
+    problems = []
+    if len(set(ids)) != len(ids) or not all(isinstance(i, str) and i for i in ids):
+        problems.append(f"expected each call to have its own non-empty id, got {ids!r}")
+    if not seen.wire.sends_call_ids:
+        return problems
+    for sent in parallel_calls(seen.wire):
+        arguments = json.loads(sent.arguments)
+        for call in calls:
+            if getattr(call, "arguments", None) == arguments and sent.id not in str(getattr(call, "id", "")):
+                problems.append(
+                    f"expected the call with arguments {arguments!r} to carry its own id {sent.id!r}, "
+                    f"got {getattr(call, 'id', None)!r} (ids and calls were paired up wrongly)"
+                )
+    return problems
+
+
 def _call_id(seen: Seen) -> List[str]:
+    if seen.scenario == "parallel-tool-calls" and seen.got_reply:
+        return _parallel_ids(seen)
     if not seen.got_reply or seen.scenario not in ("tool-call", "tool-call-with-stop"):
         return []
     calls = seen.collected()[2]
@@ -479,6 +534,25 @@ def _no_retry(seen: Seen) -> List[str]:
     ]
 
 
+def _history(seen: Seen) -> List[str]:
+    if seen.scenario != "tool-result":
+        return []
+    if seen.refusals:
+        return [
+            f"the provider refused the history with its 400, as the real API would: {p}"
+            for p in seen.refusals
+        ]
+    generations = seen.generations()
+    if not generations:
+        return []
+    history = seen.wire.read_history(generations[0])
+    if history is None:
+        return []
+    from ._multiturn import history_problems
+
+    return [f"history: {p}" for p in history_problems(seen.wire, seen.variant, history)]
+
+
 def _request(seen: Seen) -> List[str]:
     refused = seen.refused()
     if refused:
@@ -512,6 +586,7 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "text-before-error": _text_before_error,
     "headers": _headers,
     "no-retry": _no_retry,
+    "history": _history,
     "request": _request,
     "backend-closed": _backend_closed,
 }
@@ -525,6 +600,9 @@ def run_checks(seen: Seen) -> List[Problem]:
     """
     if seen.refused() and "request" in CHECKS:
         return [Problem("request", text) for text in CHECKS["request"](seen)]
+    if seen.refusals and "history" in CHECKS:
+        # The backend then failed on the provider's 400; the history is the cause.
+        return [Problem("history", text) for text in CHECKS["history"](seen)]
     return [Problem(check_id, text) for check_id, check in CHECKS.items() for text in check(seen)]
 
 
@@ -556,8 +634,9 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
         if events:
             # The evidence below the SDK: what the provider actually sent, event by event.
             lines.append(f"  last events sent to {generations[-1]}:")
-            lines.append(events_around(events, events[-1].seq, before=4, after=0,
-                                       since=generations[-1].received_at))
+            lines.append(
+                events_around(events, events[-1].seq, before=4, after=0, since=generations[-1].received_at)
+            )
     refused = any(seen.refused() for seen, _ in failed)
     lines.append(f"  hint: {_REFUSED_HINT if refused else case.row.hint}")
     return "\n".join(lines)

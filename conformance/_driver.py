@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ABORT_CLOSE_WITHIN", "ABORT_DELAY", "ABORT_RAISE_WITHIN", "ConformanceAbort", "Driver", "Outcome"]
 
+
 @dataclass
 class Outcome:
     """What a backend did in one case."""
@@ -89,9 +90,10 @@ def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
 class Driver:
     """Runs one case's backend in a worker thread with a loop of its own."""
 
-    def __init__(self, case: ConformanceCase, provider: Any) -> None:
+    def __init__(self, case: ConformanceCase, provider: Any, variant: str = "") -> None:
         self.case = case
         self.provider = provider
+        self.variant = variant
         self.outcome = Outcome()
         self.controller = AbortController()
         #: Set once ``_main`` is over: the outcome is decided and the backend closed.
@@ -259,7 +261,14 @@ class Driver:
             backend = target.create_backend(self.provider.url)
             if inspect.isawaitable(backend):
                 backend = await backend
-            request = conformance_request(target.model, signal=self.controller.signal)
+            if self.case.scenario in ("tool-result", "parallel-tool-calls"):
+                from ._multiturn import multi_turn_request
+
+                request = multi_turn_request(
+                    target.wire, self.case.scenario, self.variant, target.model, self.controller.signal
+                )
+            else:
+                request = conformance_request(target.model, signal=self.controller.signal)
             if self.case.scenario == "cancel":
                 await self._cancel(backend, request)
             else:

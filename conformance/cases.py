@@ -184,16 +184,18 @@ class ConformanceCase:
         replies: List[Reply] = []
         # Where the wire's reply says it has no such case, the case is skipped, not failed.
         absent: List[str] = []
+        # Why the provider refused a multi-turn history with the API's own 400.
+        refusals: List[str] = []
 
         def handler(request: RecordedRequest) -> Reply:
-            reply = self._reply(request, absent, variant.name)
+            reply = self._reply(request, absent, variant.name, refusals)
             if target.wire.is_generation(request):
                 replies.append(reply)
             return reply
 
         with start_fake_provider(http2=target.http2) as provider:
             provider.reply(handler)
-            driver = Driver(self, provider)
+            driver = Driver(self, provider, variant.name)
             outcome = driver.run()
             requests = provider.requests
         driver.reclaim()
@@ -201,15 +203,27 @@ class ConformanceCase:
             raise unittest.SkipTest(absent[0])
         if outcome.skipped:
             raise unittest.SkipTest(outcome.skipped)
-        return Seen(self, outcome, requests, replies, variant)
+        return Seen(self, outcome, requests, replies, variant, refusals)
 
-    def _reply(self, request: RecordedRequest, absent: List[str], variant: str = "") -> Reply:
+    def _reply(
+        self,
+        request: RecordedRequest,
+        absent: List[str],
+        variant: str = "",
+        refusals: Optional[List[str]] = None,
+    ) -> Reply:
         wire = self.target.wire
         if not wire.is_generation(request):
             return wire.aux_reply(request)
+        if self.scenario in ("tool-result", "parallel-tool-calls"):
+            from ._multiturn import multi_turn_reply
+
+            reply = multi_turn_reply(
+                wire, self.scenario, request, variant, [] if refusals is None else refusals
+            )
         # The unnamed shape is asked for as before variants, so a wire of one's own
         # whose reply() takes no variant keeps working.
-        if variant:
+        elif variant:
             reply = wire.reply(self.scenario, self.mode, request, variant)
         else:
             reply = wire.reply(self.scenario, self.mode, request)

@@ -9,7 +9,7 @@ inside one of them catches a backend that decodes each chunk on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Tuple
 
 from .contract import AbortSignal, ChatRequest, Message, ToolSpec, Usage
 
@@ -44,6 +44,18 @@ class ConformanceFixture:
     tool_parameters: Mapping[str, Any] = field(default_factory=_weather_schema)
     tool_arguments: Mapping[str, Any] = field(default_factory=lambda: {"city": "Paris", "unit": "celsius"})
     usage: Usage = Usage(input_tokens=31, output_tokens=17, total_tokens=48)
+    #: What the earlier get_weather call returned, in a ``tool-result`` case's history.
+    tool_result: str = '{"city": "Paris", "temperature_c": 18, "conditions": "sunny ☀"}'
+    #: The failure that call returned instead, in the case's ``error`` variant.
+    tool_error_code: str = "station_offline"
+    tool_error_message: str = "The Paris weather station is offline; try again in an hour."
+    #: The final answer the provider gives once it has the result.
+    tool_result_answer: str = "Paris reports 18 °C and sunny ☀, says get_weather."
+    #: The arguments of the two calls of a ``parallel-tool-calls`` turn.
+    parallel_arguments: Tuple[Mapping[str, Any], ...] = (
+        {"city": "Paris", "unit": "celsius"},
+        {"city": "Tokyo", "unit": "celsius"},
+    )
     max_tokens: int = 256
     #: Seconds a rate-limited caller is told to wait.
     retry_after: float = 7.0

@@ -62,6 +62,20 @@ SCENARIOS: Mapping[str, Scenario] = {
             'some providers finish a tool turn with "stop": derive the finish reason from the calls present',
         ),
         Scenario(
+            "tool-result",
+            "send the earlier get_weather call and its result back in the provider's own format "
+            "(its call id, its error flag, its reasoning unaltered), then return the final text",
+            "render an assistant turn's tool_calls and each Message.tool result the way the provider "
+            "takes them, matched by call id; echo reasoning and signatures byte for byte",
+        ),
+        Scenario(
+            "parallel-tool-calls",
+            "return both get_weather calls of one turn, complete, each once with its own id, as a "
+            '"tool_calls" turn',
+            "key argument fragments by the provider's call index, not by arrival order; ids and names "
+            "come only on a call's first fragment",
+        ),
+        Scenario(
             "truncated-tool-call",
             'report "length" and drop the tool call cut off inside its arguments; in stream '
             "mode never yield it",

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Reasoning
 from ..fixture import CONFORMANCE_FIXTURE
 from ..provider.replies import JsonReply, RecordedRequest, Reply
 from ._schema import schema_difference
@@ -197,6 +198,7 @@ class Wire:
     texts: Mapping[str, str] = {
         "text": CONFORMANCE_FIXTURE.text,
         "truncated-tool-call": CONFORMANCE_FIXTURE.preamble,
+        "tool-result": CONFORMANCE_FIXTURE.tool_result_answer,
     }
     #: The scenarios whose reply reports usage, which the backend must pass on.
     reports_usage: FrozenSet[str] = frozenset(
@@ -229,6 +231,8 @@ class Wire:
         listed = self.variants_table.get(f"{scenario}/{mode}") or self.variants_table.get(scenario)
         if listed:
             return listed
+        if scenario == "tool-result":
+            return self._history_variants()
         retry_after = self.rate_limit_retry_after if scenario == "rate-limit" else None
         return (Variant("", retry_after=retry_after, call_id=self.call_id(scenario)),)
 
@@ -250,9 +254,7 @@ class Wire:
         """
         return isinstance(request.json, dict) and request.json.get("stream") is True
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         """The provider's answer to ``request`` in ``scenario``, or ``None`` if it has none.
 
         The form (whole or streamed) follows the request, as the real provider's would;
@@ -321,6 +323,43 @@ class Wire:
             status=400,
         )
 
+    #: Whether a tool result carries an error flag of its own on this wire (Anthropic
+    #: ``is_error``, Bedrock ``status: "error"``, Gemini a ``response.error``); where it
+    #: does not, a :class:`~conformance.ToolError` goes back as the result's JSON text.
+    marks_tool_errors: bool = False
+    #: How the flag is spelled, for failure messages: ``"is_error": true``.
+    tool_error_marker: str = ""
+    #: The reasoning the provider returns with a tool turn, which the ``reasoning``
+    #: variant of ``tool-result`` puts in the history for the backend to echo.
+    turn_reasoning: Tuple[Reasoning, ...] = ()
+    #: The reasoning the provider ties to the call itself (Gemini's ``thoughtSignature``).
+    call_reasoning: Tuple[Reasoning, ...] = ()
+
+    def scripted_call_id(self, seed: str) -> str:
+        """A call id in this provider's own shape (its prefix), the same for a seed."""
+        prefix = "call_"
+        if self.tool_call_id and "_" in self.tool_call_id:
+            prefix = self.tool_call_id[: self.tool_call_id.rindex("_") + 1]
+        return provider_id(prefix, f"{self.name}/{seed}")
+
+    def _history_variants(self) -> Tuple[Variant, ...]:
+        error = f" ({self.tool_error_marker})" if self.tool_error_marker else " (its JSON as the result text)"
+        rows = [
+            Variant("result", "the earlier call and its result", "the provider's API reference"),
+            Variant(
+                "error", f"the earlier call and its structured error{error}", "the provider's API reference"
+            ),
+        ]
+        if self.turn_reasoning or self.call_reasoning:
+            rows.append(
+                Variant(
+                    "reasoning",
+                    "the earlier call with the reasoning tied to it",
+                    "the provider's API reference",
+                )
+            )
+        return tuple(rows)
+
     def scripts_turns(self) -> bool:
         """Whether this wire can play scripted multi-turn conversations."""
         cls = type(self)
@@ -332,6 +371,11 @@ class Wire:
 
         if scenario in self.unsupported:
             return self.unsupported[scenario]
+        if scenario in ("tool-result", "parallel-tool-calls") and not self.scripts_turns():
+            return (
+                f"{self.title or self.name} has no {scenario} case (it scripts no multi-turn "
+                "conversations: give it turn_stream, turn_whole and read_history)"
+            )
         if SCENARIOS[scenario].optional and scenario not in self.optional_scenarios:
             return f"{self.title or self.name} has no {scenario} case (its format has nothing to corrupt)"
         return None

@@ -1,0 +1,209 @@
+"""The two multi-turn scenarios of the backend suite, on any wire that scripts turns.
+
+Strategy: ``tool-result`` and ``parallel-tool-calls`` are written once, here, in the
+provider-neutral terms of :mod:`conformance.wires._turns`; each wire only renders
+the scripted turn and reads the history back. ``tool-result`` sends a conversation
+that already holds a ``get_weather`` call and its result (or its structured error,
+or the reasoning the provider tied to the call) and reads back what the backend
+made of it: a history the real API would refuse is answered with that API's 400,
+as production would answer it. ``parallel-tool-calls`` answers with two calls in
+one turn, their argument fragments interleaved where the format allows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+
+from .contract import ChatRequest, Message, ToolCall, ToolError, ToolResult
+from .fixture import CONFORMANCE_FIXTURE as FX
+from .fixture import conformance_request
+from .wires._turns import History, ScriptedCall, ScriptedTurn, play_turn
+
+if TYPE_CHECKING:
+    from .contract import AbortSignal
+    from .provider.replies import RecordedRequest, Reply
+    from .wires._base import Variant, Wire
+
+__all__ = [
+    "MULTI_TURN",
+    "expected_history",
+    "history_problems",
+    "multi_turn_reply",
+    "multi_turn_request",
+    "parallel_calls",
+]
+
+#: The scenarios this module plays.
+MULTI_TURN = ("tool-result", "parallel-tool-calls")
+
+
+def earlier_call(wire: Wire, variant: str) -> ToolCall:
+    """The ``get_weather`` call the history of a ``tool-result`` case holds."""
+    reasoning = wire.call_reasoning if variant == "reasoning" else ()
+    return ToolCall(wire.scripted_call_id("tool-result"), FX.tool_name, dict(FX.tool_arguments), reasoning)
+
+
+def earlier_result(wire: Wire, variant: str) -> ToolResult:
+    """Its result: the weather, or a structured error in the ``error`` variant."""
+    call = earlier_call(wire, variant)
+    if variant == "error":
+        error = ToolError(FX.tool_error_code, FX.tool_error_message, retryable=True)
+        return ToolResult(call.id, call.name, error=error)
+    return ToolResult(call.id, call.name, content=FX.tool_result)
+
+
+def multi_turn_request(
+    wire: Wire, scenario: str, variant: str, model: str, signal: Optional[AbortSignal]
+) -> ChatRequest:
+    """The request a case sends: the fixture's, with the earlier turn for ``tool-result``."""
+    request = conformance_request(model, signal=signal)
+    if scenario != "tool-result":
+        return request
+    reasoning = wire.turn_reasoning if variant == "reasoning" else ()
+    turn = Message("assistant", "", tool_calls=(earlier_call(wire, variant),), reasoning=reasoning)
+    result = Message.tool(earlier_result(wire, variant))
+    return ChatRequest(
+        model=request.model,
+        messages=(*request.messages, turn, result),
+        tools=request.tools,
+        max_tokens=request.max_tokens,
+        signal=signal,
+    )
+
+
+def parallel_calls(wire: Wire) -> Tuple[ScriptedCall, ...]:
+    """The two calls of a ``parallel-tool-calls`` turn."""
+    return tuple(
+        ScriptedCall(
+            wire.scripted_call_id(f"parallel-tool-calls/{index}"),
+            FX.tool_name,
+            json.dumps(dict(arguments), ensure_ascii=False),
+        )
+        for index, arguments in enumerate(FX.parallel_arguments)
+    )
+
+
+def expected_history(wire: Wire, variant: str) -> Tuple[Message, ...]:
+    """The turns after the question that a ``tool-result`` request must carry, in normal form."""
+    request = multi_turn_request(wire, "tool-result", variant, "conformance-model", None)
+    return tuple(request.messages[-2:])
+
+
+def multi_turn_reply(
+    wire: Wire, scenario: str, request: RecordedRequest, variant: str, refusals: List[str]
+) -> Optional[Reply]:
+    """The provider's answer in a multi-turn scenario; ``None`` where the wire scripts no turns.
+
+    A history the real API would refuse is answered with the wire's own 400, and its
+    problems are added to ``refusals`` for the ``history`` check to report.
+    """
+    if not wire.scripts_turns():
+        return None
+    seed = f"{scenario}/{variant or 'default'}"
+    if scenario == "parallel-tool-calls":
+        return play_turn(wire, ScriptedTurn(calls=parallel_calls(wire), interleave=True, seed=seed), request)
+    history = wire.read_history(request)
+    if history is None:
+        return None
+    if history.problems:
+        refusals.extend(history.problems)
+        return wire.history_error(history.problems)
+    return play_turn(wire, ScriptedTurn(text=FX.tool_result_answer, seed=seed), request)
+
+
+def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wire: Wire) -> List[str]:
+    if got is None:
+        return [f"expected result {index + 1} to be a tool result, got none"]
+    problems = []
+    if wire.sends_call_ids and got.call_id != want.call_id:
+        problems.append(
+            f"expected the result to answer call {want.call_id!r} (the call's own id), got {got.call_id!r}"
+        )
+    if got.name and got.name != want.name:
+        problems.append(f"expected the result to name the tool {want.name!r}, got {got.name!r}")
+    if want.is_error:
+        if wire.marks_tool_errors and not got.is_error:
+            problems.append(
+                f"expected the result marked as an error ({wire.tool_error_marker}), got a plain result "
+                f"with content {got.content!r}"
+            )
+        sent = got.content or (got.error.message if got.error else "")
+        error = want.error
+        assert error is not None
+        if error.code not in sent or error.message not in sent:
+            problems.append(
+                f"expected the error's code {error.code!r} and message {error.message!r} sent back, "
+                f"got {sent!r}"
+            )
+    elif got.is_error or got.content != want.content:
+        shown = f"an error {got.error!r}" if got.is_error else repr(got.content)
+        problems.append(f"expected the result content {want.content!r} unaltered, got {shown}")
+    return problems
+
+
+def history_problems(wire: Wire, variant: Variant, history: History) -> List[str]:
+    """How the history a backend sent departs from the ``tool-result`` case's, one sentence each."""
+    want_turn, want_result = expected_history(wire, variant.name)
+    assistants = [m for m in history.messages if m.role == "assistant" and m.tool_calls]
+    results = [m for m in history.messages if m.role == "tool"]
+    problems: List[str] = []
+    if len(assistants) != 1:
+        problems.append(
+            f"expected one assistant turn carrying the earlier get_weather call, got {len(assistants)} "
+            f"(roles sent: {[m.role for m in history.messages]})"
+        )
+    else:
+        problems.extend(_turn_problems(want_turn, assistants[0], wire))
+        order = list(history.messages)
+        if results and order.index(results[0]) < order.index(assistants[0]):
+            problems.append("expected the tool result after the assistant turn that called the tool")
+    if len(results) != 1:
+        problems.append(f"expected one tool result, got {len(results)}")
+    else:
+        assert want_result.tool_result is not None
+        problems.extend(_result_problems(0, want_result.tool_result, results[0].tool_result, wire))
+    return problems
+
+
+def _turn_problems(want: Message, got: Message, wire: Wire) -> List[str]:
+    problems = []
+    want_call, got_calls = want.tool_calls[0], list(got.tool_calls)
+    if len(got_calls) != 1:
+        return [f"expected the assistant turn to carry one call, got {len(got_calls)}"]
+    call = got_calls[0]
+    if wire.sends_call_ids and call.id != want_call.id:
+        problems.append(
+            f"expected the call's id {want_call.id!r} sent back as the provider gave it, got {call.id!r}"
+        )
+    if call.name != want_call.name or dict(call.arguments) != dict(want_call.arguments):
+        problems.append(
+            f"expected the call {want_call.name}({dict(want_call.arguments)!r}), got "
+            f"{call.name}({dict(call.arguments)!r})"
+        )
+    problems.extend(_reasoning_problems("the turn", want.reasoning, got.reasoning))
+    problems.extend(_reasoning_problems("the call", want_call.reasoning, call.reasoning))
+    return problems
+
+
+def _reasoning_problems(where: str, want: Sequence[object], got: Sequence[object]) -> List[str]:
+    if not want:
+        return []
+    keep = ("kind", "text", "signature", "data", "id", "summary")
+
+    def shape(items: Sequence[object]) -> List[Tuple[object, ...]]:
+        return [tuple(_plain(getattr(item, name, None)) for name in keep) for item in items]
+
+    if shape(want) == shape(got):
+        return []
+    return [
+        f"expected the reasoning of {where} echoed byte for byte (the provider refuses a tool turn "
+        f"whose reasoning or signature changed), sent {list(want)!r}, got {list(got)!r}"
+    ]
+
+
+def _plain(value: object) -> object:
+    inner = getattr(value, "value", value)
+    if isinstance(inner, (list, tuple)):
+        return tuple(inner)
+    return inner
