@@ -15,7 +15,16 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
-from conformance.contract import AbortSignal, ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall
+from conformance.contract import (
+    AbortSignal,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    StreamChunk,
+    ToolCall,
+    ToolResult,
+)
 from conformance.reference._base import ReferenceBackend
 from conformance.reference._decoders import SSEDecoder, SSEEvent
 from conformance.reference._transport import Response
@@ -498,6 +507,79 @@ class KeepsH2ConnectionOnAbort(AbortsWithoutClosing):
         return await super().send(chat, stream)
 
 
+class RewritesHistory(ReferenceBackend):
+    """Renders a changed conversation; subclasses say how each message changes."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        messages = tuple(self.rewrite(m) for m in chat.messages)
+        return await super().send(dataclasses.replace(chat, messages=messages), stream)
+
+    def rewrite(self, message: Message) -> Message:
+        raise NotImplementedError
+
+
+class ResultAsUserText(RewritesHistory):
+    """Sends each tool result back as a plain user message, its call left unanswered."""
+
+    def rewrite(self, message: Message) -> Message:
+        return Message("user", message.content) if message.role == "tool" else message
+
+
+class ErrorAsEmptyResult(RewritesHistory):
+    """Sends a failed tool's result back as an empty success, its error lost."""
+
+    def rewrite(self, message: Message) -> Message:
+        result = message.tool_result
+        if result is None or result.error is None:
+            return message
+        return Message.tool(ToolResult(result.call_id, result.name, content=""))
+
+
+class DropsReasoning(RewritesHistory):
+    """Leaves the provider's reasoning (and signatures) out of the turns it sends back."""
+
+    def rewrite(self, message: Message) -> Message:
+        if message.role != "assistant":
+            return message
+        calls = tuple(dataclasses.replace(c, reasoning=()) for c in message.tool_calls)
+        return dataclasses.replace(message, reasoning=(), tool_calls=calls)
+
+
+class EditsCalls(ReferenceBackend):
+    """Changes a turn's complete calls after the fact; subclasses say how."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        return dataclasses.replace(response, tool_calls=tuple(self.edit(list(response.tool_calls))))
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):
+            if chunk.tool_calls:
+                chunk = dataclasses.replace(chunk, tool_calls=tuple(self.edit(list(chunk.tool_calls))))
+            yield chunk
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        raise NotImplementedError
+
+
+class SwapsCallIds(EditsCalls):
+    """Pairs the ids of a turn's calls with the wrong calls, as a parser that keys fragments
+    by arrival instead of by the provider's index does."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        if len(calls) < 2:
+            return calls
+        ids = [c.id for c in calls]
+        return [dataclasses.replace(c, id=i) for c, i in zip(calls, ids[1:] + ids[:1])]
+
+
+class KeepsFirstCall(EditsCalls):
+    """Keeps one call per turn, as a parser written for a single call does."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return calls[:1]
+
+
 ERRORS = ("error-kind", "error-details")
 DROPS_USAGE = SharedBug(
     "drops-usage", "reports no usage", DropsUsage, ("usage",), ("text/chat", "text/stream", "tool-call/chat")
@@ -703,6 +785,42 @@ WRAPS_CANCELLATION = SharedBug(
     ("cancel/chat", "cancel/stream"),
 )
 
+RESULT_AS_USER_TEXT = SharedBug(
+    "result-as-user-text",
+    "sends a tool result back as plain user text",
+    ResultAsUserText,
+    ("history",),
+    ("tool-result/chat", "tool-result/stream"),
+)
+ERROR_AS_EMPTY_RESULT = SharedBug(
+    "error-as-empty-result",
+    "sends a failed tool's result back as an empty success",
+    ErrorAsEmptyResult,
+    ("history",),
+    ("tool-result/chat", "tool-result/stream"),
+)
+DROPS_REASONING = SharedBug(
+    "drops-reasoning",
+    "leaves the provider's reasoning out of the turn it sends back",
+    DropsReasoning,
+    ("history",),
+    ("tool-result/chat", "tool-result/stream"),
+)
+SWAPS_CALL_IDS = SharedBug(
+    "swaps-call-ids",
+    "pairs the ids of parallel calls with the wrong calls",
+    SwapsCallIds,
+    ("call-id",),
+    ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+KEEPS_FIRST_CALL = SharedBug(
+    "keeps-first-call",
+    "keeps only the first call of a turn",
+    KeepsFirstCall,
+    ("tool-calls",),
+    ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+
 #: The shared bugs every zoo lists, in this order, before its own.
 EVERY_WIRE = (
     DROPS_USAGE,
@@ -729,4 +847,8 @@ EVERY_WIRE = (
     KEEPS_H2_CONNECTION_ON_ABORT,
     SHIELDS_REQUEST,
     WRAPS_CANCELLATION,
+    RESULT_AS_USER_TEXT,
+    ERROR_AS_EMPTY_RESULT,
+    SWAPS_CALL_IDS,
+    KEEPS_FIRST_CALL,
 )
