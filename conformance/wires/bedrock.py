@@ -567,6 +567,15 @@ class _HistoryReader:
                 )
                 text = ""
             status = result.get("status")
+            at = f"messages.{index}.content.{number}.toolResult"
+            for part, member in enumerate(result.get("content") or ()):
+                if isinstance(member, dict) and "json" in member and not isinstance(member["json"], dict):
+                    self.problems.append(
+                        f"The format of the value at {at}.content.{part}.json is invalid. Provide a json "
+                        "object for the field and try again."
+                    )
+            if status == "error" and not result.get("content"):
+                self.problems.append(f"The content field at {at} cannot be empty when status value is error.")
             if status not in (None, "success", "error"):
                 self.problems.append(
                     f"1 validation error detected: Value {status!r} at '{where}.toolResult.status' failed to "
