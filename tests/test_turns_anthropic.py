@@ -125,6 +125,25 @@ class AnthropicTurnsTest(TurnCases, unittest.TestCase):
         problems = self.problems_of(self.mutated(strip))
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("Expected `thinking` or `redacted_thinking`, but found `text`", problems[0])
+
+        # An earlier tool turn without its thinking is accepted: the API holds only the last one to it.
+        def earlier(body: Dict[str, Any]) -> None:
+            strip(body)
+            body["messages"] += [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "t", "signature": "s"},
+                        {"type": "tool_use", "id": "toolu_01Ee", "name": "echo_json", "input": {}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "toolu_01Ee", "content": "ok"}],
+                },
+            ]
+
+        self.assertEqual(self.problems_of(self.mutated(earlier)), ())
         # Without thinking enabled, the same turn is accepted.
         self.assertEqual(
             self.problems_of(

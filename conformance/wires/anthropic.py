@@ -561,7 +561,10 @@ class _HistoryReader:
             else:
                 if pending:
                     self.unanswered(pending_at, pending)
-                pending = self.assistant(index, content, last=index == len(raw) - 1)
+                final = not any(
+                    isinstance(m, dict) and m.get("role") == "assistant" for m in raw[index + 1 :]
+                )
+                pending = self.assistant(index, content, final)
                 pending_at = index
 
     def unanswered(self, index: int, ids: Sequence[str]) -> None:
@@ -630,7 +633,9 @@ class _HistoryReader:
             self.messages.append(Message("user", "".join(texts)))
         return True
 
-    def assistant(self, index: int, content: Any, last: bool) -> List[str]:
+    def assistant(self, index: int, content: Any, final: bool) -> List[str]:
+        """Read an assistant turn; ``final`` where no assistant turn follows (the one the
+        API holds to ``thinking``: earlier turns' thinking blocks it ignores)."""
         if isinstance(content, str):
             self.messages.append(Message("assistant", content))
             return []
@@ -669,7 +674,7 @@ class _HistoryReader:
                     f"{where}: expected a text, thinking or tool_use block in an assistant message, "
                     f"got {block!r}"
                 )
-        if self.thinking and calls and content:
+        if self.thinking and final and calls and content:
             head = content[0].get("type") if isinstance(content[0], dict) else None
             if head not in ("thinking", "redacted_thinking"):
                 self.problems.append(
