@@ -197,6 +197,17 @@ class TurnCases:
     def test_streamed_turn_reads_back_exactly(self) -> None:
         self.check_served(scripted(False, fragments=True), stream=True)
 
+    def test_finish_reasons_are_spelled_as_the_provider_does(self) -> None:
+        """A text turn ends as a stop; a turn cut by the limit as a length, with no call trusted."""
+        for stream in (False, True):
+            response, _ = self.served(ScriptedTurn(text="Done.", seed="turns/stop"), stream)
+            self.assertEqual((response.content, response.finish_reason), ("Done.", "stop"))
+            cut = ScriptedTurn(
+                text="Cut", calls=scripted(False).calls[:1], finish="length", seed="turns/length"
+            )
+            response, _ = self.served(cut, stream)
+            self.assertEqual((response.finish_reason, list(response.tool_calls)), ("length", []))
+
     def test_interleaved_calls_read_back_apart(self) -> None:
         for fragments in (False, True):
             self.check_served(scripted(True, fragments), stream=True)
