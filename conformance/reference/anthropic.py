@@ -17,15 +17,33 @@ plainest account of how to read it:
   529); a stream that ends without ``message_stop`` was cut.
 - A spend limit reached is a 429 too: tell it from a rate limit by
   ``error.details.error_code``, never by the status.
+- Multi-turn: an assistant turn goes back as ``thinking`` / ``redacted_thinking``
+  blocks exactly as they came, then its text, then ``tool_use`` blocks whose
+  ``input`` is an object; a turn's results go back together in one user turn of
+  ``tool_result`` blocks, first in that turn, ``is_error`` on a failure. Reasoning
+  from another provider is dropped: its signature means nothing here. A thinking
+  block streams its text and then its signature: it is complete, and handed over,
+  at its ``content_block_stop``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 
-from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
 from ._errors import decode_json, status_kind
@@ -74,6 +92,8 @@ class _Block:
     id: str = ""
     name: str = ""
     parts: List[str] = field(default_factory=list)
+    #: A thinking block's signature, or a redacted_thinking block's data.
+    signature: str = ""
 
 
 @dataclass
@@ -85,6 +105,52 @@ class _Turn:
     output_tokens: Optional[int] = None
     stopped: bool = False
     blocks: Dict[int, _Block] = field(default_factory=dict)
+    #: A thinking block that has just ended, to hand over whole.
+    finished: Optional[Reasoning] = None
+
+
+def reasoning_blocks(reasoning: Sequence[Reasoning]) -> List[Dict[str, Any]]:
+    """The thinking blocks to send back: Anthropic's own (or unmarked) items, unaltered."""
+    blocks: List[Dict[str, Any]] = []
+    for item in reasoning:
+        if item.provider not in ("", "anthropic"):
+            continue
+        if item.kind == ReasoningKind.THINKING:
+            blocks.append({"type": "thinking", "thinking": item.text, "signature": item.signature})
+        elif item.kind == ReasoningKind.REDACTED_THINKING:
+            blocks.append({"type": "redacted_thinking", "data": item.data})
+    return blocks
+
+
+def assistant_content(m: Message) -> List[Dict[str, Any]]:
+    """An assistant turn's blocks: thinking first, then text, then ``tool_use`` with object input."""
+    content = reasoning_blocks(m.reasoning)
+    if m.content:
+        content.append({"type": "text", "text": m.content})
+    for call in m.tool_calls:
+        content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
+    return content
+
+
+def tool_choice(choice: ToolChoice) -> Dict[str, Any]:
+    """``{"type": "auto"}``, ``{"type": "any"}`` or ``{"type": "tool", "name": ...}``."""
+    if choice.mode == "tool":
+        return {"type": "tool", "name": choice.name}
+    return {"type": "any" if choice.mode == "required" else "auto"}
+
+
+def reasoning_of(block: _Block) -> Optional[Reasoning]:
+    """The reasoning a finished thinking or redacted_thinking block carries, else ``None``."""
+    if block.type == "thinking":
+        return Reasoning(
+            ReasoningKind.THINKING.value,
+            text="".join(block.parts),
+            signature=block.signature,
+            provider="anthropic",
+        )
+    if block.type == "redacted_thinking":
+        return Reasoning(ReasoningKind.REDACTED_THINKING.value, data=block.signature, provider="anthropic")
+    return None
 
 
 class AnthropicBackend(ReferenceBackend):
@@ -111,7 +177,7 @@ class AnthropicBackend(ReferenceBackend):
         body: Dict[str, Any] = {
             "model": chat.model,
             "max_tokens": chat.max_tokens if chat.max_tokens is not None else DEFAULT_MAX_TOKENS,
-            "messages": [{"role": m.role, "content": m.content} for m in chat.messages if m.role != "system"],
+            "messages": self.messages(chat.messages),
         }
         if system:
             body["system"] = "\n\n".join(system)
@@ -120,9 +186,45 @@ class AnthropicBackend(ReferenceBackend):
                 {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
                 for t in chat.tools
             ]
+        if chat.tool_choice is not None:
+            body["tool_choice"] = tool_choice(chat.tool_choice)
         if stream:
             body["stream"] = True
         return body
+
+    def messages(self, messages: Sequence[Message]) -> List[Dict[str, Any]]:
+        """The ``messages`` list: a turn's tool results merged into one user turn, results first."""
+        out: List[Dict[str, Any]] = []
+        results: List[Dict[str, Any]] = []
+        for m in messages:
+            if m.role == "system":
+                continue
+            if m.role == "tool" and m.tool_result is not None:
+                result = m.tool_result
+                block: Dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": result.call_id,
+                    "content": result.text,
+                }
+                if result.is_error:
+                    block["is_error"] = True
+                results.append(block)
+                continue
+            if results:
+                turn: Dict[str, Any] = {"role": "user", "content": results}
+                out.append(turn)
+                results = []
+                if m.role == "user":  # the user's words join the results' turn, after them
+                    if m.content:
+                        turn["content"].append({"type": "text", "text": m.content})
+                    continue
+            if m.role == "assistant" and (m.tool_calls or m.reasoning):
+                out.append({"role": "assistant", "content": assistant_content(m)})
+            else:
+                out.append({"role": m.role, "content": m.content})
+        if results:
+            out.append({"role": "user", "content": results})
+        return out
 
     # -- errors -----------------------------------------------------------------------
 
@@ -224,12 +326,18 @@ class AnthropicBackend(ReferenceBackend):
                 "server_error", {"message": f"no content in the reply: {body!r:.200}"}, status=200
             )
         stop_reason = body.get("stop_reason")
-        text, blocks = [], []
+        text, blocks, reasoning = [], [], []
         for raw in body["content"]:
             if not isinstance(raw, dict):
                 continue
             if raw.get("type") == "text":
                 text.append(str(raw.get("text", "")))
+            elif raw.get("type") in ("thinking", "redacted_thinking"):
+                thought = _Block(str(raw["type"]), parts=[str(raw.get("thinking", ""))])
+                thought.signature = str(raw.get("signature", raw.get("data", "")))
+                item = reasoning_of(thought)
+                if item is not None:
+                    reasoning.append(item)
             elif raw.get("type") == "tool_use":
                 # A whole reply carries input as an object; one JSON text keeps one code path.
                 arguments = json.dumps(raw.get("input", {}))
@@ -244,6 +352,7 @@ class AnthropicBackend(ReferenceBackend):
             finish_reason=self.finish_reason(stop_reason, calls),
             tool_calls=tuple(calls),
             usage=self.usage(usage.get("input_tokens"), usage.get("output_tokens")),
+            reasoning=tuple(reasoning),
         )
 
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -257,6 +366,9 @@ class AnthropicBackend(ReferenceBackend):
                     text = self.on_event(event.event, event.data, turn)
                     if text:
                         yield StreamChunk(content=text)
+                    if turn.finished is not None:
+                        yield StreamChunk(reasoning=(turn.finished,))
+                        turn.finished = None
                 if turn.stopped:
                     break
         finally:
@@ -294,6 +406,11 @@ class AnthropicBackend(ReferenceBackend):
             turn.blocks[int(payload.get("index", len(turn.blocks)))] = block
             if block.type == "text" and raw.get("text"):
                 return str(raw["text"])
+            if block.type == "thinking":
+                block.parts.append(str(raw.get("thinking") or ""))
+                block.signature = str(raw.get("signature") or "")
+            elif block.type == "redacted_thinking":
+                block.signature = str(raw.get("data") or "")
         elif name == "content_block_delta":
             delta = payload.get("delta") or {}
             target = turn.blocks.get(int(payload.get("index", -1)))
@@ -301,6 +418,14 @@ class AnthropicBackend(ReferenceBackend):
                 return str(delta.get("text", ""))
             if delta.get("type") == "input_json_delta" and target is not None:
                 target.parts.append(str(delta.get("partial_json", "")))
+            elif delta.get("type") == "thinking_delta" and target is not None:
+                target.parts.append(str(delta.get("thinking", "")))
+            elif delta.get("type") == "signature_delta" and target is not None:
+                target.signature += str(delta.get("signature", ""))
+        elif name == "content_block_stop":
+            target = turn.blocks.get(int(payload.get("index", -1)))
+            if target is not None:
+                turn.finished = reasoning_of(target)
         elif name == "message_delta":
             turn.stop_reason = (payload.get("delta") or {}).get("stop_reason") or turn.stop_reason
             # message_delta usage is cumulative: it replaces, it does not add.

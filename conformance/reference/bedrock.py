@@ -19,6 +19,13 @@ plainest account of how to read it:
   has no other way to say so. It sends no retry delay either, so none is reported.
 - Authentication is a Bedrock API key sent as ``Authorization: Bearer``; a backend
   that signs with SigV4 reads the wire the same way.
+- Multi-turn: roles must alternate, user first. An assistant turn goes back as its
+  ``reasoningContent`` blocks exactly as they came (signature included), its text,
+  then ``toolUse`` blocks whose ``input`` is an object; a turn's results go back
+  together in the next user turn, one ``toolResult`` per ``toolUse``, ``status:
+  "error"`` on a failure, and the user's next words join that same turn. Reasoning
+  from another provider is dropped. A reasoning block streams its text, then its
+  signature; it is handed over at its ``contentBlockStop``.
 """
 
 from __future__ import annotations
@@ -26,10 +33,21 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from ._base import ReferenceBackend
 from ._decoders import EventStreamDecoder, EventStreamError, EventStreamMessage
 from ._errors import decode_json, status_kind
@@ -87,10 +105,108 @@ class _PartialToolUse:
 
 
 @dataclass
+class _PartialReasoning:
+    """A reasoningContent block while its deltas arrive."""
+
+    text: List[str] = field(default_factory=list)
+    signature: str = ""
+    redacted: str = ""
+
+    def item(self) -> Reasoning:
+        if self.redacted:
+            return Reasoning(ReasoningKind.REDACTED_THINKING.value, data=self.redacted, provider="bedrock")
+        return Reasoning(
+            ReasoningKind.THINKING.value,
+            text="".join(self.text),
+            signature=self.signature,
+            provider="bedrock",
+        )
+
+
+def reasoning_of(raw: Any) -> Optional[Reasoning]:
+    """The reasoning a whole reply's ``reasoningContent`` member carries, else ``None``."""
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get("redactedContent"), str):
+        return Reasoning(
+            ReasoningKind.REDACTED_THINKING.value, data=raw["redactedContent"], provider="bedrock"
+        )
+    text = raw.get("reasoningText")
+    if isinstance(text, dict):
+        return Reasoning(
+            ReasoningKind.THINKING.value,
+            text=str(text.get("text", "")),
+            signature=str(text.get("signature", "")),
+            provider="bedrock",
+        )
+    return None
+
+
+def reasoning_blocks(reasoning: Sequence[Reasoning]) -> List[Dict[str, Any]]:
+    """The reasoningContent blocks to send back: Bedrock's own (or unmarked) items, unaltered."""
+    blocks: List[Dict[str, Any]] = []
+    for item in reasoning:
+        if item.provider not in ("", "bedrock"):
+            continue
+        if item.kind == ReasoningKind.THINKING:
+            text = {"text": item.text, "signature": item.signature}
+            blocks.append({"reasoningContent": {"reasoningText": text}})
+        elif item.kind == ReasoningKind.REDACTED_THINKING:
+            blocks.append({"reasoningContent": {"redactedContent": item.data}})
+    return blocks
+
+
+def assistant_content(m: Message) -> List[Dict[str, Any]]:
+    """An assistant turn's blocks: reasoning, text (never blank: Bedrock refuses it), ``toolUse``."""
+    content = reasoning_blocks(m.reasoning)
+    if m.content or not (content or m.tool_calls):
+        content.append({"text": m.content})
+    for call in m.tool_calls:
+        content.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}})
+    return content
+
+
+def messages(chat_messages: Sequence[Message]) -> List[Dict[str, Any]]:
+    """The ``messages`` list: consecutive tool results, and the user's words after them, in one user turn."""
+    out: List[Dict[str, Any]] = []
+    for m in chat_messages:
+        if m.role == "system":
+            continue
+        if m.role == "tool" and m.tool_result is not None:
+            result = m.tool_result
+            body: Dict[str, Any] = {"toolUseId": result.call_id, "content": [{"text": result.text}]}
+            if result.is_error:
+                body["status"] = "error"
+            block: Dict[str, Any] = {"toolResult": body}
+        elif m.role == "assistant":
+            out.append({"role": "assistant", "content": assistant_content(m)})
+            continue
+        else:
+            block = {"text": m.content}
+        last = out[-1] if out else None
+        # Bedrock refuses two user turns in a row: results and words share one.
+        if last is not None and last["role"] == "user" and any("toolResult" in b for b in last["content"]):
+            last["content"].append(block)
+        else:
+            out.append({"role": "user", "content": [block]})
+    return out
+
+
+def tool_choice(choice: ToolChoice) -> Dict[str, Any]:
+    """``{"auto": {}}``, ``{"any": {}}`` or ``{"tool": {"name": ...}}``."""
+    if choice.mode == "tool":
+        return {"tool": {"name": choice.name}}
+    return {"any": {}} if choice.mode == "required" else {"auto": {}}
+
+
+@dataclass
 class _Turn:
     """What a ConverseStream has said so far."""
 
     tool_uses: Dict[int, _PartialToolUse] = field(default_factory=dict)
+    reasoning: Dict[int, _PartialReasoning] = field(default_factory=dict)
+    #: A reasoning block that has just ended, to hand over whole.
+    finished: Optional[Reasoning] = None
     stop_reason: Optional[str] = None
     usage: Optional[Usage] = None
 
@@ -119,13 +235,7 @@ class BedrockConverseBackend(ReferenceBackend):
     def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
         """The Converse request body (the same for ConverseStream)."""
         system = [{"text": m.content} for m in chat.messages if m.role == "system"]
-        body: Dict[str, Any] = {
-            "messages": [
-                {"role": m.role, "content": [{"text": m.content}]}
-                for m in chat.messages
-                if m.role != "system"
-            ]
-        }
+        body: Dict[str, Any] = {"messages": messages(chat.messages)}
         if system:
             body["system"] = system
         if chat.max_tokens is not None:
@@ -143,6 +253,8 @@ class BedrockConverseBackend(ReferenceBackend):
                     for t in chat.tools
                 ]
             }
+            if chat.tool_choice is not None:
+                body["toolConfig"]["toolChoice"] = tool_choice(chat.tool_choice)
         return body
 
     # -- errors -----------------------------------------------------------------------
@@ -254,10 +366,14 @@ class BedrockConverseBackend(ReferenceBackend):
             raise self.make_error(
                 "server_error", f"no output.message in the reply: {body!r:.200}", name="", status=200
             )
-        text, tool_uses = [], []
+        text, tool_uses, reasoning = [], [], []
         for block in message.get("content") or ():
             if isinstance(block.get("text"), str):
                 text.append(block["text"])
+            elif "reasoningContent" in block:
+                item = reasoning_of(block["reasoningContent"])
+                if item is not None:
+                    reasoning.append(item)
             elif isinstance(block.get("toolUse"), dict):
                 use = block["toolUse"]
                 tool_uses.append(
@@ -272,6 +388,7 @@ class BedrockConverseBackend(ReferenceBackend):
             finish_reason=self.finish_reason(stop_reason, calls),
             tool_calls=tuple(calls),
             usage=self.usage(body.get("usage")),
+            reasoning=tuple(reasoning),
         )
 
     def decoder(self) -> EventStreamDecoder:
@@ -295,6 +412,9 @@ class BedrockConverseBackend(ReferenceBackend):
                     text = self.on_message(message, turn)
                     if text:
                         yield StreamChunk(content=text)
+                    if turn.finished is not None:
+                        yield StreamChunk(reasoning=(turn.finished,))
+                        turn.finished = None
             try:
                 decoder.close()
             except EventStreamError as exc:
@@ -345,10 +465,19 @@ class BedrockConverseBackend(ReferenceBackend):
             tool_use = delta.get("toolUse")
             if isinstance(tool_use, dict) and index in turn.tool_uses:
                 turn.tool_uses[index].input.append(str(tool_use.get("input", "")))
+            thought = delta.get("reasoningContent")
+            if isinstance(thought, dict):
+                partial = turn.reasoning.setdefault(index, _PartialReasoning())
+                partial.text.append(str(thought.get("text", "")))
+                partial.signature += str(thought.get("signature", ""))
+                partial.redacted += str(thought.get("redactedContent", ""))
+        elif event_type == "contentBlockStop":
+            if index in turn.reasoning:
+                turn.finished = turn.reasoning.pop(index).item()
         elif event_type == "messageStop":
             turn.stop_reason = str(payload.get("stopReason") or "")
         elif event_type == "metadata":
             turn.usage = self.usage(payload.get("usage"))
-        # messageStart and contentBlockStop carry nothing to keep; unknown events are
+        # messageStart carries nothing to keep; unknown events are
         # skipped, as the SDKs skip them.
         return ""

@@ -28,12 +28,16 @@ Usage is split: ``input_tokens`` in ``message_start``, the final ``output_tokens
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    History,
+    ScriptedTurn,
+    TurnEvents,
     Variant,
     Wire,
     check_json_post,
@@ -47,6 +51,8 @@ from ._base import (
     tcp_chunks,
     text_of,
 )
+from ._tool_results import flagged_result
+from ._turns import first_problem
 
 __all__ = ["AnthropicWire", "anthropic_wire"]
 
@@ -140,8 +146,9 @@ def message(
 class _Events:
     """Builds the events of one streamed message."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, message_id: str = MESSAGE_ID) -> None:
         self.model = model
+        self.message_id = message_id
         self.events: List[bytes] = []
         self.request_id = request_id()
         self.index = 0
@@ -151,7 +158,8 @@ class _Events:
         self.events.append(sse(dumps({"type": type_, **fields}), event=type_))
 
     def message_start(self) -> None:
-        self.emit("message_start", message=message(self.model, [], None, _start_usage()))
+        start = message(self.model, [], None, _start_usage())
+        self.emit("message_start", message={**start, "id": self.message_id})
 
     def ping(self) -> None:
         # Real streams ping after the first content_block_start, not after message_start
@@ -324,6 +332,424 @@ def error_reply(scenario: str, variant: str = "") -> JsonReply:
     return JsonReply(body, status=status, headers=_headers(extra, rid))
 
 
+# -- multi-turn: scripted turns ----------------------------------------------------------------
+
+#: The contract's finish reason -> Anthropic's ``stop_reason``.
+TURN_STOP_REASONS: Mapping[str, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "refusal": "refusal",
+    "content_filter": "refusal",
+}
+
+
+def _turn_input(arguments: str) -> Dict[str, Any]:
+    # A whole reply carries input as an object; arguments scripted corrupt (a cut-off
+    # call) have no object form, and arrive as the empty input a cut leaves.
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def reasoning_block(item: Reasoning) -> Dict[str, Any]:
+    """A ``thinking`` block (text and signature) or a ``redacted_thinking`` block (data)."""
+    if item.kind == ReasoningKind.REDACTED_THINKING:
+        return {"type": "redacted_thinking", "data": item.data}
+    return {"type": "thinking", "thinking": item.text, "signature": item.signature}
+
+
+def turn_message(turn: ScriptedTurn, model: str) -> Dict[str, Any]:
+    """The whole ``message`` playing ``turn``: thinking blocks, then text, then ``tool_use``."""
+    content: List[Dict[str, Any]] = [reasoning_block(r) for r in turn.reasoning]
+    if turn.text:
+        content.append(text_block(turn.text))
+    for call in turn.calls:
+        content.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _turn_input(call.arguments)}
+        )
+    body = message(model, content, TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
+    body["id"] = turn_message_id(turn)
+    return body
+
+
+def turn_message_id(turn: ScriptedTurn) -> str:
+    """The ``msg_01…`` id of ``turn``'s message, the same on every run."""
+    return provider_id("msg_01", f"anthropic/{turn.seed}", 22, _BASE62)
+
+
+def turn_events(turn: ScriptedTurn, model: str) -> TurnEvents:
+    """The SSE events playing ``turn``, and which events carried each call's first and last fragment.
+
+    A thinking block streams ``thinking_delta`` pieces and then one ``signature_delta``
+    just before its ``content_block_stop``; a ``redacted_thinking`` block arrives whole
+    in its ``content_block_start``. Each ``tool_use`` block opens with an empty
+    ``partial_json``, as every real one does.
+    """
+    out = _Events(model, turn_message_id(turn))
+    out.message_start()
+    for item in turn.reasoning:
+        if item.kind == ReasoningKind.REDACTED_THINKING:
+            out.content_block_start(reasoning_block(item))
+        else:
+            out.content_block_start({"type": "thinking", "thinking": "", "signature": ""})
+            for piece in _pieces(item.text, 3) if item.text else []:
+                out.emit(
+                    "content_block_delta",
+                    index=out.index,
+                    delta={"type": "thinking_delta", "thinking": piece},
+                )
+            out.emit(
+                "content_block_delta",
+                index=out.index,
+                delta={"type": "signature_delta", "signature": item.signature},
+            )
+        out.content_block_stop()
+    if turn.text:
+        out.text(turn.text)
+    arguments: Dict[int, Tuple[int, int]] = {}
+    if turn.interleave and len(turn.calls) > 1:
+        _interleaved_calls(out, turn, arguments)
+    else:
+        for position, call in enumerate(turn.calls):
+            out.content_block_start({"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+            first = last = len(out.events)
+            for number, piece in enumerate(["", *call.pieces()]):
+                out.emit(
+                    "content_block_delta",
+                    index=out.index,
+                    delta={"type": "input_json_delta", "partial_json": piece},
+                )
+                if number == 1:
+                    first = len(out.events) - 1
+                last = len(out.events) - 1
+            arguments[position] = (first if call.pieces() else last, last)
+            out.content_block_stop()
+    out.message_delta(TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
+    return TurnEvents(
+        out.events,
+        "text/event-stream; charset=utf-8",
+        _headers({"cache-control": "no-cache"}, out.request_id),
+        arguments,
+    )
+
+
+def _interleaved_calls(out: _Events, turn: ScriptedTurn, arguments: Dict[int, Tuple[int, int]]) -> None:
+    """Open every ``tool_use`` block, send their fragments in turn, then close them.
+
+    Every delta names its block by ``index``, and anthropic-python accumulates by it
+    (``lib/streaming/_messages.py`` looks the block up as ``content[event.index]``), as
+    does the reference backend, so blocks may be open together. Real streams were seen
+    closing each block before opening the next (79 of 79 in pydantic-ai's cassettes),
+    so this is what the format allows rather than what Claude was seen doing: a client
+    that keeps "the current block" instead of the index mixes the calls up.
+    """
+    base = out.index
+    for offset, call in enumerate(turn.calls):
+        block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        out.emit("content_block_start", index=base + offset, content_block=block)
+        out.ping()
+    for offset, _call in enumerate(turn.calls):
+        delta = {"type": "input_json_delta", "partial_json": ""}
+        out.emit("content_block_delta", index=base + offset, delta=delta)
+        arguments[offset] = (len(out.events) - 1, len(out.events) - 1)
+    pieces = [call.pieces() for call in turn.calls]
+    seen = set()
+    for step in range(max(len(p) for p in pieces)):
+        for offset, parts in enumerate(pieces):
+            if step >= len(parts):
+                continue
+            delta = {"type": "input_json_delta", "partial_json": parts[step]}
+            out.emit("content_block_delta", index=base + offset, delta=delta)
+            first = arguments[offset][0] if offset in seen else len(out.events) - 1
+            seen.add(offset)
+            arguments[offset] = (first, len(out.events) - 1)
+    for offset, _call in enumerate(turn.calls):
+        out.emit("content_block_stop", index=base + offset)
+    out.index = base + len(turn.calls)
+
+
+# -- multi-turn: reading a history -------------------------------------------------------------
+
+THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+
+
+def _system_text(system: Any) -> Optional[str]:
+    if isinstance(system, str):
+        return system
+    return text_of(system)
+
+
+def _choice(raw: Any) -> Optional[ToolChoice]:
+    type_ = raw.get("type") if isinstance(raw, dict) else None
+    if type_ == "auto":
+        return ToolChoice.AUTO
+    if type_ == "any":
+        return ToolChoice.REQUIRED
+    if type_ == "tool" and isinstance(raw.get("name"), str) and raw["name"]:
+        return ToolChoice.tool(raw["name"])
+    return None
+
+
+def _result_text(content: Any) -> Optional[str]:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return text_of(content)
+
+
+class _HistoryReader:
+    """Reads a Messages request body into the normal form, noting each departure."""
+
+    def __init__(self, body: Mapping[str, Any]) -> None:
+        self.body = body
+        self.messages: List[Message] = []
+        self.problems: List[str] = []
+        #: id -> name of every tool_use seen, for the results' names.
+        self.names: Dict[str, str] = {}
+        self.thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
+            "enabled",
+            "adaptive",
+        )
+
+    def read(self) -> None:
+        system = self.body.get("system")
+        if system is not None:
+            text = _system_text(system)
+            if text is None:
+                self.problems.append(f"system: expected a string or a list of text blocks, got {system!r}")
+            else:
+                self.messages.append(Message("system", text))
+        raw = self.body.get("messages")
+        if not isinstance(raw, list) or not raw:
+            self.problems.append(f"messages: expected a non-empty list of messages, got {raw!r}")
+            return
+        pending: List[str] = []  # tool_use ids of the previous assistant turn
+        pending_at = -1
+        for index, item in enumerate(raw):
+            if not isinstance(item, dict):
+                self.problems.append(f"messages.{index}: expected a message object, got {item!r}")
+                continue
+            role = item.get("role")
+            if role == "system":
+                self.problems.append(
+                    'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
+                    'parameter, not "system" as an input message role.'
+                )
+                continue
+            if role not in ("user", "assistant"):
+                self.problems.append(
+                    f"messages.{index}.role: Input should be 'user' or 'assistant' (got {role!r})"
+                )
+                continue
+            content = item.get("content")
+            if content == [] or content == "":
+                if index != len(raw) - 1 or role != "assistant":
+                    self.problems.append(
+                        f"messages.{index}: all messages must have non-empty content except for the "
+                        "optional final assistant message"
+                    )
+                    continue
+            if role == "user":
+                answered = self.user(index, content, pending, pending_at)
+                pending = []
+                if not answered:
+                    continue
+            else:
+                if pending:
+                    self.unanswered(pending_at, pending)
+                final = not any(
+                    isinstance(m, dict) and m.get("role") == "assistant" for m in raw[index + 1 :]
+                )
+                pending = self.assistant(index, content, final)
+                pending_at = index
+
+    def unanswered(self, index: int, ids: Sequence[str]) -> None:
+        self.problems.append(
+            f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+            f"{', '.join(ids)}. Each `tool_use` block must have a corresponding `tool_result` block in the "
+            "next message."
+        )
+
+    def user(self, index: int, content: Any, pending: Sequence[str], pending_at: int) -> bool:
+        if isinstance(content, str):
+            if pending:
+                self.unanswered(pending_at, pending)
+            self.messages.append(Message("user", content))
+            return True
+        if not isinstance(content, list):
+            self.problems.append(
+                f"messages.{index}.content: expected a string or a list of blocks, got {content!r}"
+            )
+            return False
+        answered: List[str] = []
+        texts: List[str] = []
+        text_first = False
+        for number, block in enumerate(content):
+            where = f"messages.{index}.content.{number}"
+            type_ = block.get("type") if isinstance(block, dict) else None
+            if type_ == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+                continue
+            if type_ != "tool_result":
+                self.problems.append(
+                    f"{where}: expected a text or tool_result block in a user message, got {block!r}"
+                )
+                continue
+            if texts:
+                text_first = True
+            call_id = block.get("tool_use_id")
+            if not isinstance(call_id, str) or not call_id:
+                self.problems.append(f"{where}.tool_result.tool_use_id: Field required")
+                continue
+            if call_id not in pending:
+                self.problems.append(
+                    f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {call_id}. Each "
+                    "`tool_result` block must have a corresponding `tool_use` block in the previous message."
+                )
+            answered.append(call_id)
+            text = _result_text(block.get("content"))
+            if text is None:
+                self.problems.append(
+                    f"{where}.tool_result.content: expected a string or a list of text blocks, got "
+                    f"{block.get('content')!r}"
+                )
+                text = ""
+            is_error = block.get("is_error")
+            if is_error is not None and not isinstance(is_error, bool):
+                self.problems.append(
+                    f"{where}.tool_result.is_error: Input should be a valid boolean, got {is_error!r}"
+                )
+            result = flagged_result(call_id, self.names.get(call_id, ""), text, is_error is True)
+            self.messages.append(Message.tool(result))
+        missing = [i for i in pending if i not in answered]
+        if missing or (pending and text_first):
+            # Results must come first in the user turn: text before them counts as no result.
+            self.unanswered(pending_at, missing or pending)
+        if texts:
+            self.messages.append(Message("user", "".join(texts)))
+        return True
+
+    def assistant(self, index: int, content: Any, final: bool) -> List[str]:
+        """Read an assistant turn; ``final`` where no assistant turn follows (the one the
+        API holds to ``thinking``: earlier turns' thinking blocks it ignores)."""
+        if isinstance(content, str):
+            self.messages.append(Message("assistant", content))
+            return []
+        if not isinstance(content, list):
+            self.problems.append(
+                f"messages.{index}.content: expected a string or a list of blocks, got {content!r}"
+            )
+            return []
+        texts: List[str] = []
+        calls: List[ToolCall] = []
+        reasoning: List[Reasoning] = []
+        for number, block in enumerate(content):
+            where = f"messages.{index}.content.{number}"
+            type_ = block.get("type") if isinstance(block, dict) else None
+            if type_ == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif type_ == "thinking":
+                reasoning.extend(self.thinking_block(where, block))
+            elif type_ == "redacted_thinking":
+                data = block.get("data")
+                if not isinstance(data, str) or not data:
+                    self.problems.append(f"{where}.redacted_thinking.data: Field required")
+                else:
+                    reasoning.append(
+                        Reasoning(ReasoningKind.REDACTED_THINKING.value, data=data, provider="anthropic")
+                    )
+            elif type_ == "tool_use":
+                call = self.tool_use(where, block)
+                if call is not None:
+                    if call.id in self.names:
+                        self.problems.append(f"{where}: `tool_use` ids must be unique (repeated: {call.id})")
+                    self.names[call.id] = call.name
+                    calls.append(call)
+            else:
+                self.problems.append(
+                    f"{where}: expected a text, thinking or tool_use block in an assistant message, "
+                    f"got {block!r}"
+                )
+        if self.thinking and final and calls and content:
+            head = content[0].get("type") if isinstance(content[0], dict) else None
+            if head not in ("thinking", "redacted_thinking"):
+                self.problems.append(
+                    f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{head}`. When `thinking` is enabled, a final `assistant` message must start with a "
+                    f"thinking block; include the thinking blocks of the turn as they came ({THINKING_DOCS})"
+                )
+        self.messages.append(Message("assistant", "".join(texts), tuple(calls), reasoning=tuple(reasoning)))
+        return [c.id for c in calls]
+
+    def thinking_block(self, where: str, block: Mapping[str, Any]) -> List[Reasoning]:
+        text, signature = block.get("thinking"), block.get("signature")
+        if not isinstance(text, str):
+            self.problems.append(f"{where}.thinking.thinking: Field required")
+            return []
+        if signature is None:
+            self.problems.append(
+                f"{where}.thinking.signature: Field required (send the thinking block back with its "
+                "signature, unaltered)"
+            )
+            return []
+        if not isinstance(signature, str) or not signature:
+            self.problems.append(f"{where}.thinking: Invalid `signature` in `thinking` block")
+            return []
+        return [Reasoning(ReasoningKind.THINKING.value, text=text, signature=signature, provider="anthropic")]
+
+    def tool_use(self, where: str, block: Mapping[str, Any]) -> Optional[ToolCall]:
+        call_id, name, input_ = block.get("id"), block.get("name"), block.get("input")
+        if not isinstance(call_id, str) or not call_id:
+            self.problems.append(f"{where}.tool_use.id: Field required")
+            return None
+        if not isinstance(name, str) or not name:
+            self.problems.append(f"{where}.tool_use.name: Field required")
+            return None
+        if not isinstance(input_, dict):
+            hint = " (send the parsed arguments, not their JSON text)" if isinstance(input_, str) else ""
+            self.problems.append(f"{where}.tool_use.input: Input should be a valid dictionary{hint}")
+            return None
+        return ToolCall(call_id, name, input_)
+
+
+def read_history(request: RecordedRequest) -> History:
+    """The conversation a Messages request carried, in normal form, with every departure."""
+    body = request.json if isinstance(request.json, dict) else {}
+    reader = _HistoryReader(body)
+    if not body:
+        reader.problems.append("expected a JSON object body with messages, got none")
+    else:
+        reader.read()
+    tools = body.get("tools")
+    names = (
+        tuple(str(t["name"]) for t in tools if isinstance(t, dict) and "name" in t)
+        if isinstance(tools, list)
+        else ()
+    )
+    return History(
+        tuple(reader.messages),
+        tuple(reader.problems),
+        names,
+        _choice(body.get("tool_choice")),
+        body.get("stream") is True,
+    )
+
+
+def history_error(problems: Sequence[str]) -> JsonReply:
+    """Anthropic's 400 ``invalid_request_error`` for a malformed history, quoting the first problem."""
+    rid = request_id()
+    body = {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": first_problem(problems)},
+        "request_id": rid,
+    }
+    return JsonReply(body, status=400, headers=_headers(rid=rid))
+
+
 # -- the wire ----------------------------------------------------------------------------------
 
 
@@ -358,9 +784,7 @@ class AnthropicWire(Wire):
             headers=_headers(rid=rid),
         )
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
         variant = variant or self.variants(scenario, mode)[0].name
@@ -417,6 +841,20 @@ class AnthropicWire(Wire):
             return None
         return out.reply(seed)
 
+    # -- multi-turn ---------------------------------------------------------------------
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        return JsonReply(turn_message(turn, _model(request)), headers=_headers())
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        return turn_events(turn, _model(request))
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        return read_history(request)
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        return history_error(problems)
+
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         problems, body = check_json_post(request, model, "/v1/messages")
         problems.extend(_check_headers(request.headers))
@@ -428,6 +866,11 @@ class AnthropicWire(Wire):
         problems.extend(_check_messages(body.get("messages")))
         problems.extend(_check_tools(body.get("tools")))
         return problems
+
+
+def _model(request: RecordedRequest) -> str:
+    body = request.json if isinstance(request.json, dict) else {}
+    return str(body.get("model") or "conformance-model")
 
 
 def _check_headers(headers: Mapping[str, str]) -> List[str]:

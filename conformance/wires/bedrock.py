@@ -35,10 +35,14 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
+from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
 from ..encoders import aws_event_stream_message
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    History,
+    ScriptedTurn,
+    TurnEvents,
     Variant,
     Wire,
     dumps,
@@ -49,6 +53,8 @@ from ._base import (
     schema_difference,
     tcp_chunks,
 )
+from ._tool_results import flagged_result
+from ._turns import first_problem
 
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
@@ -291,6 +297,391 @@ def corrupt(message: bytes) -> bytes:
     return bytes(damaged)
 
 
+# -- multi-turn: scripted turns ------------------------------------------------------------
+
+#: The contract's finish reason -> Bedrock's ``stopReason``.
+TURN_STOP_REASONS: Mapping[str, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filtered",
+    "refusal": "content_filtered",
+}
+
+
+def _turn_input(arguments: str) -> Any:
+    # Converse's whole reply carries input as a JSON document; scripted arguments that
+    # do not parse (a cut-off call) arrive as the empty object.
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def reasoning_content(item: Reasoning) -> Dict[str, Any]:
+    """A ``reasoningContent`` block: ``reasoningText {text, signature}`` or ``redactedContent`` (base64)."""
+    if item.kind == ReasoningKind.REDACTED_THINKING:
+        return {"reasoningContent": {"redactedContent": item.data}}
+    return {"reasoningContent": {"reasoningText": {"text": item.text, "signature": item.signature}}}
+
+
+def turn_response(turn: ScriptedTurn) -> Dict[str, Any]:
+    """The whole ``ConverseResponse`` playing ``turn``: reasoning, text, then ``toolUse`` blocks."""
+    content: List[Dict[str, Any]] = [reasoning_content(r) for r in turn.reasoning]
+    if turn.text:
+        content.append({"text": turn.text})
+    for call in turn.calls:
+        content.append(
+            {"toolUse": {"toolUseId": call.id, "name": call.name, "input": _turn_input(call.arguments)}}
+        )
+    return converse_response(content, TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
+
+
+def turn_events(turn: ScriptedTurn) -> TurnEvents:
+    """The event-stream messages playing ``turn``, with each call's first and last fragment event.
+
+    A reasoning block has no ``contentBlockStart`` (the start union has no member for
+    it): its text comes as ``reasoningContent.text`` deltas and its signature as one
+    last ``reasoningContent.signature`` delta before ``contentBlockStop``; redacted
+    reasoning is one ``reasoningContent.redactedContent`` delta.
+    """
+    out = _Events()
+    out.message_start()
+    for item in turn.reasoning:
+        out.block += 1
+        if item.kind == ReasoningKind.REDACTED_THINKING:
+            deltas: List[Dict[str, Any]] = [{"redactedContent": item.data}]
+        else:
+            deltas = [{"text": piece} for piece in _pieces(item.text, 3)] if item.text else []
+            deltas.append({"signature": item.signature})
+        for delta in deltas:
+            out._event(
+                "contentBlockDelta", {"contentBlockIndex": out.block, "delta": {"reasoningContent": delta}}
+            )
+        out.content_block_stop()
+    if turn.text:
+        out.text_block(turn.text)
+    arguments: Dict[int, Tuple[int, int]] = {}
+    if turn.interleave and len(turn.calls) > 1:
+        _interleaved_calls(out, turn, arguments)
+    else:
+        for position, call in enumerate(turn.calls):
+            arguments[position] = _tool_block(out, call.id, call.name, call.pieces())
+    out.finish(TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
+    return TurnEvents(out.events, EVENT_STREAM, _headers(), arguments)
+
+
+def _tool_block(out: _Events, call_id: str, name: str, pieces: Sequence[str]) -> Tuple[int, int]:
+    """A tool block sending exactly ``pieces``, after the empty first fragment."""
+    out.block += 1
+    out._event(
+        "contentBlockStart",
+        {"contentBlockIndex": out.block, "start": {"toolUse": {"toolUseId": call_id, "name": name}}},
+    )
+    span: List[int] = []
+    for piece in ["", *pieces]:
+        out._event(
+            "contentBlockDelta", {"contentBlockIndex": out.block, "delta": {"toolUse": {"input": piece}}}
+        )
+        span.append(len(out.events) - 1)
+    out.content_block_stop()
+    real = span[1:] or span
+    return (real[0], real[-1])
+
+
+def _interleaved_calls(out: _Events, turn: ScriptedTurn, arguments: Dict[int, Tuple[int, int]]) -> None:
+    """Start every tool block, send their fragments in turn, then stop them.
+
+    Each delta names its block by ``contentBlockIndex``, which is all a client has to
+    tell the blocks apart (boto3 hands the events over one by one, with the index).
+    Real ConverseStream replies were seen closing each block before the next starts
+    (the pydantic-ai and openllmetry captures), so this is what the format allows, not
+    what a model was seen doing: a client that appends every fragment to "the current
+    call" mixes the calls up.
+    """
+    base = out.block + 1
+    for offset, call in enumerate(turn.calls):
+        start = {"toolUse": {"toolUseId": call.id, "name": call.name}}
+        out._event("contentBlockStart", {"contentBlockIndex": base + offset, "start": start})
+    pieces = [call.pieces() for call in turn.calls]
+    for step in range(max(len(p) for p in pieces)):
+        for offset, parts in enumerate(pieces):
+            if step >= len(parts):
+                continue
+            delta = {"toolUse": {"input": parts[step]}}
+            out._event("contentBlockDelta", {"contentBlockIndex": base + offset, "delta": delta})
+            first = arguments[offset][0] if offset in arguments else len(out.events) - 1
+            arguments[offset] = (first, len(out.events) - 1)
+    for offset, _call in enumerate(turn.calls):
+        if offset not in arguments:  # a call without arguments: its block is empty
+            delta = {"toolUse": {"input": ""}}
+            out._event("contentBlockDelta", {"contentBlockIndex": base + offset, "delta": delta})
+            arguments[offset] = (len(out.events) - 1, len(out.events) - 1)
+        out._event("contentBlockStop", {"contentBlockIndex": base + offset})
+    out.block = base + len(turn.calls) - 1
+
+
+# -- multi-turn: reading a history ---------------------------------------------------------
+
+#: The 400 Bedrock answers a history that does not start with a user turn.
+FIRST_USER = (
+    "A conversation must start with a user message. Try again with a conversation that starts "
+    "with a user message."
+)
+#: The 400 Bedrock answers two turns of the same role in a row.
+ALTERNATE = (
+    "A conversation must alternate between user and assistant roles. Make sure the conversation "
+    "alternates between user and assistant roles and try again."
+)
+
+
+def _choice(tool_config: Any) -> Optional[ToolChoice]:
+    raw = tool_config.get("toolChoice") if isinstance(tool_config, dict) else None
+    if not isinstance(raw, dict) or len(raw) != 1:
+        return None
+    if "auto" in raw:
+        return ToolChoice.AUTO
+    if "any" in raw:
+        return ToolChoice.REQUIRED
+    name = raw["tool"].get("name") if isinstance(raw.get("tool"), dict) else None
+    return ToolChoice.tool(name) if isinstance(name, str) and name else None
+
+
+def _tool_names(tool_config: Any) -> Tuple[str, ...]:
+    tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
+    if not isinstance(tools, list):
+        return ()
+    specs = [t.get("toolSpec") for t in tools if isinstance(t, dict)]
+    return tuple(str(s["name"]) for s in specs if isinstance(s, dict) and isinstance(s.get("name"), str))
+
+
+def _result_text(content: Any) -> Optional[str]:
+    """A toolResult's content as text: its ``text`` blocks, ``json`` blocks as compact JSON."""
+    if not isinstance(content, list):
+        return None
+    parts: List[str] = []
+    for block in content:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif isinstance(block, dict) and "json" in block:
+            parts.append(dumps(block["json"]))
+        else:
+            return None
+    return "".join(parts)
+
+
+def _null(path: str) -> str:
+    # The wording of AWS's request validation, whose member paths count from 1.
+    return (
+        f"1 validation error detected: Value null at '{path}' failed to satisfy constraint: "
+        "Member must not be null"
+    )
+
+
+class _HistoryReader:
+    """Reads a Converse request body into the normal form, noting each departure."""
+
+    def __init__(self, body: Mapping[str, Any]) -> None:
+        self.body = body
+        self.messages: List[Message] = []
+        self.problems: List[str] = []
+        self.names: Dict[str, str] = {}
+
+    def read(self) -> None:
+        system = self.body.get("system")
+        if system is not None:
+            text = _text_of(system)
+            if text is None:
+                self.problems.append(f'system: expected a list of {{"text": ...}} blocks, got {system!r}')
+            else:
+                self.messages.append(Message("system", text))
+        raw = self.body.get("messages")
+        if not isinstance(raw, list) or not raw:
+            self.problems.append(f"messages: expected a non-empty list of messages, got {raw!r}")
+            return
+        roles = [m.get("role") if isinstance(m, dict) else None for m in raw]
+        pending: List[str] = []
+        for index, item in enumerate(raw):
+            role = roles[index]
+            if role not in ("user", "assistant"):
+                self.problems.append(
+                    f"1 validation error detected: Value {role!r} at 'messages.{index + 1}.member.role' "
+                    "failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]"
+                )
+                continue
+            content = item.get("content")
+            if not isinstance(content, list) or not content:
+                self.problems.append(
+                    f"messages.{index}.content: expected a non-empty list of content blocks, got {content!r}"
+                )
+                continue
+            if role == "user":
+                self.user(index, content, pending)
+                pending = []
+            else:
+                if pending:
+                    self.missing(index, pending)
+                pending = self.assistant(index, content)
+        if roles and roles[0] != "user" and roles[0] in ("user", "assistant"):
+            self.problems.insert(0, FIRST_USER)
+        if any(a == b and a in ("user", "assistant") for a, b in zip(roles, roles[1:])):
+            self.problems.insert(0, ALTERNATE)
+
+    def missing(self, index: int, ids: Sequence[str]) -> None:
+        self.problems.append(
+            f"Expected toolResult blocks at messages.{index}.content for the following Ids: {', '.join(ids)}"
+        )
+
+    def user(self, index: int, content: List[Any], pending: Sequence[str]) -> None:
+        texts: List[str] = []
+        answered: List[str] = []
+        for number, block in enumerate(content):
+            where = f"messages.{index + 1}.member.content.{number + 1}.member"
+            members = list(block) if isinstance(block, dict) else []
+            if members == ["text"] and isinstance(block["text"], str):
+                texts.append(block["text"])
+                continue
+            if members != ["toolResult"] or not isinstance(block["toolResult"], dict):
+                self.problems.append(
+                    f"messages.{index}.content.{number}: expected a content block with one member, text or "
+                    f"toolResult, in a user message, got {block!r}"
+                )
+                continue
+            result = block["toolResult"]
+            call_id = result.get("toolUseId")
+            if not isinstance(call_id, str) or not call_id:
+                self.problems.append(_null(f"{where}.toolResult.toolUseId"))
+                continue
+            if call_id not in pending:
+                self.problems.append(
+                    f"messages.{index}.content.{number}: the toolResult's toolUseId {call_id} matches no "
+                    f"toolUse block of the previous assistant turn (its ids: {', '.join(pending) or 'none'})"
+                )
+            answered.append(call_id)
+            text = _result_text(result.get("content"))
+            if text is None:
+                self.problems.append(
+                    f"messages.{index}.content.{number}.toolResult.content: expected a list of "
+                    f'{{"text": ...}} or {{"json": ...}} blocks, got {result.get("content")!r}'
+                )
+                text = ""
+            status = result.get("status")
+            at = f"messages.{index}.content.{number}.toolResult"
+            for part, member in enumerate(result.get("content") or ()):
+                if isinstance(member, dict) and "json" in member and not isinstance(member["json"], dict):
+                    self.problems.append(
+                        f"The format of the value at {at}.content.{part}.json is invalid. Provide a json "
+                        "object for the field and try again."
+                    )
+            if status == "error" and not result.get("content"):
+                self.problems.append(f"The content field at {at} cannot be empty when status value is error.")
+            if status not in (None, "success", "error"):
+                self.problems.append(
+                    f"1 validation error detected: Value {status!r} at '{where}.toolResult.status' failed to "
+                    "satisfy constraint: Member must satisfy enum value set: [success, error]"
+                )
+            self.messages.append(
+                Message.tool(flagged_result(call_id, self.names.get(call_id, ""), text, status == "error"))
+            )
+        if len(answered) > len(pending):
+            self.problems.append(
+                f"The number of toolResult blocks at messages.{index}.content exceeds the number of toolUse "
+                "blocks of previous turn."
+            )
+        missing = [i for i in pending if i not in answered]
+        if missing:
+            self.missing(index, missing)
+        if texts:
+            self.messages.append(Message("user", "".join(texts)))
+
+    def assistant(self, index: int, content: List[Any]) -> List[str]:
+        texts: List[str] = []
+        calls: List[ToolCall] = []
+        reasoning: List[Reasoning] = []
+        for number, block in enumerate(content):
+            where = f"messages.{index + 1}.member.content.{number + 1}.member"
+            members = list(block) if isinstance(block, dict) else []
+            if members == ["text"] and isinstance(block["text"], str):
+                texts.append(block["text"])
+            elif members == ["reasoningContent"] and isinstance(block["reasoningContent"], dict):
+                item = self.reasoning(index, number, block["reasoningContent"])
+                if item is not None:
+                    reasoning.append(item)
+            elif members == ["toolUse"] and isinstance(block["toolUse"], dict):
+                call = self.tool_use(index, number, where, block["toolUse"])
+                if call is not None:
+                    self.names[call.id] = call.name
+                    calls.append(call)
+            else:
+                self.problems.append(
+                    f"messages.{index}.content.{number}: expected a content block with one member, text, "
+                    f"reasoningContent or toolUse, in an assistant message, got {block!r}"
+                )
+        self.messages.append(Message("assistant", "".join(texts), tuple(calls), reasoning=tuple(reasoning)))
+        return [c.id for c in calls]
+
+    def reasoning(self, index: int, number: int, raw: Mapping[str, Any]) -> Optional[Reasoning]:
+        where = f"messages.{index}.content.{number}.reasoningContent"
+        if list(raw) == ["redactedContent"] and isinstance(raw["redactedContent"], str):
+            return Reasoning(
+                ReasoningKind.REDACTED_THINKING.value, data=raw["redactedContent"], provider="bedrock"
+            )
+        text = raw.get("reasoningText") if list(raw) == ["reasoningText"] else None
+        if not isinstance(text, dict) or not isinstance(text.get("text"), str):
+            self.problems.append(
+                f"{where}: expected reasoningText {{text, signature}} or redactedContent, got {raw!r}"
+            )
+            return None
+        signature = text.get("signature")
+        if not isinstance(signature, str) or not signature:
+            self.problems.append(
+                f"{where}.reasoningText.signature: the reasoning came back without its signature; send the "
+                "reasoningContent block back exactly as it came, signature included"
+            )
+            return None
+        return Reasoning(
+            ReasoningKind.THINKING.value, text=text["text"], signature=signature, provider="bedrock"
+        )
+
+    def tool_use(self, index: int, number: int, where: str, raw: Mapping[str, Any]) -> Optional[ToolCall]:
+        call_id, name, input_ = raw.get("toolUseId"), raw.get("name"), raw.get("input")
+        if not isinstance(call_id, str) or not call_id:
+            self.problems.append(_null(f"{where}.toolUse.toolUseId"))
+            return None
+        if not isinstance(name, str) or not name:
+            self.problems.append(_null(f"{where}.toolUse.name"))
+            return None
+        if not isinstance(input_, dict):
+            hint = " (send the parsed arguments, not their JSON text)" if isinstance(input_, str) else ""
+            self.problems.append(
+                f"messages.{index}.content.{number}.toolUse.input: expected the arguments as a JSON object, "
+                f"got {type(input_).__name__}{hint}"
+            )
+            return None
+        return ToolCall(call_id, name, input_)
+
+
+def read_history(request: RecordedRequest, stream: bool) -> History:
+    """The conversation a Converse request carried, in normal form, with every departure."""
+    body = request.json if isinstance(request.json, dict) else {}
+    reader = _HistoryReader(body)
+    if not body:
+        reader.problems.append("expected a JSON object body with messages, got none")
+    else:
+        reader.read()
+    tool_config = body.get("toolConfig")
+    return History(
+        tuple(reader.messages), tuple(reader.problems), _tool_names(tool_config), _choice(tool_config), stream
+    )
+
+
+def history_error(problems: Sequence[str]) -> JsonReply:
+    """Bedrock's 400 ``ValidationException`` for a malformed history, quoting the first problem."""
+    headers = _headers({"x-amzn-ErrorType": f"ValidationException:{ERROR_NAMESPACE}"})
+    return JsonReply({"message": first_problem(problems)}, status=400, headers=headers)
+
+
 # -- the wire ----------------------------------------------------------------------------
 
 
@@ -322,9 +713,7 @@ class BedrockConverseWire(Wire):
         headers = _headers({"x-amzn-ErrorType": f"UnknownOperationException:{ERROR_NAMESPACE}"})
         return JsonReply({"message": message}, status=404, headers=headers)
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
             return error_reply(scenario)
@@ -388,6 +777,20 @@ class BedrockConverseWire(Wire):
         else:
             return None
         return out.reply(seed)
+
+    # -- multi-turn ---------------------------------------------------------------------
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        return JsonReply(turn_response(turn), headers=_headers())
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        return turn_events(turn)
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        return read_history(request, self.wants_stream(request))
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        return history_error(problems)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         problems: List[str] = []
