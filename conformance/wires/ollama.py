@@ -357,14 +357,23 @@ def _read_calls(raw: Any, where: str, problems: List[str]) -> List[ToolCall]:
     calls = []
     for at, entry in enumerate(raw):
         here = f"{where}.tool_calls[{at}]"
-        function = entry.get("function") if isinstance(entry, dict) else None
+        # Go's decoder leaves a missing or null field at its zero value: only a value
+        # of the wrong type is refused.
+        if not isinstance(entry, dict):
+            problems.append(_unmarshal(here, entry, "api.ToolCall"))
+            continue
+        function = entry.get("function")
+        if function is None:
+            function = {}
         if not isinstance(function, dict):
             problems.append(_unmarshal(f"{here}.function", function, "api.ToolCallFunction"))
             continue
         name = function.get("name")
-        if not isinstance(name, str):
+        if name is not None and not isinstance(name, str):
             problems.append(_unmarshal(f"{here}.function.name", name, "string"))
-        arguments = function.get("arguments", {})
+        arguments = function.get("arguments")
+        if arguments is None:
+            arguments = {}
         if not isinstance(arguments, dict):
             hint = (
                 " (Ollama takes the arguments as a JSON object, the way it sent them; a JSON "
@@ -376,8 +385,8 @@ def _read_calls(raw: Any, where: str, problems: List[str]) -> List[ToolCall]:
                 _unmarshal(f"{here}.function.arguments", arguments, "api.ToolCallFunctionArguments", hint)
             )
             arguments = {}
-        call_id = entry.get("id") if isinstance(entry, dict) else None
-        calls.append(ToolCall(str(call_id or ""), str(name or ""), arguments))
+        call_id = entry.get("id")
+        calls.append(ToolCall(str(call_id or ""), name if isinstance(name, str) else "", arguments))
     return calls
 
 
