@@ -16,6 +16,10 @@ plainest account of how to read it:
 - Errors are ``{"error": "<text>"}`` with the status; after the first line the
   status is spent, so a failure is one last ``{"error": ...}`` line and only its text
   says what happened.
+- A history sends each call whole, ``arguments`` an object, and each result as a
+  ``tool`` message naming its ``tool_name``: there is no call id to echo and no error
+  flag. A thinking model's ``thinking`` goes back on its turn as it came; in a stream
+  it is complete once the text, a call or the ``done`` line follows.
 - A 429 comes only from ollama.com, for a used-up session or weekly usage limit:
   a quota, not a rate limit to wait out.
 """

@@ -15,6 +15,13 @@ plainest account of how to read it:
 - A failure after the 200 is an ``error`` event (its fields nested under ``error``
   in production, flat in the API reference: read both) or ``response.failed``.
 - Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
+- A history is a list of input items: each ``reasoning`` item back as it came (id,
+  summary, ``encrypted_content``) before the message or call it preceded, one
+  ``function_call`` per call, one ``function_call_output`` per result echoing its
+  ``call_id``. There is no tool role and no error flag on a result.
+- A streamed reasoning item is passed on at its ``response.output_item.done``, the
+  event that carries it whole; calls are taken from finished items, so fragments of
+  parallel calls never mix whatever order their deltas came in.
 """
 
 from __future__ import annotations

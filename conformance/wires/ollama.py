@@ -18,6 +18,10 @@ RFC 3339 with nanoseconds, trailing zeros trimmed.
 Errors are ``{"error": "<message>"}`` with the HTTP status. After the first line has
 gone out the status can no longer change: a failure is one last line
 ``{"error": "..."}``, and the stream ends.
+
+Scripted turns send ``message.thinking`` first, then the text, then each call whole on
+a line of its own; a history is refused only where the server's JSON decoder refuses
+it, a value of the wrong type (see ``read_history``).
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ Usage is only in the terminal event's ``response``. A failure after the 200 is a
 ``error`` event with the fields nested under ``error`` (the shape production traffic
 has, not the flat one of the API reference), followed by ``response.failed``; that
 is also how a streamed request over the context window fails.
+
+Scripted turns add ``reasoning`` items (summary deltas, then the item whole with its
+``encrypted_content``) before the message and the calls; a history is read from the
+``input`` items and refused with the API's own 400 wording (see ``read_history``).
 """
 
 from __future__ import annotations
