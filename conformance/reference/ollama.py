@@ -16,6 +16,10 @@ plainest account of how to read it:
 - Errors are ``{"error": "<text>"}`` with the status; after the first line the
   status is spent, so a failure is one last ``{"error": ...}`` line and only its text
   says what happened.
+- A history sends each call whole, ``arguments`` an object, and each result as a
+  ``tool`` message naming its ``tool_name``: there is no call id to echo and no error
+  flag. A thinking model's ``thinking`` goes back on its turn as it came; in a stream
+  it is complete once the text, a call or the ``done`` line follows.
 - A 429 comes only from ollama.com, for a used-up session or weekly usage limit:
   a quota, not a rate limit to wait out.
 """
@@ -27,7 +31,17 @@ import re
 import secrets
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
-from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
 from ._base import ReferenceBackend
 from ._decoders import NDJSONDecoder
 from ._errors import decode_json, status_kind
@@ -63,7 +77,7 @@ class OllamaBackend(ReferenceBackend):
         """The ``/api/chat`` request body; ``stream`` is always said out loud."""
         body: Dict[str, Any] = {
             "model": chat.model,
-            "messages": [{"role": m.role, "content": m.content} for m in chat.messages],
+            "messages": [self.message(m) for m in chat.messages],
             "stream": stream,
         }
         if chat.tools:
@@ -81,6 +95,39 @@ class OllamaBackend(ReferenceBackend):
         if chat.max_tokens is not None:
             body["options"] = {"num_predict": chat.max_tokens}
         return body
+
+    def message(self, message: Message) -> Dict[str, Any]:
+        """One message: an assistant turn with its ``thinking`` and whole calls, a result by name.
+
+        Ollama gives calls no id to echo: a result names its tool in ``tool_name`` and
+        follows the calls in order. It has no error flag either, so a failed tool's
+        content is the error as JSON text. Only this provider's thinking goes back.
+        """
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            return {"role": "tool", "tool_name": result.name, "content": result.text}
+        body: Dict[str, Any] = {"role": message.role, "content": message.content}
+        thinking = "".join(
+            r.text
+            for r in message.reasoning
+            if str(r.kind) == ReasoningKind.THINKING.value and r.provider in ("", self.provider)
+        )
+        if thinking:
+            body["thinking"] = thinking
+        if message.tool_calls:
+            body["tool_calls"] = [
+                {"function": {"name": call.name, "arguments": dict(call.arguments)}}
+                for call in message.tool_calls
+            ]
+        return body
+
+    def reasoning(self, thinking: str) -> Tuple[Reasoning, ...]:
+        """The turn's ``thinking`` as reasoning to send back, or nothing."""
+        return (
+            (Reasoning(ReasoningKind.THINKING.value, text=thinking, provider=self.provider),)
+            if thinking
+            else ()
+        )
 
     # -- errors -----------------------------------------------------------------------
 
@@ -179,11 +226,14 @@ class OllamaBackend(ReferenceBackend):
         text, calls = self.read_line(body)
         reason = body.get("done_reason")
         calls = self.keep_calls(calls, reason)
+        message = body.get("message")
+        thinking = message.get("thinking") if isinstance(message, dict) else None
         return ChatResponse(
             content=text,
             finish_reason=self.finish_reason(reason, calls),
             tool_calls=tuple(calls),
             usage=self.usage(body),
+            reasoning=self.reasoning(thinking if isinstance(thinking, str) else ""),
         )
 
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -195,12 +245,21 @@ class OllamaBackend(ReferenceBackend):
         response = await self.send(chat, stream=True)
         decoder = self.ndjson_decoder()
         calls: List[ToolCall] = []
+        thinking: List[str] = []
         final: Optional[Mapping[str, Any]] = None
         try:
             async for data in response:
                 for line in decoder.feed(data):
                     text, new_calls = self.read_line(line)
                     calls.extend(new_calls)
+                    message = line.get("message")
+                    piece = message.get("thinking") if isinstance(message, dict) else None
+                    if isinstance(piece, str) and piece:
+                        thinking.append(piece)
+                    if thinking and (text or new_calls or line.get("done")):
+                        # The thinking is complete once anything else comes.
+                        yield StreamChunk(reasoning=self.reasoning("".join(thinking)))
+                        thinking = []
                     if text:
                         yield StreamChunk(content=text)
                     if line.get("done"):

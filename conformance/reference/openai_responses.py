@@ -15,6 +15,13 @@ plainest account of how to read it:
 - A failure after the 200 is an ``error`` event (its fields nested under ``error``
   in production, flat in the API reference: read both) or ``response.failed``.
 - Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
+- A history is a list of input items: each ``reasoning`` item back as it came (id,
+  summary, ``encrypted_content``) before the message or call it preceded, one
+  ``function_call`` per call, one ``function_call_output`` per result echoing its
+  ``call_id``. There is no tool role and no error flag on a result.
+- A streamed reasoning item is passed on at its ``response.output_item.done``, the
+  event that carries it whole; calls are taken from finished items, so fragments of
+  parallel calls never mix whatever order their deltas came in.
 """
 
 from __future__ import annotations
@@ -23,7 +30,18 @@ import json
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
-from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from ._decoders import SSEDecoder
 from ._errors import decode_json
 from ._openai import OpenAIBase
@@ -66,13 +84,13 @@ class OpenAIResponsesBackend(OpenAIBase):
         body: Dict[str, Any] = {
             "model": chat.model,
             "input": [
-                {"role": m.role, "content": m.content}
-                for m in chat.messages
-                if m.role not in ("system", "developer")
+                item for m in chat.messages if m.role not in ("system", "developer") for item in self.items(m)
             ],
         }
         if system:
             body["instructions"] = "\n\n".join(system)
+        if chat.tool_choice is not None:
+            body["tool_choice"] = self.tool_choice(chat.tool_choice)
         if chat.tools:
             body["tools"] = [
                 {
@@ -90,6 +108,64 @@ class OpenAIResponsesBackend(OpenAIBase):
         if stream:
             body["stream"] = True
         return body
+
+    def items(self, message: Message) -> List[Dict[str, Any]]:
+        """The input items of one message.
+
+        An assistant turn is its reasoning items (this provider's only, exactly as they
+        came), its text, then one ``function_call`` per call; a tool result is a
+        ``function_call_output`` naming the call by ``call_id``. Responses has no error
+        flag on a result: a failed tool's output is the error as JSON text.
+        """
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            return [{"type": "function_call_output", "call_id": result.call_id, "output": result.text}]
+        if message.role != "assistant":
+            return [{"role": message.role, "content": message.content}]
+        items: List[Dict[str, Any]] = []
+        for r in message.reasoning:
+            if str(r.kind) != ReasoningKind.REASONING_ITEM.value or r.provider not in ("", self.provider):
+                continue
+            item: Dict[str, Any] = {
+                "type": "reasoning",
+                "id": r.id,
+                "summary": [{"type": "summary_text", "text": text} for text in r.summary],
+            }
+            if r.data:
+                item["encrypted_content"] = r.data
+            items.append(item)
+        if message.content:
+            items.append({"role": "assistant", "content": message.content})
+        for call in message.tool_calls:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                }
+            )
+        return items
+
+    @staticmethod
+    def tool_choice(choice: ToolChoice) -> Any:
+        """``"auto"``, ``"required"``, or the one function by name."""
+        if choice.mode == "tool":
+            return {"type": "function", "name": choice.name}
+        return choice.mode
+
+    def reasoning(self, item: Mapping[str, Any]) -> Reasoning:
+        """A finished ``reasoning`` output item, its encrypted content kept as it came."""
+        summary = tuple(
+            str(part.get("text") or "") for part in item.get("summary") or () if isinstance(part, dict)
+        )
+        return Reasoning(
+            ReasoningKind.REASONING_ITEM.value,
+            id=str(item.get("id") or ""),
+            summary=summary,
+            data=str(item.get("encrypted_content") or ""),
+            provider=self.provider,
+        )
 
     def stream_error(self, event: Mapping[str, Any]) -> LLMError:
         """The error an ``error`` event carries, nested under ``error`` or flat."""
@@ -185,6 +261,7 @@ class OpenAIResponsesBackend(OpenAIBase):
             finish_reason=self.finish_reason(turn, calls),
             tool_calls=tuple(calls),
             usage=turn.usage,
+            reasoning=tuple(self.reasoning(item) for item in items if item.get("type") == "reasoning"),
         )
 
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -199,9 +276,14 @@ class OpenAIResponsesBackend(OpenAIBase):
                     payload = json.loads(event.data)
                     if not isinstance(payload, dict):
                         continue
+                    done = len(items)
                     text = self.on_event(payload, turn, items)
                     if text:
                         yield StreamChunk(content=text)
+                    # A reasoning item is passed on once done, with its encrypted content.
+                    finished = [self.reasoning(i) for i in items[done:] if i.get("type") == "reasoning"]
+                    if finished:
+                        yield StreamChunk(reasoning=tuple(finished))
                 if turn.status is not None:
                     break
         finally:

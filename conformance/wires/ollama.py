@@ -18,16 +18,25 @@ RFC 3339 with nanoseconds, trailing zeros trimmed.
 Errors are ``{"error": "<message>"}`` with the HTTP status. After the first line has
 gone out the status can no longer change: a failure is one last line
 ``{"error": "..."}``, and the stream ends.
+
+Scripted turns send ``message.thinking`` first, then the text, then each call whole on
+a line of its own; a history is refused only where the server's JSON decoder refuses
+it, a value of the wrong type (see ``read_history``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import json
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolResult
 from ..encoders import ndjson
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    History,
+    ScriptedTurn,
+    TurnEvents,
     Variant,
     Wire,
     check_function_tool,
@@ -35,8 +44,10 @@ from ._base import (
     check_question,
     http_date,
     provider_id,
+    split_text,
     tcp_chunks,
 )
+from ._turns import first_problem
 
 __all__ = ["OllamaWire", "ollama_wire"]
 
@@ -236,7 +247,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "stream-error": (
         Variant(
             "runner-error",
-            "a mid-stream {\"error\"} line: an error was encountered while running the model "
+            'a mid-stream {"error"} line: an error was encountered while running the model '
             "(a retryable server_error)",
             "ollama/ollama docs/api/errors.mdx; llm/llama_server.go",
             error_kind="server_error",
@@ -249,6 +260,200 @@ def error_reply(scenario: str, variant: str = "") -> JsonReply:
     """The ``{"error": ...}`` body and status Ollama answers ``scenario`` (in ``variant``) with."""
     status, body = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     return JsonReply(body, status=status, headers=_headers(), content_type=JSON_TYPE)
+
+
+# -- scripted turns and histories ------------------------------------------------------------
+
+
+def _turn_parts(turn: ScriptedTurn) -> Tuple[str, str, List[Optional[Dict[str, Any]]]]:
+    """The turn's thinking, its text, and each call's ``tool_calls`` entry.
+
+    A call whose arguments are not a JSON object has no entry (``None``): Ollama's
+    tool parser emits a call only once it parses, and passes text it cannot parse on
+    as content (ollama/ollama-python#279 saw calls arrive as text).
+    """
+    thinking = "".join(r.text for r in turn.reasoning if str(r.kind) == ReasoningKind.THINKING.value)
+    entries: List[Optional[Dict[str, Any]]] = []
+    for call in turn.calls:
+        try:
+            arguments = json.loads(call.arguments)
+        except ValueError:
+            arguments = None
+        if isinstance(arguments, dict):
+            entries.append({"function": {"name": call.name, "arguments": arguments}})
+        else:
+            entries.append(None)
+    return thinking, turn.text, entries
+
+
+def _turn_line(
+    model: str,
+    index: int,
+    content: str = "",
+    thinking: str = "",
+    tool_calls: Optional[List[Dict[str, Any]]] = None,
+    done_reason: Optional[str] = None,
+) -> Dict[str, Any]:
+    body = chat_response(model, index, content, done_reason, tool_calls)
+    if thinking:
+        body["message"]["thinking"] = thinking
+    return body
+
+
+def _done_reason(turn: ScriptedTurn) -> str:
+    # Ollama says stop for a tool turn too; only num_predict running out is length.
+    return "length" if turn.finish_reason == "length" else "stop"
+
+
+def _model(request: RecordedRequest) -> str:
+    body = request.json if isinstance(request.json, dict) else {}
+    return str(body.get("model") or "conformance-model")
+
+
+def _stream_turn(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+    """The NDJSON lines of ``turn``: thinking, then text, then one line per whole call."""
+    model = _model(request)
+    thinking, text, entries = _turn_parts(turn)
+    lines: List[bytes] = []
+    spans: Dict[int, Tuple[int, int]] = {}
+    for piece in split_text(thinking, 3):
+        lines.append(ndjson(_turn_line(model, len(lines), thinking=piece)))
+    for piece in split_text(text, 4):
+        lines.append(ndjson(_turn_line(model, len(lines), content=piece)))
+    # The calls come whole, one line each as the server's parser completes them: they
+    # cannot interleave, whatever ``turn.interleave`` asks.
+    for n, entry in enumerate(entries):
+        spans[n] = (len(lines), len(lines))
+        if entry is None:
+            lines.append(ndjson(_turn_line(model, len(lines), content=turn.calls[n].arguments)))
+        else:
+            lines.append(ndjson(_turn_line(model, len(lines), tool_calls=[entry])))
+    lines.append(ndjson(_turn_line(model, len(lines), done_reason=_done_reason(turn))))
+    return TurnEvents(lines, NDJSON_TYPE, _headers(), spans)
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, in the words of Go's JSON decoder."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def _unmarshal(where: str, value: Any, want: str, hint: str = "") -> str:
+    """A problem in the form of Ollama's 400 for a body its Go decoder cannot read."""
+    return f"json: cannot unmarshal {_kind(value)} into {where} of type {want}{hint}"
+
+
+def _read_calls(raw: Any, where: str, problems: List[str]) -> List[ToolCall]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(_unmarshal(f"{where}.tool_calls", raw, "[]api.ToolCall"))
+        return []
+    calls = []
+    for at, entry in enumerate(raw):
+        here = f"{where}.tool_calls[{at}]"
+        # Go's decoder leaves a missing or null field at its zero value: only a value
+        # of the wrong type is refused.
+        if not isinstance(entry, dict):
+            problems.append(_unmarshal(here, entry, "api.ToolCall"))
+            continue
+        function = entry.get("function")
+        if function is None:
+            function = {}
+        if not isinstance(function, dict):
+            problems.append(_unmarshal(f"{here}.function", function, "api.ToolCallFunction"))
+            continue
+        name = function.get("name")
+        if name is not None and not isinstance(name, str):
+            problems.append(_unmarshal(f"{here}.function.name", name, "string"))
+        arguments = function.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            hint = (
+                " (Ollama takes the arguments as a JSON object, the way it sent them; a JSON "
+                "string is refused)"
+                if isinstance(arguments, str)
+                else ""
+            )
+            problems.append(
+                _unmarshal(f"{here}.function.arguments", arguments, "api.ToolCallFunctionArguments", hint)
+            )
+            arguments = {}
+        call_id = entry.get("id")
+        calls.append(ToolCall(str(call_id or ""), name if isinstance(name, str) else "", arguments))
+    return calls
+
+
+def _read_message(raw: Any, at: int, problems: List[str]) -> Optional[Message]:
+    where = f"messages[{at}]"
+    if not isinstance(raw, dict):
+        problems.append(_unmarshal(where, raw, "api.Message"))
+        return None
+    strings = {}
+    for key in ("role", "content", "thinking", "tool_name", "tool_call_id"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, str):
+            hint = (
+                " (Ollama's content is one string, never a list of parts)"
+                if key == "content" and isinstance(value, list)
+                else ""
+            )
+            problems.append(_unmarshal(f"{where}.{key}", value, "string", hint))
+            value = None
+        strings[key] = value or ""
+    role, content = strings["role"], strings["content"]
+    calls = _read_calls(raw.get("tool_calls"), where, problems)
+    if role == "tool":
+        result = ToolResult(strings["tool_call_id"], strings["tool_name"], content=content)
+        return Message.tool(result)
+    if role == "assistant":
+        thinking = strings["thinking"]
+        reasoning = (
+            (Reasoning(ReasoningKind.THINKING.value, text=thinking, provider="ollama"),) if thinking else ()
+        )
+        return Message("assistant", content, tool_calls=tuple(calls), reasoning=reasoning)
+    # The server takes any role and leaves it to the model's template.
+    return Message(role, content)
+
+
+def read_history(request: RecordedRequest, stream: bool) -> History:
+    """The conversation an ``/api/chat`` request carried, and what the server would refuse.
+
+    Ollama checks types only: a call's arguments must be an object and every text a
+    string. It matches results to calls by name and order and checks neither, so
+    nothing else is refused here.
+    """
+    body = request.json
+    if not isinstance(body, dict):
+        return History((), (_unmarshal("body", body, "api.ChatRequest"),), stream=stream)
+    problems: List[str] = []
+    messages: List[Message] = []
+    raw_messages = body.get("messages")
+    if raw_messages is not None and not isinstance(raw_messages, list):
+        problems.append(_unmarshal("messages", raw_messages, "[]api.Message"))
+    for at, raw in enumerate(raw_messages if isinstance(raw_messages, list) else ()):
+        read = _read_message(raw, at, problems)
+        if read is not None:
+            messages.append(read)
+    tools = body.get("tools")
+    names = tuple(
+        t["function"]["name"]
+        for t in (tools if isinstance(tools, list) else ())
+        if isinstance(t, dict)
+        and isinstance(t.get("function"), dict)
+        and isinstance(t["function"].get("name"), str)
+    )
+    return History(tuple(messages), tuple(problems), tools=names, tool_choice=None, stream=stream)
 
 
 # -- the wire ----------------------------------------------------------------------------
@@ -306,9 +511,7 @@ class OllamaWire(Wire):
             content_type=JSON_TYPE,
         )
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
         body = request.json if isinstance(request.json, dict) else {}
@@ -361,6 +564,33 @@ class OllamaWire(Wire):
         else:
             return None
         return out.reply(seed)
+
+    # -- multi-turn --------------------------------------------------------------------
+
+    #: Ollama gives no call an id a result must echo (0.12+ servers send one, which
+    #: ollama-python drops): results are matched by ``tool_name`` and order.
+    sends_call_ids = False
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        """One ``ChatResponse``: ``thinking``, ``content``, the calls whole, ``done_reason``."""
+        thinking, text, entries = _turn_parts(turn)
+        # A call the parser could not read stays in the text, as the server passes it on.
+        text += "".join(turn.calls[n].arguments for n, entry in enumerate(entries) if entry is None)
+        calls = [entry for entry in entries if entry is not None]
+        body = _turn_line(_model(request), 0, text, thinking, calls, _done_reason(turn))
+        return JsonReply(body, headers=_headers(), content_type=JSON_TYPE)
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        return _stream_turn(turn, request)
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        return read_history(request, self.wants_stream(request))
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        """Ollama's 400 for a body it cannot decode: ``{"error": "<the decoder's text>"}``."""
+        return JsonReply(
+            {"error": first_problem(problems)}, status=400, headers=_headers(), content_type=JSON_TYPE
+        )
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         problems, body = check_json_post(request, model, "/api/chat")

@@ -27,17 +27,26 @@ Usage is only in the terminal event's ``response``. A failure after the 200 is a
 ``error`` event with the fields nested under ``error`` (the shape production traffic
 has, not the flat one of the API reference), followed by ``response.failed``; that
 is also how a streamed request over the context window fails.
+
+Scripted turns add ``reasoning`` items (summary deltas, then the item whole with its
+``encrypted_content``) before the message and the calls; a history is read from the
+``input`` items and refused with the API's own 400 wording (see ``read_history``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolResult
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
+    History,
+    ScriptedTurn,
+    TurnEvents,
     Variant,
     Wire,
     check_json_post,
@@ -48,9 +57,11 @@ from ._base import (
     obfuscation,
     provider_id,
     schema_difference,
+    split_text,
     tcp_chunks,
     text_of,
 )
+from ._turns import first_problem
 
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
 
@@ -116,11 +127,13 @@ def refusal(text: str) -> Dict[str, Any]:
     return {"type": "refusal", "refusal": text}
 
 
-def message(content: List[Dict[str, Any]], status: str = "completed") -> Dict[str, Any]:
+def message(
+    content: List[Dict[str, Any]], status: str = "completed", item_id: str = MESSAGE_ID
+) -> Dict[str, Any]:
     """A ``message`` output item."""
     return {
         "type": "message",
-        "id": MESSAGE_ID,
+        "id": item_id,
         "status": status,
         "role": "assistant",
         "content": content,
@@ -147,10 +160,16 @@ def response(
     incomplete_reason: Optional[str] = None,
     error: Optional[Dict[str, Any]] = None,
     usage: bool = True,
+    response_id: str = RESPONSE_ID,
+    tools: Optional[List[Any]] = None,
 ) -> Dict[str, Any]:
-    """A ``response`` object, as a whole reply and inside the lifecycle events."""
+    """A ``response`` object, as a whole reply and inside the lifecycle events.
+
+    ``tools`` defaults to the fixture's one function; a scripted turn echoes the
+    request's own.
+    """
     return {
-        "id": RESPONSE_ID,
+        "id": response_id,
         "object": "response",
         "created_at": CREATED_AT,
         "status": status,
@@ -170,7 +189,9 @@ def response(
         "temperature": 1.0,
         "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": "auto",
-        "tools": [
+        "tools": tools
+        if tools is not None
+        else [
             {
                 "type": "function",
                 "name": FX.tool_name,
@@ -193,24 +214,38 @@ def response(
 class _Events:
     """Builds the events of one streamed response, numbering them as OpenAI does."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, response_id: str = RESPONSE_ID, tools: Optional[List[Any]] = None) -> None:
         self.model = model
+        self.response_id = response_id
+        self.tools = tools
         self.events: List[bytes] = []
         self.output: List[Dict[str, Any]] = []
+        #: call position -> the indexes of the events carrying its argument fragments.
+        self.argument_events: Dict[int, List[int]] = {}
+
+    def response(self, status: str, output: List[Dict[str, Any]], **fields: Any) -> Dict[str, Any]:
+        return response(self.model, status, output, response_id=self.response_id, tools=self.tools, **fields)
 
     def emit(self, type_: str, **fields: Any) -> None:
         body = {"type": type_, "sequence_number": len(self.events), **fields}
         self.events.append(sse(dumps(body), event=type_))
 
     def created(self) -> None:
-        self.emit("response.created", response=response(self.model, "in_progress", [], usage=False))
-        self.emit("response.in_progress", response=response(self.model, "in_progress", [], usage=False))
+        self.emit("response.created", response=self.response("in_progress", [], usage=False))
+        self.emit("response.in_progress", response=self.response("in_progress", [], usage=False))
 
-    def message(self, text: str, pieces: int = 4, kind: str = "output_text", done: bool = True) -> None:
+    def message(
+        self,
+        text: str,
+        pieces: int = 4,
+        kind: str = "output_text",
+        done: bool = True,
+        item_id: str = MESSAGE_ID,
+    ) -> None:
         index = len(self.output)
-        where = {"item_id": MESSAGE_ID, "output_index": index, "content_index": 0}
+        where = {"item_id": item_id, "output_index": index, "content_index": 0}
         empty = output_text("") if kind == "output_text" else refusal("")
-        self.emit("response.output_item.added", output_index=index, item=message([], "in_progress"))
+        self.emit("response.output_item.added", output_index=index, item=message([], "in_progress", item_id))
         self.emit("response.content_part.added", part=empty, **where)
         for piece in _pieces(text, pieces):
             if kind == "output_text":
@@ -231,7 +266,7 @@ class _Events:
         else:
             self.emit("response.refusal.done", refusal=text, **where)
         self.emit("response.content_part.done", part=part, **where)
-        item = message([part])
+        item = message([part], item_id=item_id)
         self.emit("response.output_item.done", output_index=index, item=item)
         self.output.append(item)
 
@@ -252,12 +287,12 @@ class _Events:
         self.output.append(item)
 
     def completed(self) -> None:
-        self.emit("response.completed", response=response(self.model, "completed", self.output))
+        self.emit("response.completed", response=self.response("completed", self.output))
 
     def incomplete(self, reason: str) -> None:
         self.emit(
             "response.incomplete",
-            response=response(self.model, "incomplete", self.output, incomplete_reason=reason),
+            response=self.response("incomplete", self.output, incomplete_reason=reason),
         )
 
     def error(self, type_: str, code: str, message_: str, param: Optional[str] = None) -> None:
@@ -269,7 +304,7 @@ class _Events:
         """
         self.emit("error", error={"type": type_, "code": code, "message": message_, "param": param})
         failed = {"code": code, "message": message_}
-        self.emit("response.failed", response=response(self.model, "failed", self.output, error=failed))
+        self.emit("response.failed", response=self.response("failed", self.output, error=failed))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
         return StreamReply(
@@ -348,7 +383,12 @@ SERVER_ERROR_MESSAGE = (
 #: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
 VARIANT_ERRORS: Mapping[Any, Any] = {
     ("overloaded", "service-unavailable"): (
-        503, "service_unavailable_error", "server_is_overloaded", None, SERVERS_OVERLOADED, {}
+        503,
+        "service_unavailable_error",
+        "server_is_overloaded",
+        None,
+        SERVERS_OVERLOADED,
+        {},
     ),
     ("rate-limit", "no-retry-after"): (
         429,
@@ -423,6 +463,525 @@ def error_reply(scenario: str, variant: str = "") -> JsonReply:
     return JsonReply(body, status=status, headers=_headers(extra))
 
 
+# -- scripted turns ------------------------------------------------------------------------
+
+#: The item types a Responses ``input`` list may hold (``openai/types/responses/
+#: response_input_item_param.py``); a loop that sends another is refused.
+INPUT_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "item_reference",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "web_search_call",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "compaction",
+    }
+)
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+#: The content part types whose text a message or a tool output is read from.
+TEXT_PARTS = ("input_text", "output_text")
+
+
+class _Turn:
+    """The ids and items of one scripted turn, derived from its seed."""
+
+    def __init__(self, wire: str, turn: ScriptedTurn) -> None:
+        self.turn = turn
+        seed = f"{wire}/{turn.seed}"
+        self.response_id = provider_id("resp_", f"{seed}/response", 50, _HEX)
+        self.message_id = provider_id("msg_", f"{seed}/message", 50, _HEX)
+        self.reasoning = [r for r in turn.reasoning if str(r.kind) == ReasoningKind.REASONING_ITEM.value]
+        self.reasoning_ids = [
+            r.id or provider_id("rs_", f"{seed}/reasoning/{n}", 50, _HEX)
+            for n, r in enumerate(self.reasoning)
+        ]
+        self.call_item_ids = [
+            provider_id("fc_", f"{seed}/call/{n}", 50, _HEX) for n in range(len(turn.calls))
+        ]
+
+    @property
+    def incomplete(self) -> bool:
+        return self.turn.finish_reason == "length"
+
+    def reasoning_item(self, n: int, done: bool = True) -> Dict[str, Any]:
+        """The ``reasoning`` output item; its ``encrypted_content`` only once it is done."""
+        r = self.reasoning[n]
+        item: Dict[str, Any] = {
+            "id": self.reasoning_ids[n],
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": text} for text in r.summary] if done else [],
+        }
+        if done and r.data:
+            item["encrypted_content"] = r.data
+        return item
+
+    def call_item(self, n: int, done: bool = True) -> Dict[str, Any]:
+        call = self.turn.calls[n]
+        # A turn cut off by max_output_tokens leaves its last call incomplete.
+        last_cut = self.incomplete and n == len(self.turn.calls) - 1
+        return {
+            "type": "function_call",
+            "id": self.call_item_ids[n],
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": call.arguments if done else "",
+            "status": ("incomplete" if last_cut else "completed") if done else "in_progress",
+        }
+
+    def output(self) -> List[Dict[str, Any]]:
+        """The finished output items, in the provider's order: reasoning, message, calls."""
+        items = [self.reasoning_item(n) for n in range(len(self.reasoning))]
+        if self.turn.text:
+            items.append(message([output_text(self.turn.text)], item_id=self.message_id))
+        items.extend(self.call_item(n) for n in range(len(self.turn.calls)))
+        return items
+
+
+def _request_tools(request: RecordedRequest) -> Optional[List[Any]]:
+    body = request.json if isinstance(request.json, dict) else {}
+    tools = body.get("tools")
+    return list(tools) if isinstance(tools, list) else []
+
+
+def _model(request: RecordedRequest) -> str:
+    body = request.json if isinstance(request.json, dict) else {}
+    return str(body.get("model") or "conformance-model")
+
+
+def _stream_turn(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+    t = _Turn(wire, turn)
+    out = _Events(_model(request), t.response_id, _request_tools(request))
+    out.created()
+    for n in range(len(t.reasoning)):
+        _stream_reasoning(out, t, n)
+    if turn.text:
+        out.message(turn.text, item_id=t.message_id)
+    first = len(out.output)
+    for n in range(len(turn.calls)):
+        out.emit("response.output_item.added", output_index=first + n, item=t.call_item(n, done=False))
+        if not turn.interleave:
+            _stream_arguments(out, t, first, [n])
+            _finish_call(out, t, first, n)
+    if turn.interleave:
+        # Every argument delta names its item by output_index and item_id, so the calls'
+        # fragments may alternate once all of them are added; openai-python's stream
+        # state (lib/streaming/responses/_responses.py) appends each delta to the item
+        # at its output_index, and the Agents SDK keys its call state the same way.
+        _stream_arguments(out, t, first, list(range(len(turn.calls))))
+        for n in range(len(turn.calls)):
+            _finish_call(out, t, first, n)
+    if t.incomplete:
+        out.incomplete("max_output_tokens")
+    else:
+        out.completed()
+    spans = {n: (min(at), max(at)) for n, at in out.argument_events.items()}
+    return TurnEvents(out.events, "text/event-stream; charset=utf-8", _headers(), spans)
+
+
+def _stream_reasoning(out: _Events, t: _Turn, n: int) -> None:
+    """A reasoning item as streamed: its summary parts, then the item with its encrypted content."""
+    index = len(out.output)
+    where = {"item_id": t.reasoning_ids[n], "output_index": index}
+    out.emit("response.output_item.added", output_index=index, item=t.reasoning_item(n, done=False))
+    for at, text in enumerate(t.reasoning[n].summary):
+        empty = {"type": "summary_text", "text": ""}
+        out.emit("response.reasoning_summary_part.added", summary_index=at, part=empty, **where)
+        for piece in split_text(text, 3):
+            out.emit(
+                "response.reasoning_summary_text.delta",
+                summary_index=at,
+                delta=piece,
+                **where,
+                obfuscation=obfuscation(f"openai-responses/{len(out.events)}"),
+            )
+        out.emit("response.reasoning_summary_text.done", summary_index=at, text=text, **where)
+        part = {"type": "summary_text", "text": text}
+        out.emit("response.reasoning_summary_part.done", summary_index=at, part=part, **where)
+    item = t.reasoning_item(n)
+    out.emit("response.output_item.done", output_index=index, item=item)
+    out.output.append(item)
+
+
+def _stream_arguments(out: _Events, t: _Turn, first: int, calls: List[int]) -> None:
+    """The argument deltas of ``calls``, taking one fragment of each in turn."""
+    pieces = {n: list(t.turn.calls[n].pieces()) for n in calls}
+    for step in range(max((len(p) for p in pieces.values()), default=0)):
+        for n in calls:
+            if step >= len(pieces[n]):
+                continue
+            out.argument_events.setdefault(n, []).append(len(out.events))
+            out.emit(
+                "response.function_call_arguments.delta",
+                delta=pieces[n][step],
+                item_id=t.call_item_ids[n],
+                output_index=first + n,
+                obfuscation=obfuscation(f"openai-responses/{len(out.events)}"),
+            )
+
+
+def _finish_call(out: _Events, t: _Turn, first: int, n: int) -> None:
+    call = t.turn.calls[n]
+    where = {"item_id": t.call_item_ids[n], "output_index": first + n}
+    # A call whose arguments are empty has no delta: its one argument event is .done.
+    out.argument_events.setdefault(n, [len(out.events)])
+    out.emit("response.function_call_arguments.done", arguments=call.arguments, **where)
+    item = t.call_item(n)
+    out.emit("response.output_item.done", output_index=first + n, item=item)
+    out.output.append(item)
+
+
+# -- histories -----------------------------------------------------------------------------
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in the words OpenAI's type errors use."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+def _part_text(content: Any) -> Optional[str]:
+    """A message's or output's text: the string, or its text parts joined; ``None`` if neither."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        return "".join(str(p.get("text") or "") for p in content if p.get("type") in TEXT_PARTS)
+    return None
+
+
+class _HistoryReader:
+    """Reads a Responses ``input`` list into the normal form, noting what the API refuses.
+
+    An assistant turn is the run of ``reasoning``, assistant ``message`` and
+    ``function_call`` items between two other items; each ``function_call_output``
+    becomes one tool message. The problem sentences begin with the API's own words.
+    """
+
+    def __init__(self, store: bool) -> None:
+        self.store = store
+        self.messages: List[Message] = []
+        self.problems: List[str] = []
+        self.calls: Dict[str, str] = {}
+        self.unanswered: List[str] = []
+        self.waiting_reasoning: List[str] = []
+        self.text: List[str] = []
+        self.turn_calls: List[ToolCall] = []
+        self.turn_reasoning: List[Reasoning] = []
+        self.after_output = False
+
+    def read(self, input_: List[Any]) -> None:
+        for at, item in enumerate(input_):
+            where = f"input[{at}]"
+            if not isinstance(item, dict):
+                self.problems.append(
+                    f"Invalid type for '{where}': expected an input item object, "
+                    f"but got {_kind(item)} instead."
+                )
+                continue
+            type_ = item.get("type")
+            if type_ is None and "role" in item:
+                type_ = "message"
+            if type_ == "message":
+                self.message(item, where)
+            elif type_ == "reasoning":
+                self.reasoning(item, where)
+            elif type_ == "function_call":
+                self.function_call(item, where)
+            elif type_ == "function_call_output":
+                self.function_call_output(item, where)
+            elif type_ not in INPUT_ITEM_TYPES:
+                self.problems.append(
+                    f"Invalid value: {type_!r} at '{where}.type' (a Responses input item is a message, "
+                    "reasoning, function_call or function_call_output; a tool result is a "
+                    "function_call_output with the call's call_id)."
+                )
+        self.end_turn()
+        self.unanswered_calls("at the end of the input")
+
+    # -- one item each ---------------------------------------------------------------
+
+    def message(self, item: Mapping[str, Any], where: str) -> None:
+        role = item.get("role")
+        if role not in MESSAGE_ROLES:
+            hint = (
+                " (Responses has no tool role: send the result as a function_call_output item "
+                "with the call's call_id)"
+                if role == "tool"
+                else ""
+            )
+            self.problems.append(
+                f"Invalid value: {role!r} at '{where}.role'. Supported values are: 'assistant', "
+                f"'system', 'developer', and 'user'{hint}."
+            )
+            return
+        for chat_field in ("tool_calls", "tool_call_id"):
+            if chat_field in item:
+                self.problems.append(
+                    f"Unknown parameter: '{where}.{chat_field}' (that is the Chat Completions shape; "
+                    "Responses sends each call as a function_call item and each result as a "
+                    "function_call_output item)."
+                )
+        text = _part_text(item.get("content"))
+        if text is None:
+            self.problems.append(
+                f"Invalid type for '{where}.content': expected one of a string or an array of content "
+                f"parts, but got {_kind(item.get('content'))} instead."
+            )
+            text = ""
+        if role == "assistant":
+            self.start_assistant_item(where)
+            self.satisfy_reasoning()
+            self.text.append(text)
+            return
+        self.end_turn()
+        self.after_output = False
+        self.unanswered_calls(f"before the {role} message at {where}")
+        self.messages.append(Message("system" if role == "developer" else str(role), text))
+
+    def reasoning(self, item: Mapping[str, Any], where: str) -> None:
+        rid = item.get("id")
+        summary = item.get("summary")
+        data = item.get("encrypted_content")
+        if not isinstance(rid, str) or not rid:
+            self.problems.append(
+                f"Missing required parameter: '{where}.id' (a reasoning item goes back with its id)."
+            )
+        if not isinstance(summary, list):
+            self.problems.append(
+                f"Missing required parameter: '{where}.summary' (send the summary list as it came, "
+                "[] when it was empty)."
+            )
+            summary = []
+        if not self.store and not data:
+            self.problems.append(
+                f"Item with id {rid!r} not found. Items are not persisted when `store` is set to false "
+                f"(at {where}: with store false, a reasoning item must go back with its "
+                "encrypted_content, as it came)."
+            )
+        self.start_assistant_item(where)
+        texts = tuple(str(p.get("text") or "") for p in summary if isinstance(p, dict))
+        self.turn_reasoning.append(
+            Reasoning(
+                ReasoningKind.REASONING_ITEM.value,
+                id=str(rid or ""),
+                summary=texts,
+                data=str(data or ""),
+                provider="openai",
+            )
+        )
+        self.waiting_reasoning.append(str(rid or where))
+
+    def function_call(self, item: Mapping[str, Any], where: str) -> None:
+        self.start_assistant_item(where)
+        self.satisfy_reasoning()
+        call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
+        for key, value in (("call_id", call_id), ("name", name), ("arguments", arguments)):
+            if value is None:
+                self.problems.append(f"Missing required parameter: '{where}.{key}'.")
+            elif not isinstance(value, str):
+                hint = " (the arguments go as JSON text, as the call came)" if key == "arguments" else ""
+                self.problems.append(
+                    f"Invalid type for '{where}.{key}': expected a string, "
+                    f"but got {_kind(value)} instead{hint}."
+                )
+        parsed: Any = {}
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                parsed = {}
+        call_id = str(call_id or "")
+        self.calls[call_id] = str(name or "")
+        self.unanswered.append(call_id)
+        self.turn_calls.append(ToolCall(call_id, str(name or ""), parsed if isinstance(parsed, dict) else {}))
+
+    def function_call_output(self, item: Mapping[str, Any], where: str) -> None:
+        self.end_turn()
+        self.after_output = True
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            self.problems.append(
+                f"Missing required parameter: '{where}.call_id' (a function_call_output names the "
+                "call it answers by its call_id)."
+            )
+            call_id = ""
+        elif call_id not in self.calls:
+            self.problems.append(
+                f"No tool call found for function call output with call_id {call_id} (at {where}: no "
+                "function_call item before it has that call_id)."
+            )
+        output = item.get("output")
+        text = _part_text(output)
+        if text is None:
+            self.problems.append(
+                f"Invalid type for '{where}.output': expected one of a string or an array of input "
+                f"content, but got {_kind(output)} instead."
+            )
+            text = ""
+        if call_id in self.unanswered:
+            self.unanswered.remove(call_id)
+        name = self.calls.get(call_id, "")
+        self.messages.append(Message.tool(ToolResult(call_id, name, content=text)))
+
+    # -- turn boundaries ---------------------------------------------------------------
+
+    def start_assistant_item(self, where: str) -> None:
+        """An assistant item after tool outputs opens the next turn: the last one's calls are due."""
+        if self.after_output:
+            self.unanswered_calls(f"before the next assistant turn at {where}")
+            self.after_output = False
+
+    def satisfy_reasoning(self) -> None:
+        self.waiting_reasoning.clear()
+
+    def end_turn(self) -> None:
+        """Close the assistant turn being read, if any."""
+        for rid in self.waiting_reasoning:
+            self.problems.append(
+                f"Item {rid!r} of type 'reasoning' was provided without its required following item "
+                "(send the reasoning item followed by the message or function_call it came with)."
+            )
+        self.waiting_reasoning.clear()
+        if self.text or self.turn_calls or self.turn_reasoning:
+            self.messages.append(
+                Message(
+                    "assistant",
+                    "".join(self.text),
+                    tool_calls=tuple(self.turn_calls),
+                    reasoning=tuple(self.turn_reasoning),
+                )
+            )
+        self.text, self.turn_calls, self.turn_reasoning = [], [], []
+
+    def unanswered_calls(self, when: str) -> None:
+        for call_id in self.unanswered:
+            self.problems.append(
+                f"No tool output found for function call {call_id} (no function_call_output with that "
+                f"call_id {when})."
+            )
+        self.unanswered.clear()
+
+
+def _tool_choice(value: Any, problems: List[str]) -> Optional[ToolChoice]:
+    if value is None or value == "none":
+        return None
+    if value == "auto":
+        return ToolChoice.AUTO
+    if value == "required":
+        return ToolChoice.REQUIRED
+    if isinstance(value, dict) and value.get("type") == "function":
+        name = value.get("name")
+        if isinstance(name, str) and name:
+            return ToolChoice.tool(name)
+        hint = (
+            " (that is the Chat Completions shape; Responses puts name beside type)"
+            if "function" in value
+            else ""
+        )
+        problems.append(f"Missing required parameter: 'tool_choice.name'{hint}.")
+        return None
+    if isinstance(value, dict):
+        return None  # a built-in tool's choice ("file_search", ...): nothing the contract names
+    problems.append(
+        f"Invalid value: {value!r} at 'tool_choice'. Supported values are: 'none', 'auto', and 'required'."
+    )
+    return None
+
+
+def _tool_names(tools: Any, problems: List[str]) -> Tuple[str, ...]:
+    if tools is None:
+        return ()
+    if not isinstance(tools, list):
+        problems.append(
+            f"Invalid type for 'tools': expected an array of tools, but got {_kind(tools)} instead."
+        )
+        return ()
+    names = []
+    for at, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            continue
+        name = tool.get("name")
+        if isinstance(name, str) and name:
+            names.append(name)
+        else:
+            hint = (
+                " (that is the Chat Completions shape; Responses puts name and parameters on the tool itself)"
+                if isinstance(tool.get("function"), dict)
+                else ""
+            )
+            problems.append(f"Missing required parameter: 'tools[{at}].name'{hint}.")
+    return tuple(names)
+
+
+def read_history(request: RecordedRequest) -> History:
+    """The conversation a Responses request carried, and what the API would refuse in it."""
+    body = request.json
+    if not isinstance(body, dict):
+        return History((), ("We could not parse the JSON body of your request: send one JSON object.",))
+    problems: List[str] = []
+    reader = _HistoryReader(store=body.get("store") is not False)
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        reader.messages.append(Message("system", instructions))
+    input_ = body.get("input")
+    if isinstance(input_, str):
+        reader.messages.append(Message("user", input_))
+    elif isinstance(input_, list):
+        reader.read(input_)
+    else:
+        problems.append(
+            f"Invalid type for 'input': expected one of a string or an array of input items, but got "
+            f"{_kind(input_)} instead."
+        )
+    tools = _tool_names(body.get("tools"), problems)
+    choice = _tool_choice(body.get("tool_choice"), problems)
+    return History(
+        tuple(reader.messages),
+        tuple(reader.problems + problems),
+        tools=tools,
+        tool_choice=choice,
+        stream=body.get("stream") is True,
+    )
+
+
+_PARAM = re.compile(r"'((?:input|tools|tool_choice)[^']*)'")
+
+
+def history_error(problems: Sequence[str]) -> JsonReply:
+    """OpenAI's 400 for a malformed input: ``invalid_request_error``, the offending ``param``."""
+    message_ = first_problem(problems)
+    found = _PARAM.search(message_)
+    param = found.group(1) if found else "input"
+    body = {"error": {"message": message_, "type": "invalid_request_error", "param": param, "code": None}}
+    return JsonReply(body, status=400, headers=_headers())
+
+
 # -- the wire ----------------------------------------------------------------------------
 
 
@@ -436,9 +995,7 @@ class OpenAIResponsesWire(Wire):
     generation_path = "/responses"
     variants_table = VARIANTS
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
         stream = self.wants_stream(request)
@@ -515,6 +1072,36 @@ class OpenAIResponsesWire(Wire):
         else:
             return None
         return out.reply(seed)
+
+    # -- multi-turn --------------------------------------------------------------------
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        """The ``response`` playing ``turn``: reasoning items, the message, the calls.
+
+        Responses has no finish reason: a turn with calls ends ``completed`` like one
+        without, and only a ``length`` finish shows, as ``incomplete`` with
+        ``max_output_tokens``.
+        """
+        t = _Turn(self.name, turn)
+        reason = "max_output_tokens" if t.incomplete else None
+        body = response(
+            _model(request),
+            "incomplete" if t.incomplete else "completed",
+            t.output(),
+            incomplete_reason=reason,
+            response_id=t.response_id,
+            tools=_request_tools(request),
+        )
+        return JsonReply(body, headers=_headers())
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        return _stream_turn(self.name, turn, request)
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        return read_history(request)
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        return history_error(problems)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         problems, body = check_json_post(request, model, "/v1/responses")
