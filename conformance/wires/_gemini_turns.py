@@ -282,8 +282,8 @@ class _Reader:
         if current and calls and first_call_signed is False and calls[0].id:
             self.problems.append(
                 "Function call is missing a thought_signature in functionCall parts: the first functionCall "
-                f"of {where} ({calls[0].name}) came with a thoughtSignature on its part and must go back "
-                f"with it, on that same part. {_SIGNATURE_DOC}"
+                f"of {where} ({calls[0].name}) has none; Gemini 3 signs the first call of every step and "
+                f"needs that thoughtSignature back on that same part. {_SIGNATURE_DOC}"
             )
         self.messages.append(Message("assistant", "".join(text), tuple(calls), reasoning=tuple(reasoning)))
         return calls
