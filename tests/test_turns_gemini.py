@@ -213,8 +213,8 @@ def _orphan_result(body: Dict[str, Any]) -> None:
     body["contents"].insert(1, copy.deepcopy(_results_turn(body)))
 
 
-def _two_call_turns(body: Dict[str, Any]) -> None:
-    body["contents"].insert(1, copy.deepcopy(_call_turn(body)))
+def _calls_first(body: Dict[str, Any]) -> None:
+    del body["contents"][0]
 
 
 def _bad_mode(body: Dict[str, Any]) -> None:
@@ -233,9 +233,40 @@ MALFORMED: List[Tuple[str, Callable[[Dict[str, Any]], None], str]] = [
     ("a signature that is not base64", _not_base64, "Base64 decoding failed"),
     ("additionalProperties in parameters", _additional_properties, 'Unknown name "additionalProperties"'),
     ("a result before any call", _orphan_result, "with no function call turn right before it"),
-    ("a call turn after a call turn", _two_call_turns, "comes immediately after a user turn"),
+    ("a call turn first", _calls_first, "comes immediately after a user turn"),
     ("a lower-case mode", _bad_mode, "FunctionCallingConfig.Mode"),
 ]
+
+
+class ChunkedHistoryTest(unittest.TestCase):
+    def test_a_streamed_turn_sent_back_chunk_by_chunk_is_one_turn(self) -> None:
+        """google-genai's chat keeps each streamed chunk's content: a run of model contents."""
+        turn = parallel_turn()
+        played = gemini_wire.turn_stream(turn, recorded({}, stream=True))
+        assert played is not None
+        chunks = [
+            json.loads(e.decode("utf-8")[len("data: ") :])["candidates"][0]["content"] for e in played.events
+        ]
+        results = [
+            {"functionResponse": {"id": c.id, "name": c.name, "response": {"output": "ok"}}}
+            for c in turn.calls
+        ]
+        body = {
+            "contents": [
+                {"role": "user", "parts": [{"text": "go"}]},
+                *chunks,
+                {"role": "user", "parts": results},
+            ]
+        }
+        read = history(body)
+        self.assertEqual(read.problems, ())
+        (assistant,) = read.assistant_turns
+        self.assertEqual(assistant.content, turn.text)
+        self.assertEqual(list(assistant.reasoning), list(turn.reasoning))
+        self.assertEqual([c.reasoning for c in assistant.tool_calls], [c.reasoning for c in turn.calls])
+        self.assertEqual(
+            [m.tool_result.call_id for m in read.results if m.tool_result], ["whZntcQw", "96c1su3s"]
+        )
 
 
 class MalformedHistoryTest(unittest.TestCase):

@@ -199,6 +199,10 @@ def _signature(signature: str) -> Tuple[Reasoning, ...]:
     return (Reasoning(ReasoningKind.THOUGHT_SIGNATURE.value, signature=signature, provider="gemini"),)
 
 
+def _thought(text: str, signature: str) -> Reasoning:
+    return Reasoning(ReasoningKind.THOUGHT_SIGNATURE.value, text=text, signature=signature, provider="gemini")
+
+
 def _result(call_id: str, name: str, response: Mapping[str, Any]) -> ToolResult:
     """A ``functionResponse.response`` as a result: ``{"error": ...}`` is a ToolError."""
     if "error" in response:
@@ -229,13 +233,15 @@ class _Reader:
         self.messages: List[Message] = []
         self.problems: List[str] = []
 
-    def model(self, where: str, parts: List[Any], current: bool, after: Optional[str]) -> List[ToolCall]:
+    def model(
+        self, where: str, parts: List[Tuple[str, Any]], current: bool, after: Optional[str]
+    ) -> List[ToolCall]:
         text: List[str] = []
         reasoning: List[Reasoning] = []
         calls: List[ToolCall] = []
         first_call_signed: Optional[bool] = None
-        for number, part in enumerate(parts):
-            here = f"{where}.parts[{number}]"
+        thought: List[str] = []
+        for here, part in parts:
             if not isinstance(part, dict):
                 self.problems.append(f"{here} must be a Part object, got {part!r:.80}")
                 continue
@@ -260,19 +266,22 @@ class _Reader:
                     first_call_signed = bool(signature)
                 continue
             if part.get("thought") is True:
-                reasoning.append(
-                    Reasoning(
-                        ReasoningKind.THOUGHT_SIGNATURE.value,
-                        text=str(part.get("text") or ""),
-                        signature=signature or "",
-                        provider="gemini",
-                    )
-                )
+                # A thought cut over several parts (a streamed one kept chunk by chunk) is one
+                # item, ended by its signature.
+                thought.append(str(part.get("text") or ""))
+                if signature:
+                    reasoning.append(_thought("".join(thought), signature))
+                    thought = []
                 continue
+            if thought:
+                reasoning.append(_thought("".join(thought), ""))
+                thought = []
             if signature:
                 reasoning.extend(_signature(signature))
             if isinstance(part.get("text"), str):
                 text.append(part["text"])
+        if thought:
+            reasoning.append(_thought("".join(thought), ""))
         if calls and after not in ("user",):
             self.problems.append(
                 "Please ensure that function call turn comes immediately after a user turn or after a "
@@ -315,11 +324,12 @@ class _Reader:
             str(call_id) if call_id else "", name, args, _signature(signature) if signature else ()
         )
 
-    def user(self, where: str, parts: List[Any], calls: Optional[Tuple[str, List[ToolCall]]]) -> None:
+    def user(
+        self, where: str, parts: List[Tuple[str, Any]], calls: Optional[Tuple[str, List[ToolCall]]]
+    ) -> None:
         results: List[ToolResult] = []
         text: List[str] = []
-        for number, part in enumerate(parts):
-            here = f"{where}.parts[{number}]"
+        for here, part in parts:
             if not isinstance(part, dict):
                 self.problems.append(f"{here} must be a Part object, got {part!r:.80}")
                 continue
@@ -429,6 +439,32 @@ def _current_start(contents: Sequence[Any]) -> int:
     return 0
 
 
+def _turns(contents: List[Any], problems: List[str]) -> List[Tuple[int, str, List[Tuple[str, Any]]]]:
+    """The turns: consecutive contents of one role as one turn (index of its first, role, labelled parts).
+
+    The API takes a turn cut over several contents of the same role, and
+    google-genai's chat sends one: it keeps each streamed chunk's content as one
+    history entry, so a streamed model turn goes back as a run of ``model`` contents.
+    """
+    turns: List[Tuple[int, str, List[Tuple[str, Any]]]] = []
+    for index, content in enumerate(contents):
+        where = f"contents[{index}]"
+        if not isinstance(content, dict):
+            problems.append(f"{where} must be a Content object, got {content!r:.80}")
+            continue
+        role = str(content.get("role") or "user")
+        parts = content.get("parts")
+        if not isinstance(parts, list) or not parts:
+            problems.append(f"{where}.parts: contents.parts must not be empty.")
+            parts = []
+        labelled = [(f"{where}.parts[{number}]", part) for number, part in enumerate(parts)]
+        if turns and turns[-1][1] == role:
+            turns[-1][2].extend(labelled)
+        else:
+            turns.append((index, role, labelled))
+    return turns
+
+
 def read_contents(body: Mapping[str, Any], problems: List[str]) -> List[Message]:
     """``systemInstruction`` and ``contents`` as messages in normal form; departures go to ``problems``."""
     reader = _Reader()
@@ -444,20 +480,10 @@ def read_contents(body: Mapping[str, Any], problems: List[str]) -> List[Message]
     current = _current_start(contents)
     pending: Optional[Tuple[str, List[ToolCall]]] = None
     previous: Optional[str] = None
-    for index, content in enumerate(contents):
-        where = f"contents[{index}]"
-        if not isinstance(content, dict):
-            reader.problems.append(f"{where} must be a Content object, got {content!r:.80}")
-            continue
-        role = content.get("role") or "user"
-        parts = content.get("parts")
-        if not isinstance(parts, list) or not parts:
-            reader.problems.append(f"{where}.parts: contents.parts must not be empty.")
-            parts = []
+    for first, role, parts in _turns(contents, reader.problems):
+        where = f"contents[{first}]"
         if role == "model":
-            if pending is not None:
-                reader.pair(where, pending, [], [])
-            calls = reader.model(where, parts, index >= current, previous)
+            calls = reader.model(where, parts, first >= current, previous)
             pending = (where, calls) if calls else None
         elif role in ("user", "function"):
             reader.user(where, parts, pending)
