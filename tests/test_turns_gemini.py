@@ -423,10 +423,20 @@ class PlayedTurnTest(unittest.TestCase):
                 self.assertEqual(read.problems, ())
                 self.assertEqual(read.assistant_turns[0], Message.from_response(response))
 
-    def test_an_unknown_finish_is_refused_clearly(self) -> None:
-        turn = ScriptedTurn(text="x", finish="refusal")
-        with self.assertRaisesRegex(ValueError, "cannot finish 'refusal'"):
-            gemini_wire.turn_whole(turn, recorded({}))
+    def test_what_gemini_cannot_send_is_refused_clearly(self) -> None:
+        bad_signature = (thought("", "not base64!"),)
+        for turn, message in (
+            (ScriptedTurn(text="x", finish="refusal"), "cannot finish 'refusal'"),
+            (ScriptedTurn(reasoning=bad_signature), "thoughtSignature is base64"),
+            (ScriptedTurn(calls=(ScriptedCall("a", "echo_json", "{}", reasoning=bad_signature),)), "base64"),
+            (ScriptedTurn(reasoning=(thought("", ""),)), "needs its thought's text, its signature or both"),
+            (
+                ScriptedTurn(reasoning=(Reasoning(ReasoningKind.REASONING_ITEM.value, data="x"),)),
+                "got 'reasoning_item'",
+            ),
+        ):
+            with self.subTest(message), self.assertRaisesRegex(ValueError, message):
+                gemini_wire.turn_whole(turn, recorded({}))
 
 
 if __name__ == "__main__":

@@ -105,6 +105,9 @@ def reasoning_parts(items: Sequence[Reasoning], pieces: int = 1) -> List[List[Di
                 f"a Gemini turn carries reasoning as thought_signature (or thinking) items, got "
                 f"{_kind(item)!r}; script Reasoning(ReasoningKind.THOUGHT_SIGNATURE, text=..., signature=...)"
             )
+        _check_signature(item.signature)
+        if not item.text and not item.signature:
+            raise ValueError("a Gemini reasoning item needs its thought's text, its signature or both")
         if not item.text:
             out.append([{"text": "", "thoughtSignature": item.signature}])
             continue
@@ -115,6 +118,14 @@ def reasoning_parts(items: Sequence[Reasoning], pieces: int = 1) -> List[List[Di
             parts[-1]["thoughtSignature"] = item.signature
         out.append(parts)
     return out
+
+
+def _check_signature(signature: str) -> None:
+    if signature and not _is_base64(signature):
+        raise ValueError(
+            f"a Gemini thoughtSignature is base64 (google-genai refuses a reply with any other), "
+            f"got {signature!r:.60}; script one such as base64.b64encode(b'...').decode()"
+        )
 
 
 def _arguments_object(call: ScriptedCall) -> bool:
@@ -140,6 +151,7 @@ def call_parts(turn: ScriptedTurn) -> Optional[List[Dict[str, Any]]]:
             body = {"id": call.id, **body}
         part: Dict[str, Any] = {"functionCall": body}
         signature = next((r.signature for r in call.reasoning if r.signature), "")
+        _check_signature(signature)
         if not signature and not signed and position == 0 and call.id:
             signature = turn_signature(turn.seed)
         if signature:
