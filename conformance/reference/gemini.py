@@ -14,6 +14,13 @@ plainest account of how to read it:
   up. A turn with calls is a ``tool_calls`` turn though Gemini says ``STOP``; a
   ``MAX_TOKENS`` turn keeps no call.
 - ``usageMetadata`` comes on every event; the last one counts.
+- A conversation goes back as ``contents``: an assistant turn is a ``model`` turn
+  (thought parts, text, then the ``functionCall`` parts with their ids), and the
+  results that answer it one ``user`` turn of ``functionResponse`` parts,
+  ``{"output": ...}`` or ``{"error": ...}``. A ``thoughtSignature`` goes back on the
+  very part it came on, untouched: a call's in ``ToolCall.reasoning``, a thought's
+  or a bare one in the turn's ``reasoning``; one from another provider is dropped.
+  An id the backend made up for a Gemini 2.x call is not sent back.
 - A ``data: {"error": ...}`` event is a failure after the 200, with the HTTP code in
   ``error.code``.
 - Every 429 is ``RESOURCE_EXHAUSTED``: a ``QuotaFailure`` whose ``quotaId`` counts per
@@ -27,9 +34,21 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
+from dataclasses import replace
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
 from ._errors import decode_json, status_kind
@@ -87,6 +106,11 @@ class GeminiBackend(ReferenceBackend):
     provider = "gemini"
     api_version = "v1beta"
 
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
+        #: The ids made up for calls Gemini sent without one: they are not Gemini's to get back.
+        self.made_up_ids: Set[str] = set()
+
     # -- the request ------------------------------------------------------------------
 
     def headers(self, stream: bool) -> Dict[str, str]:
@@ -111,12 +135,7 @@ class GeminiBackend(ReferenceBackend):
         It is the same for a stream: the URL, not the body, asks for one.
         """
         system = [m.content for m in chat.messages if m.role == "system"]
-        contents = [
-            {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
-            for m in chat.messages
-            if m.role != "system"
-        ]
-        body: Dict[str, Any] = {"contents": contents}
+        body: Dict[str, Any] = {"contents": self.contents(chat.messages)}
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         if chat.tools:
@@ -126,16 +145,84 @@ class GeminiBackend(ReferenceBackend):
                         {
                             "name": t.name,
                             "description": t.description,
-                            # JSON Schema as is; the older "parameters" takes an OpenAPI subset.
-                            "parametersJsonSchema": dict(t.parameters),
+                            # JSON Schema as is; a schema already in Gemini's own form (its Type
+                            # enum in upper case, as gemini_schema() gives) goes in "parameters".
+                            _schema_key(t.parameters): dict(t.parameters),
                         }
                         for t in chat.tools
                     ]
                 }
             ]
+        if chat.tool_choice is not None:
+            body["toolConfig"] = {"functionCallingConfig": _calling_config(chat.tool_choice)}
         if chat.max_tokens is not None:
             body["generationConfig"] = {"maxOutputTokens": chat.max_tokens}
         return body
+
+    def contents(self, messages: Sequence[Message]) -> List[Dict[str, Any]]:
+        """The ``contents``: one turn per message, a run of tool results merged into one user turn."""
+        contents: List[Dict[str, Any]] = []
+        for message in messages:
+            if message.role == "system":
+                continue
+            if message.role == "tool" and message.tool_result is not None:
+                part = {"functionResponse": self.function_response(message)}
+                last = contents[-1] if contents else None
+                if last is not None and last["role"] == "user" and "functionResponse" in last["parts"][-1]:
+                    last["parts"].append(part)
+                else:
+                    contents.append({"role": "user", "parts": [part]})
+            elif message.role == "assistant":
+                contents.append({"role": "model", "parts": self.model_parts(message)})
+            else:
+                contents.append({"role": "user", "parts": [{"text": message.content}]})
+        return contents
+
+    def model_parts(self, message: Message) -> List[Dict[str, Any]]:
+        """An assistant turn's parts: its thoughts and signatures, its text, then its calls."""
+        parts: List[Dict[str, Any]] = []
+        for item in self.own(message.reasoning):
+            if item.text:
+                part: Dict[str, Any] = {"text": item.text, "thought": True}
+            else:
+                part = {"text": ""}
+            if item.signature:
+                part["thoughtSignature"] = item.signature
+            parts.append(part)
+        if message.content:
+            parts.append({"text": message.content})
+        for call in message.tool_calls:
+            function_call: Dict[str, Any] = {"name": call.name, "args": dict(call.arguments)}
+            if call.id and call.id not in self.made_up_ids:
+                function_call = {"id": call.id, **function_call}
+            part = {"functionCall": function_call}
+            signature = next((r.signature for r in self.own(call.reasoning) if r.signature), "")
+            if signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+        return parts or [{"text": ""}]
+
+    def function_response(self, message: Message) -> Dict[str, Any]:
+        """One result as a ``functionResponse``: ``{"output": content}`` or ``{"error": {...}}``."""
+        result = message.tool_result
+        assert result is not None
+        response: Dict[str, Any] = {}
+        if result.call_id and result.call_id not in self.made_up_ids:
+            response["id"] = result.call_id
+        response["name"] = result.name
+        if result.error is not None:
+            response["response"] = {"error": dict(result.error.as_dict())}
+        else:
+            response["response"] = {"output": result.content}
+        return response
+
+    def own(self, items: Sequence[Reasoning]) -> List[Reasoning]:
+        """The reasoning items Gemini gave (or no provider claims): thought signatures only."""
+        return [
+            r
+            for r in items
+            if r.provider in ("", self.provider) and str(r.kind) == ReasoningKind.THOUGHT_SIGNATURE.value
+        ]
 
     # -- errors -----------------------------------------------------------------------
 
@@ -206,7 +293,10 @@ class GeminiBackend(ReferenceBackend):
         name, args = function_call.get("name"), function_call.get("args", {})
         if not isinstance(name, str) or not isinstance(args, dict):
             return None
-        call_id = function_call.get("id") or f"call_{secrets.token_hex(12)}"
+        call_id = function_call.get("id")
+        if not call_id:
+            call_id = f"call_{secrets.token_hex(12)}"
+            self.made_up_ids.add(call_id)
         return ToolCall(str(call_id), name, args)
 
     def keep_calls(self, calls: List[ToolCall], reason: Optional[str]) -> List[ToolCall]:
@@ -249,10 +339,39 @@ class GeminiBackend(ReferenceBackend):
                 text.append(part["text"])
             if isinstance(part.get("functionCall"), dict):
                 call = self.tool_call(part["functionCall"])
+                signature = part.get("thoughtSignature")
+                if call is not None and isinstance(signature, str) and signature:
+                    # The signature belongs to this very call and goes back on its part.
+                    call = replace(call, reasoning=(self.signature(signature),))
                 if call is not None:
                     calls.append(call)
         reason = first.get("finishReason") or None
         return "".join(text), calls, reason
+
+    def signature(self, signature: str, text: str = "") -> Reasoning:
+        """A thought signature as Gemini sent it, with the thought's text where it ended one."""
+        return Reasoning(
+            ReasoningKind.THOUGHT_SIGNATURE.value, text=text, signature=signature, provider=self.provider
+        )
+
+    def read_thoughts(self, body: Mapping[str, Any], thoughts: _Thoughts) -> List[Reasoning]:
+        """Feed one response's thoughts and bare signatures to ``thoughts``; return the items completed."""
+        candidates = body.get("candidates")
+        if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
+            return []
+        content = candidates[0].get("content")
+        done: List[Reasoning] = []
+        for part in (content.get("parts") if isinstance(content, dict) else None) or ():
+            if not isinstance(part, dict) or "functionCall" in part:
+                continue
+            signature = part.get("thoughtSignature")
+            signature = signature if isinstance(signature, str) else ""
+            if part.get("thought"):
+                text = part.get("text")
+                done.extend(thoughts.thought(text if isinstance(text, str) else "", signature))
+            elif signature:
+                done.extend(thoughts.bare(signature))
+        return done
 
     async def chat(self, chat: ChatRequest) -> ChatResponse:
         """One whole reply."""
@@ -264,11 +383,14 @@ class GeminiBackend(ReferenceBackend):
             )
         text, calls, reason = self.read_response(body)
         calls = self.keep_calls(calls, reason)
+        thoughts = _Thoughts(self)
+        reasoning = self.read_thoughts(body, thoughts) + thoughts.close()
         return ChatResponse(
             content=text,
             finish_reason=self.finish_reason(reason, calls),
             tool_calls=tuple(calls),
             usage=self.usage(body.get("usageMetadata")),
+            reasoning=tuple(reasoning),
         )
 
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -282,6 +404,7 @@ class GeminiBackend(ReferenceBackend):
         calls: List[ToolCall] = []
         reason: Optional[str] = None
         usage: Optional[Usage] = None
+        thoughts = _Thoughts(self)
         try:
             async for data in response:
                 for event in decoder.feed(data):
@@ -290,10 +413,15 @@ class GeminiBackend(ReferenceBackend):
                     calls.extend(new_calls)
                     reason = new_reason or reason
                     usage = self.usage(body.get("usageMetadata")) or usage
-                    if text:
-                        yield StreamChunk(content=text)
+                    # A thought is yielded once its signature (or the next non-thought) ends it.
+                    done = self.read_thoughts(body, thoughts)
+                    if done or text:
+                        yield StreamChunk(content=text, reasoning=tuple(done))
         finally:
             await response.aclose()
+        rest = thoughts.close()
+        if rest:
+            yield StreamChunk(reasoning=tuple(rest))
         if reason is None:
             raise self.make_error(
                 "server_error", {"message": "the stream ended before a finishReason"}, status=None
@@ -306,3 +434,45 @@ class GeminiBackend(ReferenceBackend):
     def sse_decoder(self) -> SSEDecoder:
         """The event decoder: it splits events on bytes and decodes whole lines only."""
         return SSEDecoder()
+
+
+class _Thoughts:
+    """Gathers thought text across parts and events into whole reasoning items.
+
+    Gemini may cut a thought over several parts; its signature, when it has one, comes
+    on the last. An item is complete at its signature, at a bare signature after it,
+    or at the end of the turn.
+    """
+
+    def __init__(self, backend: GeminiBackend) -> None:
+        self.backend = backend
+        self.text: List[str] = []
+
+    def thought(self, text: str, signature: str) -> List[Reasoning]:
+        self.text.append(text)
+        return self.flush(signature) if signature else []
+
+    def bare(self, signature: str) -> List[Reasoning]:
+        return [*self.close(), self.backend.signature(signature)]
+
+    def flush(self, signature: str) -> List[Reasoning]:
+        text, self.text = "".join(self.text), []
+        return [self.backend.signature(signature, text)]
+
+    def close(self) -> List[Reasoning]:
+        return self.flush("") if self.text else []
+
+
+def _schema_key(schema: Mapping[str, Any]) -> str:
+    """``parameters`` for a schema in Gemini's form (``"type": "OBJECT"``), else ``parametersJsonSchema``."""
+    kind = schema.get("type")
+    return "parameters" if isinstance(kind, str) and kind.isupper() else "parametersJsonSchema"
+
+
+def _calling_config(choice: ToolChoice) -> Dict[str, Any]:
+    """``functionCallingConfig``: AUTO, ANY, or ANY limited to the one function named."""
+    if choice.mode == "required":
+        return {"mode": "ANY"}
+    if choice.mode == "tool":
+        return {"mode": "ANY", "allowedFunctionNames": [choice.name]}
+    return {"mode": "AUTO"}

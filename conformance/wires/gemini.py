@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
@@ -51,6 +51,9 @@ from ._gemini_errors import (
     pretty_json,
     response_headers,
 )
+
+if TYPE_CHECKING:
+    from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["GeminiWire", "gemini_wire"]
 
@@ -233,7 +236,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         ),
         Variant(
             "output-blocked",
-            'a SAFETY candidate whose content is {}',
+            "a SAFETY candidate whose content is {}",
             "pydantic/pydantic-ai tests/models/cassettes/test_google/test_google_model_safety_settings.yaml",
         ),
     ),
@@ -308,9 +311,7 @@ class GeminiWire(Wire):
             headers=response_headers(),
         )
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         found = GENERATE_PATH.search(request.path)
         model = found.group("model") if found else "conformance-model"
         variant = variant or self.variants(scenario, mode)[0].name
@@ -375,6 +376,119 @@ class GeminiWire(Wire):
             return None
         return out.reply(seed)
 
+    # -- multi-turn ------------------------------------------------------------------
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        """The whole ``GenerateContentResponse`` for ``turn``: thoughts, text, then the calls.
+
+        The arguments go out as scripted (see ``_gemini_turns.splice_arguments``);
+        a call whose arguments are not a JSON object makes the turn
+        ``MALFORMED_FUNCTION_CALL``, as Gemini answers one.
+        """
+        from ._gemini_turns import (
+            MALFORMED_CALL,
+            call_parts,
+            malformed_message,
+            reasoning_parts,
+            splice_arguments,
+        )
+
+        model = self._model(request)
+        calls = call_parts(turn)
+        if calls is None:
+            body = self._turn_body(model, turn, candidate(None, MALFORMED_CALL), True)
+            body["candidates"][0]["finishMessage"] = malformed_message(turn)
+        else:
+            parts = [p for item in reasoning_parts(turn.reasoning) for p in item]
+            if turn.text:
+                parts.append(text_part(turn.text))
+            parts.extend(calls)
+            body = self._turn_body(model, turn, candidate(parts, _turn_finish(turn)), True)
+        text = splice_arguments(pretty_json(body).decode("utf-8"), turn)
+        return JsonReply(
+            text.encode("utf-8"), headers=response_headers(), content_type="application/json; charset=UTF-8"
+        )
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        """``turn`` as ``alt=sse`` events: thought pieces, text pieces, one event per call, then the finish.
+
+        Gemini sends every call whole, one ``functionCall`` part with its ``args``
+        object (research notes: "Function calls arrive whole"; ``partialArgs`` is
+        Vertex only), so the calls cannot interleave and each one's first and last
+        argument event is the same event. The thought signature of a thought rides
+        its last piece; a call's rides the call's own part.
+        """
+        from ._gemini_turns import (
+            MALFORMED_CALL,
+            call_parts,
+            malformed_message,
+            reasoning_parts,
+            splice_arguments,
+        )
+        from ._turns import TurnEvents, split_text
+
+        model = self._model(request)
+        bodies: List[Dict[str, Any]] = []
+        arguments: Dict[int, Tuple[int, int]] = {}
+
+        def event(parts: Optional[List[Dict[str, Any]]], finish: Optional[str] = None) -> None:
+            bodies.append(self._turn_body(model, turn, candidate(parts, finish), finish is not None))
+
+        for item in reasoning_parts(turn.reasoning, pieces=2):
+            for part in item:
+                event([part])
+        texts = split_text(turn.text, 4)
+        calls = call_parts(turn)
+        if calls is None:
+            for piece in texts:
+                event([text_part(piece)])
+            event(None, MALFORMED_CALL)
+            bodies[-1]["candidates"][0]["finishMessage"] = malformed_message(turn)
+            arguments = {position: (len(bodies) - 1, len(bodies) - 1) for position in range(len(turn.calls))}
+        else:
+            finish = _turn_finish(turn)
+            for number, piece in enumerate(texts):
+                last = number == len(texts) - 1 and not calls
+                event([text_part(piece)], finish if last else None)
+            for position, part in enumerate(calls):
+                arguments[position] = (len(bodies), len(bodies))
+                event([part])
+            if calls or not texts:
+                # Gemini 3 closes a tool turn with an event that only says STOP.
+                event([text_part("")], finish)
+        events = [f"data: {splice_arguments(dumps(body), turn)}\r\n\r\n".encode() for body in bodies]
+        return TurnEvents(events, "text/event-stream", response_headers(), arguments)
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        """The conversation of a ``GenerateContentRequest``, read as Gemini 3 reads it (``_gemini_turns``)."""
+        from ._gemini_turns import read_history
+
+        problems: List[str] = []
+        body = json_object(request, problems)
+        return read_history(body, self.wants_stream(request), problems)
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        """Gemini's 400 ``INVALID_ARGUMENT``, a ``google.rpc.Status`` quoting the first problem."""
+        from ._gemini_turns import history_error_body
+
+        return JsonReply(
+            pretty_json(history_error_body(problems)),
+            status=400,
+            headers=response_headers(),
+            content_type="application/json; charset=UTF-8",
+        )
+
+    @staticmethod
+    def _model(request: RecordedRequest) -> str:
+        found = GENERATE_PATH.search(request.path)
+        return found.group("model") if found else "conformance-model"
+
+    @staticmethod
+    def _turn_body(model: str, turn: ScriptedTurn, one: Dict[str, Any], final: bool) -> Dict[str, Any]:
+        body = generate_content_response(model, [one], final=final)
+        body["responseId"] = provider_id("", f"gemini/response/{turn.seed}", 23)
+        return body
+
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         problems: List[str] = []
         if request.method != "POST":
@@ -401,6 +515,15 @@ class GeminiWire(Wire):
         problems.extend(_check_contents(body.get("contents")))
         problems.extend(_check_tools(body.get("tools")))
         return problems
+
+
+def _turn_finish(turn: ScriptedTurn) -> str:
+    from ._gemini_turns import TURN_FINISH
+
+    reason = turn.finish_reason
+    if reason not in TURN_FINISH:
+        raise ValueError(f"a Gemini turn cannot finish {reason!r}; script one of {sorted(TURN_FINISH)!r}")
+    return TURN_FINISH[reason]
 
 
 def _check_key(request: RecordedRequest) -> List[str]:

@@ -22,6 +22,8 @@ from conformance.contract import (
     ChatRequest,
     ChatResponse,
     LLMError,
+    Reasoning,
+    ReasoningKind,
     StreamChunk,
     ToolCall,
     Usage,
@@ -394,6 +396,82 @@ class GoogleGenAIAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCa
 
     def create_backend(self, url: str) -> GenAIAsyncBackend:
         return GenAIAsyncBackend(url, self.headers, http2=True)
+
+
+@unittest.skipUnless(HAVE_GENAI, "google-genai is not installed: pip install google-genai")
+class GoogleGenAIChatTurns(unittest.TestCase):
+    """google-genai's own chat reads a streamed turn of two calls and sends it back as Gemini takes it."""
+
+    def test_chat_stream_keeps_both_calls_and_echoes_them(self) -> None:
+        import base64
+
+        from google import genai
+        from google.genai import types
+
+        from conformance.gate import tool_specs
+        from conformance.provider import start_fake_provider
+        from conformance.wires._turns import ScriptedCall, ScriptedTurn, play_turn
+
+        signature = base64.b64encode(b"first-call-signature").decode("ascii")
+        calls = (
+            ScriptedCall(
+                "whZntcQw",
+                "echo_json",
+                '{"text": "sun \\ud83c\\udf1e", "count": 2, "tags": ["\u00e9"]}',
+                reasoning=(Reasoning(ReasoningKind.THOUGHT_SIGNATURE.value, signature=signature),),
+            ),
+            ScriptedCall("96c1su3s", "read_fixture", '{"path": "notes/unicode.txt"}'),
+        )
+        turns = [
+            ScriptedTurn(text="Both at once.", calls=calls, interleave=True, seed="sdk-calls"),
+            ScriptedTurn(text="Done.", seed="sdk-final"),
+        ]
+        played: List[int] = []
+
+        def answer(request: Any) -> Any:
+            if not gemini_wire.is_generation(request):
+                return gemini_wire.aux_reply(request)
+            played.append(1)
+            return play_turn(gemini_wire, turns[min(len(played), 2) - 1], request)
+
+        declarations = [
+            types.FunctionDeclaration(name=t.name, description=t.description, parameters=dict(t.parameters))
+            for t in tool_specs(gemini=True)
+        ]
+        config = types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=declarations)],
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )
+        with start_fake_provider() as provider:
+            provider.reply(answer)
+            client = genai.Client(api_key="test", http_options=_client_options(provider.url, {}, False))
+            chat = client.chats.create(model="conformance-model", config=config)
+            got = [call for chunk in chat.send_message_stream("go") for call in chunk.function_calls or ()]
+            self.assertEqual([(c.id, c.name) for c in got], [(c.id, c.name) for c in calls])
+            self.assertEqual(got[0].args, {"text": "sun \U0001f31e", "count": 2, "tags": ["\u00e9"]})
+            parts = [
+                p for content in chat.get_history() if content.role == "model" for p in content.parts or ()
+            ]
+            signed = [p.thought_signature for p in parts if p.function_call is not None]
+            self.assertEqual(signed, [base64.b64decode(signature), None])
+            results = [
+                types.Part(
+                    function_response=types.FunctionResponse(id=c.id, name=c.name, response={"output": "ok"})
+                )
+                for c in got
+            ]
+            final = "".join(chunk.text or "" for chunk in chat.send_message_stream(results))
+            self.assertEqual(final, "Done.")
+            second = [r for r in provider.requests if gemini_wire.is_generation(r)][1]
+        history = gemini_wire.read_history(second)
+        assert history is not None
+        self.assertEqual(history.problems, ())
+        (assistant,) = history.assistant_turns
+        self.assertEqual([(c.id, c.name) for c in assistant.tool_calls], [(c.id, c.name) for c in calls])
+        self.assertEqual(assistant.tool_calls[0].reasoning[0].signature, signature)
+        self.assertEqual(
+            [m.tool_result.call_id for m in history.results if m.tool_result], ["whZntcQw", "96c1su3s"]
+        )
 
 
 if __name__ == "__main__":
