@@ -136,7 +136,9 @@ def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wi
         wanted = [error.message] if wire.marks_tool_errors else [error.code, error.message]
         if not all(part in sent for part in wanted):
             what = "message" if wire.marks_tool_errors else "code and message"
-            problems.append(f"expected the error's {what} {' / '.join(map(repr, wanted))} sent back, got {sent!r}")
+            problems.append(
+                f"expected the error's {what} {' / '.join(map(repr, wanted))} sent back, got {sent!r}"
+            )
     elif got.is_error or got.content != want.content:
         shown = f"an error {got.error!r}" if got.is_error else repr(got.content)
         problems.append(f"expected the result content {want.content!r} unaltered, got {shown}")

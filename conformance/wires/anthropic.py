@@ -54,6 +54,8 @@ from ._base import (
 from ._tool_results import flagged_result
 from ._turns import first_problem
 
+_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
 __all__ = ["AnthropicWire", "anthropic_wire"]
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -755,6 +757,17 @@ def history_error(problems: Sequence[str]) -> JsonReply:
 
 class AnthropicWire(Wire):
     """Anthropic Messages, whole and streamed."""
+
+    marks_tool_errors = True
+    tool_error_marker = '"is_error": true'
+    turn_reasoning = (
+        Reasoning(
+            ReasoningKind.THINKING.value,
+            text="The user asks for the weather in Paris; get_weather answers that.",
+            signature=provider_id("Eq", "anthropic/history/signature", 96, _BASE64) + "==",
+            provider="anthropic",
+        ),
+    )
 
     name = "anthropic"
     provider = "anthropic"

@@ -56,6 +56,8 @@ from ._base import (
 from ._tool_results import flagged_result
 from ._turns import first_problem
 
+_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -687,6 +689,17 @@ def history_error(problems: Sequence[str]) -> JsonReply:
 
 class BedrockConverseWire(Wire):
     """Amazon Bedrock Converse and ConverseStream, whole and as an AWS event stream."""
+
+    marks_tool_errors = True
+    tool_error_marker = '"status": "error"'
+    turn_reasoning = (
+        Reasoning(
+            ReasoningKind.THINKING.value,
+            text="The user asks for the weather in Paris; get_weather answers that.",
+            signature=provider_id("", "bedrock/history/signature", 96, _BASE64) + "==",
+            provider="bedrock",
+        ),
+    )
 
     name = "bedrock-converse"
     provider = "bedrock"

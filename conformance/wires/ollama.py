@@ -49,6 +49,8 @@ from ._base import (
 )
 from ._turns import first_problem
 
+_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
 __all__ = ["OllamaWire", "ollama_wire"]
 
 _LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -461,6 +463,14 @@ def read_history(request: RecordedRequest, stream: bool) -> History:
 
 class OllamaWire(Wire):
     """Ollama's native chat API, whole and streamed."""
+
+    turn_reasoning = (
+        Reasoning(
+            ReasoningKind.THINKING.value,
+            text="The user wants the weather in Paris, so I call get_weather.",
+            provider="ollama",
+        ),
+    )
 
     name = "ollama"
     provider = "ollama"

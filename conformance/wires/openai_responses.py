@@ -63,6 +63,8 @@ from ._base import (
 )
 from ._turns import first_problem
 
+_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
 
 _HEX = "0123456789abcdef"
@@ -987,6 +989,16 @@ def history_error(problems: Sequence[str]) -> JsonReply:
 
 class OpenAIResponsesWire(Wire):
     """OpenAI Responses, whole and streamed."""
+
+    turn_reasoning = (
+        Reasoning(
+            ReasoningKind.REASONING_ITEM.value,
+            id=provider_id("rs_", "openai-responses/history/reasoning", 48, "0123456789abcdef"),
+            summary=("The user wants the Paris weather; get_weather gives it.",),
+            data="gAAAAB" + provider_id("", "openai-responses/history/encrypted", 120, _BASE64),
+            provider="openai",
+        ),
+    )
 
     name = "openai-responses"
     provider = "openai"

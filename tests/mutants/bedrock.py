@@ -199,6 +199,7 @@ class ContentFilteredAsStop(BedrockConverseBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    zoo.shared(shared.DROPS_REASONING),
     zoo.mutant(
         "stops-at-message-stop",
         "stops at messageStop, before the usage in metadata",

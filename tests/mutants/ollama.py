@@ -101,8 +101,11 @@ MUTANTS = [
         zoo.shared(bug, cases=("overloaded/chat", "overloaded/stream"))
         if bug is shared.OVERLOAD_AS_SERVER_ERROR
         else zoo.shared(bug)
+        # Ollama sends no call ids: there is nothing to pair up wrongly.
         for bug in shared.EVERY_WIRE
+        if bug is not shared.SWAPS_CALL_IDS
     ),
+    zoo.shared(shared.DROPS_REASONING, "leaves the thinking out of the turn it sends back"),
     zoo.mutant(
         "output-as-total",
         "reports eval_count as the total",
