@@ -40,7 +40,9 @@ MULTI_TURN = ("tool-result", "parallel-tool-calls")
 
 def earlier_call(wire: Wire, variant: str) -> ToolCall:
     """The ``get_weather`` call the history of a ``tool-result`` case holds."""
-    reasoning = wire.call_reasoning if variant == "reasoning" else ()
+    # What the provider ties to the call itself is always there: a Gemini 3 call comes
+    # signed, and the API refuses the call back without its signature.
+    reasoning = wire.call_reasoning
     return ToolCall(wire.scripted_call_id("tool-result"), FX.tool_name, dict(FX.tool_arguments), reasoning)
 
 

@@ -332,7 +332,8 @@ class Wire:
     #: The reasoning the provider returns with a tool turn, which the ``reasoning``
     #: variant of ``tool-result`` puts in the history for the backend to echo.
     turn_reasoning: Tuple[Reasoning, ...] = ()
-    #: The reasoning the provider ties to the call itself (Gemini's ``thoughtSignature``).
+    #: The reasoning the provider ties to the call itself (Gemini's ``thoughtSignature``),
+    #: which every variant of ``tool-result`` carries, as the provider's calls always do.
     call_reasoning: Tuple[Reasoning, ...] = ()
 
     def scripted_call_id(self, seed: str) -> str:
@@ -350,7 +351,7 @@ class Wire:
                 "error", f"the earlier call and its structured error{error}", "the provider's API reference"
             ),
         ]
-        if self.turn_reasoning or self.call_reasoning:
+        if self.turn_reasoning:
             rows.append(
                 Variant(
                     "reasoning",

@@ -31,6 +31,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Reasoning, ReasoningKind
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
@@ -54,6 +55,8 @@ from ._gemini_errors import (
 
 if TYPE_CHECKING:
     from ._turns import History, ScriptedTurn, TurnEvents
+
+_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 __all__ = ["GeminiWire", "gemini_wire"]
 
@@ -257,6 +260,15 @@ class GeminiWire(Wire):
     # where there is one and makes one up otherwise.
     tool_call_id = None
     variants_table = VARIANTS
+    marks_tool_errors = True
+    tool_error_marker = '"response": {"error": ...}'
+    call_reasoning = (
+        Reasoning(
+            ReasoningKind.THOUGHT_SIGNATURE.value,
+            signature="Cq" + provider_id("", "gemini/history/signature", 94, _BASE64) + "==",
+            provider="gemini",
+        ),
+    )
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and GENERATE_PATH.search(request.path) is not None

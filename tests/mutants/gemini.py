@@ -138,6 +138,7 @@ class ErrorBodyOnlyAsJson(GeminiBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    zoo.shared(shared.DROPS_REASONING, "leaves the thought signature off the call it sends back"),
     zoo.mutant(
         "first-usage-only",
         "keeps the first event's usage, which counts only the prompt",
