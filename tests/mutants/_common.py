@@ -175,12 +175,18 @@ class Zoo:
         )
 
     def every_case(self) -> Tuple[str, ...]:
-        """Every case this wire runs: the cases of a bug that shows in every request."""
+        """Every case this wire runs but tool-result: the cases of a bug that shows in every request."""
         from conformance.cases import BackendConformanceTarget, backend_conformance_cases
         from conformance.wires import WIRES
 
         target = BackendConformanceTarget("cases", WIRES[self.wire], lambda url: None)
-        return tuple(case.name for case in backend_conformance_cases(target) if not case.skip)
+        # On tool-result the wire reads the history back, and a request its provider would
+        # refuse is answered with the 400 that the history check reports alone.
+        return tuple(
+            case.name
+            for case in backend_conformance_cases(target)
+            if not case.skip and case.scenario != "tool-result"
+        )
 
     def every_wire(self) -> List[Mutant]:
         """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`)."""
@@ -847,8 +853,10 @@ EVERY_WIRE = (
     KEEPS_H2_CONNECTION_ON_ABORT,
     SHIELDS_REQUEST,
     WRAPS_CANCELLATION,
-    RESULT_AS_USER_TEXT,
+    # First, so that it guards the history check: nothing else sees it, where a history
+    # the provider refuses also fails the reply once the check is taken out.
     ERROR_AS_EMPTY_RESULT,
+    RESULT_AS_USER_TEXT,
     SWAPS_CALL_IDS,
     KEEPS_FIRST_CALL,
 )
