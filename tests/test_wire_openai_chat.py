@@ -7,6 +7,7 @@ import re
 import unittest
 from typing import Any, Dict, List
 
+from conformance._multiturn import MULTI_TURN, multi_turn_reply
 from conformance.contract import ChatRequest, Message, ToolCall, ToolChoice, ToolError, ToolResult
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.gate import tool_specs
@@ -62,7 +63,13 @@ class ReplyTests(unittest.TestCase):
                 continue  # an optional scenario only the wires that list it have
             for stream in (False, True):
                 with self.subTest(scenario=scenario, stream=stream):
-                    reply = WIRE.reply(scenario, "stream" if stream else "chat", request(good_body(stream)))
+                    mode = "stream" if stream else "chat"
+                    if scenario in MULTI_TURN:
+                        # Played from the wire's scripted turns, not by reply().
+                        self.assertIsNone(WIRE.reply(scenario, mode, request(good_body(stream))))
+                        reply = multi_turn_reply(WIRE, scenario, request(good_body(stream)), "", [])
+                    else:
+                        reply = WIRE.reply(scenario, mode, request(good_body(stream)))
                     self.assertIsInstance(reply, (JsonReply, StreamReply, HangReply))
 
     def test_whole_text_reply_has_the_required_fields(self) -> None:
