@@ -243,6 +243,8 @@ class Stamp:
     base_url: str
     tool_schema_sha256: str
     tools: Tuple[str, ...]
+    #: The stream flags the cases used: ``(False, True)`` for chat and stream mode.
+    stream: Tuple[bool, ...]
     client: Optional[str]
     client_version: Optional[str]
     kit_version: str
@@ -260,6 +262,7 @@ class Stamp:
             "base_url": self.base_url,
             "tool_schema_sha256": self.tool_schema_sha256,
             "tools": list(self.tools),
+            "stream": list(self.stream),
             "client": {"package": self.client, "version": self.client_version},
             "kit_version": self.kit_version,
             "python": self.python,
@@ -289,11 +292,6 @@ class GateReport:
     def verdict(self) -> str:
         return "pass" if self.passed else "fail"
 
-    @property
-    def streams(self) -> List[bool]:
-        """The stream flags the run used: ``[False, True]`` for chat and stream."""
-        return sorted({r.stream for r in self.results})
-
     def stages(self) -> List[Tuple[str, List[CaseResult]]]:
         """The results grouped by stage, stages and cases in the order they ran."""
         grouped: Dict[str, List[CaseResult]] = {}
@@ -315,7 +313,7 @@ class GateReport:
         return {
             "format": REPORT_FORMAT,
             "verdict": self.verdict,
-            "stamp": {**self.stamp.as_dict(), "stream": self.streams},
+            "stamp": self.stamp.as_dict(),
             "totals": {
                 "cases": len(self.results),
                 "passed": self.counts["pass"],
@@ -376,6 +374,7 @@ def run_gate(
         base_url=str(getattr(target, "upstream", None) or GENERIC_BASE_URL),
         tool_schema_sha256=schema_hash(tools),
         tools=tuple(sorted(str(t.name) for t in tools)),
+        stream=tuple(sorted({r.stream for r in results})),
         client=package,
         client_version=client_version(package),
         kit_version=kit_version(),
@@ -438,7 +437,7 @@ def _markdown(report: GateReport) -> str:
         f"| wire | {_code(s.wire)} over {s.transport} |",
         f"| base URL | {_code(s.base_url)} |",
         f"| tool schema sha256 | {_code(s.tool_schema_sha256)} ({_cell(', '.join(s.tools))}) |",
-        f"| stream | {', '.join('true' if f else 'false' for f in report.streams) or 'none'} |",
+        f"| stream | {', '.join('true' if f else 'false' for f in s.stream) or 'none'} |",
         f"| client | {_client_cell(s)} |",
         f"| kit | llm-backend-conformance {_cell(s.kit_version)} |",
         f"| time | {s.timestamp} |",
@@ -470,7 +469,8 @@ def _markdown(report: GateReport) -> str:
             ]
     skips = [r for r in report.results if r.verdict == "skip"]
     if skips:
-        lines += ["", "<details><summary>Skipped: " + str(len(skips)) + " cases</summary>", ""]
+        noun = "case" if len(skips) == 1 else "cases"
+        lines += ["", f"<details><summary>Skipped: {len(skips)} {noun}</summary>", ""]
         lines += [f"- {_code(r.name)}: {_cell(r.detail)}" for r in skips]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
