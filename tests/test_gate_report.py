@@ -337,6 +337,18 @@ class ReportPartsTests(unittest.TestCase):
         self.assertEqual(client_version("no-such-client-package"), "not installed")
         self.assertIsNone(client_version(None))
 
+    def test_the_docs_describe_every_field_of_the_schema(self) -> None:
+        """docs/gate-report.md names each field the schema has, so neither drifts from the other."""
+        docs = (Path(__file__).resolve().parent.parent / "docs" / "gate-report.md").read_text(
+            encoding="utf-8"
+        )
+        schema = load_schema()
+        case = schema["properties"]["stages"]["items"]["properties"]["cases"]["items"]
+        for part in (schema, schema["properties"]["stamp"], schema["properties"]["totals"], case):
+            for name in part["properties"]:
+                with self.subTest(field=name):
+                    self.assertIn(f"`{name}`", docs)
+
     def test_run_gate_refuses_what_is_not_a_target(self) -> None:
         """Handing run_gate anything but a target says which targets it takes."""
         with self.assertRaisesRegex(TypeError, "expected a BackendConformanceTarget or an AgentLoopTarget"):
