@@ -330,6 +330,12 @@ class ReportPartsTests(unittest.TestCase):
         self.assertEqual(schema_hash([a, b]), schema_hash([b_reordered, a]))
         self.assertNotEqual(schema_hash([a, b]), schema_hash([a, ToolSpec("b", "other", b.parameters)]))
         self.assertRegex(schema_hash([a]), r"^[0-9a-f]{64}$")
+        import types
+
+        proxied = ToolSpec(
+            "a", "first", types.MappingProxyType({"type": "object", "properties": {"x": {"type": "string"}}})
+        )
+        self.assertEqual(schema_hash([proxied]), schema_hash([a]))
 
     def test_client_version_reads_installed_packages_only(self) -> None:
         """An installed package gives its version, a missing one 'not installed', none gives None."""

@@ -104,19 +104,28 @@ LOOP_SUITE = Suite("agent-loop", _loop_cases, LOOP_SMOKE, _loop_tools)
 def suite_for(target: Any) -> Optional[Suite]:
     """The suite that reports ``target``, or ``None`` when it is neither kind of target."""
     import importlib
+    import importlib.util
 
     from ..cases import BackendConformanceTarget
 
     if isinstance(target, BackendConformanceTarget):
         return BACKEND_SUITE
-    try:
-        loop = importlib.import_module("conformance.gate.loop")
-    except ImportError:  # the agent-loop suite is not part of this build
-        return None
+    if importlib.util.find_spec("conformance.gate.loop") is None:
+        return None  # a build without the agent-loop suite
+    loop = importlib.import_module("conformance.gate.loop")
     loop_target = getattr(loop, "AgentLoopTarget", None)
     if isinstance(loop_target, type) and isinstance(target, loop_target):
         return LOOP_SUITE
     return None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as the dicts and lists JSON encodes: a schema may be any Mapping (a read-only proxy)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def schema_hash(tools: Sequence[Any]) -> str:
@@ -127,10 +136,10 @@ def schema_hash(tools: Sequence[Any]) -> str:
     the hash, so a report says whether two runs offered the same tools.
     """
     specs = sorted(
-        ({"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools),
+        ({"name": t.name, "description": t.description, "parameters": _plain(t.parameters)} for t in tools),
         key=lambda spec: str(spec["name"]),
     )
-    text = json.dumps(specs, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=list)
+    text = json.dumps(specs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
