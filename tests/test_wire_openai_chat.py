@@ -7,10 +7,14 @@ import re
 import unittest
 from typing import Any, Dict, List
 
+from conformance.contract import ChatRequest, Message, ToolCall, ToolChoice, ToolError, ToolResult
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
+from conformance.gate import tool_specs
 from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
 from conformance.reference._decoders import SSEDecoder
+from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.scenarios import SCENARIOS
+from conformance.wires._turns import ScriptedCall, ScriptedTurn, play_turn
 from conformance.wires.openai_chat import TOOL_CALL_ID, openai_chat_wire
 
 WIRE = openai_chat_wire
@@ -251,3 +255,168 @@ class RequestCheckTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# -- multi-turn: scripted turns and histories ---------------------------------------------
+
+CALL_A = "call_Q2x9mVb0LkE7rT4sNw8yZc1d"
+CALL_B = "call_H5pR3jKf9WqT2vXn6LmA0sYe"
+
+
+def conversation() -> List[Message]:
+    """A user question, a turn of two calls, both results (one an error), and a final answer."""
+    return [
+        Message("system", "Be brief."),
+        Message("user", "Read both files."),
+        Message(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCall(CALL_A, "read_fixture", {"path": "weather.json"}),
+                ToolCall(CALL_B, "echo_json", {"text": "h\u00e9 \U0001f600", "count": 2, "tags": ["a"]}),
+            ),
+        ),
+        Message.tool(ToolResult(CALL_A, "read_fixture", '{"fixture_id": "fx-1"}')),
+        Message.tool(ToolResult(CALL_B, "echo_json", error=ToolError("not_found", "no such file"))),
+        Message("assistant", "Done."),
+        Message("user", "Thanks."),
+    ]
+
+
+def rendered(messages: List[Message], **extra: Any) -> Dict[str, Any]:
+    backend = OpenAIChatBackend("http://127.0.0.1:1/v1")
+    chat = ChatRequest("m", messages, tools=tool_specs(), tool_choice=ToolChoice.tool("echo_json"))
+    body = backend.body(chat, stream=False)
+    body.update(extra)
+    return body
+
+
+class HistoryTests(unittest.TestCase):
+    def test_a_rendered_history_reads_back_the_same(self) -> None:
+        """The reference backend's rendering of a conversation reads back as that conversation."""
+        history = WIRE.read_history(request(rendered(conversation())))
+        assert history is not None
+        self.assertEqual(history.problems, ())
+        self.assertEqual(history.tool_choice, ToolChoice.tool("echo_json"))
+        self.assertEqual(history.tools, ("echo_json", "read_fixture", "delayed_value", "always_error"))
+        sent = conversation()
+        self.assertEqual([m.role for m in history.messages], [m.role for m in sent])
+        for got, want in zip(history.messages, sent):
+            self.assertEqual(got.content, want.content)
+            self.assertEqual(
+                [(c.id, c.name, dict(c.arguments)) for c in got.tool_calls],
+                [(c.id, c.name, dict(c.arguments)) for c in want.tool_calls],
+            )
+            if want.tool_result is not None:
+                assert got.tool_result is not None
+                self.assertEqual(got.tool_result.call_id, want.tool_result.call_id)
+                self.assertEqual(got.tool_result.name, want.tool_result.name)
+                self.assertEqual(got.tool_result.text, want.tool_result.text)
+
+    def test_each_malformed_history_is_refused_as_openai_does(self) -> None:
+        """Each malformed rendering gives its problem and OpenAI's own 400, pointing at the message."""
+        good = rendered(conversation())["messages"]
+        no_id = json.loads(json.dumps(good))
+        del no_id[3]["tool_call_id"]
+        stray = json.loads(json.dumps(good))
+        stray[4]["tool_call_id"] = "call_unknown000000000000000"
+        dropped = json.loads(json.dumps(good))
+        del dropped[4]
+        as_object = json.loads(json.dumps(good))
+        as_object[2]["tool_calls"][0]["function"]["arguments"] = {"path": "weather.json"}
+        orphan = [good[0], good[1], good[3]]
+        table = [
+            ("missing tool_call_id", no_id, "messages.[3].tool_call_id", "Missing required parameter"),
+            ("unknown tool_call_id", stray, "messages.[4].role", "messages with role 'tool' must be"),
+            ("result dropped", dropped, "messages.[2].role", "did not have response messages: " + CALL_B),
+            (
+                "arguments as an object",
+                as_object,
+                "messages.[2].tool_calls.[0].function.arguments",
+                "Invalid type",
+            ),
+            ("tool first", orphan, "messages.[2].role", "must be a response to a preceeding message"),
+        ]
+        for name, messages, param, words in table:
+            with self.subTest(name):
+                history = WIRE.read_history(request({**rendered([]), "messages": messages}))
+                assert history is not None
+                self.assertTrue(history.problems, "expected a problem")
+                self.assertIn(words, history.problems[0])
+                reply = WIRE.history_error(history.problems)
+                assert isinstance(reply, JsonReply)
+                self.assertEqual(reply.status, 400)
+                error = reply.body["error"]
+                self.assertEqual(error["type"], "invalid_request_error")
+                self.assertEqual(error["param"], param)
+                self.assertIn(words, error["message"])
+
+
+class PlayTurnTests(unittest.TestCase):
+    def turn(self) -> ScriptedTurn:
+        emoji = '{"text": "\\ud83d\\ude00 caf\u00e9", "count": 1, "tags": ["\u00e9t\u00e9"]}'
+        # One boundary inside the surrogate pair escape, one inside its second half.
+        cut = emoji.index("\\ude00")
+        fragments = (emoji[:cut], emoji[cut : cut + 3], emoji[cut + 3 : cut + 20], emoji[cut + 20 :])
+        return ScriptedTurn(
+            text="",
+            calls=(
+                ScriptedCall(CALL_A, "echo_json", emoji, fragments),
+                ScriptedCall(CALL_B, "read_fixture", '{"path": "notes/unicode.txt"}'),
+            ),
+            interleave=True,
+            seed="interleaved",
+        )
+
+    def test_interleaved_events_name_each_call_once(self) -> None:
+        """Interleaved, every call's id and name come on its first chunk only, fragments by index."""
+        turn = self.turn()
+        played = WIRE.turn_stream(turn, request(good_body(stream=True)))
+        assert played is not None
+        datas = [e.split(b"data: ", 1)[1].strip() for e in played.events]
+        chunks = [json.loads(d) for d in datas if d != b"[DONE]"]
+        deltas = [c["choices"][0]["delta"] for c in chunks if c.get("choices")]
+        calls = [f for d in deltas for f in d.get("tool_calls", ())]
+        indexes = [f["index"] for f in calls]
+        self.assertNotEqual(indexes, sorted(indexes), "the fragments should interleave")
+        self.assertEqual([f.get("id") for f in calls if "id" in f], [CALL_A, CALL_B])
+        self.assertEqual(deltas[0].get("role"), "assistant")
+        for index, call in enumerate(turn.calls):
+            first, last = played.arguments[index]
+            joined = "".join(
+                f["function"]["arguments"] for f in calls if f["index"] == index and "id" not in f
+            )
+            self.assertEqual(joined, call.arguments)
+            self.assertIn(b'"index":%d' % index, played.events[first])
+            self.assertIn(b'"index":%d' % index, played.events[last])
+            self.assertLess(first, last)
+
+    def test_the_reference_backend_reads_a_played_turn_back_exactly(self) -> None:
+        """Served by the fake provider, a played turn decodes to its calls, in both forms."""
+        import asyncio
+
+        from conformance.provider import start_fake_provider
+
+        turn = self.turn()
+        for stream in (False, True):
+            with self.subTest(stream=stream), start_fake_provider() as provider:
+                provider.reply(lambda r: play_turn(WIRE, turn, r))
+                backend = OpenAIChatBackend(f"{provider.url}/v1")
+                chat = ChatRequest("m", [Message("user", "go")], tools=tool_specs())
+
+                async def call(backend: OpenAIChatBackend, chat: ChatRequest, stream: bool) -> Any:
+                    try:
+                        if not stream:
+                            return await backend.chat(chat)
+                        return [c async for c in backend.chat_stream(chat)]
+                    finally:
+                        await backend.aclose()
+
+                got = asyncio.run(call(backend, chat, stream))
+                calls = got.tool_calls if not stream else [c for k in got for c in k.tool_calls]
+                finish = got.finish_reason if not stream else got[-1].finish_reason
+                self.assertEqual(finish, "tool_calls")
+                self.assertEqual(
+                    [(c.id, c.name, dict(c.arguments)) for c in calls],
+                    [(c.id, c.name, json.loads(c.arguments)) for c in turn.calls],
+                )

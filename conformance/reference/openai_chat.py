@@ -14,6 +14,9 @@ plainest account of how to read it:
 - A ``data: {"error": ...}`` event is a failure after the 200; a stream that ends
   without ``[DONE]`` or a finish reason was cut and is a failure too.
 - Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
+- Send a conversation back as OpenAI wrote it: the assistant turn with its
+  ``tool_calls`` (arguments as JSON text), then one ``tool`` message per result,
+  each naming the ``tool_call_id`` it answers.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
-from ..contract import ChatRequest, ChatResponse, StreamChunk, ToolCall, Usage
+from ..contract import ChatRequest, ChatResponse, Message, StreamChunk, ToolCall, ToolChoice, Usage
 from ._decoders import SSEDecoder
 from ._errors import decode_json
 from ._openai import OpenAIBase
@@ -36,6 +39,37 @@ FINISH_REASONS: Mapping[str, str] = {
     "function_call": "tool_calls",
     "content_filter": "content_filter",
 }
+
+
+def render_message(message: Message) -> Dict[str, Any]:
+    """One message in Chat Completions' shape."""
+    result = message.tool_result
+    if result is not None:
+        return {"role": "tool", "tool_call_id": result.call_id, "content": result.text}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def render_tool_choice(choice: ToolChoice) -> Any:
+    """``"auto"``, ``"required"``, or the one function by name."""
+    if choice.mode == "tool":
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice.mode
 
 
 @dataclass
@@ -56,7 +90,7 @@ class OpenAIChatBackend(OpenAIBase):
         """The Chat Completions request body."""
         body: Dict[str, Any] = {
             "model": chat.model,
-            "messages": [{"role": m.role, "content": m.content} for m in chat.messages],
+            "messages": [render_message(m) for m in chat.messages],
         }
         if chat.tools:
             body["tools"] = [
@@ -70,6 +104,8 @@ class OpenAIChatBackend(OpenAIBase):
                 }
                 for t in chat.tools
             ]
+        if chat.tool_choice is not None:
+            body["tool_choice"] = render_tool_choice(chat.tool_choice)
         if chat.max_tokens is not None:
             body["max_completion_tokens"] = chat.max_tokens
         if stream:

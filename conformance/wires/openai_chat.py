@@ -15,8 +15,9 @@ carrying a top-level ``error`` object, with no ``[DONE]`` after it.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Message, ToolCall, ToolChoice, ToolResult
 from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
@@ -34,6 +35,7 @@ from ._base import (
     tcp_chunks,
     text_of,
 )
+from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, first_problem
 
 __all__ = ["OpenAIChatWire", "openai_chat_wire"]
 
@@ -261,8 +263,13 @@ ERRORS: Mapping[str, Any] = {
 
 #: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
 VARIANT_ERRORS: Mapping[Any, Any] = {
-    ("overloaded", "service-unavailable"): (503, "service_unavailable_error", "server_is_overloaded",
-                                            SERVERS_OVERLOADED, {}),
+    ("overloaded", "service-unavailable"): (
+        503,
+        "service_unavailable_error",
+        "server_is_overloaded",
+        SERVERS_OVERLOADED,
+        {},
+    ),
     ("rate-limit", "no-retry-after"): (
         429,
         "requests",
@@ -280,8 +287,9 @@ SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/w
 
 VARIANTS: Mapping[str, Any] = {
     "overloaded": (
-        Variant("server-error-503", "503 server_error, code null, overloaded in the message",
-                SERVER_ERROR_503),
+        Variant(
+            "server-error-503", "503 server_error, code null, overloaded in the message", SERVER_ERROR_503
+        ),
         Variant(
             "service-unavailable",
             "503 service_unavailable_error / server_is_overloaded",
@@ -347,9 +355,7 @@ class OpenAIChatWire(Wire):
             )
         return super().aux_reply(request)
 
-    def reply(
-        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
-    ) -> Optional[Reply]:
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
         variant = variant or self.variants(scenario, mode)[0].name
@@ -415,6 +421,57 @@ class OpenAIChatWire(Wire):
             return None
         return out.reply(seed)
 
+    # -- multi-turn ---------------------------------------------------------------------
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        message: Dict[str, Any] = {"content": turn.text or None}
+        if turn.calls:
+            message["tool_calls"] = [_call_json(call, call.arguments) for call in turn.calls]
+        body = chat_completion(_model(request), message, _finish(turn.finish_reason))
+        return JsonReply(body, headers=_headers())
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        body = request.json if isinstance(request.json, dict) else {}
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        out = _Chunks(_model(request), include_usage)
+        if turn.text or not turn.calls:
+            out.role()
+            out.text(turn.text)
+        arguments = _stream_calls(out, turn, role=not out.events)
+        out.finish(_finish(turn.finish_reason))
+        return TurnEvents(
+            out.events, "text/event-stream; charset=utf-8", headers=_headers(), arguments=arguments
+        )
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        body = request.json if isinstance(request.json, dict) else {}
+        problems: List[str] = []
+        messages = _read_messages(body.get("messages"), problems)
+        tools = body.get("tools")
+        names = tuple(
+            str(t["function"].get("name"))
+            for t in (tools if isinstance(tools, list) else ())
+            if isinstance(t, dict) and isinstance(t.get("function"), dict)
+        )
+        return History(
+            tuple(messages),
+            tuple(problems),
+            tools=names,
+            tool_choice=_read_tool_choice(body.get("tool_choice"), problems),
+            stream=body.get("stream") is True,
+        )
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        param, message = _split_problem(first_problem(problems))
+        code = None
+        if message.startswith("Missing required parameter"):
+            code = "missing_required_parameter"
+        elif message.startswith("Invalid type"):
+            code = "invalid_type"
+        body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+        return JsonReply(body, status=400, headers=_headers())
+
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         problems, body = check_json_post(request, model, "/v1/chat/completions")
         if not body:
@@ -429,6 +486,226 @@ class OpenAIChatWire(Wire):
                     f"it OpenAI reports no usage), got stream_options={options!r}"
                 )
         return problems
+
+
+# -- multi-turn: scripted turns out, histories in ---------------------------------------
+
+#: The contract's finish reasons as Chat Completions spells them.
+_FINISH = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "content_filter": "content_filter"}
+
+
+def _finish(reason: str) -> str:
+    return _FINISH.get(reason, "stop")
+
+
+def _model(request: RecordedRequest) -> str:
+    body = request.json if isinstance(request.json, dict) else {}
+    return str(body.get("model") or "conformance-model")
+
+
+def _call_json(call: ScriptedCall, arguments: str) -> Dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _stream_calls(out: _Chunks, turn: ScriptedTurn, role: bool) -> Dict[int, Tuple[int, int]]:
+    """Emit the calls' chunks; return each call's first and last argument event.
+
+    A call opens with its id, name and empty arguments (the first chunk of the turn
+    also carries the role when no text came before), then sends its fragments, each
+    keyed by ``index`` alone. Interleaved, the calls take turns fragment by fragment,
+    each opening just before its first fragment.
+    """
+    pieces = [call.pieces() for call in turn.calls]
+    first: Dict[int, int] = {}
+    last: Dict[int, int] = {}
+
+    def open_call(index: int) -> None:
+        nonlocal role
+        delta: Dict[str, Any] = {"tool_calls": [{"index": index, **_call_json(turn.calls[index], "")}]}
+        if role:
+            delta = {"role": "assistant", "content": None, **delta, "refusal": None}
+            role = False
+        out.chunk(delta)
+
+    def fragment(index: int, text: str) -> None:
+        out.chunk({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
+        first.setdefault(index, len(out.events) - 1)
+        last[index] = len(out.events) - 1
+
+    if turn.interleave:
+        for index in range(len(turn.calls)):
+            open_call(index)
+            if pieces[index]:
+                fragment(index, pieces[index][0])
+        for step in range(1, max((len(p) for p in pieces), default=0)):
+            for index, parts in enumerate(pieces):
+                if step < len(parts):
+                    fragment(index, parts[step])
+    else:
+        for index, parts in enumerate(pieces):
+            open_call(index)
+            for part in parts:
+                fragment(index, part)
+    return {index: (first.get(index, -1), last.get(index, -1)) for index in range(len(turn.calls))}
+
+
+def _problem(param: str, message: str) -> str:
+    """A history problem: where OpenAI points (its ``param``), then what it says."""
+    return f"{param}: {message}"
+
+
+def _split_problem(problem: str) -> Tuple[Optional[str], str]:
+    param, sep, message = problem.partition(": ")
+    if sep and param.startswith("messages"):
+        return param, message
+    return None, problem
+
+
+def _read_tool_choice(raw: Any, problems: List[str]) -> Optional[ToolChoice]:
+    if raw is None:
+        return None
+    if raw in ("auto", "required"):
+        return ToolChoice(str(raw))
+    if raw == "none":
+        return None
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        function = raw.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]:
+            return ToolChoice.tool(function["name"])
+    problems.append(
+        _problem(
+            "tool_choice",
+            "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or "
+            f'{{"type": "function", "function": {{"name": ...}}}}, got {raw!r}.',
+        )
+    )
+    return None
+
+
+def _read_call(raw: Any, where: str, problems: List[str]) -> Optional[ToolCall]:
+    if not isinstance(raw, dict):
+        problems.append(
+            _problem(where, f"Invalid type for '{where}': expected an object, but got {raw!r} instead.")
+        )
+        return None
+    function: Dict[str, Any] = raw["function"] if isinstance(raw.get("function"), dict) else {}
+    call_id, name, arguments = raw.get("id"), function.get("name"), function.get("arguments")
+    if not isinstance(call_id, str) or not call_id:
+        problems.append(_problem(f"{where}.id", f"Missing required parameter: '{where}.id'."))
+    if not isinstance(name, str) or not name:
+        problems.append(
+            _problem(f"{where}.function.name", f"Missing required parameter: '{where}.function.name'.")
+        )
+    if not isinstance(arguments, str):
+        problems.append(
+            _problem(
+                f"{where}.function.arguments",
+                f"Invalid type for '{where}.function.arguments': expected a string (the arguments as "
+                f"JSON text), but got {type(arguments).__name__} instead.",
+            )
+        )
+        return None
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        problems.append(
+            _problem(
+                f"{where}.function.arguments",
+                f"Invalid value for '{where}.function.arguments': expected the arguments as JSON text, "
+                f"got {arguments[:80]!r}.",
+            )
+        )
+        return None
+    if not isinstance(parsed, dict):
+        parsed = {"": parsed}
+    return ToolCall(str(call_id or ""), str(name or ""), parsed)
+
+
+def _read_messages(raw: Any, problems: List[str]) -> List[Message]:
+    """The messages in normal form; every departure from what OpenAI accepts noted."""
+    if not isinstance(raw, list) or not raw:
+        problems.append(_problem("messages", f"Invalid 'messages': expected a non-empty array, got {raw!r}."))
+        return []
+    out: List[Message] = []
+    #: The ids of the latest assistant turn's calls, and those still unanswered.
+    open_calls: Dict[str, str] = {}
+    pending: List[str] = []
+    pending_at = -1
+
+    def close_pending(at: int) -> None:
+        nonlocal pending
+        if pending:
+            problems.append(
+                _problem(
+                    f"messages.[{pending_at}].role",
+                    "An assistant message with 'tool_calls' must be followed by tool messages responding "
+                    "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                    + ", ".join(pending),
+                )
+            )
+        pending = []
+
+    for i, message in enumerate(raw):
+        where = f"messages.[{i}]"
+        if not isinstance(message, dict):
+            problems.append(
+                _problem(where, f"Invalid type for '{where}': expected an object, but got {message!r}.")
+            )
+            continue
+        role = message.get("role")
+        content = message.get("content")
+        text = text_of(content) if content is not None else ""
+        if role != "tool":
+            close_pending(i)
+        if role in ("system", "developer", "user"):
+            out.append(Message("system" if role == "developer" else str(role), text or ""))
+        elif role == "assistant":
+            calls: List[ToolCall] = []
+            raw_calls = message.get("tool_calls")
+            if raw_calls is not None and not isinstance(raw_calls, list):
+                problems.append(
+                    _problem(
+                        f"{where}.tool_calls", f"Invalid type for '{where}.tool_calls': expected an array."
+                    )
+                )
+                raw_calls = []
+            for j, raw_call in enumerate(raw_calls or ()):
+                call = _read_call(raw_call, f"{where}.tool_calls.[{j}]", problems)
+                if call is not None:
+                    calls.append(call)
+            open_calls = {c.id: c.name for c in calls}
+            pending, pending_at = [c.id for c in calls], i
+            out.append(Message("assistant", text or "", tool_calls=tuple(calls)))
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                problems.append(
+                    _problem(f"{where}.tool_call_id", f"Missing required parameter: '{where}.tool_call_id'.")
+                )
+                call_id = ""
+            elif call_id not in open_calls:
+                problems.append(
+                    _problem(
+                        f"{where}.role",
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        f"message with 'tool_calls'. (tool_call_id {call_id!r} answers no call of the "
+                        "assistant turn before it)",
+                    )
+                )
+            if call_id in pending:
+                pending.remove(call_id)
+            result = ToolResult(call_id, open_calls.get(call_id, ""), text or "")
+            out.append(Message("tool", result.text, tool_result=result))
+        else:
+            problems.append(
+                _problem(
+                    f"{where}.role",
+                    f"Invalid value: {role!r}. Supported values are: 'system', 'assistant', 'user', "
+                    "'tool', 'function' and 'developer'.",
+                )
+            )
+    close_pending(len(raw))
+    return out
 
 
 def _check_messages(messages: Any) -> List[str]:

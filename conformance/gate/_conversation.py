@@ -1,0 +1,234 @@
+"""The provider's side of a stage: read what the loop sent, decide the next turn, play it.
+
+Strategy: per generation request the wire reads the conversation back
+(:meth:`~conformance.wires.Wire.read_history`). A history the real API would refuse
+gets that API's own 400 (:meth:`~conformance.wires.Wire.history_error`), and its
+problems are kept for the ``result-format`` check. Otherwise the stage's script
+decides the model's next turn from the step it is at (the accepted requests so far),
+and the wire plays it whole or streamed as the request asked. The model's final text
+quotes a tool's fixture id only when its result came back under the right call id
+and tool, and says what was missing otherwise, as a real model works only with what
+it was given. Everything the invariants need is kept: each request, its history,
+the turn played, and the events that carried each call's arguments.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+from ..provider.replies import HangReply, RecordedRequest, Reply, StreamReply
+from ..wires._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, play_turn
+from .stages import Stage, Step, reasoning_for
+
+if TYPE_CHECKING:
+    from ..contract import Message
+    from ..wires._base import Wire
+    from .log import ExecutionRecord
+    from .tools import GateToolset
+
+__all__ = ["HOLD_BEFORE_LAST", "Conversation", "Exchange", "PlannedCall", "fixture_id_in"]
+
+#: How long a stream is held right before a call's last argument event: the window
+#: in which a loop that runs a call on incomplete arguments is seen doing it.
+HOLD_BEFORE_LAST = 0.15
+#: The longest a cancel stage holds its stream after the first argument event.
+HOLD_FOR_CANCEL = 30.0
+
+_FIXTURE_ID = re.compile(r'"fixture_id"\s*:\s*"([^"\\]+)"')
+
+
+def fixture_id_in(text: str) -> Optional[str]:
+    """The fixture id a tool result's text carries, read even from a cut-off prefix."""
+    match = _FIXTURE_ID.search(text)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One call the scripted model made: the call, the exchange it was played in, its position."""
+
+    call: ScriptedCall
+    exchange: int
+    position: int
+
+
+@dataclass
+class Exchange:
+    """One generation request and what the provider did with it."""
+
+    index: int
+    request: RecordedRequest
+    history: Optional[History]
+    stream: bool
+    #: Why the real API would refuse this history (then the reply is its 400).
+    problems: Tuple[str, ...] = ()
+    #: The accepted step this request was (``None`` where refused).
+    step: Optional[int] = None
+    turn: Optional[ScriptedTurn] = None
+    events: Optional[TurnEvents] = None
+    hold: Optional[Tuple[int, str]] = None
+    #: For a held cancel stream: how many transport chunks go out before the hold.
+    head_chunks: int = 0
+
+
+class Conversation:
+    """Answers every request of one stage's run, and keeps what the checks read."""
+
+    def __init__(self, wire: Wire, stage: Stage, toolset: GateToolset, max_requests: int) -> None:
+        self.wire = wire
+        self.stage = stage
+        self.toolset = toolset
+        self.max_requests = max_requests
+        self.exchanges: List[Exchange] = []
+        self.lock = threading.Lock()
+        #: Set once the first turn's reply is decided (the cancel stage waits on it).
+        self.first_reply = threading.Event()
+        reasoning = reasoning_for(wire)
+        self.reasoning = reasoning if reasoning is not None else ((), ())
+
+    # -- the handler -----------------------------------------------------------------
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        wire = self.wire
+        if not wire.is_generation(request):
+            return wire.aux_reply(request)
+        history = wire.read_history(request)
+        stream = wire.wants_stream(request)
+        with self.lock:
+            exchange = Exchange(len(self.exchanges), request, history, stream)
+            self.exchanges.append(exchange)
+            accepted = sum(1 for e in self.exchanges if e.step is not None)
+        if history is None:
+            exchange.problems = (f"{wire.name} could not read the conversation this request carried",)
+            return wire.history_error(exchange.problems)
+        if history.problems:
+            exchange.problems = tuple(history.problems)
+            return wire.history_error(history.problems)
+        step = Step(
+            accepted,
+            wire,
+            self.stage.name,
+            history,
+            self.max_requests,
+            quote=lambda: self.quote(history),
+            reasoning=self.reasoning[0],
+            call_reasoning=self.reasoning[1],
+        )
+        turn = self.stage.script(step)
+        exchange.step, exchange.turn, exchange.hold = accepted, turn, step.hold
+        try:
+            return self._play(exchange, turn, request)
+        finally:
+            if accepted == 0:
+                self.first_reply.set()
+
+    def _play(self, exchange: Exchange, turn: ScriptedTurn, request: RecordedRequest) -> Reply:
+        wire = self.wire
+        hold = exchange.hold
+        if not exchange.stream:
+            if hold is not None and hold[1] == "cancel":
+                return HangReply()
+            reply = play_turn(wire, turn, request)
+            assert reply is not None, f"{wire.name} scripts turns but played none"
+            return reply
+        played = wire.turn_stream(turn, request)
+        assert played is not None, f"{wire.name} scripts turns but played none"
+        exchange.events = played
+        if hold is None:
+            reply = play_turn(wire, turn, request)
+        else:
+            position, how = hold
+            first, last = played.arguments.get(position, (-1, -1))
+            if how == "cancel":
+                from ..wires._base import tcp_chunks
+
+                head = tcp_chunks(played.events[: first + 1], f"{wire.name}/{turn.seed}/head")
+                exchange.head_chunks = len(head)
+                return StreamReply(
+                    head, content_type=played.content_type, headers=dict(played.headers), hang=True
+                )
+            reply = play_turn(wire, turn, request, pause_after=max(first, last - 1), pause=HOLD_BEFORE_LAST)
+        assert reply is not None, f"{wire.name} scripts turns but played none"
+        return reply
+
+    # -- the model's final text --------------------------------------------------------
+
+    def planned(self) -> List[PlannedCall]:
+        """Every call the scripted model made, in order."""
+        with self.lock:
+            exchanges = list(self.exchanges)
+        return [
+            PlannedCall(call, e.index, position)
+            for e in exchanges
+            if e.turn is not None
+            for position, call in enumerate(e.turn.calls)
+        ]
+
+    def quote(self, history: History) -> str:
+        """The model's final text: per call, what its result gave, or what was missing."""
+        parts = []
+        for planned, result in self.correlate(history):
+            label = self.label(planned)
+            parts.append(f"{label}: {self.what_came(planned, result)}")
+        if not parts:
+            return "Nothing was called."
+        return "Here is what the tools gave. " + "; ".join(parts) + "."
+
+    def label(self, planned: PlannedCall) -> str:
+        call = planned.call
+        if self.wire.sends_call_ids:
+            return f"{call.name} {call.id}"
+        calls = [p for p in self.planned() if p.call.name == call.name]
+        return f"{call.name} #{calls.index(planned) + 1}"
+
+    def correlate(self, history: History) -> List[Tuple[PlannedCall, Optional[Message]]]:
+        """Each planned call with the tool message that answers it in ``history`` (or ``None``).
+
+        By call id where the provider sends ids; by tool name and order where it does not.
+        """
+        results = list(history.results)
+        pairs: List[Tuple[PlannedCall, Optional[Message]]] = []
+        if self.wire.sends_call_ids:
+            by_id: Dict[str, Message] = {}
+            for message in results:
+                assert message.tool_result is not None
+                by_id.setdefault(message.tool_result.call_id, message)
+            return [(p, by_id.get(p.call.id)) for p in self.planned()]
+        taken: Dict[str, int] = {}
+        for planned in self.planned():
+            name = planned.call.name
+            same = [m for m in results if m.tool_result is not None and m.tool_result.name in (name, "")]
+            k = taken.get(name, 0)
+            pairs.append((planned, same[k] if k < len(same) else None))
+            taken[name] = k + 1
+        return pairs
+
+    def what_came(self, planned: PlannedCall, message: Optional[Message]) -> str:
+        """The fixture id the result carries, when it is this call's; else what was wrong."""
+        call = planned.call
+        if message is None or message.tool_result is None:
+            return "no result came back for this call"
+        result = message.tool_result
+        if result.name and result.name != call.name:
+            return f"the result came back under the tool {result.name!r}, not {call.name!r}"
+        if result.is_error or '"error"' in result.content[:20]:
+            record = self._record_for(call)
+            code = record.error.code if record is not None and record.error is not None else "error"
+            return f"the tool failed ({code})"
+        fixture = fixture_id_in(result.content)
+        if fixture is None:
+            return "the result carried no fixture id"
+        record = self.toolset.log.find(fixture)
+        if record is None:
+            return f"the result carried {fixture}, which no execution returned"
+        if record.tool != call.name or (self.wire.sends_call_ids and record.call_id != call.id):
+            owner = f"{record.tool} {record.call_id}"
+            return f"the result carried {fixture}, which the execution of {owner} returned"
+        return fixture
+
+    def _record_for(self, call: ScriptedCall) -> Optional[ExecutionRecord]:
+        records = self.toolset.log.for_call(call.id)
+        return records[0] if records else None

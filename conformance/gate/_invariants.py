@@ -1,0 +1,749 @@
+"""The invariants: what the agent-loop suite checks in every stage, never the wording.
+
+Strategy: as for the backend suite (``conformance._checks``), each check is one small
+function in the table :data:`INVARIANTS`, under an id that failure messages end each
+problem with (``[executions]``) and the stages page explains. A check reads what the
+case saw (:class:`LoopSeen`: the loop's outcome, every request and the history it
+carried, the turns the provider played and the execution log) and decides for itself
+whether it applies. One root cause is reported once: a check whose premise another
+check already failed (a refused history, a loop that never finished) stays quiet.
+
+Every problem names the call id and the tool, and where it is about a moment (an
+execution, a result sent) it quotes the provider events just before it
+(:func:`~conformance.provider.events_around`), the evidence below any SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
+from ..provider import RecordedRequest, WireEvent, events_around
+from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in
+from .log import ExecutionRecord
+from .schema import validate
+from .tools import TOOLS
+
+if TYPE_CHECKING:
+    from ..contract import Message
+    from ._loop_driver import LoopOutcome
+    from .cases import AgentLoopCase
+
+__all__ = ["INVARIANTS", "LoopProblem", "LoopSeen", "failure_message", "run_invariants"]
+
+
+@dataclass(frozen=True)
+class LoopProblem:
+    """One thing a loop got wrong, the check that saw it, and the provider events before it."""
+
+    check: str
+    text: str
+    evidence: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.text} [{self.check}]"
+
+
+@dataclass
+class LoopSeen:
+    """Everything one case saw."""
+
+    case: AgentLoopCase
+    outcome: LoopOutcome
+    conversation: Conversation
+    records: Tuple[ExecutionRecord, ...]
+    requests: List[RecordedRequest]
+
+    @property
+    def stage(self) -> Any:
+        return self.case.stage
+
+    @property
+    def exchanges(self) -> List[Exchange]:
+        return self.conversation.exchanges
+
+    @property
+    def refused(self) -> List[Exchange]:
+        return [e for e in self.exchanges if e.problems]
+
+    @property
+    def finished_cleanly(self) -> bool:
+        """The loop returned a result in time, every history it sent was accepted."""
+        o = self.outcome
+        return not o.hung and o.error is None and o.ended and not self.refused and _is_result(o.result)
+
+    def planned(self) -> List[PlannedCall]:
+        return self.conversation.planned()
+
+    def label(self, planned: PlannedCall) -> str:
+        return f"{planned.call.name} {planned.call.id}"
+
+    def ran(self) -> List[ExecutionRecord]:
+        """Executions the loop asked for (refused at the door or not), in start order."""
+        return sorted(self.records, key=lambda r: r.sequence)
+
+    def before_abort(self) -> List[ExecutionRecord]:
+        abort_at = self.outcome.abort_at
+        return [r for r in self.ran() if abort_at is None or r.started < abort_at]
+
+    def matches(self) -> List[Tuple[ExecutionRecord, Optional[PlannedCall]]]:
+        """Each execution before any abort with the planned call it ran (by id, else by name and order)."""
+        planned = self.planned()
+        out: List[Tuple[ExecutionRecord, Optional[PlannedCall]]] = []
+        if self.case.target.wire.sends_call_ids:
+            by_id = {p.call.id: p for p in planned}
+            return [(r, by_id.get(r.call_id)) for r in self.before_abort()]
+        seen: Dict[str, int] = {}
+        for record in self.before_abort():
+            same = [p for p in planned if p.call.name == record.tool]
+            k = seen.get(record.tool, 0)
+            seen[record.tool] = k + 1
+            out.append((record, same[k] if k < len(same) else None))
+        return out
+
+    def records_for(self, planned: PlannedCall) -> List[ExecutionRecord]:
+        return [r for r, p in self.matches() if p == planned]
+
+    def answer_of(self, planned: PlannedCall) -> Optional[Exchange]:
+        """The accepted request right after the turn that made ``planned``: where its result belongs."""
+        for exchange in self.exchanges[planned.exchange + 1 :]:
+            if exchange.history is not None and not exchange.problems:
+                return exchange
+        return None
+
+    def result_of(self, planned: PlannedCall) -> Tuple[Optional[Exchange], Optional[Message]]:
+        exchange = self.answer_of(planned)
+        if exchange is None or exchange.history is None:
+            return exchange, None
+        for candidate, message in self.conversation.correlate(exchange.history):
+            if candidate == planned:
+                return exchange, message
+        return exchange, None
+
+    # -- evidence ---------------------------------------------------------------------
+
+    def all_events(self) -> List[Tuple[WireEvent, RecordedRequest]]:
+        out = [(event, e.request) for e in self.exchanges for event in e.request.events]
+        return sorted(out, key=lambda pair: pair[0].seq)
+
+    def events_before(self, moment: float) -> str:
+        """The provider events up to ``moment``, the last one marked."""
+        events = self.all_events()
+        before = [(e, r) for e, r in events if e.flushed_at <= moment]
+        if not before:
+            return "      (the provider had sent no event yet)"
+        event, request = before[-1]
+        mine = [e for e, r in events if r is request]
+        lines = events_around(mine, event.seq, before=3, after=1, since=request.received_at)
+        return f"      events of {request} (> the last before it):\n" + _indent(lines)
+
+    def events_of(self, exchange: Exchange, before: int = 3) -> str:
+        """The last events of ``exchange``'s reply."""
+        events = exchange.request.events
+        if not events:
+            return ""
+        lines = events_around(
+            events, events[-1].seq, before=before, after=0, since=exchange.request.received_at
+        )
+        return f"      last events sent to {exchange.request}:\n" + _indent(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _is_result(value: Any) -> bool:
+    return all(hasattr(value, name) for name in ("text", "finish_reason", "stopped"))
+
+
+def _value(x: Any) -> Any:
+    return getattr(x, "value", x)
+
+
+Check = Callable[[LoopSeen], List[LoopProblem]]
+
+
+# -- the loop's ending ---------------------------------------------------------------------
+
+
+def check_finished(seen: LoopSeen) -> List[LoopProblem]:
+    o = seen.outcome
+    if o.hung:
+        return [
+            LoopProblem(
+                "finished",
+                f"the loop did not finish within {o.waited:.1f} s (the case's bound)",
+                seen.events_before(o.started + o.waited),
+            )
+        ]
+    if seen.stage.cancel or seen.refused:
+        return []  # the cancel stage must raise; a refused history is result-format's
+    if o.error is not None:
+        return [LoopProblem("finished", f"the loop raised {type(o.error).__name__}: {o.error}")]
+    if not _is_result(o.result):
+        return [
+            LoopProblem(
+                "finished",
+                f"run(task) returned {type(o.result).__name__}, not a "
+                "LoopResult(text, finish_reason, stopped)",
+            )
+        ]
+    return []
+
+
+def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
+    stage = seen.stage
+    if stage.budget or stage.cancel or not seen.finished_cleanly:
+        return []
+    result = seen.outcome.result
+    last = seen.exchanges[-1] if seen.exchanges else None
+    turn = last.turn if last is not None else None
+    if turn is None:
+        return []
+    problems = []
+    if turn.calls:
+        calls = ", ".join(f"{c.name} {c.id}" for c in turn.calls)
+        problems.append(
+            LoopProblem(
+                "final-text",
+                f"the loop returned while the model's last turn still called {calls}",
+                seen.events_of(last),  # type: ignore[arg-type]
+            )
+        )
+        return problems
+    if result.text != turn.text:
+        problems.append(
+            LoopProblem(
+                "final-text",
+                f"expected the model's final text {turn.text!r}, got {result.text!r}",
+                seen.events_of(last),  # type: ignore[arg-type]
+            )
+        )
+    if _value(result.finish_reason) != "stop":
+        problems.append(
+            LoopProblem("final-text", f"expected finish reason 'stop', got {result.finish_reason!r}")
+        )
+    if _value(result.stopped) != "done":
+        problems.append(
+            LoopProblem("final-text", f"expected stopped='done' (the model finished), got {result.stopped!r}")
+        )
+    return problems
+
+
+def check_requests(seen: LoopSeen) -> List[LoopProblem]:
+    expected = seen.stage.requests
+    if expected is None or seen.refused or seen.outcome.hung:
+        return []
+    got = len(seen.exchanges)
+    if got == expected:
+        return []
+    last = seen.exchanges[-1] if seen.exchanges else None
+    why = "it stopped early" if got < expected else "it asked again after the model had finished"
+    evidence = seen.events_of(last) if last is not None else ""
+    return [
+        LoopProblem(
+            "requests",
+            f"expected {expected} generation request(s) for this conversation, got {got} ({why})",
+            evidence,
+        )
+    ]
+
+
+def check_budget(seen: LoopSeen) -> List[LoopProblem]:
+    case, o = seen.case, seen.outcome
+    problems = []
+    got = len(seen.exchanges)
+    if got > case.max_requests:
+        problems.append(
+            LoopProblem(
+                "budget",
+                f"the loop sent {got} generation requests; task.max_requests was {case.max_requests}",
+                seen.events_of(seen.exchanges[case.max_requests - 1]),
+            )
+        )
+    if o.ended_at is not None and o.ended_at - o.started > case.max_seconds + 0.5:
+        problems.append(
+            LoopProblem(
+                "budget",
+                f"the loop ran {o.ended_at - o.started:.2f} s; task.max_seconds was {case.max_seconds}",
+            )
+        )
+    if seen.stage.budget and seen.finished_cleanly and _value(seen.outcome.result.stopped) != "budget":
+        problems.append(
+            LoopProblem(
+                "budget",
+                'the model kept calling always_error; expected LoopResult(stopped="budget") within '
+                f"max_requests, got stopped={seen.outcome.result.stopped!r} after {got} requests",
+            )
+        )
+    return problems
+
+
+# -- the executions -------------------------------------------------------------------------
+
+
+def check_tool_name(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.matches():
+        if planned is not None and record.tool != planned.call.name:
+            problems.append(
+                LoopProblem(
+                    "tool-name",
+                    f"call {record.call_id}: the model called {planned.call.name}, the loop ran "
+                    f"{record.tool}",
+                    seen.events_before(record.started),
+                )
+            )
+    return problems
+
+
+def check_arguments(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.matches():
+        if planned is None or record.tool != planned.call.name:
+            continue
+        sent = json.loads(planned.call.arguments)
+        if record.arguments != sent:
+            problems.append(
+                LoopProblem(
+                    "arguments",
+                    f"{seen.label(planned)}: ran with {record.arguments!r}; the model sent {sent!r}",
+                    seen.events_before(record.started),
+                )
+            )
+            continue
+        tool = TOOLS.get(record.tool)
+        violations = validate(tool.parameters, record.arguments) if tool is not None else []
+        if violations:
+            problems.append(
+                LoopProblem(
+                    "arguments",
+                    f"{seen.label(planned)}: arguments break the schema: " + "; ".join(map(str, violations)),
+                )
+            )
+    return problems
+
+
+def check_executions(seen: LoopSeen) -> List[LoopProblem]:
+    stage, problems = seen.stage, []
+    planned = seen.planned()
+    for index, call in enumerate(planned):
+        records = [r for r in seen.records_for(call) if r.ran]
+        if stage.cancel:
+            expected: Tuple[int, ...] = (0,)
+        elif stage.budget and index == len(planned) - 1:
+            expected = (0, 1)  # the call the loop stopped at may or may not have run
+        elif seen.answer_of(call) is None and not seen.finished_cleanly:
+            continue  # the loop stopped before this call's turn was over: others say why
+        else:
+            expected = (1,)
+        if len(records) not in expected:
+            if records:
+                fixtures = ", ".join(r.fixture_id for r in records)
+                text = f"{seen.label(call)}: executed {len(records)} times ({fixtures}); each call runs once"
+                evidence = seen.events_before(records[-1].started)
+            else:
+                text = f"{seen.label(call)}: never executed; the model called it and waited for its result"
+                evidence = ""
+            problems.append(LoopProblem("executions", text, evidence))
+    made = {p.call.id for p in planned}
+    if seen.case.target.wire.sends_call_ids:
+        for record in seen.before_abort():
+            if record.call_id not in made:
+                problems.append(
+                    LoopProblem(
+                        "executions",
+                        f"{record.tool} {record.call_id}: executed a call the model never made",
+                        seen.events_before(record.started),
+                    )
+                )
+    return problems
+
+
+def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.matches():
+        if planned is None:
+            continue
+        exchange = seen.exchanges[planned.exchange]
+        if exchange.events is None:
+            continue
+        _, last = exchange.events.arguments.get(planned.position, (-1, -1))
+        if last < 0:
+            continue
+        events = exchange.request.events
+        flushed = events[last] if last < len(events) else None
+        if flushed is None or record.started < flushed.flushed_at:
+            where = f"event #{flushed.seq}" if flushed is not None else f"event {last} (never sent)"
+            problems.append(
+                LoopProblem(
+                    "executed-early",
+                    f"{seen.label(planned)}: execution started before the call's last argument fragment "
+                    f"({where}) was sent; its arguments were still arriving",
+                    seen.events_before(record.started),
+                )
+            )
+    return problems
+
+
+def check_after_cancel(seen: LoopSeen) -> List[LoopProblem]:
+    abort_at = seen.outcome.abort_at
+    if abort_at is None:
+        return []
+    problems = []
+    for record in seen.ran():
+        if record.started >= abort_at:
+            refused = "" if record.ran else " (the toolset refused it: the signal had fired)"
+            problems.append(
+                LoopProblem(
+                    "after-cancel",
+                    f"{record.tool} {record.call_id}: execution started "
+                    f"{1000 * (record.started - abort_at):.0f} ms "
+                    f"after the abort{refused}; nothing may run once the caller cancelled",
+                    seen.events_before(record.started),
+                )
+            )
+    return problems
+
+
+def check_abort_reason(seen: LoopSeen) -> List[LoopProblem]:
+    o = seen.outcome
+    if not seen.stage.cancel or o.hung:
+        return []
+    if o.abort_at is None:
+        return [
+            LoopProblem(
+                "abort-reason",
+                "the loop ended before the gate could abort it (expected it to wait for the held call)",
+            )
+        ]
+    if o.error is not o.abort_reason:
+        got = f"{type(o.error).__name__}: {o.error}" if o.error is not None else f"a result {o.result!r}"
+        return [
+            LoopProblem(
+                "abort-reason",
+                f"expected the loop to raise the abort reason itself, got {got}",
+                seen.events_before(o.abort_at),
+            )
+        ]
+    if o.error_at is not None and o.error_at - o.abort_at > ABORT_RAISE_WITHIN:
+        return [
+            LoopProblem(
+                "abort-reason",
+                f"raised the abort reason {o.error_at - o.abort_at:.2f} s after the abort; expected within "
+                f"{ABORT_RAISE_WITHIN} s",
+            )
+        ]
+    return []
+
+
+def check_connection_closed(seen: LoopSeen) -> List[LoopProblem]:
+    o = seen.outcome
+    if not seen.stage.cancel or o.abort_at is None or o.hung:
+        return []
+    if o.closed_after is None:
+        return [
+            LoopProblem(
+                "connection-closed",
+                "the provider did not see the connection (h2: stream) closed within "
+                f"{ABORT_CLOSE_WITHIN} s of "
+                "the abort, while the loop was alive; the provider keeps generating",
+            )
+        ]
+    return []
+
+
+# -- the results sent back ---------------------------------------------------------------------
+
+
+def check_result_format(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for exchange in seen.refused:
+        for problem in exchange.problems:
+            problems.append(
+                LoopProblem(
+                    "result-format",
+                    f"request {exchange.index + 1} ({exchange.request}): the provider refuses this history: "
+                    + problem,
+                    seen.events_of(seen.exchanges[exchange.index - 1]) if exchange.index else "",
+                )
+            )
+    return problems
+
+
+def _results_due(seen: LoopSeen) -> List[Tuple[PlannedCall, Exchange, Optional[Message]]]:
+    out = []
+    for planned in seen.planned():
+        exchange, message = seen.result_of(planned)
+        if exchange is not None:
+            out.append((planned, exchange, message))
+    return out
+
+
+def check_results(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for planned, exchange, message in _results_due(seen):
+        if message is None:
+            problems.append(
+                LoopProblem(
+                    "results",
+                    f"{seen.label(planned)}: request {exchange.index + 1} carried no result for this call; "
+                    "every call the model made needs its result back",
+                    seen.events_of(seen.exchanges[planned.exchange]),
+                )
+            )
+    return problems
+
+
+def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    wire = seen.case.target.wire
+    for planned, exchange, message in _results_due(seen):
+        if message is None or message.tool_result is None:
+            continue
+        result = message.tool_result
+        if result.name and result.name != planned.call.name:
+            problems.append(
+                LoopProblem(
+                    "call-ids",
+                    f"{seen.label(planned)}: request {exchange.index + 1} answered it under the tool "
+                    f"{result.name!r}",
+                )
+            )
+            continue
+        fixture = fixture_id_in(result.content)
+        if fixture is None:
+            continue
+        own = seen.records_for(planned)
+        record = next((r for r in seen.records if r.fixture_id == fixture), None)
+        if record is not None and record not in own:
+            problems.append(
+                LoopProblem(
+                    "call-ids",
+                    f"{seen.label(planned)}: request {exchange.index + 1} answered it with {fixture}, "
+                    "the result of "
+                    f"{record.tool} {record.call_id}; each result must answer its own call",
+                )
+            )
+    for exchange in seen.exchanges:
+        if exchange.history is None or not wire.sends_call_ids:
+            continue
+        ids = [m.tool_result.call_id for m in exchange.history.results if m.tool_result is not None]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            problems.append(
+                LoopProblem(
+                    "call-ids",
+                    f"request {exchange.index + 1}: more than one result for call {', '.join(repeated)}",
+                )
+            )
+    return problems
+
+
+def _record_of(seen: LoopSeen, planned: PlannedCall, content: str) -> Optional[ExecutionRecord]:
+    fixture = fixture_id_in(content)
+    if fixture is not None:
+        for record in seen.records:
+            if record.fixture_id == fixture:
+                return record
+    records = seen.records_for(planned)
+    return records[0] if records else None
+
+
+def _is_error_text(text: str) -> Optional[Mapping[str, Any]]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return data["error"]  # type: ignore[no-any-return]
+    return None
+
+
+def check_error_result(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for planned, exchange, message in _results_due(seen):
+        if message is None or message.tool_result is None:
+            continue
+        record = _record_of(seen, planned, message.tool_result.content)
+        if record is None or record.error is None:
+            continue
+        result = message.tool_result
+        error = result.error.as_dict() if result.error is not None else _is_error_text(result.content)
+        if error is None or error.get("code") != record.error.code:
+            problems.append(
+                LoopProblem(
+                    "error-result",
+                    f"{seen.label(planned)}: the tool failed with {record.error.code!r}; request "
+                    f"{exchange.index + 1} sent back {result.content[:120]!r} without that structured error",
+                )
+            )
+    return problems
+
+
+def _differ(a: str, b: str) -> int:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def check_result_content(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    limit = seen.case.target.max_result_chars
+    for planned, exchange, message in _results_due(seen):
+        if message is None or message.tool_result is None:
+            continue
+        result = message.tool_result
+        record = _record_of(seen, planned, result.content)
+        if record is None or record.error is not None or result.is_error:
+            continue
+        expected, sent = record.result.text, result.content
+        ok = sent == expected if limit is None else expected.startswith(sent)
+        if not ok:
+            at = _differ(expected, sent)
+            how = "the tool's output" if limit is None else "a prefix of the tool's output"
+            problems.append(
+                LoopProblem(
+                    "result-content",
+                    f"{seen.label(planned)}: request {exchange.index + 1} sent back a result that is "
+                    f"not {how}: "
+                    f"from character {at}, expected {expected[at : at + 24]!r}, got {sent[at : at + 24]!r}",
+                )
+            )
+    return problems
+
+
+def check_result_size(seen: LoopSeen) -> List[LoopProblem]:
+    limit = seen.case.target.max_result_chars
+    if limit is None:
+        return []
+    problems = []
+    for planned, exchange, message in _results_due(seen):
+        if message is None or message.tool_result is None:
+            continue
+        size = len(message.tool_result.content)
+        if size > limit:
+            problems.append(
+                LoopProblem(
+                    "result-size",
+                    f"{seen.label(planned)}: request {exchange.index + 1} sent back {size} characters; "
+                    "the loop "
+                    f"declares max_result_chars={limit}",
+                )
+            )
+    return problems
+
+
+def _reasoning_key(items: Sequence[Any]) -> List[Tuple[Any, ...]]:
+    return [(_value(r.kind), r.text, r.signature, r.data, r.id, tuple(r.summary)) for r in items]
+
+
+def check_reasoning(seen: LoopSeen) -> List[LoopProblem]:
+    if not seen.stage.reasoning:
+        return []
+    problems = []
+    for exchange in seen.exchanges:
+        turn = exchange.turn
+        if turn is None or not turn.calls:
+            continue
+        answer = next(
+            (e for e in seen.exchanges[exchange.index + 1 :] if e.history is not None and not e.problems),
+            None,
+        )
+        if answer is None or answer.history is None:
+            continue
+        ids = {c.id for c in turn.calls}
+        names = {c.name for c in turn.calls}
+        echoed = next(
+            (
+                m
+                for m in answer.history.assistant_turns
+                if any(c.id in ids or (not c.id and c.name in names) for c in m.tool_calls)
+            ),
+            None,
+        )
+        label = ", ".join(f"{c.name} {c.id}" for c in turn.calls)
+        if echoed is None:
+            problems.append(
+                LoopProblem(
+                    "reasoning",
+                    f"request {answer.index + 1} did not send back the assistant turn that called {label}",
+                )
+            )
+            continue
+        if _reasoning_key(echoed.reasoning) != _reasoning_key(turn.reasoning):
+            problems.append(
+                LoopProblem(
+                    "reasoning",
+                    f"the turn that called {label} carried reasoning {_reasoning_key(turn.reasoning)!r}; "
+                    f"request {answer.index + 1} sent back {_reasoning_key(echoed.reasoning)!r} (it must "
+                    "come back byte for byte, signature included)",
+                )
+            )
+        for call in turn.calls:
+            back = next(
+                (c for c in echoed.tool_calls if c.id == call.id or (not c.id and c.name == call.name)), None
+            )
+            if call.reasoning and (
+                back is None or _reasoning_key(back.reasoning) != _reasoning_key(call.reasoning)
+            ):
+                got = _reasoning_key(back.reasoning) if back is not None else "no such call"
+                problems.append(
+                    LoopProblem(
+                        "reasoning",
+                        f"{call.name} {call.id}: the call carried {_reasoning_key(call.reasoning)!r}; "
+                        "request "
+                        f"{answer.index + 1} sent back {got!r}",
+                    )
+                )
+    return problems
+
+
+#: Every invariant, by the id failure messages show.
+INVARIANTS: Dict[str, Check] = {
+    "finished": check_finished,
+    "final-text": check_final_text,
+    "requests": check_requests,
+    "budget": check_budget,
+    "tool-name": check_tool_name,
+    "arguments": check_arguments,
+    "executions": check_executions,
+    "executed-early": check_executed_early,
+    "after-cancel": check_after_cancel,
+    "abort-reason": check_abort_reason,
+    "connection-closed": check_connection_closed,
+    "result-format": check_result_format,
+    "results": check_results,
+    "call-ids": check_call_ids,
+    "error-result": check_error_result,
+    "result-content": check_result_content,
+    "result-size": check_result_size,
+    "reasoning": check_reasoning,
+}
+
+
+def run_invariants(seen: LoopSeen) -> List[LoopProblem]:
+    """Every problem every invariant finds, in table order."""
+    problems: List[LoopProblem] = []
+    for check in INVARIANTS.values():
+        problems.extend(check(seen))
+    return problems
+
+
+def failure_message(seen: LoopSeen, problems: List[LoopProblem]) -> str:
+    """One message: what the loop must do, each problem with its evidence, the requests, the hint."""
+    case = seen.case
+    lines = [f"{case.target.wire.name}/{case.mode} {case.stage.name}: the loop must {case.stage.must}"]
+    for problem in problems:
+        lines.append(f"  - {problem}")
+        if problem.evidence:
+            lines.append(problem.evidence)
+    if seen.outcome.left_behind:
+        lines.append(f"  left behind: {seen.outcome.left_behind}")
+    shown = ", ".join(str(r) for r in seen.requests) or "none"
+    lines.append(f"  requests seen: {shown}")
+    lines.append(f"  hint: {case.stage.hint}")
+    return "\n".join(lines)

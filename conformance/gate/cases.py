@@ -1,0 +1,102 @@
+"""Agent-loop cases: one per stage and mode, for any test runner.
+
+Strategy: a case starts a fresh fake provider and a fresh :class:`GateToolset`, lets
+a :class:`~conformance.gate._conversation.Conversation` answer every request the
+stage's way, hands the user's loop to the driver (``_loop_driver``: a worker thread
+with a loop of its own, bounded by the target's timeout), and passes everything it
+saw to the invariants (``_invariants``). Every problem is reported at once in one
+:class:`AssertionError`. The provider and the toolset are closed whatever happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from .loop import AgentLoopTarget
+from .stages import LOOP_MODES, STAGES, Stage, reasoning_for
+
+__all__ = ["MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases"]
+
+#: The request budget every task carries.
+MAX_REQUESTS = 4
+
+
+@dataclass(frozen=True)
+class AgentLoopCase:
+    """One stage in one mode for one agent-loop target; :meth:`run` raises on a breach."""
+
+    target: AgentLoopTarget
+    stage_name: str
+    mode: str
+
+    @property
+    def name(self) -> str:
+        """``forced-tool/stream``."""
+        return f"{self.stage_name}/{self.mode}"
+
+    @property
+    def stage(self) -> Stage:
+        return STAGES[self.stage_name]
+
+    @property
+    def max_requests(self) -> int:
+        return MAX_REQUESTS
+
+    @property
+    def max_seconds(self) -> float:
+        """The task's time budget: most of the case's bound, so the loop's own limit acts first."""
+        return round(self.target.timeout * 0.8, 2)
+
+    @property
+    def skip(self) -> Optional[str]:
+        """Why this case is skipped, or ``None``: the target's reason, then the wire's."""
+        reason = self.target.skip_reason(self.stage_name, self.mode)
+        if reason:
+            return reason
+        wire = self.target.wire
+        if not wire.scripts_turns():
+            return f"{wire.name} cannot play scripted conversations"
+        if self.stage.reasoning and reasoning_for(wire) is None:
+            return f"{wire.name} carries no reasoning across a tool turn"
+        return None
+
+    def __repr__(self) -> str:
+        return f"<AgentLoopCase {self.target.name} {self.target.wire.name} {self.name}>"
+
+    def run(self) -> None:
+        """Run the case: return quietly, raise :class:`AssertionError`, or skip."""
+        import secrets
+        import unittest
+
+        from ..provider import start_fake_provider
+        from ._conversation import Conversation
+        from ._invariants import LoopSeen, failure_message, run_invariants
+        from ._loop_driver import LoopDriver
+        from .tools import GateToolset
+
+        if self.skip:
+            raise unittest.SkipTest(self.skip)
+        target = self.target
+        with GateToolset(run_id=secrets.token_hex(3)) as toolset:
+            conversation = Conversation(target.wire, self.stage, toolset, self.max_requests)
+            with start_fake_provider(http2=target.http2) as provider:
+                provider.reply(conversation.handle)
+                driver = LoopDriver(self, provider, conversation, toolset)
+                outcome = driver.run()
+                requests = provider.requests
+            driver.reclaim()
+            seen = LoopSeen(self, outcome, conversation, toolset.log.records(), requests)
+            problems = run_invariants(seen)
+        if problems:
+            raise AssertionError(failure_message(seen, problems))
+
+
+def agent_loop_cases(target: AgentLoopTarget) -> List[AgentLoopCase]:
+    """Every case for ``target``: each stage in each of its modes, in table order."""
+    return [
+        AgentLoopCase(target, name, mode)
+        for name, stage in STAGES.items()
+        for mode in LOOP_MODES
+        if mode in stage.modes
+    ]

@@ -1,0 +1,151 @@
+"""The user's side of the agent-loop suite: the task a loop is given, what it returns, the target.
+
+Strategy: an agent loop is the user's own code (a parser and a tool executor over
+whatever client they use), so the suite asks for as little as it can: a factory
+``create_loop(url)`` that points a fresh loop at the fake provider, and a
+``run(task)`` that carries one conversation to its end and returns a
+:class:`LoopResult`. Everything the gate judges is either in that result, in the
+requests the provider saw, or in the toolset's execution log: the loop runs every
+tool through :meth:`GateToolset.execute` (or ``aexecute``), passing the task's
+signal, and so cannot run a tool unseen.
+
+Whether ``run`` is sync or async is decided from what the call is and what it gives
+back, as for backends: an ``async def`` runs on the case's event loop; a plain
+function runs in a thread of its own, and an awaitable it returns is awaited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Protocol, Tuple, Union
+
+from ..contract import AbortSignal, ToolChoice, ToolSpec
+from ..errors import TargetDefinitionError
+from ..wires._base import Wire
+
+if TYPE_CHECKING:
+    from .tools import GateToolset
+
+__all__ = [
+    "STOPPED",
+    "AgentLoop",
+    "AgentLoopTarget",
+    "AsyncAgentLoop",
+    "LoopResult",
+    "LoopTask",
+]
+
+#: How a loop may end: ``done`` (the model finished) or ``budget`` (it stopped at its limit).
+STOPPED = ("done", "budget")
+
+
+@dataclass(frozen=True)
+class LoopTask:
+    """One conversation for a loop to carry out.
+
+    The loop sends ``prompt`` as the user's message with ``tools`` (and
+    ``tool_choice``, where set) to ``model``, in streamed requests when ``stream``;
+    executes each complete call through ``toolset`` with ``signal``; sends the
+    results back; and ends when the model answers with text. It sends at most
+    ``max_requests`` generation requests and stops within ``max_seconds``; past
+    either it returns ``LoopResult(..., stopped="budget")``. Once ``signal`` fires it
+    raises ``signal.reason`` (the very object), runs no tool, and closes its
+    connection.
+    """
+
+    prompt: str
+    tools: Tuple[ToolSpec, ...]
+    tool_choice: Optional[ToolChoice]
+    toolset: GateToolset
+    signal: AbortSignal
+    stream: bool
+    model: str
+    max_requests: int
+    max_seconds: float
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """How a loop ended: the model's final ``text``, its ``finish_reason``, and why it stopped.
+
+    ``stopped`` is ``"done"`` when the model finished, ``"budget"`` when the loop
+    stopped at ``max_requests`` or ``max_seconds``.
+    """
+
+    text: str
+    finish_reason: str
+    stopped: str = "done"
+
+    def __post_init__(self) -> None:
+        if self.stopped not in STOPPED:
+            raise ValueError(f"LoopResult.stopped must be 'done' or 'budget', got {self.stopped!r}")
+
+
+class AgentLoop(Protocol):
+    """A sync loop: ``run`` blocks until the conversation is over."""
+
+    def run(self, task: LoopTask) -> LoopResult: ...
+
+
+class AsyncAgentLoop(Protocol):
+    """An async loop: ``async def run``."""
+
+    async def run(self, task: LoopTask) -> LoopResult: ...
+
+
+#: ``run(loop, task)``: adapts a loop whose surface differs from ``loop.run(task)``.
+RunHook = Callable[[Any, LoopTask], Union[LoopResult, Awaitable[LoopResult]]]
+
+
+@dataclass(frozen=True)
+class AgentLoopTarget:
+    """An agent loop to hold to the gate's invariants, and how to reach it.
+
+    ``create_loop(url)`` builds a fresh loop for each case, pointed at the fake
+    provider's base URL (as ``create_backend`` is for the backend suite). ``skip``
+    maps a stage (``"cancel"``) or a stage and mode (``"cancel/stream"``) to the
+    reason it is skipped. ``max_result_chars`` declares the loop's limit on a tool
+    result it sends back (the ``large-result`` case then expects a prefix of at most
+    that many characters; ``None``: results go back whole). ``run(loop, task)``
+    adapts a loop whose surface differs from ``loop.run(task)``. ``timeout`` bounds
+    each case in seconds.
+    """
+
+    name: str
+    wire: Wire
+    create_loop: Callable[[str], Any]
+    model: str = "conformance-model"
+    http2: bool = False
+    skip: Mapping[str, str] = field(default_factory=dict)
+    max_result_chars: Optional[int] = None
+    run: Optional[RunHook] = None
+    timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        from .stages import check_stage_keys
+
+        where = f"agent-loop target {self.name!r}"
+        if not isinstance(self.wire, Wire):
+            raise TargetDefinitionError(
+                f"{where}: wire must be a Wire such as openai_chat_wire, got {self.wire!r}"
+            )
+        if not callable(self.create_loop):
+            raise TargetDefinitionError(
+                f"{where}: create_loop must be a callable taking the provider URL, got {self.create_loop!r}"
+            )
+        if self.run is not None and not callable(self.run):
+            raise TargetDefinitionError(f"{where}: run must be a callable run(loop, task), got {self.run!r}")
+        if self.max_result_chars is not None and (
+            not isinstance(self.max_result_chars, int) or self.max_result_chars < 1
+        ):
+            raise TargetDefinitionError(
+                f"{where}: max_result_chars must be a positive number of characters or None, "
+                f"got {self.max_result_chars!r}"
+            )
+        if not self.timeout > 0:
+            raise TargetDefinitionError(f"{where}: timeout must be positive, got {self.timeout!r}")
+        check_stage_keys(self.skip, where)
+
+    def skip_reason(self, stage: str, mode: str) -> Optional[str]:
+        """Why the case is skipped by the target, or ``None``."""
+        return self.skip.get(f"{stage}/{mode}") or self.skip.get(stage)

@@ -1,0 +1,114 @@
+"""A reference agent loop over any contract backend: the plainest loop that passes every stage.
+
+It shows what the gate asks of a loop, in the order a loop meets it:
+
+- Send the conversation in the contract's normal form; the backend renders it in
+  its provider's shape. Force a tool (``task.tool_choice``) on the first request
+  only, so that the model can answer once it has the result.
+- Take a call only once it is complete: a stream yields calls at the end of their
+  turn, and :class:`~conformance.gate.ToolCallTracker` refuses to run one before.
+- Run each call once, keyed by its call id, through the task's toolset with the
+  task's signal; send every result back under its call id, an error as the
+  structured error it is, cut to ``max_result_chars`` where the loop has a limit.
+- Carry the assistant turn back whole (:meth:`Message.from_response`): its text,
+  its calls and the reasoning the provider needs, unaltered.
+- Count requests and time; stop with ``stopped="budget"`` at either limit, before
+  running a call whose result could not be sent.
+- On abort, the backend raises the reason and closes its connection; the loop lets
+  it through and runs nothing more.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, List, Optional
+
+from ..contract import ChatRequest, ChatResponse, Message, Reasoning, ToolCall, ToolError, ToolResult
+from .loop import LoopResult, LoopTask
+from .state import ToolCallTracker
+
+__all__ = ["ReferenceLoop"]
+
+
+class ReferenceLoop:
+    """Runs a task over ``backend`` (an async contract backend such as the reference ones)."""
+
+    def __init__(self, backend: Any, *, max_result_chars: Optional[int] = None) -> None:
+        self.backend = backend
+        self.max_result_chars = max_result_chars
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        """Carry ``task`` to the model's final text, or to the budget."""
+        started = time.monotonic()
+        messages: List[Message] = [Message("user", task.prompt)]
+        tracker = ToolCallTracker()
+        schemas = {spec.name: spec.parameters for spec in task.tools}
+        sent = 0
+        last = ChatResponse("", "stop")
+        try:
+            while True:
+                task.signal.raise_if_aborted()
+                if sent >= task.max_requests or time.monotonic() - started >= task.max_seconds:
+                    return LoopResult(last.content, str(last.finish_reason), stopped="budget")
+                request = ChatRequest(
+                    task.model,
+                    tuple(messages),
+                    tools=task.tools,
+                    tool_choice=task.tool_choice if sent == 0 else None,
+                    signal=task.signal,
+                )
+                sent += 1
+                last = await (self._stream(request) if task.stream else self.backend.chat(request))
+                if not last.tool_calls:
+                    return LoopResult(last.content, str(last.finish_reason))
+                if sent >= task.max_requests:
+                    # No request is left to send results in: run nothing whose result would be lost.
+                    return LoopResult(last.content, str(last.finish_reason), stopped="budget")
+                messages.append(Message.from_response(last))
+                for call in last.tool_calls:
+                    result = await self._execute(task, tracker, call, schemas.get(call.name))
+                    messages.append(Message.tool(result))
+        except BaseException:
+            tracker.cancel_all("the loop stopped")
+            raise
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        """The streamed turn gathered: text deltas joined, calls and reasoning as completed."""
+        text: List[str] = []
+        calls: List[ToolCall] = []
+        reasoning: List[Reasoning] = []
+        finish = "stop"
+        async for chunk in self.backend.chat_stream(request):
+            text.append(chunk.content)
+            calls.extend(chunk.tool_calls)
+            reasoning.extend(chunk.reasoning)
+            if chunk.finish_reason is not None:
+                finish = str(chunk.finish_reason)
+        return ChatResponse("".join(text), finish, tuple(calls), reasoning=tuple(reasoning))
+
+    async def _execute(
+        self, task: LoopTask, tracker: ToolCallTracker, call: ToolCall, schema: Any
+    ) -> ToolResult:
+        """Run ``call`` once, keyed by its id; invalid arguments go back as an error, unrun."""
+        tracker.complete(call)
+        if schema is None:
+            error = ToolError("unknown_tool", f"there is no tool {call.name!r}")
+            return ToolResult(call.id, call.name, error=error)
+        problems = tracker.validate(call.id, schema)
+        if problems:
+            tracker.cancel(call.id, "invalid arguments")
+            message = "; ".join(str(p) for p in problems)
+            return ToolResult(call.id, call.name, error=ToolError("invalid_arguments", message))
+
+        async def run() -> ToolResult:
+            return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+
+        result: ToolResult = await tracker.aexecute(call.id, run)
+        limit = self.max_result_chars
+        if limit is not None and result.error is None and len(result.content) > limit:
+            result = ToolResult(result.call_id, result.name, result.content[:limit])
+        return result
+
+    async def aclose(self) -> None:
+        """Close the backend's connections."""
+        await self.backend.aclose()

@@ -1,0 +1,393 @@
+"""The stages of the agent-loop suite: what the scripted model does, and what the loop must do.
+
+Strategy: each stage is a row of :data:`STAGES`: its name, the sentence a failure
+message opens with (``must``), a hint, the prompt and tool choice of the task, and a
+script. The script is a small function of the :class:`Step` (which generation request
+this is, what the loop sent) returning the :class:`~conformance.wires._turns.ScriptedTurn`
+the model answers with; it is written once, provider-neutral, and every wire that
+scripts turns plays it. The model's final text quotes each tool's fixture id only
+when that result came back correlated to the right call (``Step.final``); what the
+loop must do is checked by the invariants (``_invariants``), never by wording.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ..contract import Reasoning, ToolChoice
+from ..errors import TargetDefinitionError
+from ..wires._turns import ScriptedCall, ScriptedTurn
+
+if TYPE_CHECKING:
+    from ..wires._base import Wire
+    from ..wires._turns import History
+
+__all__ = [
+    "LOOP_MODES",
+    "STAGES",
+    "Stage",
+    "Step",
+    "check_stage_keys",
+    "reasoning_for",
+]
+
+LOOP_MODES = ("chat", "stream")
+
+#: The text the model answers the plain-text stage with: non-ASCII, so a loop that
+#: decodes per chunk shows it.
+PLAIN_TEXT = "The gate is open: caf\u00e9, 18 \u00b0C, \U0001f324 and all."
+
+#: Stage C's call: non-ASCII as raw UTF-8 and as a \\uXXXX surrogate pair escape.
+FRAGMENTED_ARGUMENTS = (
+    '{"text": "\\ud83d\\ude00 caf\u00e9 \u65e5\u672c\u8a9e", "count": 3, "tags": ["\u00e9t\u00e9", "\u00df"]}'
+)
+
+
+def _fragments(arguments: str) -> Tuple[str, ...]:
+    """Stage C's pieces: many, one boundary inside the surrogate pair's first escape,
+    one between its two halves, and a last piece that only closes the object."""
+    pair = arguments.index("\\ud83d")
+    inside = pair + 4  # after "\ud8"
+    between = pair + 6  # between "\ud83d" and "\ude00"
+    tail = len(arguments) - 2  # the closing "]}"
+    cuts = sorted({3, 9, inside, between, pair + 10, pair + 16, pair + 22, pair + 30, pair + 44, tail})
+    bounds = [0, *[c for c in cuts if 0 < c < len(arguments)], len(arguments)]
+    return tuple(arguments[a:b] for a, b in zip(bounds, bounds[1:]))
+
+
+@dataclass
+class Step:
+    """One generation request of a stage's conversation, as its script sees it.
+
+    ``index`` counts the generation requests (0 for the first); ``history`` is what
+    the loop sent. :meth:`call` makes a call with an id shaped like the wire's own,
+    the same on every run; :meth:`final` is the text turn that quotes, for every call
+    the model made so far, the fixture id of its result where it came back correlated.
+    """
+
+    index: int
+    wire: Wire
+    stage: str
+    history: History
+    max_requests: int
+    quote: Callable[[], str]
+    reasoning: Tuple[Reasoning, ...] = ()
+    call_reasoning: Tuple[Reasoning, ...] = ()
+    #: Set by a script that wants its stream held: (call position, "before-last" | "cancel").
+    hold: Optional[Tuple[int, str]] = None
+
+    def call(
+        self,
+        name: str,
+        arguments: Any,
+        position: int = 0,
+        fragments: Tuple[str, ...] = (),
+        reasoning: Tuple[Reasoning, ...] = (),
+    ) -> ScriptedCall:
+        from ..wires._base import provider_id
+
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        call_id = provider_id(_id_prefix(self.wire), f"gate/{self.stage}/{self.index}/{position}")
+        return ScriptedCall(call_id, name, text, fragments, reasoning)
+
+    def turn(self, *calls: ScriptedCall, interleave: bool = False) -> ScriptedTurn:
+        return ScriptedTurn(calls=calls, interleave=interleave, seed=f"gate/{self.stage}/{self.index}")
+
+    def final(self) -> ScriptedTurn:
+        return ScriptedTurn(text=self.quote(), seed=f"gate/{self.stage}/{self.index}")
+
+
+def _id_prefix(wire: Wire) -> str:
+    sample = wire.tool_call_id or "call_"
+    match = re.match(r"[A-Za-z]+_(?:01)?", sample)
+    return match.group(0) if match else "call_"
+
+
+# -- the scripts -------------------------------------------------------------------------
+
+ECHO_ARGUMENTS: Mapping[str, Any] = {"text": "gate", "count": 2, "tags": ["a", "b"]}
+
+
+def _text(step: Step) -> ScriptedTurn:
+    return ScriptedTurn(text=PLAIN_TEXT, seed=f"gate/{step.stage}/{step.index}")
+
+
+def _one_call(name: str, arguments: Any) -> Callable[[Step], ScriptedTurn]:
+    def script(step: Step) -> ScriptedTurn:
+        if step.index == 0:
+            return step.turn(step.call(name, arguments))
+        return step.final()
+
+    return script
+
+
+def _fragmented(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        step.hold = (0, "before-last")
+        args = FRAGMENTED_ARGUMENTS
+        return step.turn(step.call("echo_json", args, fragments=_fragments(args)))
+    return step.final()
+
+
+def _parallel(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        first = step.call("read_fixture", {"path": "weather.json"}, 0)
+        second = step.call("read_fixture", {"path": "notes/unicode.txt"}, 1)
+        return step.turn(first, second, interleave=True)
+    return step.final()
+
+
+def _error_corrects(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        return step.turn(step.call("always_error", {"reason": "first try"}))
+    if step.index == 1:
+        return step.turn(step.call("echo_json", ECHO_ARGUMENTS))
+    return step.final()
+
+
+def _error_insists(step: Step) -> ScriptedTurn:
+    # Past the budget and two more, the model gives up, so a broken loop still ends.
+    if step.index < step.max_requests + 2:
+        return step.turn(step.call("always_error", {"reason": f"try {step.index + 1}"}))
+    return step.final()
+
+
+def _cancel(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        step.hold = (0, "cancel")
+        return step.turn(step.call("echo_json", ECHO_ARGUMENTS, fragments=_fragments_plain()))
+    return step.final()
+
+
+def _fragments_plain() -> Tuple[str, ...]:
+    text = json.dumps(dict(ECHO_ARGUMENTS))
+    return (text[:6], text[6:18], text[18:30], text[30:])
+
+
+def _reasoning(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        call = step.call("echo_json", ECHO_ARGUMENTS, reasoning=step.call_reasoning)
+        return ScriptedTurn(calls=(call,), reasoning=step.reasoning, seed=f"gate/{step.stage}/0")
+    return step.final()
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One row of the stage table."""
+
+    name: str
+    must: str
+    hint: str
+    prompt: str
+    script: Callable[[Step], ScriptedTurn]
+    tool_choice: Optional[ToolChoice] = None
+    #: The tools the model calls, in the order it calls them ("" for none).
+    tools_called: Tuple[str, ...] = ()
+    #: The model keeps calling until the loop's budget: the loop must stop there.
+    budget: bool = False
+    #: The caller aborts during the first turn.
+    cancel: bool = False
+    #: The model's tool turn carries reasoning that must come back.
+    reasoning: bool = False
+    #: Exactly this many generation requests, where the stage fixes it.
+    requests: Optional[int] = None
+    modes: Tuple[str, ...] = LOOP_MODES
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+
+STAGES: Dict[str, Stage] = {
+    s.name: s
+    for s in (
+        Stage(
+            "text",
+            "return the model's text whole, with finish reason stop, after one request and no tool run",
+            "return the text of the turn that had no calls; a loop that keeps asking, or drops a "
+            "piece of the stream, fails here",
+            "Say something about the weather.",
+            _text,
+            requests=1,
+        ),
+        Stage(
+            "forced-tool",
+            "call echo_json when the request forces it, run it once on valid arguments, send the result "
+            "back under its call id, and return the final text",
+            "send tool_choice naming echo_json; run each complete call once and send its result back with "
+            "the call's id",
+            "Use echo_json to echo a greeting.",
+            _one_call("echo_json", ECHO_ARGUMENTS),
+            tool_choice=ToolChoice.tool("echo_json"),
+            tools_called=("echo_json",),
+            requests=2,
+        ),
+        Stage(
+            "fragmented-arguments",
+            "assemble the call's argument fragments (non-ASCII, a \\uXXXX pair split between fragments, "
+            "UTF-8 split between chunks) into one call, and run it once, only after its last fragment",
+            "gather fragments per call and parse them once the call is complete (at the end of the turn "
+            "or its done event); decode UTF-8 across chunk boundaries",
+            "Echo some non-ASCII text with echo_json.",
+            _fragmented,
+            tools_called=("echo_json",),
+            requests=2,
+        ),
+        Stage(
+            "parallel-calls",
+            "run both read_fixture calls of one turn and send each result back under its own call id",
+            "keep parallel calls apart by their index (streamed fragments interleave) and answer each "
+            "call id with its own result",
+            "Read weather.json and notes/unicode.txt.",
+            _parallel,
+            tools_called=("read_fixture", "read_fixture"),
+            requests=2,
+        ),
+        Stage(
+            "tool-error-corrects",
+            "send always_error's structured error back as that call's result, then run the corrected "
+            "call and finish",
+            "send a failed tool's error back as its result (the provider's error marker where it has "
+            "one), never drop it or stop on it",
+            "Try always_error, then echo_json.",
+            _error_corrects,
+            tools_called=("always_error", "echo_json"),
+            requests=3,
+        ),
+        Stage(
+            "tool-error-insists",
+            "stop within max_requests when the model keeps calling a failing tool, and say so with "
+            'LoopResult(stopped="budget")',
+            "count generation requests and stop at task.max_requests (and task.max_seconds)",
+            "Keep trying always_error.",
+            _error_insists,
+            tools_called=("always_error",),
+            budget=True,
+        ),
+        Stage(
+            "cancel",
+            "raise the caller's abort reason, run no tool after the abort, and close the connection",
+            "pass task.signal to the client and to toolset.execute; on abort raise signal.reason itself "
+            "and close the stream",
+            "Echo a greeting, slowly.",
+            _cancel,
+            tools_called=("echo_json",),
+            cancel=True,
+        ),
+        Stage(
+            "large-result",
+            "send a large tool result back whole, or cut to the loop's declared max_result_chars",
+            "declare max_result_chars on the target when the loop cuts results, and cut to a prefix",
+            "Read large.txt.",
+            _one_call("read_fixture", {"path": "large.txt"}),
+            tools_called=("read_fixture",),
+            requests=2,
+        ),
+        Stage(
+            "empty-result",
+            "send an empty file's result back as that call's result",
+            "send every result back, even one whose content is empty",
+            "Read empty.txt.",
+            _one_call("read_fixture", {"path": "empty.txt"}),
+            tools_called=("read_fixture",),
+            requests=2,
+        ),
+        Stage(
+            "non-ascii-result",
+            "send a result with characters of one to four UTF-8 bytes back unaltered",
+            "keep tool results as text end to end; never encode them to ASCII or decode per chunk",
+            "Read notes/unicode.txt.",
+            _one_call("read_fixture", {"path": "notes/unicode.txt"}),
+            tools_called=("read_fixture",),
+            requests=2,
+        ),
+        Stage(
+            "error-result",
+            "send a tool's structured error (read_fixture of a missing file) back as that call's result",
+            "send ToolResult.error back (the provider's error marker where it has one), not a bare text",
+            "Read missing.txt.",
+            _one_call("read_fixture", {"path": "missing.txt"}),
+            tools_called=("read_fixture",),
+            requests=2,
+        ),
+        Stage(
+            "reasoning",
+            "send the reasoning of the model's tool turn back with it, byte for byte, signature included",
+            "build the next request's assistant turn with Message.from_response (or keep "
+            "ChatResponse.reasoning / StreamChunk.reasoning and each call's reasoning)",
+            "Think, then echo a greeting.",
+            _reasoning,
+            tools_called=("echo_json",),
+            reasoning=True,
+            requests=2,
+        ),
+    )
+}
+
+
+#: The reasoning each wire's model carries on a tool turn: (the turn's, the call's).
+#: A wire not listed carries none across turns, and the reasoning stage skips it.
+_REASONING: Dict[str, Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]] = {
+    "anthropic": (
+        (
+            Reasoning(
+                "thinking",
+                text="The user wants an echo; echo_json takes text, count and tags.",
+                signature="EqQBCkgIBhABGAIiQL3gate0signature0kept0byte0for0byte0AAAAAAAAAAAAAAAAAAAAAAAAA==",
+            ),
+        ),
+        (),
+    ),
+    "bedrock-converse": (
+        (
+            Reasoning(
+                "thinking",
+                text="The user wants an echo; echo_json takes text, count and tags.",
+                signature="EqQBCkgIBhABGAIiQGateBedrockSignature0kept0byte0for0byte0AAAAAAAAAAAAAAAAA==",
+            ),
+        ),
+        (),
+    ),
+    "openai-responses": (
+        (
+            Reasoning(
+                "reasoning_item",
+                id="rs_68b0c1d2e3f4a5b6c7d8e9f00a1b2c3d4e5f6a7b8c9d0e1f",
+                summary=("Echo the greeting with echo_json.",),
+                data="gAAAAABoGateEncryptedReasoning0kept0byte0for0byte0AAAAAAAAAAAAAAAAAAAAAAAA==",
+            ),
+        ),
+        (),
+    ),
+    "gemini": (
+        (),
+        (Reasoning("thought_signature", signature="CiQBVthGateThoughtSignature0kept0byte0for0byte0AAAAA=="),),
+    ),
+}
+
+
+def reasoning_for(wire: Wire) -> Optional[Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]]:
+    """The reasoning ``wire``'s model carries on a tool turn, or ``None`` where it carries none."""
+    return _REASONING.get(wire.name)
+
+
+def check_stage_keys(skip: Mapping[str, str], where: str) -> None:
+    """Every key of an agent-loop target's ``skip`` names a stage or a stage/mode, with a reason."""
+    known = [*STAGES, *(f"{s}/{m}" for s, row in STAGES.items() for m in row.modes)]
+    for key, reason in skip.items():
+        if key not in known:
+            import difflib  # only on the way to an error
+
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"the stages: {', '.join(STAGES)}"
+            raise TargetDefinitionError(f"{where}: unknown stage {key!r} in skip; {hint}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise TargetDefinitionError(
+                f"{where}: skip[{key!r}] needs a reason, the sentence a reader sees beside the skipped "
+                f"case, got {reason!r}"
+            )
+
+
+def stage_names() -> List[str]:
+    """The stages in table order."""
+    return list(STAGES)
