@@ -19,9 +19,12 @@ from conformance.__main__ import main
 from conformance._targets import reference_targets
 from conformance.contract import ToolSpec
 from conformance.fixture import CONFORMANCE_FIXTURE
+from conformance.gate.loop import AgentLoopTarget, LoopResult, LoopTask
+from conformance.gate.reference_loop import ReferenceLoop
 from conformance.gate.report import (
     BACKEND_SMOKE,
     GENERIC_BASE_URL,
+    LOOP_SMOKE,
     client_version,
     kit_version,
     load_schema,
@@ -30,6 +33,8 @@ from conformance.gate.report import (
     schema_hash,
 )
 from conformance.gate.schema import validate
+from conformance.gate.tools import tool_specs
+from conformance.reference.openai_chat import OpenAIChatBackend
 from tests.mutants.openai_chat import MUTANTS
 
 #: The reference openai-chat backend, with one case skipped by the target for a reason of its own.
@@ -56,6 +61,23 @@ class ClientTarget(BackendConformanceTarget):
 
 
 WITH_CLIENT = ClientTarget("reference with a client", openai_chat_wire, REFERENCE.create_backend)
+
+#: The reference agent loop over the reference openai-chat backend.
+LOOP = AgentLoopTarget(
+    "reference loop on openai-chat",
+    openai_chat_wire,
+    lambda url: ReferenceLoop(OpenAIChatBackend(f"{url}/v1")),
+)
+
+
+class Guesser:
+    """A loop that answers at once without asking the model: it runs no tool and quotes no result."""
+
+    def run(self, task: LoopTask) -> LoopResult:
+        return LoopResult("I believe the answer is 42.", "stop")
+
+
+GUESSER = AgentLoopTarget("a loop that never asks", openai_chat_wire, lambda url: Guesser())
 
 SMOKE_NAMES = {"text/chat", "text/stream", "tool-call/chat", "tool-call/stream"}
 
@@ -271,6 +293,44 @@ class GateCommandTests(unittest.TestCase):
                 ["gate", "tests.test_gate_report:REFERENCE", "--json", path, "--markdown", path]
             )
         self.assertIn("give two different files", message)
+
+
+class AgentLoopReportTests(unittest.TestCase):
+    def test_an_agent_loop_target_runs_the_agent_loop_suite(self) -> None:
+        """An AgentLoopTarget is reported on its stages, stamped with the gate's four tools."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, printed, report, markdown = gate(["tests.test_gate_report:LOOP"], folder)
+        assert report is not None
+        self.assertEqual(status, 0, printed)
+        self.assertEqual(validate(load_schema(), report), ())
+        self.assertEqual(report["stamp"]["suite"], "agent-loop")
+        self.assertEqual(report["stamp"]["tool_schema_sha256"], schema_hash(tool_specs()))
+        self.assertEqual(report["stamp"]["tools"], sorted(t.name for t in tool_specs()))
+        stages = [stage["stage"] for stage in report["stages"]]
+        self.assertEqual(stages[:4], ["text", "forced-tool", "fragmented-arguments", "parallel-calls"])
+        self.assertIn("| forced-tool | ✅ pass | ✅ pass |", markdown)
+
+    def test_smoke_runs_stages_a_and_b_in_both_modes(self) -> None:
+        """--smoke on an agent loop runs text and forced-tool, chat and stream, and nothing else."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, _, report, _ = gate(["tests.test_gate_report:LOOP", "--smoke"], folder)
+        assert report is not None
+        self.assertEqual(status, 0)
+        expected = {f"{stage}/{mode}" for stage in LOOP_SMOKE for mode in ("chat", "stream")}
+        self.assertEqual(set(cases_of(report)), expected)
+
+    def test_a_broken_loop_fails_with_the_invariants_it_broke(self) -> None:
+        """A loop that never asks the model exits 1; each failure names its invariant in both outputs."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, printed, report, markdown = gate(["tests.test_gate_report:GUESSER", "--smoke"], folder)
+        assert report is not None
+        self.assertEqual(status, 1, printed)
+        failed = {n: c for n, c in cases_of(report).items() if c["verdict"] == "fail"}
+        self.assertEqual(set(failed), {"text/chat", "text/stream", "forced-tool/chat", "forced-tool/stream"})
+        for name, case in failed.items():
+            self.assertRegex(case["detail"], r"\[[a-z-]+\]")
+            self.assertIn(f"<details><summary><code>{name}</code> failed:", markdown)
+            self.assertIn(case["detail"].rstrip(), markdown)
 
 
 class DuckTypedCase:

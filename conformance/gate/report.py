@@ -213,9 +213,16 @@ class CaseResult:
 
 
 def _stage_and_mode(case: Any) -> Tuple[str, str]:
-    stage, _, mode = str(case.name).rpartition("/")
-    stage = str(getattr(case, "stage", None) or getattr(case, "scenario", None) or stage or case.name)
-    return stage, str(getattr(case, "mode", None) or mode)
+    """``("forced-tool", "stream")`` from the name; a case's own string ``stage`` or ``mode`` wins."""
+    name = str(case.name)
+    stage, _, mode = name.rpartition("/")
+    declared = getattr(case, "stage", None)  # the agent-loop case's is its Stage row, not a name
+    if isinstance(declared, str) and declared:
+        stage = declared
+    declared_mode = getattr(case, "mode", None)
+    if isinstance(declared_mode, str) and declared_mode:
+        mode = declared_mode
+    return stage or name, mode
 
 
 def _run_one(case: Any) -> CaseResult:
