@@ -382,6 +382,21 @@ class ReportPartsTests(unittest.TestCase):
         self.assertEqual(module._code("a `b` c"), "``a `b` c``")
         self.assertEqual(module._cell("x | y\nz"), "x \\| y z")
 
+    def test_a_collapsed_failure_shows_its_first_problem(self) -> None:
+        """The summary line is the first problem, cut at a word when long; else the first line."""
+        from conformance.gate import report as module
+
+        detail = (
+            "wire/chat stage: the loop must do it\n"
+            "  - call_1 echo_json: executed 2 times [executions]\n"
+            "  hint: x"
+        )
+        self.assertEqual(module._headline(detail), "call_1 echo_json: executed 2 times [executions]")
+        self.assertEqual(module._headline("one line only"), "one line only")
+        self.assertEqual(module._headline(""), "no message")
+        self.assertEqual(module._headline("- " + "word " * 50, limit=20), "word word word …")
+        self.assertEqual(module._headline("x" * 30, limit=10), "x" * 9 + " …")
+
     def test_the_schema_hash_is_canonical(self) -> None:
         """Tool order and key order do not change the hash; a changed description does."""
         a = ToolSpec("a", "first", {"type": "object", "properties": {"x": {"type": "string"}}})

@@ -473,11 +473,11 @@ def _markdown(report: GateReport) -> str:
     if failures:
         lines += ["", "### Failures"]
         for result in failures:
-            first = result.detail.strip().splitlines()[0] if result.detail.strip() else "no message"
+            first = _headline(result.detail)
             how = "crashed" if result.crashed else "failed"
             lines += [
                 "",
-                f"<details><summary><code>{_html(result.name)}</code> {how}: {_html(first[:160])}</summary>",
+                f"<details><summary><code>{_html(result.name)}</code> {how}: {_html(first)}</summary>",
                 "",
                 _fence(result.detail or "no message"),
                 "",
@@ -490,6 +490,18 @@ def _markdown(report: GateReport) -> str:
         lines += [f"- {_code(r.name)}: {_cell(r.detail)}" for r in skips]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def _headline(detail: str, limit: int = 160) -> str:
+    """The line a collapsed failure shows: its first problem (``- ...``), else its first line."""
+    lines = [line.strip() for line in detail.strip().splitlines()]
+    if not lines:
+        return "no message"
+    line = next((x[2:] for x in lines if x.startswith("- ")), lines[0])
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit - 1)
+    return line[: cut if cut > 0 else limit - 1].rstrip(" ,;:") + " …"
 
 
 def _client_cell(stamp: Stamp) -> str:
