@@ -28,15 +28,19 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ._targets import (
+    AnyCase,
+    AnyTarget,
     TargetSpec,
     UsageError,
+    cases_of,
     load,
     outcome,
+    reference_loop_targets,
     reference_targets,
     run_unit,
     units,
 )
-from .cases import BackendConformanceTarget, backend_conformance_cases
+from .cases import BackendConformanceTarget, ConformanceCase
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
@@ -73,8 +77,17 @@ def _default_processes(targets: int) -> int:
     return min(os.cpu_count() or 1, 4) if targets >= AUTO_PROCESSES_FROM else 1
 
 
+def _row(case: AnyCase) -> str:
+    """The case's row in the matrix: ``tool-call/stream``, or ``loop forced-tool/stream``."""
+    return case.name if isinstance(case, ConformanceCase) else f"loop {case.name}"
+
+
+def _runs(case: AnyCase) -> int:
+    return len(case.variants()) if isinstance(case, ConformanceCase) else 1
+
+
 def run_matrix(
-    targets: List[Tuple[str, BackendConformanceTarget]],
+    targets: Sequence[Tuple[str, AnyTarget]],
     jobs: int,
     out: TextIO,
     colour: bool = False,
@@ -91,7 +104,7 @@ def run_matrix(
     at a time: the cases' own work then uses more than one core.
     """
     started = time.perf_counter()
-    cases = [(column, case) for column, target in targets for case in backend_conformance_cases(target)]
+    cases = [(column, case) for column, target in targets for case in cases_of(target)]
     noun = "target" if len(targets) == 1 else "targets"
     spread = processes > 1 and specs is not None
     how = f"{jobs} at a time" + (f" in each of {processes} processes" if spread else "")
@@ -103,7 +116,7 @@ def run_matrix(
     for _, case in cases:
         left[id(case.target)] += 1
 
-    def done(target: BackendConformanceTarget, name: str, result: Tuple[str, str]) -> None:
+    def done(target: AnyTarget, name: str, result: Tuple[str, str]) -> None:
         results[position[(id(target), name)]] = result
         left[id(target)] -= 1
         if left[id(target)] == 0:
@@ -154,13 +167,17 @@ def run_matrix(
     failures = []
     skips: Dict[str, List[str]] = {}
     for (column, case), (status, detail) in zip(cases, results):
-        cells[(case.name, case.target.wire.name, column)] = status
+        cells[(_row(case), case.target.wire.name, column)] = status
         if status in ("FAIL", "ERROR"):
             failures.append((case, detail))
         elif status == "skip":
             skips.setdefault(detail, []).append(f"{case.target.wire.name} {column} {case.name}")
 
     rows = [f"{s}/{m}" for s, row in SCENARIOS.items() for m in MODES if m in row.modes]
+    if any(not isinstance(case, ConformanceCase) for _, case in cases):
+        from .gate.stages import LOOP_MODES, STAGES
+
+        rows += [f"loop {s}/{m}" for s, stage in STAGES.items() for m in LOOP_MODES if m in stage.modes]
     first = max(len(r) for r in rows) + 2
     width = max(len(t) for _, t in columns) + 1
     wires: List[str] = []
@@ -187,7 +204,7 @@ def run_matrix(
         out.write(f"\n{_paint(f'{case.target.name}, {case.name}:', 'FAIL', colour)}\n{detail}\n")
     counts = {s: sum(1 for r in results if r[0] == s) for s in ("pass", "FAIL", "ERROR", "skip")}
     # Each case runs every variant of its scenario (each real shape) on a fresh provider.
-    runs = sum(len(case.variants()) for (_, case), (status, _) in zip(cases, results) if status != "skip")
+    runs = sum(_runs(case) for (_, case), (status, _) in zip(cases, results) if status != "skip")
     out.write(
         f"\n{len(results)} cases: {counts['pass']} passed, {counts['FAIL'] + counts['ERROR']} failed, "
         f"{counts['skip']} skipped in {elapsed:.2f} s ({how}); {runs} variant runs\n"
@@ -469,8 +486,12 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         if "h2c" in transports and importlib.util.find_spec("h2") is None:
             out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
             transports.remove("h2c")
-        targets = reference_targets(args.wire, transports)
-        specs = [("reference", t.wire.name, column) for column, t in targets]
+        targets: List[Tuple[str, AnyTarget]] = [*reference_targets(args.wire, transports)]
+        specs: List[TargetSpec] = [("reference", t.wire.name, column) for column, t in targets]
+        # The agent-loop suite beside the backend suite: the reference loop over each backend.
+        loops = reference_loop_targets(args.wire, transports)
+        targets += loops
+        specs += [("reference-loop", t.wire.name, column) for column, t in loops]
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
         return run_matrix(targets, args.jobs, out, use_colour(out), processes=processes, specs=specs)
     except UsageError as exc:

@@ -14,12 +14,24 @@ import sys
 import traceback
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 
+if TYPE_CHECKING:
+    from .gate.cases import AgentLoopCase
+    from .gate.loop import AgentLoopTarget
+
+#: A target of either suite: a backend's, or an agent loop's.
+AnyTarget = Union[BackendConformanceTarget, "AgentLoopTarget"]
+AnyCase = Union[ConformanceCase, "AgentLoopCase"]
+
 __all__ = [
+    "AnyCase",
+    "AnyTarget",
     "TargetSpec",
+    "cases_of",
+    "reference_loop_targets",
     "UsageError",
     "load",
     "outcome",
@@ -34,7 +46,56 @@ class UsageError(Exception):
     """The command line asked for something that does not exist; exit status 2."""
 
 
-def outcome(case: ConformanceCase) -> Tuple[str, str]:
+def cases_of(target: AnyTarget) -> List[AnyCase]:
+    """Every case of ``target``, in whichever suite it belongs to."""
+    if isinstance(target, BackendConformanceTarget):
+        return list(backend_conformance_cases(target))
+    from .gate.cases import agent_loop_cases
+
+    return list(agent_loop_cases(target))
+
+
+#: The size limit the reference loops declare on a result they send back.
+REFERENCE_MAX_RESULT_CHARS = 4096
+
+
+def _reference_loop(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
+    from .gate.reference_loop import ReferenceLoop
+
+    return ReferenceLoop(create(url, http2), max_result_chars=REFERENCE_MAX_RESULT_CHARS)
+
+
+def reference_loop_targets(
+    wires: Optional[Sequence[str]], transports: Sequence[str]
+) -> List[Tuple[str, AgentLoopTarget]]:
+    """The reference loop over each wire's reference backend, per transport (the agent-loop suite)."""
+    from .gate.loop import AgentLoopTarget
+    from .reference import REFERENCE_BACKENDS
+    from .wires import WIRES
+
+    names = list(wires or WIRES)
+    unknown = [n for n in names if n not in WIRES]
+    if unknown:
+        raise UsageError(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
+    return [
+        (
+            transport,
+            AgentLoopTarget(
+                name=f"reference loop {name} over {transport}",
+                wire=WIRES[name],
+                create_loop=functools.partial(
+                    _reference_loop, REFERENCE_BACKENDS[name], http2=transport == "h2c"
+                ),
+                http2=transport == "h2c",
+                max_result_chars=REFERENCE_MAX_RESULT_CHARS,
+            ),
+        )
+        for name in names
+        for transport in transports
+    ]
+
+
+def outcome(case: AnyCase) -> Tuple[str, str]:
     """``("pass" | "FAIL" | "skip" | "ERROR", detail)`` for one case."""
     try:
         case.run()
@@ -83,9 +144,11 @@ def reference_targets(
 TargetSpec = Tuple[str, ...]
 
 
-def target_from(spec: TargetSpec) -> BackendConformanceTarget:
+def target_from(spec: TargetSpec) -> AnyTarget:
     if spec[0] == "reference":
         return reference_targets([spec[1]], [spec[2]])[0][1]
+    if spec[0] == "reference-loop":
+        return reference_loop_targets([spec[1]], [spec[2]])[0][1]
     obj = load(spec[1])
     if not isinstance(obj, BackendConformanceTarget):
         raise UsageError(f"{spec[1]} is not a BackendConformanceTarget")
@@ -94,17 +157,17 @@ def target_from(spec: TargetSpec) -> BackendConformanceTarget:
 
 def run_unit(spec: TargetSpec, names: Sequence[str], jobs: int) -> List[Tuple[str, Tuple[str, str]]]:
     """In a worker process: rebuild the target, run the named cases, ``jobs`` at a time."""
-    cases = [c for c in backend_conformance_cases(target_from(spec)) if c.name in names]
+    cases = [c for c in cases_of(target_from(spec)) if c.name in names]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return [(case.name, result) for case, result in zip(cases, pool.map(outcome, cases))]
 
 
-def units(targets: List[Tuple[str, BackendConformanceTarget]], processes: int) -> List[Tuple[int, List[str]]]:
+def units(targets: Sequence[Tuple[str, AnyTarget]], processes: int) -> List[Tuple[int, List[str]]]:
     """The work handed to processes: whole targets, or parts of them where targets are fewer."""
     parts = max(1, -(-processes // len(targets)))
     units = []
     for index, (_, target) in enumerate(targets):
-        names = [c.name for c in backend_conformance_cases(target)]
+        names = [c.name for c in cases_of(target)]
         for part in range(parts):
             chunk = names[part::parts]
             if chunk:

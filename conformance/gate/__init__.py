@@ -1,6 +1,9 @@
 """The migration gate: holds an agent loop to the invariants of a tool turn.
 
-This part gives the gate's deterministic tools (:class:`GateToolset`, which records
+The agent-loop suite holds a loop of one's own to the gate's stages: subclass
+:class:`AgentLoopConformanceTestCase` (or build an :class:`AgentLoopTarget` and run
+:func:`agent_loop_cases`); :class:`ReferenceLoop` is a loop that passes them all.
+This part also gives the gate's deterministic tools (:class:`GateToolset`, which records
 every execution in an :class:`ExecutionLog`), the validator of their schemas, the
 tool-call state machine a loop may adopt (:class:`ToolCallTracker`), and record and
 replay: the loopback :class:`Recorder` that writes chunk-exact :class:`Fixture` files
@@ -9,9 +12,12 @@ from a real provider, and the :class:`ReplayWire` that serves them.
 
 from __future__ import annotations
 
+from .cases import AgentLoopCase, agent_loop_cases
 from .fixture_format import Fixture, Stamp
 from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
+from .loop import AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
 from .record import Recorder
+from .reference_loop import ReferenceLoop
 from .replay import ReplayWire
 from .sandbox import SANDBOX_FILES, Sandbox
 from .schema import (
@@ -22,6 +28,7 @@ from .schema import (
     strict_problems,
     validate,
 )
+from .stages import STAGES, Stage
 from .state import (
     REFUSALS,
     TRANSITIONS,
@@ -34,10 +41,22 @@ from .state import (
     TrackedCall,
     Transition,
 )
+from .testcase import AgentLoopConformanceTestCase
 from .tools import ALWAYS_ERROR, TOOLS, GateTool, GateToolset, tool_specs
 
 __all__ = [
     "ALWAYS_ERROR",
+    "AgentLoop",
+    "AgentLoopCase",
+    "AgentLoopConformanceTestCase",
+    "AgentLoopTarget",
+    "AsyncAgentLoop",
+    "LoopResult",
+    "LoopTask",
+    "ReferenceLoop",
+    "STAGES",
+    "Stage",
+    "agent_loop_cases",
     "AlreadyExecuted",
     "CallCancelled",
     "CallEvent",

@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from .cases import AgentLoopCase
     from .tools import GateToolset
 
-__all__ = ["LoopDriver", "LoopOutcome"]
+__all__ = ["SEEN_WITHIN", "LoopDriver", "LoopOutcome"]
+
+#: How long after the held chunk was flushed the cancel stage aborts.
+SEEN_WITHIN = 0.05
 
 
 @dataclass
@@ -171,6 +174,9 @@ class LoopDriver:
                     if response is not None and len(response.times) >= exchange.head_chunks:
                         break
                     time.sleep(0.005)
+            # Long enough for the loop to have read the call opening: what it does with a
+            # call it knows of is what the stage is about.
+            self.finished.wait(SEEN_WITHIN)
         if self.finished.is_set() or self.outcome.ended:
             return
         reason = ConformanceAbort(f"aborted by the gate's {self.case.name} case")

@@ -1,0 +1,126 @@
+"""``AgentLoopConformanceTestCase``: the agent-loop suite by inheritance.
+
+Strategy: as for :class:`~conformance.BackendConformanceTestCase`, settings are class
+attributes checked in ``__init_subclass__`` (a misdeclared class fails at import),
+and every stage and mode becomes a generated ``test_<stage>_<mode>`` method that
+builds an :class:`~conformance.gate.AgentLoopTarget` from the class and runs the one
+case. The mixin itself has no tests, so runners collect only subclasses that name a
+wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Mapping, Optional
+
+from ..errors import TargetDefinitionError
+from ..wires._base import Wire
+from .cases import AgentLoopCase
+from .loop import AgentLoopTarget, LoopTask
+from .stages import LOOP_MODES, STAGES, check_stage_keys
+
+__all__ = ["AgentLoopConformanceTestCase"]
+
+#: The class attributes a subclass may set.
+SETTINGS = ("wire", "model", "skip", "http2", "timeout", "max_result_chars", "abstract")
+
+
+def _make_test(stage: str, mode: str) -> Callable[[Any], None]:
+    row = STAGES[stage]
+
+    def test(self: AgentLoopConformanceTestCase) -> None:
+        self.run_agent_loop_case(stage, mode)
+
+    test.__name__ = f"test_{stage.replace('-', '_')}_{mode}"
+    hint = f"If this fails: {row.hint}. See docs/gate-stages.md#{stage}."
+    test.__doc__ = f"{stage}/{mode}: the loop must {row.must}.\n\n{hint}"
+    return test
+
+
+class AgentLoopConformanceTestCase:
+    """Mix into a :class:`unittest.TestCase` to get one test per stage and mode.
+
+    Set ``wire`` and implement ``create_loop(url)``; optionally ``model``, ``skip``
+    (stage, or ``"stage/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
+    (seconds per case) and ``max_result_chars`` (the loop's limit on a result it sends
+    back). Override ``run_loop(loop, task)`` when the loop's surface differs from
+    ``loop.run(task)`` (the name ``run`` belongs to :class:`unittest.TestCase`). A
+    shared base class without a wire sets ``abstract = True``.
+    """
+
+    wire: ClassVar[Optional[Wire]] = None
+    model: ClassVar[str] = "conformance-model"
+    skip: ClassVar[Mapping[str, str]] = {}
+    http2: ClassVar[bool] = False
+    timeout: ClassVar[float] = 5.0
+    max_result_chars: ClassVar[Optional[int]] = None
+    abstract: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        import unittest
+
+        super().__init_subclass__(**kwargs)
+        where = cls.__qualname__
+        own = vars(cls)
+        for name in own:
+            if name.startswith("_") or name in SETTINGS or name.startswith("test"):
+                continue
+            import difflib
+
+            close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.8)
+            if close and not callable(own[name]):
+                raise TargetDefinitionError(f"{where}: unknown setting {name!r}; did you mean {close[0]!r}?")
+        if own.get("abstract", False):
+            return
+        if cls.wire is None:
+            if issubclass(cls, unittest.TestCase):
+                raise TargetDefinitionError(
+                    f"{where}: set wire = one of conformance's wires (openai_chat_wire, ...), "
+                    "or abstract = True on a shared base class"
+                )
+            return
+        if not isinstance(cls.wire, Wire):
+            raise TargetDefinitionError(f"{where}: wire must be a Wire, got {cls.wire!r}")
+        check_stage_keys(cls.skip, where)
+        for stage, row in STAGES.items():
+            for mode in LOOP_MODES:
+                if mode not in row.modes:
+                    continue
+                test = _make_test(stage, mode)
+                if test.__name__ in own:
+                    raise TargetDefinitionError(
+                        f"{where}: {test.__name__} is generated; to leave it out, put "
+                        f"skip = {{{stage!r}: 'the reason'}} instead of overriding it"
+                    )
+                setattr(cls, test.__name__, test)
+
+    def create_loop(self, url: str) -> Any:
+        """Build a fresh agent loop pointed at the fake provider's base ``url``."""
+        raise NotImplementedError(
+            f"{type(self).__qualname__} must implement create_loop(self, url) to build the agent loop "
+            "under test, pointed at url"
+        )
+
+    def run_loop(self, loop: Any, task: LoopTask) -> Any:
+        """Carry out one task; returns a LoopResult or an awaitable of one."""
+        return loop.run(task)
+
+    def agent_loop_target(self) -> AgentLoopTarget:
+        """This class's settings as a target."""
+        cls = type(self)
+        assert cls.wire is not None
+        hook = self.run_loop if cls.run_loop is not AgentLoopConformanceTestCase.run_loop else None
+        return AgentLoopTarget(
+            name=cls.__qualname__,
+            wire=cls.wire,
+            create_loop=self.create_loop,
+            model=cls.model,
+            http2=cls.http2,
+            skip=dict(cls.skip),
+            max_result_chars=cls.max_result_chars,
+            run=hook,
+            timeout=cls.timeout,
+        )
+
+    def run_agent_loop_case(self, stage: str, mode: str) -> None:
+        """Run one case; a breach fails the test with the case's message, a skip skips it."""
+        AgentLoopCase(self.agent_loop_target(), stage, mode).run()
