@@ -79,6 +79,14 @@ class Guesser:
 
 GUESSER = AgentLoopTarget("a loop that never asks", openai_chat_wire, lambda url: Guesser())
 
+#: A target that skips everything the smoke set runs.
+SKIPS_SMOKE = BackendConformanceTarget(
+    "skips the smoke set",
+    openai_chat_wire,
+    REFERENCE.create_backend,
+    skip={"text": "covered elsewhere", "tool-call": "this backend offers no tools"},
+)
+
 SMOKE_NAMES = {"text/chat", "text/stream", "tool-call/chat", "tool-call/stream"}
 
 
@@ -232,6 +240,19 @@ class GateCommandTests(unittest.TestCase):
             self.assertFalse(case["crashed"])
             self.assertIn(f"<details><summary><code>{name}</code> failed:", markdown)
             self.assertIn(f"```text\n{case['detail'].rstrip()}\n```\n", markdown)
+
+    def test_a_run_where_every_case_skipped_says_nothing_ran(self) -> None:
+        """Every case skipped is no failure (status 0), but the summary and the header say nothing ran."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, printed, report, markdown = gate(
+                ["tests.test_gate_report:SKIPS_SMOKE", "--smoke"], folder
+            )
+        assert report is not None
+        self.assertEqual(status, 0)
+        self.assertEqual(report["totals"]["skipped"], 4)
+        self.assertIn("0 passed, 0 failed, 4 skipped in", printed)
+        self.assertIn("; nothing ran: check the skip reasons", printed)
+        self.assertTrue(markdown.startswith("## ⚠️ Conformance gate passed without running a case: skips"))
 
     def test_the_client_version_is_read_from_the_installed_package(self) -> None:
         """A target's client package is stamped with its installed version, or 'not installed'."""

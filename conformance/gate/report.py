@@ -305,6 +305,11 @@ class GateReport:
         return self.counts["fail"] == 0
 
     @property
+    def vacuous(self) -> bool:
+        """True when no case failed because none ran: every one was skipped (or there were none)."""
+        return self.counts["pass"] == 0 and self.counts["fail"] == 0
+
+    @property
     def verdict(self) -> str:
         return "pass" if self.passed else "fail"
 
@@ -321,7 +326,7 @@ class GateReport:
         return (
             f"gate {'PASS' if self.passed else 'FAIL'}: {self.stamp.target} ({self.stamp.selection}), "
             f"{len(self.results)} cases: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped "
-            f"in {self.seconds:.2f} s"
+            f"in {self.seconds:.2f} s" + ("; nothing ran: check the skip reasons" if self.vacuous else "")
         )
 
     def as_dict(self) -> Dict[str, Any]:
@@ -441,6 +446,8 @@ def _markdown(report: GateReport) -> str:
     s = report.stamp
     c = report.counts
     icon, word = ("✅", "passed") if report.passed else ("❌", "failed")
+    if report.vacuous:
+        icon, word = "⚠️", "passed without running a case"
     lines = [
         f"## {icon} Conformance gate {word}: {_cell(s.target)}",
         "",
