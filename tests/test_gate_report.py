@@ -31,6 +31,7 @@ from conformance.gate.report import (
     run_cases,
     run_gate,
     schema_hash,
+    target_of,
 )
 from conformance.gate.schema import validate
 from conformance.gate.tools import tool_specs
@@ -254,6 +255,16 @@ class GateCommandTests(unittest.TestCase):
         self.assertIn("; nothing ran: check the skip reasons", printed)
         self.assertTrue(markdown.startswith("## ⚠️ Conformance gate passed without running a case: skips"))
 
+    def test_a_test_case_class_on_a_suite_mixin_is_reported_as_its_target(self) -> None:
+        """gate takes a TestCase class built on BackendConformanceTestCase, as run does."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, printed, report, _ = gate(["tests.test_testcase:HookedConformance", "--smoke"], folder)
+        assert report is not None
+        self.assertEqual(status, 0, printed)
+        self.assertEqual(
+            (report["stamp"]["target"], report["stamp"]["suite"]), ("HookedConformance", "backend")
+        )
+
     def test_the_client_version_is_read_from_the_installed_package(self) -> None:
         """A target's client package is stamped with its installed version, or 'not installed'."""
         with tempfile.TemporaryDirectory() as folder:
@@ -291,7 +302,7 @@ class GateCommandTests(unittest.TestCase):
                 (["tests.test_gate_report"], "expected MODULE:NAME"),
                 (
                     ["tests.test_gate_report:SMOKE_NAMES"],
-                    "is a set; expected a BackendConformanceTarget or an AgentLoopTarget",
+                    "is a set; expected an AgentLoopTarget, a BackendConformanceTarget, or a TestCase",
                 ),
                 (["tests.test_gate_report:REFERENCE", "--json", missing], "does not exist; create it first"),
                 (
@@ -450,6 +461,29 @@ class ReportPartsTests(unittest.TestCase):
             for name in part["properties"]:
                 with self.subTest(field=name):
                     self.assertIn(f"`{name}`", docs)
+
+    def test_an_agent_loop_test_case_class_stands_for_its_target(self) -> None:
+        """A loop's TestCase class gives its settings as a target; a class with no wire is refused."""
+        from conformance._targets import UsageError
+        from conformance.gate import AgentLoopConformanceTestCase
+
+        class Loop(AgentLoopConformanceTestCase, unittest.TestCase):
+            wire = openai_chat_wire
+            skip = {"cancel": "not cancellable"}
+
+            def create_loop(self, url: str) -> Any:
+                return ReferenceLoop(OpenAIChatBackend(f"{url}/v1"))
+
+        target = target_of(Loop)
+        self.assertIsInstance(target, AgentLoopTarget)
+        self.assertEqual((target.wire, dict(target.skip)), (openai_chat_wire, {"cancel": "not cancellable"}))
+        self.assertIs(target_of(REFERENCE), REFERENCE)
+
+        class NoWire(AgentLoopConformanceTestCase, unittest.TestCase):
+            abstract = True
+
+        with self.assertRaisesRegex(UsageError, "sets no wire"):
+            target_of(NoWire)
 
     def test_run_gate_refuses_what_is_not_a_target(self) -> None:
         """Handing run_gate anything but a target says which targets it takes."""

@@ -44,6 +44,7 @@ __all__ = [
     "run_gate",
     "schema_hash",
     "suite_for",
+    "target_of",
 ]
 
 #: The version of the report's JSON layout; it changes only when a field changes meaning.
@@ -535,6 +536,29 @@ def _writable(path: str, flag: str) -> Path:
     return resolved
 
 
+#: The method each suite's TestCase mixin builds its target with.
+_MIXIN_TARGETS = ("agent_loop_target", "conformance_target")
+
+
+def target_of(obj: Any, spec: str = "") -> Any:
+    """``obj``, or the target a TestCase class built on one of the suites' mixins stands for."""
+    import unittest
+
+    from .._targets import UsageError
+
+    if not (isinstance(obj, type) and issubclass(obj, unittest.TestCase)):
+        return obj
+    method = next((name for name in _MIXIN_TARGETS if hasattr(obj, name)), None)
+    if method is None:
+        return obj  # refused by the caller, which names what it takes
+    if getattr(obj, "wire", None) is None:
+        raise UsageError(
+            f"{spec or obj.__qualname__} sets no wire (a shared base?); name a subclass that sets "
+            "wire = openai_chat_wire or another"
+        )
+    return getattr(obj(), method)()
+
+
 def command(
     spec: str,
     *,
@@ -554,11 +578,12 @@ def command(
     markdown_file = _writable(markdown_path, "--markdown")
     if json_file == markdown_file:
         raise UsageError(f"--json and --markdown both name {json_path}; give two different files")
-    target = load(spec)
+    target = target_of(load(spec), spec)
     suite = suite_for(target)
     if suite is None:
         raise UsageError(
-            f"{spec} is a {type(target).__name__}; expected a BackendConformanceTarget or an AgentLoopTarget"
+            f"{spec} is a {type(target).__name__}; expected an AgentLoopTarget, a BackendConformanceTarget, "
+            "or a TestCase class using AgentLoopConformanceTestCase or BackendConformanceTestCase"
         )
     out.write(f"running the {'smoke' if smoke else 'full'} gate of {target.name}, {jobs} cases at a time\n")
     out.flush()
