@@ -63,6 +63,21 @@ class ClientTarget(BackendConformanceTarget):
 
 WITH_CLIENT = ClientTarget("reference with a client", openai_chat_wire, REFERENCE.create_backend)
 
+
+@dataclass(frozen=True)
+class GatewayTarget(BackendConformanceTarget):
+    """A target that declares the upstream its gateway forwards to, over h2c."""
+
+    upstream: str = "https://llm-gateway.example/v1"
+
+
+GATEWAY = GatewayTarget(
+    "gateway over h2c",
+    openai_chat_wire,
+    reference_targets(["openai-chat"], ["h2c"])[0][1].create_backend,
+    http2=True,
+)
+
 #: The reference agent loop over the reference openai-chat backend.
 LOOP = AgentLoopTarget(
     "reference loop on openai-chat",
@@ -264,6 +279,17 @@ class GateCommandTests(unittest.TestCase):
         self.assertEqual(
             (report["stamp"]["target"], report["stamp"]["suite"]), ("HookedConformance", "backend")
         )
+
+    def test_a_declared_upstream_and_h2c_are_stamped(self) -> None:
+        """A target's upstream is the base URL reported, and an http2 target's transport is h2c."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, printed, report, markdown = gate(["tests.test_gate_report:GATEWAY", "--smoke"], folder)
+        assert report is not None
+        self.assertEqual(status, 0, printed)
+        self.assertEqual(report["stamp"]["base_url"], "https://llm-gateway.example/v1")
+        self.assertEqual(report["stamp"]["transport"], "h2c")
+        self.assertIn("| wire | `openai-chat` over h2c |", markdown)
+        self.assertIn("| base URL | `https://llm-gateway.example/v1` |", markdown)
 
     def test_the_client_version_is_read_from_the_installed_package(self) -> None:
         """A target's client package is stamped with its installed version, or 'not installed'."""
