@@ -343,6 +343,24 @@ class GateCommandTests(unittest.TestCase):
                     self.assertIn(message, usage_error(["gate", *argv, *paths]))
             self.assertEqual(os.listdir(folder), [], "a usage error must not leave a report behind")
 
+    def test_help_says_the_defaults_and_when_to_use_smoke(self) -> None:
+        """gate --help names both default files and says which run suits which change."""
+        from contextlib import redirect_stdout
+
+        shown = io.StringIO()
+        with redirect_stdout(shown), self.assertRaises(SystemExit) as done:
+            main(["gate", "--help"], out=io.StringIO())
+        self.assertEqual(done.exception.code, 0)
+        text = " ".join(shown.getvalue().split())
+        for phrase in (
+            "conformance-report.json in the working directory",
+            "conformance-report.md in the working directory",
+            "Use --smoke after a configuration change",
+            "full matrix after an SDK, schema, gateway or parser change",
+            "exit status: 0 all passed (or skipped), 1 a case failed, 2 a usage error",
+        ):
+            self.assertIn(phrase, text)
+
     def test_the_same_file_for_both_outputs_is_refused(self) -> None:
         """--json and --markdown naming one file would lose one of them: a usage error."""
         with tempfile.TemporaryDirectory() as folder:
