@@ -314,28 +314,32 @@ def pauses_honoured() -> bool:
         return time.monotonic() - started >= 0.15
 
 
+def wrong_verdicts(mutants: List[LoopMutant]) -> List[str]:
+    """Each mutant on each declared case over both transports; every verdict that is not exactly declared."""
+    jobs = [(mutant, name, http2) for mutant in mutants for name in mutant.cases for http2 in (False, True)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        verdicts = list(pool.map(lambda job: verdict(mutant_case(*job)), jobs))
+    wrong = []
+    for (mutant, name, http2), got in zip(jobs, verdicts):
+        want = mutant.cases[name]
+        if got != want:
+            shown = "a pass" if got is None else sorted(got)
+            transport = "h2c" if http2 else "http/1.1"
+            wrong.append(f"{mutant.name} {name} over {transport}: expected {sorted(want)}, got {shown}")
+    return wrong
+
+
 class LoopZooTests(unittest.TestCase):
     def test_each_mutant_is_caught_where_and_why_it_says(self) -> None:
         """Each broken loop fails each declared case, over HTTP/1.1 and h2c, for exactly its checks."""
-        paused = pauses_honoured()
-        jobs = [
-            (mutant, name, http2)
-            for mutant in MUTANTS
-            if paused or not mutant.needs_pauses
-            for name in mutant.cases
-            for http2 in (False, True)
-        ]
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            verdicts = list(pool.map(lambda job: verdict(mutant_case(*job)), jobs))
-        wrong = []
-        for (mutant, name, http2), got in zip(jobs, verdicts):
-            want = mutant.cases[name]
-            if got != want:
-                shown = "a pass" if got is None else sorted(got)
-                wrong.append(
-                    f"{mutant.name} {name} over {'h2c' if http2 else 'http/1.1'}: expected "
-                    f"{sorted(want)}, got {shown}"
-                )
+        wrong = wrong_verdicts([m for m in MUTANTS if not m.needs_pauses])
+        self.assertEqual(wrong, [], "\n".join(wrong))
+
+    def test_a_loop_that_runs_a_call_on_arguments_still_arriving_is_caught(self) -> None:
+        """Held before the last fragment, the stream shows an eager loop running the call early."""
+        if not pauses_honoured():
+            self.skipTest("the fake provider does not hold a stream at StreamReply.pauses yet")
+        wrong = wrong_verdicts([m for m in MUTANTS if m.needs_pauses])
         self.assertEqual(wrong, [], "\n".join(wrong))
 
     def test_mutants_declare_known_cases_and_checks(self) -> None:

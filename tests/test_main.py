@@ -90,6 +90,7 @@ class MatrixTests(unittest.TestCase):
         self.assertEqual(status, 0, text)
         self.assertRegex(text, r"text/chat\s+pass")
         self.assertRegex(text, r"corrupt-frame/stream\s+skip")
+        self.assertRegex(text, r"loop forced-tool/stream\s+pass")
         self.assertRegex(text, r"\d+ cases: \d+ passed, 0 failed, \d+ skipped in [\d.]+ s")
 
     def test_unknown_wire_is_refused_with_the_known_ones(self) -> None:
@@ -101,7 +102,8 @@ class MatrixTests(unittest.TestCase):
         out = io.StringIO()
         main(["--wire", "ollama"], out=out)
         lines = out.getvalue().splitlines()
-        self.assertRegex(lines[0], r"^running \d+ cases of 2 targets, \d+ at a time$")
+        # Each transport has a backend target and a reference-loop target.
+        self.assertRegex(lines[0], r"^running \d+ cases of 4 targets, \d+ at a time$")
         self.assertRegex(out.getvalue(), r"reference ollama over http/1.1: \d+ passed, 0 failed, \d+ skipped")
         self.assertRegex(out.getvalue(), r"reference ollama over h2c: \d+ passed, 0 failed, \d+ skipped")
 

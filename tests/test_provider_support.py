@@ -130,6 +130,8 @@ class H2Response:
         self.chunks: List[bytes] = []
         self.ended = False
         self.reset = False
+        #: The RST_STREAM error code, when the provider reset the stream.
+        self.reset_code: Optional[int] = None
 
     @property
     def body(self) -> bytes:
@@ -234,6 +236,7 @@ class H2Client:
                 self.responses[event.stream_id].ended = True
             elif isinstance(event, h2.events.StreamReset):
                 self.responses[event.stream_id].reset = True
+                self.responses[event.stream_id].reset_code = int(event.error_code)
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self.terminated = event
         self.flush()

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 from http import HTTPStatus
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional,
 from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
 from ._hub import REPLY_TYPES, Hub
 from .events import ResponseLog
-from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._http2 import H2Session
@@ -44,6 +46,8 @@ _SWITCHING = b"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrad
 _END_KEEP = b"\r\n"
 _END_CLOSE = b"connection: close\r\n\r\n"
 _LAST_CHUNK = b"0\r\n\r\n"
+#: SO_LINGER on, zero seconds: close() then resets the connection (RST, not FIN).
+_LINGER_ZERO = struct.pack("ii", 1, 0)
 
 #: How long a connection that was answered with an error may linger, reading and
 #: discarding, so that closing it does not reset the error reply away.
@@ -109,6 +113,8 @@ class H1Connection(RequestParser, asyncio.Protocol):
         self.keep_alive = True
         self.eof = False
         self.hanging = False
+        #: A stream is held by a pause (in self.task): the client's EOF ends it.
+        self.holding = False
         self.paused = False
         self.resumed: Optional[asyncio.Future[None]] = None
         self.task: Optional[asyncio.Task[Any]] = None
@@ -168,6 +174,11 @@ class H1Connection(RequestParser, asyncio.Protocol):
         if self.h2 is not None:
             return None
         self._mark_closed()
+        if self.holding and self.task is not None:
+            # The client left while a pause held its stream: send no more, close.
+            self.task.cancel()
+            self.task = None
+            return None
         if self.state in (BODY, CHUNKED):
             self._record(self._build(b"".join(self.parts) if self.parts else bytes(self.buf),
                                      "the client closed the connection before the body ended"))
@@ -363,7 +374,11 @@ class H1Connection(RequestParser, asyncio.Protocol):
                 # Logged before the write: a client that has the bytes finds them logged.
                 request.response = log = ResponseLog(reply, hub)
                 log.times.append(monotonic())
+                log.end = "complete"
                 self.transport.write(head + end + body)
+                log.written = 1
+                if WATCH.waiting:
+                    WATCH.notify()
             self._done()
         elif isinstance(reply, StreamReply):
             chunked = self.version == "HTTP/1.1"
@@ -382,13 +397,17 @@ class H1Connection(RequestParser, asyncio.Protocol):
                 framed = []
                 ending = b""
             request.response = log = ResponseLog(reply, hub)
-            if framed:
+            pauses = reply.transport_pauses() if reply.pauses and framed else None
+            if framed and not (pauses and 0 in pauses):
                 log.times.append(monotonic())
                 self.transport.write(head + framed[0])
-                self._stream(framed, 1, ending, reply.hang, log.times)
+                log.written = 1
+                if WATCH.waiting:
+                    WATCH.notify()
+                self._stream(framed, 1, ending, log, pauses)
             else:
                 self.transport.write(head)
-                self._stream(framed, 0, ending, reply.hang, log.times)
+                self._stream(framed, 0, ending, log, pauses)
         else:
             assert isinstance(reply, HangReply)
             self.hanging = True
@@ -396,36 +415,103 @@ class H1Connection(RequestParser, asyncio.Protocol):
                 self.transport.close()
 
     def _stream(
-        self, framed: List[bytes], index: int, ending: bytes, hang: bool, times: List[float]
+        self,
+        framed: List[bytes],
+        index: int,
+        ending: bytes,
+        log: ResponseLog,
+        pauses: Optional[Dict[int, float]],
     ) -> None:
+        """Write the chunks from ``index`` on; a pause or a full socket goes on in a task."""
         transport = self.transport
+        times = log.times
+        watch = WATCH
         count = len(framed)
         while index < count:
             if transport.is_closing():
                 return
-            if self.paused:
-                self.task = self.hub.spawn(self._stream_later(framed, index, ending, hang, times))
+            if self.paused or (pauses and index in pauses):
+                self.task = self.hub.spawn(self._stream_later(framed, index, ending, log, pauses))
                 return
             times.append(monotonic())
             transport.write(framed[index])
             index += 1
-        if hang:
+            log.written = index
+            if watch.waiting:
+                watch.notify()
+        if pauses and count in pauses:  # held after the last chunk, before the end
+            self.task = self.hub.spawn(self._stream_later(framed, count, ending, log, pauses))
+            return
+        reply = log.reply
+        if reply.hang:
             self.hanging = True
             if self.eof:
                 transport.close()
             return
-        if ending:
-            transport.write(ending)
-        self._done()
+        if reply.end == "complete":
+            log.end = "complete"  # before the write, as the times are
+            if ending:
+                transport.write(ending)
+            if watch.waiting:
+                watch.notify()
+            self._done()
+        elif reply.end == "close":
+            # No last chunk: the body ends with the connection, short of its end.
+            log.end = "close"
+            watch.notify()
+            self._half_close()
+        else:
+            self._reset(log)
 
     async def _stream_later(
-        self, framed: List[bytes], index: int, ending: bytes, hang: bool, times: List[float]
+        self,
+        framed: List[bytes],
+        index: int,
+        ending: bytes,
+        log: ResponseLog,
+        pauses: Optional[Dict[int, float]],
     ) -> None:
+        seconds = pauses.pop(index, 0.0) if pauses else 0.0
+        if seconds:
+            # Ended early by connection_lost (the task is cancelled), by the client's
+            # EOF (eof_received cancels it) or by the provider closing.
+            self.holding = True
+            try:
+                await asyncio.sleep(seconds)
+            finally:
+                self.holding = False
         await self.writable()
         self.task = None
         if self.state == BUSY and not self.transport.is_closing():
-            self._stream(framed, index, ending, hang, times)
+            self._stream(framed, index, ending, log, pauses)
             self._process()
+
+    def _reset(self, log: ResponseLog) -> None:
+        """End with a TCP reset, once what was written has left the transport's buffer.
+
+        SO_LINGER with a zero timeout makes the close send RST instead of FIN. The
+        write buffer is drained first (a limit of zero makes the transport say when)
+        so that the chunks logged as written are on the socket before the reset.
+        """
+        transport = self.transport
+        self.state = DRAIN
+        if transport.is_closing():
+            return
+        if transport.get_write_buffer_size():
+            transport.set_write_buffer_limits(0)
+            self.task = self.hub.spawn(self._reset_later(log))
+            return
+        log.end = "reset"
+        WATCH.notify()
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
+        transport.abort()
+
+    async def _reset_later(self, log: ResponseLog) -> None:
+        await self.writable()
+        self.task = None
+        self._reset(log)
 
     def _done(self) -> None:
         """The reply is complete: wait for the next request, or close."""
@@ -448,11 +534,19 @@ class H1Connection(RequestParser, asyncio.Protocol):
         )
         self.state = DRAIN
         self.buf.clear()
+        self.transport.write(head.encode("utf-8") + _END_CLOSE + body)
+        self._half_close()
+        return False
+
+    def _half_close(self) -> None:
+        """Close cleanly after what was written: FIN now, the socket once the client left.
+
+        Closing with unread input would reset the connection and could take the last
+        bytes with it; half-close instead and let the client leave first, within a bound.
+        """
+        self.state = DRAIN
         transport = self.transport
-        transport.write(head.encode("utf-8") + _END_CLOSE + body)
-        # Closing with unread input would reset the connection and could take the
-        # error reply with it; half-close instead and let the client leave first.
-        if transport.can_write_eof():
+        if transport.can_write_eof() and not self.eof:
             transport.write_eof()
             assert self.loop is not None
             if self.timer is not None:
@@ -460,7 +554,6 @@ class H1Connection(RequestParser, asyncio.Protocol):
             self.timer = self.loop.call_later(_DRAIN_SECONDS, transport.close)
         else:
             transport.close()
-        return False
 
     # -- h2c ------------------------------------------------------------------
 

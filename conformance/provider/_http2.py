@@ -26,6 +26,7 @@ frame(s) and its own transport write.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
@@ -39,11 +40,9 @@ import h2.settings
 
 from ._hub import REPLY_TYPES, Hub
 from .events import ResponseLog
-from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ._http1 import H1Connection
 
 __all__ = ["H2Session"]
@@ -372,49 +371,115 @@ class H2Session:
         """A stream: its chunks written in this callback while the windows allow.
 
         Each chunk is still its own DATA frame and its own write; only what must
-        wait (a closed window, a paused transport, a chunk larger than a frame)
-        goes on in a task, from the chunk where this stopped.
+        wait (a pause, a closed window, a paused transport, a chunk larger than a
+        frame) goes on in a task, from the chunk where this stopped.
         """
         headers, chunks = self._encode_stream(reply)
         conn = self.conn
         sid = stream.stream_id
-        hang = reply.hang
-        times = self._log(stream, reply)
+        log = self._log(stream, reply)
+        pauses = reply.transport_pauses() if reply.pauses else None
+        count = len(chunks)
+        # END_STREAM rides on the last chunk (or the headers) when nothing comes between
+        # it and a complete end; otherwise _end sends what ends the stream.
+        at_once = reply.end == "complete" and not reply.hang and not (pauses and count in pauses)
+        last = count - 1 if at_once else -1
+        watch = WATCH
         try:
-            conn.send_headers(sid, headers, end_stream=not chunks and not hang)
+            conn.send_headers(sid, headers, end_stream=at_once and not chunks)
+            if at_once and not chunks:
+                log.end = "complete"
             self._flush()
             # One look at the windows, then counted down here: asking h2 per chunk
             # costs more than writing the chunk.
             room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
             frame = conn.max_outbound_frame_size
-            last = len(chunks) - 1
+            times = log.times
             for index, chunk in enumerate(chunks):
                 size = len(chunk)
-                if size > room or size > frame or self.owner.paused:
-                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, hang, times))
+                if size > room or size > frame or self.owner.paused or (pauses and index in pauses):
+                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, log, last, pauses))
                     return
-                conn.send_data(sid, chunk, end_stream=index == last and not hang)
+                ends = index == last
+                conn.send_data(sid, chunk, end_stream=ends)
                 room -= size
                 times.append(monotonic())  # before the write: a client with the bytes finds them logged
+                if ends:
+                    log.end = "complete"
                 self._flush()
+                log.written = index + 1
+                if watch.waiting:
+                    watch.notify()
         except h2.exceptions.ProtocolError:  # the client reset the stream or left
             self._finish(stream)
             return
-        if not hang:
+        if at_once:
+            if watch.waiting:
+                watch.notify()
             self._finish(stream)
+        elif pauses and count in pauses:
+            stream.task = self.hub.spawn(self._send_chunks(stream, chunks, count, log, last, pauses))
+        elif not reply.hang:
+            self._end(stream, log)
 
     async def _send_chunks(
-        self, stream: _Stream, chunks: List[bytes], start: int, hang: bool, times: List[float]
+        self,
+        stream: _Stream,
+        chunks: List[bytes],
+        start: int,
+        log: ResponseLog,
+        last: int,
+        pauses: Optional[Dict[int, float]],
     ) -> None:
-        """The rest of a stream, from chunk ``start``, waiting on flow control as needed."""
+        """The rest of a stream, from chunk ``start``, after its pauses and flow control.
+
+        A pause ends early when the client resets the stream or leaves (the task is
+        cancelled) or the provider closes.
+        """
         try:
-            last = len(chunks) - 1
             for index in range(start, len(chunks)):
-                await self._data(stream.stream_id, chunks[index], index == last and not hang, times)
-            if hang:
+                seconds = pauses.get(index) if pauses else None
+                if seconds:
+                    await asyncio.sleep(seconds)
+                await self._data(stream.stream_id, chunks[index], index == last, log)
+                log.written = index + 1
+                if WATCH.waiting:
+                    WATCH.notify()
+            seconds = pauses.get(len(chunks)) if pauses else None
+            if seconds:
+                await asyncio.sleep(seconds)
+            if last >= 0:
+                WATCH.notify()  # _data set log.end with the last frame
+            elif log.reply.hang:
+                return
+            else:
+                self._end(stream, log)
                 return
         except h2.exceptions.ProtocolError:
             pass
+        self._finish(stream)
+
+    def _end(self, stream: _Stream, log: ResponseLog) -> None:
+        """End a stream whose last chunk did not: complete it, or cut it as the reply says.
+
+        ``close`` is ``RST_STREAM(NO_ERROR)``, a stop with no error, as Node's
+        ``Http2Stream.close()`` sends by default; ``reset`` is
+        ``RST_STREAM(INTERNAL_ERROR)``, as nginx sends for a response it cannot finish.
+        """
+        end = log.reply.end
+        try:
+            if end == "complete":
+                self.conn.end_stream(stream.stream_id)
+            elif end == "close":
+                self.conn.reset_stream(stream.stream_id, h2.errors.ErrorCodes.NO_ERROR)
+            else:
+                self.conn.reset_stream(stream.stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        except h2.exceptions.ProtocolError:  # the client reset the stream or left first
+            self._finish(stream)
+            return
+        log.end = end
+        self._flush()
+        WATCH.notify()
         self._finish(stream)
 
     def _encode(self, reply: JsonReply) -> Tuple[Headers, bytes]:
@@ -445,8 +510,13 @@ class H2Session:
             ):
                 conn.send_headers(sid, headers)
                 conn.send_data(sid, body, end_stream=True)
-                self._log(stream, reply).append(monotonic())
+                log = self._log(stream, reply)
+                log.times.append(monotonic())
+                log.end = "complete"
                 self._flush()
+                log.written = 1
+                if WATCH.waiting:
+                    WATCH.notify()
                 self._finish(stream)
                 return
             else:
@@ -480,17 +550,20 @@ class H2Session:
                 conn.send_headers(sid, headers, end_stream=not body)
                 self._flush()
                 if body:
-                    await self._data(sid, body, True, self._log(stream, reply))
+                    log = self._log(stream, reply)
+                    await self._data(sid, body, True, log)
+                    log.written = 1
+                    WATCH.notify()
             else:  # a StreamReply goes through _stream_now
                 raise AssertionError(f"unexpected reply {reply!r}")
         except h2.exceptions.ProtocolError:
             pass  # the client reset the stream or the connection went away
         self._finish(stream)
 
-    async def _data(self, sid: int, data: bytes, end: bool, times: Optional[List[float]] = None) -> None:
+    async def _data(self, sid: int, data: bytes, end: bool, log: Optional[ResponseLog] = None) -> None:
         """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.
 
-        The chunk's flush time joins ``times`` just before its last frame is written.
+        The chunk's flush time joins the log's ``times`` just before its last frame is written.
         """
         conn = self.conn
         offset = 0
@@ -508,16 +581,18 @@ class H2Session:
                 continue
             conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
             offset += size
-            if offset == total and times is not None:
-                times.append(monotonic())
+            if offset == total and log is not None:
+                log.times.append(monotonic())
+                if end:
+                    log.end = "complete"
             self._flush()
 
-    def _log(self, stream: _Stream, reply: Reply) -> List[float]:
-        """Start the request's response log; returns the list each chunk's flush time joins."""
+    def _log(self, stream: _Stream, reply: Reply) -> ResponseLog:
+        """Start the request's response log."""
         log = ResponseLog(reply, self.hub)
         if stream.request is not None:
             stream.request.response = log
-        return log.times
+        return log
 
     def _finish(self, stream: _Stream) -> None:
         """The stream is over for us; release a held GOAWAY when it was the last one."""

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Awaitable as _Awaitable
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, List, Optional, Set, TypeVar, Union
 
-from .replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     import asyncio
@@ -170,6 +170,7 @@ class Hub:
         """No request can come any more: wake every waiter so it can say so."""
         self.closed = True
         self.notify()
+        WATCH.notify()  # wait_flushed callers: a response under way goes no further
 
     def snapshot(self) -> List[RecordedRequest]:
         with self._cond:

@@ -339,23 +339,35 @@ def timed_events(
 
 
 class _Numbering(Protocol):
+    #: Set once the provider is closed: a response under way then will not go on.
+    closed: bool
+
     def number_events(self) -> None: ...
 
 
 class ResponseLog:
     """What one response sent: the reply, and when each of its chunks went out.
 
-    The hot path builds one of these per response and appends one
-    ``time.monotonic()`` to :attr:`times` per chunk it writes, and nothing else;
-    :meth:`events` does the rest when asked. ``numbering`` (the provider) turns the
-    events into provider-wide sequence numbers, kept in :attr:`seqs`.
+    The hot path builds one of these per response, appends one
+    ``time.monotonic()`` to :attr:`times` just before it writes each chunk and
+    counts the chunk in :attr:`written` just after, and sets :attr:`end` when the
+    response ends; :meth:`events` does the rest when asked. ``numbering`` (the
+    provider) turns the events into provider-wide sequence numbers, kept in
+    :attr:`seqs`.
     """
 
-    __slots__ = ("reply", "times", "seqs", "numbering", "_chunks", "_split")
+    __slots__ = ("reply", "times", "written", "end", "seqs", "numbering", "_chunks", "_split")
 
     def __init__(self, reply: Any, numbering: Optional[_Numbering] = None) -> None:
         self.reply = reply
         self.times: List[float] = []
+        #: How many chunks were written to the socket (``times`` may be one ahead).
+        self.written = 0
+        #: How the provider ended the response: ``"complete"``, or a stream cut as
+        #: its reply said, ``"close"`` (cleanly) or ``"reset"``. ``None`` while it is
+        #: under way, while it hangs, and when the client left (or the provider
+        #: closed) before it ended.
+        self.end: Optional[str] = None
         self.seqs: List[int] = []
         self.numbering = numbering
         self._chunks: Optional[List[bytes]] = None
@@ -380,6 +392,15 @@ class ResponseLog:
                 body = self.reply.encoded()
                 self._chunks = [body] if body else []
         return self._chunks
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the response did not end complete: cut, still under way, or left hanging."""
+        return self.end != "complete"
+
+    def abandoned(self) -> bool:
+        """Whether the provider closed before this response ended: no more of it will go out."""
+        return self.end is None and self.numbering is not None and self.numbering.closed
 
     def body_events(self) -> List[BodyEvent]:
         """Every event in the whole body (sent or not), cut once and kept."""

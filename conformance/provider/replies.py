@@ -51,6 +51,17 @@ def _header_items(headers: Optional[Mapping[str, str]]) -> Tuple[Tuple[str, str]
     return items
 
 
+#: How a stream may end after its last chunk (``StreamReply.end``).
+STREAM_ENDS = ("complete", "close", "reset")
+
+
+def _did_you_mean(value: object, choices: Sequence[str]) -> str:
+    import difflib  # only on the way to an error
+
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 @dataclass(frozen=True)
 class JsonReply:
     """A whole reply: ``body`` is JSON-encoded unless it is already ``bytes``."""
@@ -83,8 +94,17 @@ class StreamReply:
     Over HTTP/1.1 each chunk is one chunk of the chunked encoding; over h2 one DATA
     frame (or more, where flow control asks). With ``hang=True`` the response stays
     open after the last chunk until the client goes away or the provider closes.
+
     ``pauses`` maps a chunk's index to the seconds the provider waits before writing
-    it (a stream held at a protocol event); the wait ends early if the client leaves.
+    it (a stream held at a protocol event); ``len(chunks)`` is the place after the
+    last chunk, before the stream ends. A pause holds only its own response, and ends
+    early when the client leaves or the provider closes; the rest is then not sent.
+
+    ``end`` says how the stream ends after its last chunk: ``"complete"`` (the
+    response ends as a good server ends it), ``"close"`` (the provider stops cleanly
+    without completing it: HTTP/1.1 closes the connection without the chunked
+    encoding's last chunk, h2 sends ``RST_STREAM(NO_ERROR)``) or ``"reset"`` (HTTP/1.1
+    resets the TCP connection, h2 sends ``RST_STREAM(INTERNAL_ERROR)``).
     """
 
     chunks: Sequence[bytes]
@@ -93,6 +113,7 @@ class StreamReply:
     headers: Optional[Mapping[str, str]] = None
     hang: bool = False
     pauses: Mapping[int, float] = field(default_factory=dict)
+    end: str = "complete"
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -104,16 +125,63 @@ class StreamReply:
                     "encode it first, e.g. with conformance.sse()"
                 )
         _header_items(self.headers)
+        if self.end not in STREAM_ENDS:
+            raise ProviderInputError(
+                f"StreamReply end must be one of {', '.join(map(repr, STREAM_ENDS))}, "
+                f"got {self.end!r}{_did_you_mean(self.end, STREAM_ENDS)}"
+            )
+        if self.hang and self.end != "complete":
+            raise ProviderInputError(
+                f"StreamReply(hang=True, end={self.end!r}): a stream that hangs never ends; "
+                "drop hang to end it that way, or drop end to keep it open"
+            )
+        if not isinstance(self.pauses, Mapping):
+            raise ProviderInputError(
+                f"StreamReply pauses must map a chunk's index to seconds, e.g. {{2: 0.5}}, "
+                f"got {type(self.pauses).__name__}"
+            )
+        count = len(self.chunks)
         for index, seconds in self.pauses.items():
-            if not (isinstance(index, int) and 0 <= index < len(self.chunks)):
+            if not (isinstance(index, int) and not isinstance(index, bool) and 0 <= index <= count):
                 raise ProviderInputError(
-                    f"StreamReply pause at chunk {index!r}: there are {len(self.chunks)} chunks; "
-                    "a pause goes before one of them, by its index"
+                    f"StreamReply pause at chunk {index!r}: there are {count} chunks; a pause "
+                    f"goes before one of them, by its index (0 to {count - 1}), or at {count}, "
+                    "after the last one and before the stream ends"
                 )
-            if not (isinstance(seconds, (int, float)) and 0 <= seconds <= 60):
+            if index == count and self.hang:
+                raise ProviderInputError(
+                    f"StreamReply pause at {index} (after the last chunk) with hang=True: a "
+                    "stream that hangs never ends, so there is nothing to hold back"
+                )
+            if not (
+                isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds <= 60
+            ):
                 raise ProviderInputError(
                     f"StreamReply pause before chunk {index} must be 0 to 60 seconds, got {seconds!r}"
                 )
+
+    def transport_pauses(self) -> Dict[int, float]:
+        """The pauses keyed by transport chunk: the index among the non-empty chunks.
+
+        An empty chunk is never written, so a pause before one holds the next chunk
+        that is; one past the last transport chunk holds the stream's end. Pauses
+        that land on the same place add up.
+        """
+        placed: Dict[int, float] = {}
+        if not self.pauses:
+            return placed
+        written = 0
+        before = []
+        for chunk in self.chunks:
+            before.append(written)
+            if chunk:
+                written += 1
+        before.append(written)
+        for index, seconds in self.pauses.items():
+            if seconds > 0:
+                at = before[index]
+                placed[at] = placed.get(at, 0.0) + float(seconds)
+        return placed
 
     def header_items(self) -> Tuple[Tuple[str, str], ...]:
         """The extra headers, validated."""
@@ -127,10 +195,29 @@ class HangReply:
 
 Reply = Union[JsonReply, StreamReply, HangReply]
 
-#: One condition for every request's "closed" flag: a per-request threading.Event
-#: costs the provider's hot path several allocations (and the GC as many objects)
-#: per request, and waiters are few.
-_CLOSED = threading.Condition(threading.Lock())
+
+class _Watch:
+    """One condition for every request's "closed" flag and flushed chunks.
+
+    A per-request threading.Event costs the provider's hot path several allocations
+    (and the GC as many objects) per request, and waiters are few. ``waiting`` counts
+    the callers of :meth:`RecordedRequest.wait_flushed`: the provider reads it after
+    each chunk it writes and takes the lock only when it is not zero.
+    """
+
+    __slots__ = ("cond", "waiting")
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition(threading.Lock())
+        self.waiting = 0
+
+    def notify(self) -> None:
+        """Wake every waiter to look again (a chunk went out, or a response ended)."""
+        with self.cond:
+            self.cond.notify_all()
+
+
+WATCH = _Watch()
 
 #: A handler gets each request and returns a reply, or an awaitable of one.
 Handler = Callable[["RecordedRequest"], Union[Reply, Awaitable[Reply]]]
@@ -242,16 +329,76 @@ class RecordedRequest:
 
     def mark_closed(self) -> None:
         """Record that the client went away; only the first call counts."""
-        with _CLOSED:
+        with WATCH.cond:
             if not self._closed:
                 self.closed_at = time.monotonic()
                 self._closed = True
-                _CLOSED.notify_all()
+                WATCH.cond.notify_all()
 
     def wait_closed(self, timeout: Optional[float] = None) -> bool:
         """Block until the client closes or ``timeout`` passes; return whether it closed."""
-        with _CLOSED:
-            return _CLOSED.wait_for(lambda: self._closed, timeout)
+        with WATCH.cond:
+            return WATCH.cond.wait_for(lambda: self._closed, timeout)
+
+    def wait_flushed(self, count: int, timeout: Optional[float] = None) -> bool:
+        """Block until the reply's first ``count`` chunks were written to the socket.
+
+        ``count`` counts the non-empty chunks of a :class:`StreamReply` (a whole reply
+        is one chunk, its body). Returns True as soon as they are out, False when
+        ``timeout`` passes first, and False at once when they never will be: the
+        reply has fewer chunks, it ended without them, or the client left. Call it
+        from any thread but the provider's own (not from a reply handler); a stream
+        held by a pause is how a test acts at a chosen event::
+
+            provider.reply(StreamReply(chunks, pauses={3: 10}))
+            ...
+            assert request.wait_flushed(3, timeout=5)  # chunks 0-2 are out; 3 is held
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ProviderInputError(
+                f"wait_flushed(count={count!r}): count is how many chunks, a whole number >= 0"
+            )
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0
+        ):
+            raise ProviderInputError(
+                f"wait_flushed(timeout={timeout!r}): give seconds as a number >= 0, or None to wait "
+                "for as long as it takes"
+            )
+        deadline = None if timeout is None else time.monotonic() + timeout
+        cond = WATCH.cond
+        with cond:
+            WATCH.waiting += 1
+            try:
+                while True:
+                    found = self._flushed(count)
+                    if found is not None:
+                        return found
+                    if deadline is None:
+                        cond.wait()
+                        continue
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    cond.wait(remaining)
+            finally:
+                WATCH.waiting -= 1
+
+    def _flushed(self, count: int) -> Optional[bool]:
+        """True once ``count`` chunks are out, False when they never will be, else None."""
+        log = self.response
+        if log is not None:
+            if log.written >= count:
+                return True
+            if count > len(log.chunks) or log.abandoned():
+                return False
+            # A chunk's time is noted just before its write, and the end before the
+            # last write: an ended response without the chunk's time never sends it.
+            if log.end is not None and len(log.times) < count:
+                return False
+            if len(log.times) >= count and not self._closed:
+                return None  # being written right now
+        return False if self._closed else None
 
     def __str__(self) -> str:
         return f"{self.method} {self.target} ({self.http_version})"

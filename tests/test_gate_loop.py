@@ -1,0 +1,201 @@
+"""The agent-loop suite end to end: the reference loop passes every stage, a target is checked
+as it is declared, and the mixin generates one test per stage and mode."""
+
+from __future__ import annotations
+
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, List, Optional, Tuple
+
+from conformance.errors import TargetDefinitionError
+from conformance.gate import (
+    STAGES,
+    AgentLoopConformanceTestCase,
+    AgentLoopTarget,
+    LoopResult,
+    ReferenceLoop,
+    agent_loop_cases,
+)
+from conformance.gate.cases import AgentLoopCase
+from conformance.reference import REFERENCE_BACKENDS
+from conformance.wires import WIRES, openai_chat_wire
+from conformance.wires._base import Wire
+
+
+def reference_target(wire: str, http2: bool, limit: Optional[int] = 4096) -> AgentLoopTarget:
+    def create(url: str) -> ReferenceLoop:
+        return ReferenceLoop(REFERENCE_BACKENDS[wire](url, http2), max_result_chars=limit)
+
+    return AgentLoopTarget(f"reference loop {wire}", WIRES[wire], create, http2=http2, max_result_chars=limit)
+
+
+def outcome(case: AgentLoopCase) -> Tuple[str, str]:
+    try:
+        case.run()
+    except unittest.SkipTest as skipped:
+        return "skip", str(skipped)
+    except AssertionError as failed:
+        return "FAIL", str(failed)
+    return "pass", ""
+
+
+class ReferenceLoopTests(unittest.TestCase):
+    def test_the_reference_loop_passes_every_stage_on_every_wire_that_scripts_turns(self) -> None:
+        """Every case runs and passes wherever the wire plays scripted conversations, h1 and h2c."""
+        cases = [
+            case
+            for name, wire in WIRES.items()
+            if wire.scripts_turns()
+            for http2 in (False, True)
+            for case in agent_loop_cases(reference_target(name, http2))
+        ]
+        self.assertTrue(cases, "no wire scripts turns")
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(outcome, cases))
+        failed = [
+            f"{c.target.name} http2={c.target.http2} {c.name}:\n{detail}"
+            for c, (status, detail) in zip(cases, results)
+            if status == "FAIL"
+        ]
+        self.assertEqual(failed, [], "\n".join(failed))
+        skipped = {detail for status, detail in results if status == "skip"}
+        self.assertLessEqual(skipped, {f"{w} carries no reasoning across a tool turn" for w in WIRES})
+
+    def test_results_go_back_whole_without_a_limit(self) -> None:
+        """Without max_result_chars the large result goes back whole, and the case holds it to that."""
+        target = reference_target("openai-chat", False, limit=None)
+        for case in agent_loop_cases(target):
+            if case.stage_name == "large-result":
+                with self.subTest(case.name):
+                    self.assertEqual(outcome(case), ("pass", ""))
+
+    def test_a_cut_result_fails_a_loop_that_declares_no_limit(self) -> None:
+        """A loop that cuts results but declares no limit is caught by result-content."""
+
+        def create(url: str) -> ReferenceLoop:
+            return ReferenceLoop(REFERENCE_BACKENDS["openai-chat"](url, False), max_result_chars=100)
+
+        target = AgentLoopTarget("cuts", openai_chat_wire, create)
+        case = next(c for c in agent_loop_cases(target) if c.name == "large-result/chat")
+        status, detail = outcome(case)
+        self.assertEqual(status, "FAIL")
+        self.assertRegex(
+            detail, r"read_fixture call_\w+: request 2 sent back a result that is not the tool's output"
+        )
+        self.assertIn("[result-content]", detail)
+
+    def test_a_wire_that_scripts_no_turns_skips_with_the_reason(self) -> None:
+        """A wire of one's own without the multi-turn hooks skips every case, saying why."""
+
+        class Plain(Wire):
+            name = "plain"
+
+        target = AgentLoopTarget("plain", Plain(), lambda url: None)
+        reasons = {case.skip for case in agent_loop_cases(target)}
+        self.assertEqual(reasons, {"plain cannot play scripted conversations"})
+
+
+class BrokenLoopMessageTests(unittest.TestCase):
+    def test_a_loop_that_returns_nothing_is_told_what_to_return(self) -> None:
+        """A run(task) that returns None fails finished with the type it must return."""
+
+        class Silent:
+            def run(self, task: Any) -> None:
+                return None
+
+        target = AgentLoopTarget("silent", openai_chat_wire, lambda url: Silent())
+        case = next(c for c in agent_loop_cases(target) if c.name == "text/chat")
+        status, detail = outcome(case)
+        self.assertEqual(status, "FAIL")
+        self.assertIn(
+            "run(task) returned NoneType, not a LoopResult(text, finish_reason, stopped) [finished]", detail
+        )
+        self.assertIn("hint: ", detail)
+
+    def test_a_loop_that_never_asks_fails_requests_and_final_text(self) -> None:
+        """A sync loop that answers without asking the model sent no request and no final text."""
+
+        class Lazy:
+            def run(self, task: Any) -> LoopResult:
+                return LoopResult("made up", "stop")
+
+        target = AgentLoopTarget("lazy", openai_chat_wire, lambda url: Lazy())
+        case = next(c for c in agent_loop_cases(target) if c.name == "forced-tool/stream")
+        status, detail = outcome(case)
+        self.assertEqual(status, "FAIL")
+        self.assertIn(
+            "expected 2 generation request(s) for this conversation, got 0 (it stopped early) [requests]",
+            detail,
+        )
+
+
+class TargetTests(unittest.TestCase):
+    def test_each_misdeclaration_is_named(self) -> None:
+        """A bad wire, factory, limit, timeout or skip key is refused with what to do."""
+        create = lambda url: None  # noqa: E731
+        table: List[Tuple[str, Any, str]] = [
+            ("wire", dict(wire="openai-chat"), "wire must be a Wire"),
+            ("factory", dict(create_loop=None), "create_loop must be a callable"),
+            ("limit", dict(max_result_chars=0), "max_result_chars must be a positive"),
+            ("timeout", dict(timeout=0), "timeout must be positive"),
+            ("skip key", dict(skip={"forced-tools": "x"}), "did you mean 'forced-tool'"),
+            ("skip reason", dict(skip={"cancel": " "}), "needs a reason"),
+        ]
+        for name, change, words in table:
+            with self.subTest(name):
+                kwargs = dict(name="t", wire=openai_chat_wire, create_loop=create)
+                kwargs.update(change)
+                with self.assertRaises(TargetDefinitionError) as raised:
+                    AgentLoopTarget(**kwargs)
+                self.assertIn(words, str(raised.exception))
+
+    def test_loop_result_refuses_an_unknown_stop(self) -> None:
+        """stopped is 'done' or 'budget', nothing else."""
+        with self.assertRaisesRegex(ValueError, "must be 'done' or 'budget'"):
+            LoopResult("", "stop", stopped="gave-up")
+
+    def test_a_skipped_stage_is_skipped_with_the_target_reason(self) -> None:
+        """skip by stage or by stage and mode skips those cases with the reason given."""
+        target = AgentLoopTarget(
+            "t", openai_chat_wire, lambda url: None, skip={"cancel": "no signal", "text/chat": "stream only"}
+        )
+        reasons = {c.name: c.skip for c in agent_loop_cases(target)}
+        self.assertEqual(reasons["cancel/stream"], "no signal")
+        self.assertEqual(reasons["text/chat"], "stream only")
+        self.assertIsNone(reasons["text/stream"])
+
+
+class MixinTests(unittest.TestCase):
+    def test_a_subclass_gets_one_test_per_stage_and_mode(self) -> None:
+        """Naming a wire generates test_<stage>_<mode> for every stage, each documented."""
+
+        class Mine(AgentLoopConformanceTestCase, unittest.TestCase):
+            wire = openai_chat_wire
+
+            def create_loop(self, url: str) -> Any:
+                return ReferenceLoop(REFERENCE_BACKENDS["openai-chat"](url, False))
+
+        names = sorted(n for n in vars(Mine) if n.startswith("test_"))
+        expected = sorted(f"test_{s.replace('-', '_')}_{m}" for s in STAGES for m in ("chat", "stream"))
+        self.assertEqual(names, expected)
+        self.assertIn("docs/gate-stages.md#forced-tool", Mine.test_forced_tool_stream.__doc__ or "")
+        result = unittest.TestResult()
+        unittest.defaultTestLoader.loadTestsFromName("test_forced_tool_chat", Mine).run(result)
+        self.assertEqual((result.testsRun, result.failures, result.errors), (1, [], []))
+
+    def test_a_misspelt_setting_or_a_missing_wire_fails_at_class_creation(self) -> None:
+        """A typo in a setting, or no wire on a TestCase, is refused when the class is made."""
+        with self.assertRaisesRegex(TargetDefinitionError, "did you mean 'max_result_chars'"):
+
+            class Typo(AgentLoopConformanceTestCase, unittest.TestCase):
+                wire = openai_chat_wire
+                max_result_char = 10
+
+        with self.assertRaisesRegex(TargetDefinitionError, "set wire = one of conformance's wires"):
+
+            class NoWire(AgentLoopConformanceTestCase, unittest.TestCase):
+                pass
+
+
+if __name__ == "__main__":
+    unittest.main()
