@@ -2,8 +2,10 @@
 
 Strategy: the report knows a case only by a small, duck-typed surface: ``name``
 (``"tool-call/stream"``), ``run()`` returning quietly, raising ``AssertionError``
-(the failure text) or ``unittest.SkipTest`` (the reason), and optionally ``stage``
-and ``mode`` (else read from the name, split at its last ``/``). Which cases a target
+(the failure text) or ``unittest.SkipTest`` (the reason). Stage and mode are read
+from the name, split at its last ``/``, unless the case has them as strings (the
+backend case's ``mode`` is; the agent-loop case's ``stage`` is its table row, so the
+name decides). Which cases a target
 has, which of them make the smoke set and which tools the suite offers is one small
 :class:`Suite` per kind of target, chosen by :func:`suite_for`; so the backend suite
 and the agent-loop suite are reported alike, and a new suite is one more entry.
