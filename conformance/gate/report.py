@@ -18,6 +18,7 @@ described by ``report.schema.json``, shipped beside this module.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -203,16 +204,7 @@ class CaseResult:
         return self.mode == "stream"
 
     def as_dict(self) -> Dict[str, Any]:
-        return {
-            "name": self.name,
-            "stage": self.stage,
-            "mode": self.mode,
-            "stream": self.stream,
-            "verdict": self.verdict,
-            "detail": self.detail,
-            "seconds": round(self.seconds, 4),
-            "crashed": self.crashed,
-        }
+        return {**dataclasses.asdict(self), "stream": self.stream, "seconds": round(self.seconds, 4)}
 
 
 def _stage_and_mode(case: Any) -> Tuple[str, str]:
@@ -271,22 +263,9 @@ class Stamp:
     timestamp: str
 
     def as_dict(self) -> Dict[str, Any]:
-        return {
-            "target": self.target,
-            "suite": self.suite,
-            "selection": self.selection,
-            "model": self.model,
-            "wire": self.wire,
-            "transport": self.transport,
-            "base_url": self.base_url,
-            "tool_schema_sha256": self.tool_schema_sha256,
-            "tools": list(self.tools),
-            "stream": list(self.stream),
-            "client": {"package": self.client, "version": self.client_version},
-            "kit_version": self.kit_version,
-            "python": self.python,
-            "timestamp": self.timestamp,
-        }
+        out = dataclasses.asdict(self)  # tuples stay tuples; json writes them as arrays
+        out["client"] = {"package": out.pop("client"), "version": out.pop("client_version")}
+        return out
 
 
 @dataclass(frozen=True)
