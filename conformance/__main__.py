@@ -4,6 +4,7 @@
     python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
+    python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--smoke] [--jobs N]
 
 Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
 usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
@@ -386,6 +387,49 @@ def command_record(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _gate_parser(sub: Any) -> argparse.ArgumentParser:
+    # The defaults are spelt here, not imported, so that building the parser stays cheap.
+    gate: argparse.ArgumentParser = sub.add_parser(
+        "gate",
+        help="run a target's gate and write the release report (JSON and Markdown)",
+        description="Run a target's cases and write a JSON report and a Markdown summary for a pull "
+        "request. Use --smoke after a configuration change (a few seconds: plain text and one tool "
+        "turn, chat and stream); run the full matrix after an SDK, schema, gateway or parser change.",
+        epilog="exit status: 0 all passed (or skipped), 1 a case failed, 2 a usage error",
+    )
+    gate.add_argument(
+        "target", metavar="MODULE:NAME", help="an AgentLoopTarget or a BackendConformanceTarget"
+    )
+    gate.add_argument(
+        "--json", metavar="PATH", help="default: conformance-report.json in the working directory"
+    )
+    gate.add_argument(
+        "--markdown", metavar="PATH", help="default: conformance-report.md in the working directory"
+    )
+    gate.add_argument("--smoke", action="store_true", help="the short set, for a configuration change")
+    gate.add_argument("--jobs", type=int, default=_default_jobs(), metavar="N", help="cases run at once")
+    gate.add_argument(
+        "--client",
+        metavar="PACKAGE",
+        help="report this client package's version (default: the target's client attribute)",
+    )
+    return gate
+
+
+def command_gate(args: argparse.Namespace, out: TextIO) -> int:
+    from .gate.report import DEFAULT_JSON, DEFAULT_MARKDOWN, command
+
+    return command(
+        args.target,
+        json_path=args.json or DEFAULT_JSON,
+        markdown_path=args.markdown or DEFAULT_MARKDOWN,
+        smoke=args.smoke,
+        jobs=args.jobs,
+        client=args.client,
+        out=out,
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     from .wires import WIRES
 
@@ -427,8 +471,11 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     record.add_argument("--scenario", help="stamp each fixture with the conformance scenario it stands for")
     record.add_argument("--port", type=int, default=0)
     record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
+    gate = _gate_parser(sub)
     args = parser.parse_args(argv)
     try:
+        if args.command == "gate":
+            return command_gate(args, out)
         if args.command == "record":
             return command_record(args, out)
         if args.command == "run":
@@ -448,7 +495,7 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
         return run_matrix(targets, args.jobs, out, use_colour(out), processes=processes, specs=specs)
     except UsageError as exc:
-        chosen = {"serve": serve, "run": run, "record": record}.get(args.command, parser)
+        chosen = {"serve": serve, "run": run, "record": record, "gate": gate}.get(args.command, parser)
         chosen.error(str(exc))
     return 2  # parser.error() exits; this line is for the type checker
 
