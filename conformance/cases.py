@@ -79,6 +79,8 @@ class BackendConformanceTarget:
     reason it is skipped. ``chat``
     and ``stream`` adapt a backend whose surface differs from ``backend.chat(request)``
     and ``backend.chat_stream(request)``. ``timeout`` bounds each case in seconds.
+    ``client`` names the client package the backend is built on (``"openai"``), whose
+    installed version the release report states.
     """
 
     name: str
@@ -91,6 +93,7 @@ class BackendConformanceTarget:
     chat: Optional[ChatHook] = None
     stream: Optional[ChatHook] = None
     timeout: float = 5.0
+    client: Optional[str] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.wire, Wire):

@@ -21,7 +21,7 @@ from .wires._base import Wire
 __all__ = ["BackendConformanceTestCase"]
 
 #: The class attributes a subclass may set.
-SETTINGS = ("wire", "model", "headers", "skip", "http2", "timeout", "abstract")
+SETTINGS = ("wire", "model", "headers", "skip", "http2", "timeout", "client", "abstract")
 
 
 def _make_test(scenario: str, mode: str) -> Callable[[Any], None]:
@@ -44,7 +44,8 @@ class BackendConformanceTestCase:
     Set ``wire`` and implement ``create_backend(url)``; optionally ``model``,
     ``headers`` (sent by the backend on every request), ``skip`` (scenario, or
     ``"scenario/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
-    (seconds per case). Override ``chat(backend, request)`` or
+    (seconds per case), ``client`` (the client package the backend is built on, whose
+    version the release report states). Override ``chat(backend, request)`` or
     ``stream(backend, request)`` when the backend's surface differs from
     ``backend.chat(request)`` and ``backend.chat_stream(request)``. A shared base
     class without a wire sets ``abstract = True``.
@@ -56,6 +57,7 @@ class BackendConformanceTestCase:
     skip: ClassVar[Mapping[str, str]] = {}
     http2: ClassVar[bool] = False
     timeout: ClassVar[float] = 5.0
+    client: ClassVar[Optional[str]] = None
     abstract: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -133,6 +135,7 @@ class BackendConformanceTestCase:
             skip=dict(cls.skip),
             http2=cls.http2,
             timeout=cls.timeout,
+            client=cls.client,
             **hooks,
         )
 

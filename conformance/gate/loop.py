@@ -108,7 +108,8 @@ class AgentLoopTarget:
     result it sends back (the ``large-result`` case then expects a prefix of at most
     that many characters; ``None``: results go back whole). ``run(loop, task)``
     adapts a loop whose surface differs from ``loop.run(task)``. ``timeout`` bounds
-    each case in seconds.
+    each case in seconds. ``client`` names the client package the loop is built on
+    (``"openai"``), whose installed version the release report states.
     """
 
     name: str
@@ -120,6 +121,7 @@ class AgentLoopTarget:
     max_result_chars: Optional[int] = None
     run: Optional[RunHook] = None
     timeout: float = 5.0
+    client: Optional[str] = None
 
     def __post_init__(self) -> None:
         from .stages import check_stage_keys

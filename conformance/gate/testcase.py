@@ -21,7 +21,7 @@ from .stages import LOOP_MODES, STAGES, check_stage_keys
 __all__ = ["AgentLoopConformanceTestCase"]
 
 #: The class attributes a subclass may set.
-SETTINGS = ("wire", "model", "skip", "http2", "timeout", "max_result_chars", "abstract")
+SETTINGS = ("wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "abstract")
 
 
 def _make_test(stage: str, mode: str) -> Callable[[Any], None]:
@@ -52,6 +52,7 @@ class AgentLoopConformanceTestCase:
     skip: ClassVar[Mapping[str, str]] = {}
     http2: ClassVar[bool] = False
     timeout: ClassVar[float] = 5.0
+    client: ClassVar[Optional[str]] = None
     max_result_chars: ClassVar[Optional[int]] = None
     abstract: ClassVar[bool] = False
 
@@ -119,6 +120,7 @@ class AgentLoopConformanceTestCase:
             max_result_chars=cls.max_result_chars,
             run=hook,
             timeout=cls.timeout,
+            client=cls.client,
         )
 
     def run_agent_loop_case(self, stage: str, mode: str) -> None:
