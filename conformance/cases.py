@@ -33,6 +33,7 @@ __all__ = [
     "ConformanceAbort",
     "ConformanceCase",
     "backend_conformance_cases",
+    "scenario_reply",
 ]
 ChatHook = Callable[[Any, ChatRequest], Any]
 
@@ -218,24 +219,37 @@ class ConformanceCase:
         wire = self.target.wire
         if not wire.is_generation(request):
             return wire.aux_reply(request)
-        if self.scenario in ("tool-result", "parallel-tool-calls"):
-            from ._multiturn import multi_turn_reply
-
-            reply = multi_turn_reply(
-                wire, self.scenario, request, variant, [] if refusals is None else refusals
-            )
-        # The unnamed shape is asked for as before variants, so a wire of one's own
-        # whose reply() takes no variant keeps working.
-        elif variant:
-            reply = wire.reply(self.scenario, self.mode, request, variant)
-        else:
-            reply = wire.reply(self.scenario, self.mode, request)
+        reply = scenario_reply(wire, self.scenario, self.mode, request, variant, refusals)
         if reply is None:
             reason = f"{wire.name} has no {self.scenario} case"
             absent.append(reason)
             # The backend gets an answer it cannot mistake for the scenario, and stops.
             return JsonReply({"error": {"message": reason}}, status=501)
         return reply
+
+
+def scenario_reply(
+    wire: Wire,
+    scenario: str,
+    mode: str,
+    request: RecordedRequest,
+    variant: str = "",
+    refusals: Optional[List[str]] = None,
+) -> Optional[Reply]:
+    """The provider's answer to ``request`` in ``scenario``: the wire's ``reply()``, or,
+    for the multi-turn scenarios, its scripted turns; ``None`` where it has no such case.
+
+    ``refusals`` collects why a multi-turn history was refused with the API's 400.
+    """
+    if scenario in ("tool-result", "parallel-tool-calls"):
+        from ._multiturn import multi_turn_reply
+
+        return multi_turn_reply(wire, scenario, request, variant, [] if refusals is None else refusals)
+    # The unnamed shape is asked for as before variants, so a wire of one's own
+    # whose reply() takes no variant keeps working.
+    if variant:
+        return wire.reply(scenario, mode, request, variant)
+    return wire.reply(scenario, mode, request)
 
 
 def backend_conformance_cases(target: BackendConformanceTarget) -> List[ConformanceCase]:

@@ -8,6 +8,7 @@ import unittest
 from typing import Any, Dict, List, Optional
 from urllib.parse import quote
 
+from conformance.cases import scenario_reply
 from conformance.contract import LLMError
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.fixture import conformance_request
@@ -409,7 +410,7 @@ class CheckRequestTests(unittest.TestCase):
             for stream in (False, True) if "chat" in row.modes or name == "stream-error" else (True,):
                 with self.subTest(scenario=name, stream=stream):
                     self.assertIsNotNone(
-                        WIRE.reply(name, "stream" if stream else "chat", recorded(stream=stream))
+                        scenario_reply(WIRE, name, "stream" if stream else "chat", recorded(stream=stream))
                     )
 
 

@@ -6,6 +6,7 @@ import json
 import unittest
 from typing import Any, Dict, List, Optional
 
+from conformance.cases import scenario_reply
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
 from conformance.scenarios import SCENARIOS
@@ -106,7 +107,7 @@ class GeminiRepliesTest(unittest.TestCase):
                 continue  # an optional scenario Gemini's format has no form of
             for stream in (False, True):
                 with self.subTest(scenario=name, stream=stream):
-                    self.assertIsNotNone(gemini_wire.reply(name, "chat", request(stream=stream)))
+                    self.assertIsNotNone(scenario_reply(gemini_wire, name, "chat", request(stream=stream)))
 
     def test_form_follows_the_path_not_the_mode(self) -> None:
         """:streamGenerateContent gets a stream and :generateContent a whole body, whatever the mode."""

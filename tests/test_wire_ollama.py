@@ -7,6 +7,7 @@ import re
 import unittest
 from typing import Any, Dict, List, Optional
 
+from conformance.cases import scenario_reply
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
 from conformance.scenarios import SCENARIOS
@@ -79,7 +80,7 @@ class OllamaRepliesTest(unittest.TestCase):
         for name in SCENARIOS:
             for stream in (False, True):
                 with self.subTest(scenario=name, stream=stream):
-                    reply = ollama_wire.reply(name, "chat", request(stream=stream))
+                    reply = scenario_reply(ollama_wire, name, "chat", request(stream=stream))
                     self.assertEqual(reply is None, ollama_wire.absent(name) is not None)
 
     def test_stream_is_the_default(self) -> None:

@@ -7,6 +7,7 @@ import re
 import unittest
 from typing import Any, Dict, List, Tuple
 
+from conformance.cases import scenario_reply
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
 from conformance.reference._decoders import SSEDecoder
@@ -76,7 +77,8 @@ class OpenAIResponsesWireTest(unittest.TestCase):
                 continue  # an optional scenario only the wires that list it have
             for stream in (False, True):
                 with self.subTest(scenario=name, stream=stream):
-                    reply = wire.reply(name, "stream" if stream else "chat", recorded(good_body(stream)))
+                    mode = "stream" if stream else "chat"
+                    reply = scenario_reply(wire, name, mode, recorded(good_body(stream)))
                     self.assertIsNotNone(reply)
 
     def test_ids_look_like_openai_ids(self) -> None:
