@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional,
 from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
 from ._hub import REPLY_TYPES, Hub
 from .events import ResponseLog
-from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._http2 import H2Session
@@ -180,8 +180,12 @@ class H1Connection(RequestParser, asyncio.Protocol):
             self.task = None
             return None
         if self.state in (BODY, CHUNKED):
-            self._record(self._build(b"".join(self.parts) if self.parts else bytes(self.buf),
-                                     "the client closed the connection before the body ended"))
+            self._record(
+                self._build(
+                    b"".join(self.parts) if self.parts else bytes(self.buf),
+                    "the client closed the connection before the body ended",
+                )
+            )
         elif self.state == BUSY and not self.hanging:
             # Half-closed after a complete request: finish the reply, then close.
             return True
@@ -408,11 +412,28 @@ class H1Connection(RequestParser, asyncio.Protocol):
             else:
                 self.transport.write(head)
                 self._stream(framed, 0, ending, log, pauses)
+        elif isinstance(reply, DropReply):
+            self._drop(reply)
         else:
             assert isinstance(reply, HangReply)
             self.hanging = True
             if self.eof:
                 self.transport.close()
+
+    def _drop(self, reply: DropReply) -> None:
+        """End the connection before any byte of a response: a FIN, or a reset."""
+        self.keep_alive = False
+        if reply.end == "close":
+            self._half_close()
+            return
+        self.state = DRAIN
+        transport = self.transport
+        if transport.is_closing():
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
+        transport.abort()
 
     def _stream(
         self,
@@ -529,9 +550,7 @@ class H1Connection(RequestParser, asyncio.Protocol):
             self._record(self._build(b"".join(self.parts), error=message))
         kind = "conformance_h2c_only" if status == 505 and parsed else "conformance_bad_request"
         body = json.dumps({"error": {"message": message, "type": kind}}).encode("utf-8")
-        head = _head(
-            status, [("content-type", "application/json"), ("content-length", str(len(body)))], ()
-        )
+        head = _head(status, [("content-type", "application/json"), ("content-length", str(len(body)))], ())
         self.state = DRAIN
         self.buf.clear()
         self.transport.write(head.encode("utf-8") + _END_CLOSE + body)
@@ -560,7 +579,8 @@ class H1Connection(RequestParser, asyncio.Protocol):
     def _start_h2(self, data: bytes) -> None:
         if not self.hub.h2_available():
             self._fail(
-                505, "an HTTP/2 preface came, but the h2 package is not installed (pip install h2)",
+                505,
+                "an HTTP/2 preface came, but the h2 package is not installed (pip install h2)",
                 False,
             )
             return

@@ -40,7 +40,7 @@ import h2.settings
 
 from ._hub import REPLY_TYPES, Hub
 from .events import ResponseLog
-from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._http1 import H1Connection
@@ -70,9 +70,7 @@ def _headers(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tupl
     out: Headers = [(b":status", str(status).encode("ascii"))]
     out.extend((n.encode("ascii"), v.encode("utf-8")) for n, v in fixed if n not in names)
     out.extend(
-        (n.lower().encode("ascii"), v.encode("utf-8"))
-        for n, v in extra
-        if n.lower() not in _HOP_BY_HOP
+        (n.lower().encode("ascii"), v.encode("utf-8")) for n, v in extra if n.lower() not in _HOP_BY_HOP
     )
     return out
 
@@ -277,9 +275,7 @@ class H2Session:
         stream.parts.append(event.data)
         stream.size += len(event.data)
         if stream.size > self.hub.max_body_bytes:
-            message = (
-                f"request body is larger than max_body_bytes={self.hub.max_body_bytes}"
-            )
+            message = f"request body is larger than max_body_bytes={self.hub.max_body_bytes}"
             self._build(stream, message)
             self._reply_now(stream, _error(413, message))
             try:  # RFC 9113 8.1: a complete reply, then stop the upload
@@ -545,6 +541,15 @@ class H2Session:
         try:
             if isinstance(reply, HangReply):
                 return  # the stream stays in flight until the client resets it or leaves
+            if isinstance(reply, DropReply):
+                # Before any HEADERS: the stream ends with no response at all.
+                code = (
+                    h2.errors.ErrorCodes.NO_ERROR
+                    if reply.end == "close"
+                    else h2.errors.ErrorCodes.INTERNAL_ERROR
+                )
+                conn.reset_stream(sid, code)
+                self._flush()
             if isinstance(reply, JsonReply):
                 headers, body = self._encode(reply)
                 conn.send_headers(sid, headers, end_stream=not body)
