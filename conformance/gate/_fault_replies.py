@@ -28,6 +28,9 @@ CUTS: FrozenSet[str] = frozenset(
     f"{end}-{where}" for end in ("close", "reset") for where in ("after-first", "after-last", "mid-event")
 )
 
+#: How long a cut stream waits after its last chunk before it breaks.
+CUT_AFTER = 0.05
+
 FaultReply = Callable[["Wire", "ScriptedTurn", Optional["TurnEvents"], "RecordedRequest"], Optional[Reply]]
 
 
@@ -51,7 +54,15 @@ def _cut(where: str, end: str) -> FaultReply:
             event = events[first]
             head = events[:first] + [event[: len(event) // 2]]
         chunks = tcp_chunks(head, f"{wire.name}/{turn.seed}/cut")
-        return StreamReply(chunks, content_type=played.content_type, headers=dict(played.headers), end=end)
+        # The break waits a moment after the last chunk, so that the client has read what
+        # came before it: a reset discards what the client's socket had not yet handed on.
+        return StreamReply(
+            chunks,
+            content_type=played.content_type,
+            headers=dict(played.headers),
+            end=end,
+            pauses={len(chunks): CUT_AFTER},
+        )
 
     return reply
 

@@ -563,8 +563,8 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     wire = seen.case.target.wire
     for planned, exchange, message in _results_due(seen):
-        if message is None or message.tool_result is None:
-            continue
+        if message is None or message.tool_result is None or refusal(planned) is not None:
+            continue  # a refused call's result is refused-call's
         result = message.tool_result
         if result.name and result.name != planned.call.name:
             problems.append(

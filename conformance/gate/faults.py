@@ -15,13 +15,14 @@ longer than the 429's 0.2 s, and the timeout stage's budget is 0.6 s.
 
 What the loop must do at each fault is checked by the fault invariants (in
 ``_invariants``): ``partial-call``, ``re-executed``, ``refused-call`` and
-``recovered``.
+``recovered``. (``refused-call`` also holds a call whose arguments are not a JSON
+object; a corrupt-arguments stage waits for the contract to carry such a call.)
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 from ..wires._turns import ScriptedTurn
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from .stages import Stage, Step
 
 __all__ = [
-    "CORRUPT_ARGUMENTS",
     "CUT_FRAGMENTS",
     "FAULT_STAGES",
     "RATE_LIMIT_RETRY_AFTER",
@@ -39,8 +39,6 @@ __all__ = [
     "fault_skip",
 ]
 
-#: The arguments of the corrupt-arguments stage: a JSON string never closed.
-CORRUPT_ARGUMENTS = '{"text": "unterminated'
 #: The tool the unknown-tool stage's model calls: close to ``read_fixture``, as a
 #: model's slip is, and not one of the task's tools.
 UNKNOWN_TOOL = "read_file"
@@ -53,15 +51,6 @@ TIMEOUT_BUDGET = 0.6
 #: and object closed, is a valid call (what a partial-JSON parser would make of it).
 CUT_FRAGMENTS = ('{"text": "gate", "count": 2, "tags": ["a"', ', "b"', "]}")
 _ARGUMENTS = "".join(CUT_FRAGMENTS)
-
-#: The wires and modes whose provider sends a call's arguments as JSON text (which
-#: can arrive corrupt); elsewhere they are a JSON object in the response and cannot.
-ARGUMENTS_AS_TEXT: Mapping[str, Tuple[str, ...]] = {
-    "openai-chat": ("chat", "stream"),
-    "openai-responses": ("chat", "stream"),
-    "anthropic": ("stream",),
-    "bedrock-converse": ("stream",),
-}
 
 
 def _cut_stream(fault: str) -> Callable[[Step], ScriptedTurn]:
@@ -182,18 +171,6 @@ def _rows() -> Dict[str, Stage]:
             max_seconds=TIMEOUT_BUDGET,
         ),
         Stage(
-            "corrupt-arguments",
-            "never run a call whose arguments are not valid JSON; send a structured error back as its "
-            "result and carry on",
-            "parse the arguments once the call is complete; when they do not parse, answer the call "
-            'with ToolResult(error=ToolError("invalid_arguments", ...)) instead of running it',
-            "Echo a greeting.",
-            _refused("echo_json", CORRUPT_ARGUMENTS, ('{"text": ', '"unterminated')),
-            tools_called=("echo_json",),
-            requests=2,
-            fault=f"echo_json's arguments arrive as {CORRUPT_ARGUMENTS!r}",
-        ),
-        Stage(
             "unknown-tool",
             f"never run a call to a tool the task does not have ({UNKNOWN_TOOL}); send a structured error "
             "back as its result and carry on",
@@ -211,11 +188,6 @@ def _rows() -> Dict[str, Stage]:
 
 def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
     """Why ``wire`` cannot play ``stage``'s fault in ``mode``, or ``None``."""
-    if stage.name == "corrupt-arguments" and mode not in ARGUMENTS_AS_TEXT.get(wire.name, ()):
-        return (
-            f"{wire.name} sends a call's arguments as a JSON object in {mode} mode, so they cannot "
-            "arrive corrupt"
-        )
     if stage.name == "rate-limited":
         absent = wire.absent("rate-limit")
         if absent:
