@@ -44,41 +44,21 @@ FORMAT = "conformance-fixture/1"
 #: Request headers a fixture keeps: what says how the body is to be read and which
 #: API version was asked for. Everything else (credentials, cookies, organisation and
 #: project, AWS signing, SDK telemetry, host) is dropped and named in ``redacted``.
-REQUEST_HEADERS = frozenset(
-    {
-        "accept",
-        "content-type",
-        "anthropic-version",
-        "anthropic-beta",
-        "openai-beta",
-        "x-amz-target",
-    }
-)
+REQUEST_HEADERS = frozenset({
+    "accept", "content-type", "anthropic-version", "anthropic-beta", "openai-beta", "x-amz-target",
+})
 #: Response headers a fixture keeps: the body's type and what a backend's retry and
 #: error handling read. Request ids, organisation, project, cookies are dropped.
-RESPONSE_HEADERS = frozenset(
-    {
-        "content-type",
-        "retry-after",
-        "retry-after-ms",
-        "x-should-retry",
-        "x-amzn-errortype",
-    }
-)
+RESPONSE_HEADERS = frozenset({
+    "content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-amzn-errortype",
+})
 #: Response header prefixes kept: rate-limit counters.
 RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 #: Query parameters whose value is a credential (Gemini's ``key``, AWS presigning).
-SECRET_PARAMS = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "access_token",
-        "x-amz-signature",
-        "x-amz-credential",
-        "x-amz-security-token",
-    }
-)
+SECRET_PARAMS = frozenset({
+    "key", "api_key", "apikey", "access_token", "x-amz-signature", "x-amz-credential",
+    "x-amz-security-token",
+})
 #: Top-level request body fields whose value is a credential.
 SECRET_FIELDS = frozenset({"api_key", "apikey", "access_token", "secret", "client_secret", "token"})
 
@@ -273,20 +253,9 @@ class Fixture:
             response_headers, "response", RESPONSE_HEADERS, RESPONSE_HEADER_PREFIXES, redacted
         )
         return cls(
-            stamp,
-            method,
-            path,
-            _clean_query(query, redacted),
-            kept_request,
-            _clean_body(request_body, redacted),
-            status,
-            http_version,
-            kept_response,
-            tuple(chunks),
-            tuple(events),
-            tuple(sorted(set(redacted))),
-            complete,
-            chunked,
+            stamp, method, path, _clean_query(query, redacted), kept_request,
+            _clean_body(request_body, redacted), status, http_version, kept_response,
+            tuple(chunks), tuple(events), tuple(sorted(set(redacted))), complete, chunked,
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -341,21 +310,12 @@ class Fixture:
                 chunks.append((offset, float(chunk.get("at", 0.0)), data))
                 offset += len(data)
             return cls(
-                stamp,
-                request["method"],
-                request["path"],
-                request.get("query", ""),
-                dict(request.get("headers", {})),
-                _read_bytes(request["body"], f"{where}: request body"),
-                int(response["status"]),
-                response.get("http_version", "HTTP/1.1"),
-                dict(response.get("headers", {})),
-                tuple(chunks),
-                tuple(doc.get("events", ())),
-                tuple(doc.get("redacted", ())),
-                bool(response.get("complete", True)),
-                bool(response.get("chunked", True)),
-                source,
+                stamp, request["method"], request["path"], request.get("query", ""),
+                dict(request.get("headers", {})), _read_bytes(request["body"], f"{where}: request body"),
+                int(response["status"]), response.get("http_version", "HTTP/1.1"),
+                dict(response.get("headers", {})), tuple(chunks), tuple(doc.get("events", ())),
+                tuple(doc.get("redacted", ())), bool(response.get("complete", True)),
+                bool(response.get("chunked", True)), source,
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ProviderInputError):

@@ -40,19 +40,10 @@ from .fixture_format import Fixture, Stamp, model_of, schema_hash, strip_url
 __all__ = ["Recorder"]
 
 #: Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "te",
-        "trailer",
-        "proxy-authorization",
-        "proxy-authenticate",
-    }
-)
+_HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te",
+    "trailer", "proxy-authorization", "proxy-authenticate",
+})
 _MAX_BODY = 64 * 1024 * 1024
 
 
@@ -108,10 +99,8 @@ class Recorder:
         """Start serving in a daemon thread; returns ``self``."""
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="conformance-recorder",
-                daemon=True,
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                name="conformance-recorder", daemon=True,
             )
             self._thread.start()
         return self
@@ -282,26 +271,14 @@ class Recorder:
             first_seq = self._seq
             events = timed_events(
                 response_headers.get("content-type", ""),
-                [data for _, _, data in chunks],
-                [at for _, at, _ in chunks],
-                first_seq,
+                [data for _, _, data in chunks], [at for _, at, _ in chunks], first_seq,
             )
             self._seq += len(events)
             number = self._next
             self._next += 1
         fixture = Fixture.redacted_from(
-            stamp,
-            method,
-            target,
-            headers,
-            body,
-            response.status,
-            version,
-            response_headers,
-            chunks,
-            [e.as_dict() for e in events],
-            complete,
-            bool(response.chunked),
+            stamp, method, target, headers, body, response.status, version, response_headers,
+            chunks, [e.as_dict() for e in events], complete, bool(response.chunked),
         )
         name = f"{number:04d}-{_slug(method, path)}.json"
         destination = os.path.join(self.folder, name)

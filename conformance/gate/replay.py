@@ -39,19 +39,12 @@ __all__ = ["MATCHED_FIELDS", "ReplayWire"]
 #: The body fields that decide a provider's answer, in every wire's spelling:
 #: model, conversation, system prompt, tools and tool choice, and the stream flag.
 MATCHED_FIELDS = (
-    "model",
-    "messages",
-    "input",
-    "contents",
-    "system",
-    "instructions",
-    "systemInstruction",
-    "tools",
-    "toolConfig",
-    "tool_choice",
-    "stream",
+    "model", "messages", "input", "contents", "system", "instructions", "systemInstruction",
+    "tools", "toolConfig", "tool_choice", "stream",
 )
-_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream"})
+_STREAM_TYPES = frozenset(
+    {"text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream"}
+)
 #: How many answered requests keep their replay problems for the request check.
 _REMEMBERED = 4096
 
@@ -148,7 +141,9 @@ class ReplayWire(Wire):
 
     # -- answering ----------------------------------------------------------------
 
-    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
+    def reply(
+        self, scenario: str, mode: str, request: RecordedRequest, variant: str = ""
+    ) -> Optional[Reply]:
         """The recording for ``request`` among those stamped with ``scenario``.
 
         A recording is one shape already: it has no variants, and ``variant`` is not read.
@@ -181,8 +176,7 @@ class ReplayWire(Wire):
         key = self._key_of(request.method, request.path, request.json, self.base.wants_stream(request))
         with self._lock:
             matches = [
-                i
-                for i, f in enumerate(self.fixtures)
+                i for i, f in enumerate(self.fixtures)
                 if self._keys[i] == key and (scenario is None or f.stamp.scenario == scenario)
             ]
             if not matches:
@@ -203,10 +197,7 @@ class ReplayWire(Wire):
         streamed = content_type.split(";")[0].strip().lower() in _STREAM_TYPES
         if fixture.chunked or streamed or not fixture.complete:
             return StreamReply(
-                [data for _, _, data in fixture.chunks],
-                content_type,
-                fixture.status,
-                headers,
+                [data for _, _, data in fixture.chunks], content_type, fixture.status, headers,
                 hang=not fixture.complete,
             )
         return JsonReply(fixture.body, fixture.status, headers, content_type)
@@ -214,14 +205,8 @@ class ReplayWire(Wire):
     # -- matching -----------------------------------------------------------------
 
     def _wants_stream(self, fixture: Fixture) -> bool:
-        request = RecordedRequest(
-            fixture.method,
-            fixture.path,
-            fixture.query,
-            dict(fixture.request_headers),
-            fixture.request_body,
-            fixture.http_version,
-        )
+        request = RecordedRequest(fixture.method, fixture.path, fixture.query, dict(fixture.request_headers),
+                                  fixture.request_body, fixture.http_version)
         return bool(self.base.wants_stream(request))
 
     @staticmethod
@@ -238,7 +223,9 @@ class ReplayWire(Wire):
         where = f" stamped {scenario!r}" if scenario is not None else ""
         if not pool:
             return f"no recording{where} to answer {request.method} {request.path}"
-        scored = [([n for n, a, b in zip(names, self._keys[i], key) if a != b], i, f) for i, f in pool]
+        scored = [
+            ([n for n, a, b in zip(names, self._keys[i], key) if a != b], i, f) for i, f in pool
+        ]
         differences, index, closest = min(scored, key=lambda item: len(item[0]))
         recorded = self._keys[index]
         details = "; ".join(

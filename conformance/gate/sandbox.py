@@ -27,17 +27,16 @@ __all__ = ["SANDBOX_FILES", "Sandbox"]
 
 def _large_text() -> str:
     # 1024 numbered lines of 64 bytes each: 64 KiB, and any cut or reorder shows.
-    return "".join(
-        f"line {n:04d}: the quick brown fox jumps over the lazy dog".ljust(63, ".") + "\n"
-        for n in range(1, 1025)
-    )
+    return "".join(f"line {n:04d}: the quick brown fox jumps over the lazy dog".ljust(63, ".") + "\n"
+                   for n in range(1, 1025))
 
 
 #: The sandbox's files, by their path inside it: a small JSON document, text of one to
 #: four UTF-8 bytes per character, an empty file, and 64 KiB for the large round trip.
 SANDBOX_FILES: Mapping[str, str] = {
-    "weather.json": json.dumps({"city": "Paris", "temperature_c": 18, "conditions": "sunny"}, sort_keys=True)
-    + "\n",
+    "weather.json": json.dumps(
+        {"city": "Paris", "temperature_c": 18, "conditions": "sunny"}, sort_keys=True
+    ) + "\n",
     "notes/unicode.txt": "Café au lait, 18 °C ☀ — naïve résumé 🌤 ok.\n",
     "empty.txt": "",
     "large.txt": _large_text(),
@@ -108,8 +107,7 @@ class Sandbox:
         target = (self.root / path).resolve()
         if not target.is_relative_to(self.root):
             return ToolError(
-                "outside_sandbox",
-                f"{path!r} leads outside the sandbox; only its own files can be read",
+                "outside_sandbox", f"{path!r} leads outside the sandbox; only its own files can be read",
                 details=where,
             )
         if not target.is_file():

@@ -216,16 +216,8 @@ class _Call:
     cancel_reason: str = ""
 
     def snapshot(self) -> TrackedCall:
-        return TrackedCall(
-            self.call_id,
-            self.name,
-            self.key,
-            self.state,
-            tuple(self.fragments),
-            self.arguments,
-            self.result,
-            self.cancel_reason,
-        )
+        return TrackedCall(self.call_id, self.name, self.key, self.state, tuple(self.fragments),
+                           self.arguments, self.result, self.cancel_reason)
 
 
 class ToolCallTracker:
@@ -253,11 +245,7 @@ class ToolCallTracker:
             raise kind(
                 f"call {call.call_id!r} ({call.name or 'unnamed'}): cannot {event} "
                 f"in state {call.state}: {hint}",
-                state=call.state,
-                event=event,
-                call_id=call.call_id,
-                key=call.key,
-                **extra,
+                state=call.state, event=event, call_id=call.call_id, key=call.key, **extra,
             )
         call.state = target
 
@@ -267,9 +255,7 @@ class ToolCallTracker:
             known = ", ".join(repr(c) for c in self._calls) or "none"
             raise ToolCallStateError(
                 f"no call {call_id!r} to {event}; open it first (open calls: {known})",
-                state=None,
-                event=event,
-                call_id=call_id,
+                state=None, event=event, call_id=call_id,
             )
         return call
 
@@ -366,26 +352,18 @@ class ToolCallTracker:
             if not calls:
                 raise ToolCallStateError(
                     f"no call has the idempotency key {key!r}; open the call first",
-                    state=None,
-                    event=E.EXECUTE,
-                    call_id="",
-                    key=key,
+                    state=None, event=E.EXECUTE, call_id="", key=key,
                 )
             first = next((c for c in calls if c.ran or c.running), None)
             if first is not None:
-                self._history.append(
-                    Transition(self._clock(), first.call_id, key, first.state, E.EXECUTE, None, False)
-                )
+                self._history.append(Transition(self._clock(), first.call_id, key, first.state, E.EXECUTE,
+                                                None, False))
                 still = " and is still running" if first.running else ""
                 raise AlreadyExecuted(
                     f"idempotency key {key!r} was already executed by call {first.call_id!r} "
                     f"({first.name or 'unnamed'}){still}; reuse its result instead of running it again",
-                    result=first.result,
-                    exception=first.exception,
-                    state=first.state,
-                    event=E.EXECUTE,
-                    call_id=first.call_id,
-                    key=key,
+                    result=first.result, exception=first.exception,
+                    state=first.state, event=E.EXECUTE, call_id=first.call_id, key=key,
                 )
             ready = [c for c in calls if c.state == S.VALIDATED]
             if not ready:
@@ -403,12 +381,8 @@ class ToolCallTracker:
                     raise CallCancelled(
                         f"call {call.call_id!r} ({call.name or 'unnamed'}) was cancelled while it ran "
                         f"({call.cancel_reason}); do not send its result",
-                        reason=call.cancel_reason,
-                        result=result,
-                        state=call.state,
-                        event=E.EXECUTE,
-                        call_id=call.call_id,
-                        key=call.key,
+                        reason=call.cancel_reason, result=result,
+                        state=call.state, event=E.EXECUTE, call_id=call.call_id, key=call.key,
                     )
                 return
             self._move(call, E.EXECUTE)

@@ -70,13 +70,11 @@ TOOLS: Mapping[str, GateTool] = {
         GateTool(
             "echo_json",
             "Return the arguments it is given, unchanged, with the id of this execution.",
-            _object(
-                {
-                    "text": {"type": "string", "description": "Any text, returned as given."},
-                    "count": {"type": "integer", "description": "Any whole number."},
-                    "tags": {"type": "array", "items": {"type": "string"}, "description": "Any labels."},
-                }
-            ),
+            _object({
+                "text": {"type": "string", "description": "Any text, returned as given."},
+                "count": {"type": "integer", "description": "Any whole number."},
+                "tags": {"type": "array", "items": {"type": "string"}, "description": "Any labels."},
+            }),
         ),
         GateTool(
             "read_fixture",
@@ -86,12 +84,10 @@ TOOLS: Mapping[str, GateTool] = {
         GateTool(
             "delayed_value",
             "Return the given value after waiting the given number of milliseconds.",
-            _object(
-                {
-                    "value": {"type": "string", "description": "The value to return."},
-                    "delay_ms": {"type": "integer", "description": "How long to wait first, in ms."},
-                }
-            ),
+            _object({
+                "value": {"type": "string", "description": "The value to return."},
+                "delay_ms": {"type": "integer", "description": "How long to wait first, in ms."},
+            }),
         ),
         GateTool(
             "always_error",
@@ -249,38 +245,26 @@ class GateToolset:
         self.log.begin(entry)
         tool = TOOLS.get(call.name)
         if tool is None:
-            return (
-                entry,
-                0.0,
-                ToolError(
-                    "unknown_tool",
-                    f"there is no tool {call.name!r}; the tools are {', '.join(TOOLS)}",
-                    details={"tool": call.name},
-                ),
+            return entry, 0.0, ToolError(
+                "unknown_tool",
+                f"there is no tool {call.name!r}; the tools are {', '.join(TOOLS)}",
+                details={"tool": call.name},
             )
         violations = validate(tool.parameters, call.arguments)
         if violations:
-            return (
-                entry,
-                0.0,
-                ToolError(
-                    "invalid_arguments",
-                    f"the arguments of {call.name} break its schema: " + "; ".join(map(str, violations)),
-                    details={"tool": call.name, "violations": [str(v) for v in violations]},
-                ),
+            return entry, 0.0, ToolError(
+                "invalid_arguments",
+                f"the arguments of {call.name} break its schema: " + "; ".join(map(str, violations)),
+                details={"tool": call.name, "violations": [str(v) for v in violations]},
             )
         if call.name == "delayed_value":
             delay = call.arguments["delay_ms"] / 1000
             if not 0 <= delay <= self.max_delay:
                 limit = int(self.max_delay * 1000)
-                return (
-                    entry,
-                    0.0,
-                    ToolError(
-                        "invalid_arguments",
-                        f"delay_ms must be between 0 and {limit}, got {call.arguments['delay_ms']}",
-                        details={"tool": call.name},
-                    ),
+                return entry, 0.0, ToolError(
+                    "invalid_arguments",
+                    f"delay_ms must be between 0 and {limit}, got {call.arguments['delay_ms']}",
+                    details={"tool": call.name},
                 )
             return entry, delay, None
         return entry, 0.0, None
@@ -310,21 +294,10 @@ class GateToolset:
 
     def _record(self, entry: InFlight, call: ToolCall, status: str, result: ToolResult, ran: bool) -> None:
         ended = max(self.clock(), entry.started)
-        self.log.end(
-            ExecutionRecord(
-                entry.sequence,
-                entry.fixture_id,
-                entry.call_id,
-                entry.tool,
-                copy.deepcopy(call.arguments),
-                entry.key,
-                entry.started,
-                ended,
-                status,
-                result,
-                ran,
-            )
-        )
+        self.log.end(ExecutionRecord(
+            entry.sequence, entry.fixture_id, entry.call_id, entry.tool, copy.deepcopy(call.arguments),
+            entry.key, entry.started, ended, status, result, ran,
+        ))
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -340,3 +313,4 @@ class GateToolset:
 
     def __repr__(self) -> str:
         return f"<GateToolset run_id={self.run_id!r} {self.log!r}>"
+

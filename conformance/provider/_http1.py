@@ -180,12 +180,8 @@ class H1Connection(RequestParser, asyncio.Protocol):
             self.task = None
             return None
         if self.state in (BODY, CHUNKED):
-            self._record(
-                self._build(
-                    b"".join(self.parts) if self.parts else bytes(self.buf),
-                    "the client closed the connection before the body ended",
-                )
-            )
+            self._record(self._build(b"".join(self.parts) if self.parts else bytes(self.buf),
+                                     "the client closed the connection before the body ended"))
         elif self.state == BUSY and not self.hanging:
             # Half-closed after a complete request: finish the reply, then close.
             return True
@@ -550,7 +546,9 @@ class H1Connection(RequestParser, asyncio.Protocol):
             self._record(self._build(b"".join(self.parts), error=message))
         kind = "conformance_h2c_only" if status == 505 and parsed else "conformance_bad_request"
         body = json.dumps({"error": {"message": message, "type": kind}}).encode("utf-8")
-        head = _head(status, [("content-type", "application/json"), ("content-length", str(len(body)))], ())
+        head = _head(
+            status, [("content-type", "application/json"), ("content-length", str(len(body)))], ()
+        )
         self.state = DRAIN
         self.buf.clear()
         self.transport.write(head.encode("utf-8") + _END_CLOSE + body)
@@ -579,8 +577,7 @@ class H1Connection(RequestParser, asyncio.Protocol):
     def _start_h2(self, data: bytes) -> None:
         if not self.hub.h2_available():
             self._fail(
-                505,
-                "an HTTP/2 preface came, but the h2 package is not installed (pip install h2)",
+                505, "an HTTP/2 preface came, but the h2 package is not installed (pip install h2)",
                 False,
             )
             return

@@ -70,7 +70,9 @@ def _headers(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tupl
     out: Headers = [(b":status", str(status).encode("ascii"))]
     out.extend((n.encode("ascii"), v.encode("utf-8")) for n, v in fixed if n not in names)
     out.extend(
-        (n.lower().encode("ascii"), v.encode("utf-8")) for n, v in extra if n.lower() not in _HOP_BY_HOP
+        (n.lower().encode("ascii"), v.encode("utf-8"))
+        for n, v in extra
+        if n.lower() not in _HOP_BY_HOP
     )
     return out
 
@@ -275,7 +277,9 @@ class H2Session:
         stream.parts.append(event.data)
         stream.size += len(event.data)
         if stream.size > self.hub.max_body_bytes:
-            message = f"request body is larger than max_body_bytes={self.hub.max_body_bytes}"
+            message = (
+                f"request body is larger than max_body_bytes={self.hub.max_body_bytes}"
+            )
             self._build(stream, message)
             self._reply_now(stream, _error(413, message))
             try:  # RFC 9113 8.1: a complete reply, then stop the upload
@@ -543,12 +547,8 @@ class H2Session:
                 return  # the stream stays in flight until the client resets it or leaves
             if isinstance(reply, DropReply):
                 # Before any HEADERS: the stream ends with no response at all.
-                code = (
-                    h2.errors.ErrorCodes.NO_ERROR
-                    if reply.end == "close"
-                    else h2.errors.ErrorCodes.INTERNAL_ERROR
-                )
-                conn.reset_stream(sid, code)
+                errors = h2.errors.ErrorCodes
+                conn.reset_stream(sid, errors.NO_ERROR if reply.end == "close" else errors.INTERNAL_ERROR)
                 self._flush()
             if isinstance(reply, JsonReply):
                 headers, body = self._encode(reply)
