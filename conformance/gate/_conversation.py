@@ -72,6 +72,15 @@ class Exchange:
     hold: Optional[Tuple[int, str]] = None
     #: For a held cancel stream: how many transport chunks go out before the hold.
     head_chunks: int = 0
+    #: The fault this request was answered with instead of the turn (``faults``).
+    fault: Optional[str] = None
+
+    @property
+    def cut(self) -> bool:
+        """Whether the model's turn was cut short here: its calls never completed."""
+        from ._fault_replies import CUTS
+
+        return self.fault in CUTS
 
 
 class Conversation:
@@ -119,6 +128,7 @@ class Conversation:
         )
         turn = self.stage.script(step)
         exchange.step, exchange.turn, exchange.hold = accepted, turn, step.hold
+        exchange.fault = step.fault
         try:
             return self._play(exchange, turn, request)
         finally:
@@ -128,6 +138,12 @@ class Conversation:
     def _play(self, exchange: Exchange, turn: ScriptedTurn, request: RecordedRequest) -> Reply:
         wire = self.wire
         hold = exchange.hold
+        if exchange.fault is not None:
+            from ._fault_replies import fault_reply
+
+            played = wire.turn_stream(turn, request) if exchange.stream else None
+            exchange.events = played
+            return fault_reply(exchange.fault, wire, turn, played, request)
         if not exchange.stream:
             if hold is not None and hold[1] == "cancel":
                 return HangReply()
@@ -157,13 +173,24 @@ class Conversation:
     # -- the model's final text --------------------------------------------------------
 
     def planned(self) -> List[PlannedCall]:
-        """Every call the scripted model made, in order."""
+        """Every call the scripted model made, in order (not those of a turn cut short)."""
         with self.lock:
             exchanges = list(self.exchanges)
         return [
             PlannedCall(call, e.index, position)
             for e in exchanges
-            if e.turn is not None
+            if e.turn is not None and not e.cut
+            for position, call in enumerate(e.turn.calls)
+        ]
+
+    def cut_calls(self) -> List[PlannedCall]:
+        """The calls of every turn the provider cut short: none of them completed."""
+        with self.lock:
+            exchanges = list(self.exchanges)
+        return [
+            PlannedCall(call, e.index, position)
+            for e in exchanges
+            if e.turn is not None and e.cut
             for position, call in enumerate(e.turn.calls)
         ]
 

@@ -85,8 +85,48 @@ class LoopSeen:
         return sorted(self.records, key=lambda r: r.sequence)
 
     def before_abort(self) -> List[ExecutionRecord]:
+        """Executions before any abort, but for those of a cut or refused call (the fault checks')."""
         abort_at = self.outcome.abort_at
-        return [r for r in self.ran() if abort_at is None or r.started < abort_at]
+        owned = {r.sequence for r, _ in [*self.on_cut_calls(), *self.on_refused_calls()]}
+        return [
+            r for r in self.ran() if (abort_at is None or r.started < abort_at) and r.sequence not in owned
+        ]
+
+    # -- the fault stages ----------------------------------------------------------------
+
+    def faulted(self) -> List[Exchange]:
+        """The requests the provider answered with a fault instead of the model's turn."""
+        return [e for e in self.exchanges if e.fault is not None]
+
+    def _owned_by(self, calls: List[PlannedCall]) -> List[Tuple[ExecutionRecord, PlannedCall]]:
+        """Each execution of one of ``calls``: by call id, or where the provider sends none,
+        an execution of that tool begun before the next request after the call's turn."""
+        out: List[Tuple[ExecutionRecord, PlannedCall]] = []
+        for record in self.ran():
+            for planned in calls:
+                if self.case.target.wire.sends_call_ids:
+                    mine = record.call_id == planned.call.id
+                else:
+                    after = self.exchanges[planned.exchange + 1 :]
+                    until = after[0].request.received_at if after else float("inf")
+                    began = self.exchanges[planned.exchange].request.received_at
+                    mine = record.tool == planned.call.name and began <= record.started < until
+                if mine:
+                    out.append((record, planned))
+                    break
+        return out
+
+    def on_cut_calls(self) -> List[Tuple[ExecutionRecord, PlannedCall]]:
+        """Executions of a call whose turn the provider cut short."""
+        return self._owned_by(self.conversation.cut_calls())
+
+    def refused_calls(self) -> List[PlannedCall]:
+        """The calls the loop must refuse: arguments that are not a JSON object, or an unknown tool."""
+        return [p for p in self.planned() if refusal(p) is not None]
+
+    def on_refused_calls(self) -> List[Tuple[ExecutionRecord, PlannedCall]]:
+        """Executions of a call the loop must refuse."""
+        return self._owned_by(self.refused_calls())
 
     def matches(self) -> List[Tuple[ExecutionRecord, Optional[PlannedCall]]]:
         """Each execution before any abort with the planned call it ran (by id, else by name and order)."""
@@ -150,6 +190,20 @@ class LoopSeen:
         return f"      last events sent to {exchange.request}:\n" + _indent(lines)
 
 
+def refusal(planned: PlannedCall) -> Optional[str]:
+    """Why the loop must refuse ``planned`` rather than run it, or ``None``."""
+    call = planned.call
+    if call.name not in TOOLS:
+        return f"there is no tool {call.name!r} in the task"
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return f"its arguments {call.arguments!r} are not valid JSON"
+    if not isinstance(arguments, dict):
+        return f"its arguments {call.arguments!r} are not a JSON object"
+    return None
+
+
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
@@ -170,6 +224,8 @@ Check = Callable[[LoopSeen], List[LoopProblem]]
 
 def check_finished(seen: LoopSeen) -> List[LoopProblem]:
     o = seen.outcome
+    if seen.stage.fault and (o.hung or (seen.stage.may_stop and o.error is not None)):
+        return []  # whether the loop recovered or stopped well is recovered's to say
     if o.hung:
         return [
             LoopProblem(
@@ -198,6 +254,8 @@ def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
     if stage.budget or stage.cancel or not seen.finished_cleanly:
         return []
     result = seen.outcome.result
+    if stage.may_stop and _value(result.stopped) == "budget":
+        return []  # stopping at a fault is allowed; recovered says whether it stopped well
     last = seen.exchanges[-1] if seen.exchanges else None
     turn = last.turn if last is not None else None
     if turn is None:
@@ -302,7 +360,7 @@ def check_tool_name(seen: LoopSeen) -> List[LoopProblem]:
 def check_arguments(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     for record, planned in seen.matches():
-        if planned is None or record.tool != planned.call.name:
+        if planned is None or record.tool != planned.call.name or refusal(planned) is not None:
             continue
         sent = json.loads(planned.call.arguments)
         if record.arguments != sent:
@@ -331,6 +389,10 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     planned = seen.planned()
     for index, call in enumerate(planned):
         records = [r for r in seen.records_for(call) if r.ran]
+        if refusal(call) is not None:
+            continue  # never to run: refused-call says whether it did
+        if records and seen.faulted() and len(records) > 1:
+            continue  # run again after a fault: re-executed says so
         if stage.cancel:
             expected: Tuple[int, ...] = (0,)
         elif stage.budget and index == len(planned) - 1:
@@ -501,8 +563,8 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     wire = seen.case.target.wire
     for planned, exchange, message in _results_due(seen):
-        if message is None or message.tool_result is None:
-            continue
+        if message is None or message.tool_result is None or refusal(planned) is not None:
+            continue  # a refused call's result is refused-call's
         result = message.tool_result
         if result.name and result.name != planned.call.name:
             problems.append(
@@ -702,6 +764,149 @@ def check_reasoning(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+# -- the fault stages ---------------------------------------------------------------------
+
+
+def _fault_evidence(seen: LoopSeen, exchange: Exchange) -> str:
+    """The events around a fault: what its reply sent, else what came before it."""
+    if exchange.request.events:
+        return seen.events_of(exchange)
+    earlier = [e for e in seen.exchanges[: exchange.index] if e.request.events]
+    return seen.events_of(earlier[-1]) if earlier else ""
+
+
+def check_partial_call(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.on_cut_calls():
+        if not record.ran:
+            continue  # the toolset refused it at the door: nothing ran
+        exchange = seen.exchanges[planned.exchange]
+        problems.append(
+            LoopProblem(
+                "partial-call",
+                f"{seen.label(planned)}: executed ({record.fixture_id}) though its stream broke "
+                f"({exchange.fault}) before the turn ended; a call is complete only once its turn is",
+                _fault_evidence(seen, exchange),
+            )
+        )
+    return problems
+
+
+def check_re_executed(seen: LoopSeen) -> List[LoopProblem]:
+    faulted = seen.faulted()
+    if not faulted:
+        return []
+    problems = []
+    wire = seen.case.target.wire
+    for planned in seen.planned():
+        if refusal(planned) is not None:
+            continue
+        if wire.sends_call_ids:
+            runs = [r for r in seen.before_abort() if r.ran and r.call_id == planned.call.id]
+            allowed = 1
+        else:  # no ids: more runs of the tool than calls to it, told at its last call
+            same = [p for p in seen.planned() if p.call.name == planned.call.name]
+            if planned != same[-1]:
+                continue
+            runs = [r for r in seen.before_abort() if r.ran and r.tool == planned.call.name]
+            allowed = len(same)
+        if len(runs) <= allowed:
+            continue
+        fault = next((e for e in faulted if e.request.received_at <= runs[allowed].started), faulted[0])
+        fixtures = ", ".join(r.fixture_id for r in runs)
+        problems.append(
+            LoopProblem(
+                "re-executed",
+                f"{seen.label(planned)}: executed {len(runs)} times ({fixtures}); request {fault.index + 1} "
+                f"got {_fault_words(fault.fault)} and the loop ran the call again; a retry sends the "
+                "result it already has (key executions by the call id)",
+                _fault_evidence(seen, fault),
+            )
+        )
+    return problems
+
+
+def _fault_words(fault: Optional[str]) -> str:
+    words = {
+        "drop-close": "no response (the connection closed)",
+        "drop-reset": "no response (the connection was reset)",
+        "rate-limit": "a 429",
+        "hang": "no reply",
+    }
+    return words.get(fault or "", f"a broken stream ({fault})")
+
+
+def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.on_refused_calls():
+        if record.ran:
+            problems.append(
+                LoopProblem(
+                    "refused-call",
+                    f"{seen.label(planned)}: executed ({record.tool}, {record.fixture_id}) though "
+                    f"{refusal(planned)}; such a call goes back as a structured error, never run",
+                    seen.events_before(record.started),
+                )
+            )
+    for planned, exchange, message in _results_due(seen):
+        why = refusal(planned)
+        if why is None or message is None or message.tool_result is None:
+            continue
+        result = message.tool_result
+        if result.error is None and not result.is_error and _is_error_text(result.content) is None:
+            problems.append(
+                LoopProblem(
+                    "refused-call",
+                    f"{seen.label(planned)}: {why}; request {exchange.index + 1} sent back "
+                    f"{result.content[:120]!r}, not a structured error",
+                    seen.events_of(seen.exchanges[planned.exchange]),
+                )
+            )
+    return problems
+
+
+def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
+    stage, o = seen.stage, seen.outcome
+    if not stage.fault:
+        return []
+    faulted = seen.faulted()
+    where = faulted[0] if faulted else (seen.exchanges[-1] if seen.exchanges else None)
+    evidence = _fault_evidence(seen, where) if where is not None else ""
+    at = f"after request {where.index + 1} got {_fault_words(where.fault)}" if where is not None else ""
+    calls = ", ".join(f"{c.name} {c.id}" for c in (where.turn.calls if where and where.turn else ()))
+    about = f" (the call: {calls})" if calls else ""
+    if o.hung:
+        return [
+            LoopProblem(
+                "recovered",
+                f"the loop neither recovered nor stopped {at}{about}: still running at the case's bound "
+                f"of {o.waited:.1f} s (task.max_seconds was {seen.case.max_seconds})",
+                evidence,
+            )
+        ]
+    if o.error is None:
+        return []
+    if not stage.may_stop:
+        return [
+            LoopProblem(
+                "recovered",
+                f"the loop raised {type(o.error).__name__}: {o.error}{about}; a refused call goes back "
+                "as a structured error and the conversation carries on",
+                evidence,
+            )
+        ]
+    if not str(o.error).strip():
+        return [
+            LoopProblem(
+                "recovered",
+                f"the loop stopped {at}{about} with {type(o.error).__name__} and no message; say what "
+                "happened (the status, the timeout, the broken stream)",
+                evidence,
+            )
+        ]
+    return []
+
+
 #: Every invariant, by the id failure messages show.
 INVARIANTS: Dict[str, Check] = {
     "finished": check_finished,
@@ -722,6 +927,10 @@ INVARIANTS: Dict[str, Check] = {
     "result-content": check_result_content,
     "result-size": check_result_size,
     "reasoning": check_reasoning,
+    "partial-call": check_partial_call,
+    "re-executed": check_re_executed,
+    "refused-call": check_refused_call,
+    "recovered": check_recovered,
 }
 
 

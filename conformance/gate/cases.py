@@ -45,8 +45,13 @@ class AgentLoopCase:
 
     @property
     def max_seconds(self) -> float:
-        """The task's time budget: most of the case's bound, so the loop's own limit acts first."""
-        return round(self.target.timeout * 0.8, 2)
+        """The task's time budget: most of the case's bound, so the loop's own limit acts first.
+
+        A stage with a budget of its own (the timeout fault's) gets that, where shorter.
+        """
+        bound = round(self.target.timeout * 0.8, 2)
+        own = self.stage.max_seconds
+        return min(bound, own) if own is not None else bound
 
     @property
     def skip(self) -> Optional[str]:
@@ -59,6 +64,10 @@ class AgentLoopCase:
             return f"{wire.name} cannot play scripted conversations"
         if self.stage.reasoning and reasoning_for(wire) is None:
             return f"{wire.name} carries no reasoning across a tool turn"
+        if self.stage.fault:
+            from .faults import fault_skip
+
+            return fault_skip(self.stage, wire, self.mode)
         return None
 
     def __repr__(self) -> str:

@@ -16,18 +16,38 @@ It shows what the gate asks of a loop, in the order a loop meets it:
   running a call whose result could not be sent.
 - On abort, the backend raises the reason and closes its connection; the loop lets
   it through and runs nothing more.
+- Bound each request by what is left of ``max_seconds``. When a request fails in a
+  way worth another try (a broken stream or connection, a retryable
+  :class:`~conformance.LLMError` such as a 429), wait what the provider asked (or a
+  short pause) if the budget allows, and send the same conversation again: the
+  results already made go back as they are, and nothing runs a second time (the
+  tracker keys executions by call id). A broken stream's calls were never complete,
+  so nothing of it is kept. Otherwise raise the error, which says what happened.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, List, Optional
 
-from ..contract import ChatRequest, ChatResponse, Message, Reasoning, ToolCall, ToolError, ToolResult
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ToolCall,
+    ToolError,
+    ToolResult,
+)
 from .loop import LoopResult, LoopTask
 from .state import ToolCallTracker
 
 __all__ = ["ReferenceLoop"]
+
+#: The pause before another try where the provider asked for none.
+RETRY_PAUSE = 0.05
 
 
 class ReferenceLoop:
@@ -43,22 +63,34 @@ class ReferenceLoop:
         messages: List[Message] = [Message("user", task.prompt)]
         tracker = ToolCallTracker()
         schemas = {spec.name: spec.parameters for spec in task.tools}
-        sent = 0
+        sent = answered = 0
         last = ChatResponse("", "stop")
         try:
             while True:
                 task.signal.raise_if_aborted()
-                if sent >= task.max_requests or time.monotonic() - started >= task.max_seconds:
+                left = task.max_seconds - (time.monotonic() - started)
+                if sent >= task.max_requests or left <= 0:
                     return LoopResult(last.content, str(last.finish_reason), stopped="budget")
                 request = ChatRequest(
                     task.model,
                     tuple(messages),
                     tools=task.tools,
-                    tool_choice=task.tool_choice if sent == 0 else None,
+                    tool_choice=task.tool_choice if answered == 0 else None,
                     signal=task.signal,
                 )
                 sent += 1
-                last = await (self._stream(request) if task.stream else self.backend.chat(request))
+                ask = self._stream(request) if task.stream else self.backend.chat(request)
+                try:
+                    last = await asyncio.wait_for(ask, left)
+                except asyncio.TimeoutError:
+                    return LoopResult(last.content, str(last.finish_reason), stopped="budget")
+                except (LLMError, ConnectionError, EOFError, ValueError) as exc:
+                    pause = self._retry_pause(exc, task, started, sent)
+                    if pause is None:
+                        raise
+                    await self._pause(task, pause)
+                    continue
+                answered += 1
                 if not last.tool_calls:
                     return LoopResult(last.content, str(last.finish_reason))
                 if sent >= task.max_requests:
@@ -72,18 +104,52 @@ class ReferenceLoop:
             tracker.cancel_all("the loop stopped")
             raise
 
+    def _retry_pause(
+        self, error: BaseException, task: LoopTask, started: float, sent: int
+    ) -> Optional[float]:
+        """How long to wait before sending the failed request again; ``None`` to raise instead."""
+        if task.signal.aborted:
+            return None
+        if isinstance(error, LLMError):
+            if not error.retryable:
+                return None
+            pause = error.retry_after if error.retry_after is not None else RETRY_PAUSE
+        elif isinstance(error, (ConnectionError, EOFError)) or _is_stream_error(error):
+            pause = RETRY_PAUSE
+        else:
+            return None
+        left = task.max_seconds - (time.monotonic() - started)
+        if sent >= task.max_requests or pause >= left:
+            return None  # no room for another try: the error says what happened
+        return pause
+
+    @staticmethod
+    async def _pause(task: LoopTask, seconds: float) -> None:
+        """Wait ``seconds``, or raise the abort reason as soon as the signal fires."""
+        try:
+            await asyncio.wait_for(task.signal.wait(), seconds)
+        except asyncio.TimeoutError:
+            return
+        task.signal.raise_if_aborted()
+
     async def _stream(self, request: ChatRequest) -> ChatResponse:
         """The streamed turn gathered: text deltas joined, calls and reasoning as completed."""
         text: List[str] = []
         calls: List[ToolCall] = []
         reasoning: List[Reasoning] = []
         finish = "stop"
-        async for chunk in self.backend.chat_stream(request):
-            text.append(chunk.content)
-            calls.extend(chunk.tool_calls)
-            reasoning.extend(chunk.reasoning)
-            if chunk.finish_reason is not None:
-                finish = str(chunk.finish_reason)
+        stream = self.backend.chat_stream(request)
+        try:
+            async for chunk in stream:
+                text.append(chunk.content)
+                calls.extend(chunk.tool_calls)
+                reasoning.extend(chunk.reasoning)
+                if chunk.finish_reason is not None:
+                    finish = str(chunk.finish_reason)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
         return ChatResponse("".join(text), finish, tuple(calls), reasoning=tuple(reasoning))
 
     async def _execute(
@@ -112,3 +178,10 @@ class ReferenceLoop:
     async def aclose(self) -> None:
         """Close the backend's connections."""
         await self.backend.aclose()
+
+
+def _is_stream_error(error: BaseException) -> bool:
+    """A stream that broke off inside an event: its bytes do not decode."""
+    from ..reference._decoders import EventStreamError
+
+    return isinstance(error, (EventStreamError, UnicodeDecodeError))

@@ -78,6 +78,9 @@ class Step:
     call_reasoning: Tuple[Reasoning, ...] = ()
     #: Set by a script that wants its stream held: (call position, "before-last" | "cancel").
     hold: Optional[Tuple[int, str]] = None
+    #: Set by a script that answers this request with a fault instead of the turn
+    #: (a name of :data:`~conformance.gate._fault_replies.FAULT_REPLIES`).
+    fault: Optional[str] = None
 
     def call(
         self,
@@ -196,6 +199,14 @@ class Stage:
     requests: Optional[int] = None
     modes: Tuple[str, ...] = LOOP_MODES
     notes: Mapping[str, str] = field(default_factory=dict)
+    #: A fault stage: the provider breaks the conversation at a protocol event
+    #: (the table is in ``faults``); empty for the stages above.
+    fault: str = ""
+    #: At the fault the loop may recover, or stop with a useful error or
+    #: ``LoopResult(stopped="budget")``; otherwise it must carry on to the final text.
+    may_stop: bool = False
+    #: The task's ``max_seconds`` where the stage sets its own (shorter) budget.
+    max_seconds: Optional[float] = None
 
 
 STAGES: Dict[str, Stage] = {
@@ -323,6 +334,12 @@ STAGES: Dict[str, Stage] = {
         ),
     )
 }
+
+
+# The fault stages, placed at protocol events, follow the stages above.
+from .faults import FAULT_STAGES  # noqa: E402 - they are built from Stage and Step
+
+STAGES.update(FAULT_STAGES)
 
 
 #: The reasoning each wire's model carries on a tool turn: (the turn's, the call's).

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .replies import Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import DropReply, Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._server import FakeProvider, start_fake_provider
     from .events import WireEvent, events_around
 
 __all__ = [
+    "DropReply",
     "FakeProvider",
     "Handler",
     "HangReply",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional,
 from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
 from ._hub import REPLY_TYPES, Hub
 from .events import ResponseLog
-from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._http2 import H2Session
@@ -408,11 +408,28 @@ class H1Connection(RequestParser, asyncio.Protocol):
             else:
                 self.transport.write(head)
                 self._stream(framed, 0, ending, log, pauses)
+        elif isinstance(reply, DropReply):
+            self._drop(reply)
         else:
             assert isinstance(reply, HangReply)
             self.hanging = True
             if self.eof:
                 self.transport.close()
+
+    def _drop(self, reply: DropReply) -> None:
+        """End the connection before any byte of a response: a FIN, or a reset."""
+        self.keep_alive = False
+        if reply.end == "close":
+            self._half_close()
+            return
+        self.state = DRAIN
+        transport = self.transport
+        if transport.is_closing():
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
+        transport.abort()
 
     def _stream(
         self,

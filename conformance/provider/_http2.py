@@ -40,7 +40,7 @@ import h2.settings
 
 from ._hub import REPLY_TYPES, Hub
 from .events import ResponseLog
-from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     from ._http1 import H1Connection
@@ -545,6 +545,11 @@ class H2Session:
         try:
             if isinstance(reply, HangReply):
                 return  # the stream stays in flight until the client resets it or leaves
+            if isinstance(reply, DropReply):
+                # Before any HEADERS: the stream ends with no response at all.
+                errors = h2.errors.ErrorCodes
+                conn.reset_stream(sid, errors.NO_ERROR if reply.end == "close" else errors.INTERNAL_ERROR)
+                self._flush()
             if isinstance(reply, JsonReply):
                 headers, body = self._encode(reply)
                 conn.send_headers(sid, headers, end_stream=not body)

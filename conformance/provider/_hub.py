@@ -16,14 +16,14 @@ from collections import deque
 from collections.abc import Awaitable as _Awaitable
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Deque, List, Optional, Set, TypeVar, Union
 
-from .replies import WATCH, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
     import asyncio
 
 __all__ = ["Hub", "REPLY_TYPES"]
 
-REPLY_TYPES = (JsonReply, StreamReply, HangReply)
+REPLY_TYPES = (JsonReply, StreamReply, HangReply, DropReply)
 
 T = TypeVar("T")
 
@@ -299,7 +299,7 @@ class Hub:
         return error_reply(
             500,
             f"the provider's reply handler returned {type(result).__name__}; "
-            "expected JsonReply, StreamReply or HangReply",
+            "expected JsonReply, StreamReply, HangReply or DropReply",
             "conformance_handler_error",
         )
 

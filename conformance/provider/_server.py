@@ -293,7 +293,7 @@ class FakeProvider:
         """
         if reply is not None and not isinstance(reply, REPLY_TYPES) and not callable(reply):
             raise ProviderInputError(
-                "provider.reply() takes a JsonReply, StreamReply or HangReply, or a handler "
+                "provider.reply() takes a JsonReply, StreamReply, HangReply or DropReply, or a handler "
                 f"that returns one; got {type(reply).__name__}"
             )
         self._hub.script = reply

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .events import ResponseLog, WireEvent
 
 __all__ = [
+    "DropReply",
     "Handler",
     "HangReply",
     "JsonReply",
@@ -193,7 +194,29 @@ class HangReply:
     """A request that is never answered: no status line, no headers, until the client leaves."""
 
 
-Reply = Union[JsonReply, StreamReply, HangReply]
+@dataclass(frozen=True)
+class DropReply:
+    """A request answered with nothing: the provider ends it before a status line.
+
+    The moment a retry is ambiguous: the client cannot tell whether the request was
+    acted on. ``end="close"`` ends it cleanly (HTTP/1.1 closes the connection with a
+    FIN, h2 sends ``RST_STREAM(NO_ERROR)``); ``end="reset"`` ends it with an error
+    (HTTP/1.1 resets the TCP connection, h2 sends ``RST_STREAM(INTERNAL_ERROR)``).
+    Over HTTP/1.1 the connection goes either way, so a keep-alive client must open a
+    new one to try again.
+    """
+
+    end: str = "close"
+
+    def __post_init__(self) -> None:
+        if self.end not in ("close", "reset"):
+            raise ProviderInputError(
+                f"DropReply end must be 'close' or 'reset', got {self.end!r}"
+                f"{_did_you_mean(self.end, ('close', 'reset'))}"
+            )
+
+
+Reply = Union[JsonReply, StreamReply, HangReply, DropReply]
 
 
 class _Watch:

@@ -1,0 +1,198 @@
+"""The fault stages: the provider breaks a conversation at a protocol event.
+
+Strategy: a fault stage is a row of the same stage table, whose script marks the
+request it breaks (``Step.fault``, a name of
+:data:`~conformance.gate._fault_replies.FAULT_REPLIES`); the conversation then
+answers that request with the fault instead of the model's turn. Faults are placed
+at protocol events, never at byte counts: right after the event that carried a
+call's first argument fragment, right after the one that carried its last (before
+the turn's end event), inside that first event's bytes, or on the request that
+carries the results of a tool the loop already ran. A stream fault exists only in
+stream mode; the others in both. After a broken stream the model, asked again,
+makes the call anew (a new response, so a new call id); after a broken request that
+carried results it answers with its final text. Every fault is bounded: no pause is
+longer than the 429's 0.2 s, and the timeout stage's budget is 0.6 s.
+
+What the loop must do at each fault is checked by the fault invariants (in
+``_invariants``): ``partial-call``, ``re-executed``, ``refused-call`` and
+``recovered``. (``refused-call`` also holds a call whose arguments are not a JSON
+object; a corrupt-arguments stage waits for the contract to carry such a call.)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
+
+from ..wires._turns import ScriptedTurn
+
+if TYPE_CHECKING:
+    from ..wires._base import Wire
+    from .stages import Stage, Step
+
+__all__ = [
+    "CUT_FRAGMENTS",
+    "FAULT_STAGES",
+    "RATE_LIMIT_RETRY_AFTER",
+    "TIMEOUT_BUDGET",
+    "UNKNOWN_TOOL",
+    "fault_skip",
+]
+
+#: The tool the unknown-tool stage's model calls: close to ``read_fixture``, as a
+#: model's slip is, and not one of the task's tools.
+UNKNOWN_TOOL = "read_file"
+#: The delay the mid-conversation 429 asks for, in the wire's own form.
+RATE_LIMIT_RETRY_AFTER = 0.2
+#: The timeout stage's ``max_seconds``: the loop's deadline, short so the stage stays quick.
+TIMEOUT_BUDGET = 0.6
+
+#: The cut streams' ``echo_json`` fragments: the first alone, its open string, array
+#: and object closed, is a valid call (what a partial-JSON parser would make of it).
+CUT_FRAGMENTS = ('{"text": "gate", "count": 2, "tags": ["a"', ', "b"', "]}")
+_ARGUMENTS = "".join(CUT_FRAGMENTS)
+
+
+def _cut_stream(fault: str) -> Callable[[Step], ScriptedTurn]:
+    def script(step: Step) -> ScriptedTurn:
+        if step.index == 0:
+            step.fault = fault
+            return step.turn(step.call("echo_json", _ARGUMENTS, fragments=CUT_FRAGMENTS))
+        if step.index == 1:
+            return step.turn(step.call("echo_json", _ARGUMENTS))
+        return step.final()
+
+    return script
+
+
+def _after_execution(fault: str, every: bool = False) -> Callable[[Step], ScriptedTurn]:
+    def script(step: Step) -> ScriptedTurn:
+        if step.index == 0:
+            return step.turn(step.call("echo_json", _ARGUMENTS))
+        if step.index == 1 or every:
+            step.fault = fault
+        return step.final()
+
+    return script
+
+
+def _refused(name: str, arguments: str, fragments: Tuple[str, ...] = ()) -> Callable[[Step], ScriptedTurn]:
+    def script(step: Step) -> ScriptedTurn:
+        if step.index == 0:
+            return step.turn(step.call(name, arguments, fragments=fragments))
+        return step.final()
+
+    return script
+
+
+def _rows() -> Dict[str, Stage]:
+    from .stages import Stage
+
+    stream_only = ("stream",)
+    rows = []
+    for end, how in (("close", "closes cleanly"), ("reset", "resets")):
+        rows += [
+            Stage(
+                f"{end}-after-first-fragment",
+                "run no tool on a call whose stream broke after its first argument fragment, then recover "
+                "or stop with a useful error within budget",
+                "take a call only once its turn has ended (the provider's done event, finish reason, "
+                "message_stop); on a broken stream drop what it carried, then retry or raise",
+                "Echo a greeting.",
+                _cut_stream(f"{end}-after-first"),
+                tools_called=("echo_json",),
+                modes=stream_only,
+                fault=f"the stream {how} right after the call's first argument event",
+                may_stop=True,
+            ),
+            Stage(
+                f"{end}-after-last-fragment",
+                "run no tool on a call whose stream broke after its last argument fragment but before the "
+                "turn's end event, then recover or stop with a useful error within budget",
+                "a call whose arguments are all there is still partial until its turn ends; retrying "
+                "after running it runs it twice",
+                "Echo a greeting.",
+                _cut_stream(f"{end}-after-last"),
+                tools_called=("echo_json",),
+                modes=stream_only,
+                fault=f"the stream {how} right after the call's last argument event, before the turn's end",
+                may_stop=True,
+            ),
+            Stage(
+                f"{end}-mid-event",
+                "run no tool when the stream broke inside an event's bytes, then recover or stop with a "
+                "useful error within budget",
+                "never parse or act on an event that did not arrive whole; treat the broken stream as "
+                "a failed request",
+                "Echo a greeting.",
+                _cut_stream(f"{end}-mid-event"),
+                tools_called=("echo_json",),
+                modes=stream_only,
+                fault=f"the connection {how} inside the bytes of the call's first argument event",
+                may_stop=True,
+            ),
+            Stage(
+                f"{end}-after-execution",
+                "not run a tool again when the request carrying its result got no response and is retried",
+                "key executions by an idempotency key (the call id) and, on a retry, send the results "
+                "already made; never run the turn's calls again",
+                "Echo a greeting.",
+                _after_execution(f"drop-{end}"),
+                tools_called=("echo_json",),
+                fault=f"the request carrying the result is answered with nothing: the connection {how}",
+                may_stop=True,
+            ),
+        ]
+    rows += [
+        Stage(
+            "rate-limited",
+            "wait out a 429's retry-after on the request carrying a result and recover, or stop with a "
+            "useful error within budget, never running the tool again",
+            "read the provider's retry delay (retry-after, retry-after-ms, RetryInfo), wait it out "
+            "within task.max_seconds, and send the same request again",
+            "Echo a greeting.",
+            _after_execution("rate-limit"),
+            tools_called=("echo_json",),
+            fault=f"the request carrying the result gets the wire's own 429, asking for "
+            f"{RATE_LIMIT_RETRY_AFTER} s",
+            may_stop=True,
+        ),
+        Stage(
+            "timeout",
+            f"stop within task.max_seconds ({TIMEOUT_BUDGET} s here) when the provider never answers, with "
+            'a useful error or LoopResult(stopped="budget"), never running the tool again',
+            "bound each request by what is left of task.max_seconds, and stop (or raise an error that "
+            "says it timed out) when it runs out",
+            "Echo a greeting.",
+            _after_execution("hang", every=True),
+            tools_called=("echo_json",),
+            fault="every request after the tool ran is never answered",
+            may_stop=True,
+            max_seconds=TIMEOUT_BUDGET,
+        ),
+        Stage(
+            "unknown-tool",
+            f"never run a call to a tool the task does not have ({UNKNOWN_TOOL}); send a structured error "
+            "back as its result and carry on",
+            'answer a call to an unknown tool with ToolResult(error=ToolError("unknown_tool", ...)); '
+            "never map it to a tool with a similar name",
+            "Read weather.json.",
+            _refused(UNKNOWN_TOOL, json.dumps({"path": "weather.json"})),
+            tools_called=(UNKNOWN_TOOL,),
+            requests=2,
+            fault=f"the model calls {UNKNOWN_TOOL}, which the task does not offer",
+        ),
+    ]
+    return {row.name: row for row in rows}
+
+
+def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
+    """Why ``wire`` cannot play ``stage``'s fault in ``mode``, or ``None``."""
+    if stage.name == "rate-limited":
+        absent = wire.absent("rate-limit")
+        if absent:
+            return f"{wire.name} has no rate-limit reply: {absent}"
+    return None
+
+
+FAULT_STAGES: Dict[str, Stage] = _rows()
