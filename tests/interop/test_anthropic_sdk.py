@@ -47,6 +47,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
@@ -484,6 +485,32 @@ class AnthropicAsyncH2CConformance(AnthropicAsyncConformance):
 
     http2 = True
     skip = HTTPX_H2_SKIPS
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool choice, thinking dropped from elsewhere, and thinking blocks read back, through the SDK."""
+
+    wire = anthropic_wire
+    reply_reasoning = (
+        *anthropic_wire.turn_reasoning,
+        Reasoning(
+            ReasoningKind.REDACTED_THINKING.value, data="RWtvQ0NrZ0lBeEFCR0FJaQ==", provider="anthropic"
+        ),
+    )
+
+    def create_backend(self, url: str) -> SyncAnthropicBackend:
+        return SyncAnthropicBackend(url, HEADERS)
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncH2CRoundTrip(AnthropicRoundTrip):
+    """The same through ``AsyncAnthropic`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> AsyncAnthropicBackend:  # type: ignore[override]
+        return AsyncAnthropicBackend(url, HEADERS, http2=True)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.bedrock import bedrock_converse_wire
 
+from ._roundtrip import AdapterRoundTrip
+
 HAVE_BOTO3 = importlib.util.find_spec("boto3") is not None
 
 #: Error codes as botocore reports them (``x-amzn-ErrorType`` up to its colon, or the
@@ -390,6 +392,24 @@ class Boto3BedrockConformance(BackendConformanceTestCase, unittest.TestCase):
 
     def create_backend(self, url: str) -> Boto3BedrockBackend:
         return Boto3BedrockBackend(url, headers=self.headers)
+
+
+@unittest.skipUnless(HAVE_BOTO3, "boto3 is not installed: pip install boto3")
+class Boto3BedrockRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool choice, reasoning dropped from elsewhere, and reasoning blocks read back, through boto3.
+
+    The redacted block's data goes through botocore as a blob: decoded on the way in,
+    encoded again on the way out, the same base64 both ways.
+    """
+
+    wire = bedrock_converse_wire
+    reply_reasoning = (
+        *bedrock_converse_wire.turn_reasoning,
+        Reasoning(ReasoningKind.REDACTED_THINKING.value, data="RWtvQ0NrZ0lBeEFCR0FJaQ==", provider="bedrock"),
+    )
+
+    def create_backend(self, url: str) -> Boto3BedrockBackend:
+        return Boto3BedrockBackend(url)
 
 
 if __name__ == "__main__":

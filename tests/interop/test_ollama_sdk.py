@@ -40,6 +40,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.ollama import ollama_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
 
 HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
@@ -305,6 +306,29 @@ class OllamaAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCase):
 
     def create_backend(self, url: str) -> OllamaAsyncBackend:
         return OllamaAsyncBackend(url, self.headers, http1=False, http2=True)
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+class OllamaRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """No tool choice sent, thinking dropped from elsewhere and read back, through ``Client.chat``."""
+
+    wire = ollama_wire
+    has_tool_choice = False
+    reply_reasoning = ollama_wire.turn_reasoning
+
+    def create_backend(self, url: str) -> OllamaSyncBackend:
+        return OllamaSyncBackend(url, {})
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+@unittest.skipUnless(HAVE_H2, "h2 is not installed: pip install h2")
+class OllamaAsyncH2CRoundTrip(OllamaRoundTrip):
+    """The same through ``AsyncClient`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> OllamaAsyncBackend:  # type: ignore[override]
+        return OllamaAsyncBackend(url, {}, http1=False, http2=True)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.openai_responses import openai_responses_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
@@ -419,6 +420,27 @@ class OpenAIResponsesAsyncH2CConformance(OpenAIResponsesAsyncConformance):
 
     http2 = True
     skip = HTTPX_H2_SKIPS
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool choice, reasoning items dropped from elsewhere and read back, through ``responses.create``."""
+
+    wire = openai_responses_wire
+    reply_reasoning = openai_responses_wire.turn_reasoning
+
+    def create_backend(self, url: str) -> SyncOpenAIResponsesBackend:
+        return SyncOpenAIResponsesBackend(f"{url}/v1", HEADERS)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesAsyncH2CRoundTrip(OpenAIResponsesRoundTrip):
+    """The same through ``AsyncOpenAI`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> AsyncOpenAIResponsesBackend:  # type: ignore[override]
+        return AsyncOpenAIResponsesBackend(f"{url}/v1", HEADERS, http2=True)
 
 
 if __name__ == "__main__":
