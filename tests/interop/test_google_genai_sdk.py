@@ -55,6 +55,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.gemini import gemini_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings
 
 HAVE_GENAI = (
@@ -648,6 +649,74 @@ class GoogleGenAIChatTurns(unittest.TestCase):
         self.assertEqual(
             [m.tool_result.call_id for m in history.results if m.tool_result], ["whZntcQw", "96c1su3s"]
         )
+
+
+#: A canonical signature with "/" in it: standard base64, which the SDK reads into bytes.
+ROUND_TRIP_SIGNATURE = base64.b64encode(b"\xff\xfe\xfd" * 16).decode("ascii")
+
+
+def _same_bytes(sent: str, want: str) -> bool:
+    """Whether two base64 strings, standard or URL-safe, padded or not, hold the same bytes."""
+    padded = sent + "=" * (-len(sent) % 4)
+    return base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_")) == base64.b64decode(want)
+
+
+@unittest.skipUnless(HAVE_GENAI, "google-genai is not installed: pip install google-genai")
+class GoogleGenAIRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool config, signatures dropped from elsewhere and read back, through ``generate_content``."""
+
+    wire = gemini_wire
+    call_reasoning = (
+        Reasoning(ReasoningKind.THOUGHT_SIGNATURE.value, signature=ROUND_TRIP_SIGNATURE, provider="gemini"),
+    )
+
+    unsigned_call_refused = "missing a thought_signature"
+
+    def create_backend(self, url: str) -> Any:
+        return GenAISyncBackend(url, {})
+
+    def test_tool_result_history_holds_the_same_signature_bytes(self) -> None:
+        """The tool-result history reads back whole, the call's signature as the same bytes.
+
+        This is what the skipped ``tool-result`` cases would check, but for the
+        signature's spelling, which the SDK rewrites (see THOUGHT_SIGNATURE_REWRITTEN).
+        """
+        from dataclasses import replace
+
+        from conformance._multiturn import history_problems, multi_turn_request
+        from conformance.wires._turns import ScriptedTurn
+
+        from ._roundtrip import MODEL
+
+        for variant in gemini_wire.variants("tool-result"):
+            with self.subTest(variant=variant.name):
+                request = multi_turn_request(gemini_wire, "tool-result", variant.name, MODEL, None)
+                _, history = self.exchange(request, ScriptedTurn(text="ok."), False)
+                self.assertEqual(history.problems, ())
+                (assistant,) = history.assistant_turns
+                (call,) = assistant.tool_calls
+                (want,) = gemini_wire.call_reasoning
+                (got,) = call.reasoning
+                self.assertTrue(_same_bytes(got.signature, want.signature), (got.signature, want.signature))
+                # With the signature's spelling set aside, the history is the case's own.
+                respelt = replace(call, reasoning=(replace(got, signature=want.signature),))
+                messages = tuple(
+                    replace(m, tool_calls=(respelt,)) if m is assistant else m for m in history.messages
+                )
+                self.assertEqual(
+                    history_problems(gemini_wire, variant, replace(history, messages=messages)), []
+                )
+
+
+@unittest.skipUnless(HAVE_GENAI, "google-genai is not installed: pip install google-genai")
+@unittest.skipUnless(HAVE_H2, "h2 is not installed: pip install h2")
+class GoogleGenAIAsyncH2CRoundTrip(GoogleGenAIRoundTrip):
+    """The same through ``client.aio`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> Any:
+        return GenAIAsyncBackend(url, {}, http2=True)
 
 
 if __name__ == "__main__":
