@@ -4,6 +4,11 @@
 ``openai.AsyncOpenAI``, both with ``max_retries=0`` so each answer surfaces as it came.
 They map the SDK's models and exceptions into the contract's types:
 
+- a conversation goes back as the SDK's message params: an assistant turn with its
+  ``tool_calls`` (arguments as JSON text), then one ``tool`` message per result naming
+  the ``tool_call_id`` it answers, a ``ToolError`` as its JSON text (Chat Completions
+  has no error flag); Chat Completions returns no reasoning and takes none back, so a
+  turn's reasoning is not sent;
 - a stream asks for usage with ``stream_options={"include_usage": True}``; tool-call
   deltas are gathered by ``index`` and handed out only once the turn has ended;
 - a turn with calls is a ``tool_calls`` turn whatever ``finish_reason`` said, and a
@@ -30,7 +35,7 @@ import importlib.util
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import (
@@ -38,14 +43,23 @@ from conformance.contract import (
     ChatRequest,
     ChatResponse,
     LLMError,
+    Message,
     StreamChunk,
     ToolCall,
+    ToolChoice,
     Usage,
 )
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported here, once: a first import inside a case would eat its time budget
     import openai
+
+if TYPE_CHECKING:
+    from openai.types.chat import (
+        ChatCompletionMessageParam,
+        ChatCompletionMessageToolCallParam,
+        ChatCompletionToolChoiceOptionParam,
+    )
 
 __all__ = ["HAVE_OPENAI", "AsyncOpenAIChatBackend", "SyncOpenAIChatBackend"]
 
@@ -74,11 +88,44 @@ FINISH_REASONS: Mapping[str, str] = {
 # -- the request ---------------------------------------------------------------------------
 
 
+def message_param(message: Message) -> ChatCompletionMessageParam:
+    """One message as the SDK's ``ChatCompletionMessageParam``."""
+    result = message.tool_result
+    if result is not None:
+        return {"role": "tool", "tool_call_id": result.call_id, "content": result.text}
+    if message.role == "assistant" and message.tool_calls:
+        calls: List[ChatCompletionMessageToolCallParam] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                },
+            }
+            for call in message.tool_calls
+        ]
+        return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+    if message.role == "system":
+        return {"role": "system", "content": message.content}
+    if message.role == "assistant":
+        return {"role": "assistant", "content": message.content}
+    return {"role": "user", "content": message.content}
+
+
+def tool_choice_param(choice: ToolChoice) -> ChatCompletionToolChoiceOptionParam:
+    """``"auto"``, ``"required"``, or the one function by name."""
+    if choice.mode == "tool":
+        assert choice.name is not None
+        return {"type": "function", "function": {"name": choice.name}}
+    return "required" if choice.mode == "required" else "auto"
+
+
 def create_params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
     """The keyword arguments of ``client.chat.completions.create``."""
     params: Dict[str, Any] = {
         "model": request.model,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [message_param(m) for m in request.messages],
     }
     if request.tools:
         params["tools"] = [
@@ -92,6 +139,8 @@ def create_params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
             }
             for t in request.tools
         ]
+    if request.tool_choice is not None:
+        params["tool_choice"] = tool_choice_param(request.tool_choice)
     if request.max_tokens is not None:
         params["max_completion_tokens"] = request.max_tokens
     if stream:

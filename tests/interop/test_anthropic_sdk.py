@@ -7,6 +7,13 @@ The adapters below are what a user's backend over the SDK would be:
 the SDK's own models and surface through its own exceptions. (anthropic 2.x sends
 ``Authorization: Bearer``, 1.x ``x-api-key``: the wire takes either.)
 
+A conversation goes back as the SDK's ``MessageParam`` blocks: an assistant turn is its
+``thinking`` and ``redacted_thinking`` blocks (Anthropic's own only, signature and data
+as they came), its text, then a ``tool_use`` block per call; a turn's results go in one
+user turn of ``tool_result`` blocks, ``is_error`` set on a ``ToolError``. The thinking
+blocks of a reply come back in ``ChatResponse.reasoning``; in a stream each is handed
+over in a ``StreamChunk`` once its ``content_block_stop`` has come, signature and all.
+
 The SDK has no abort signal. The async adapter races each await against the signal
 and cancels the SDK's task when it fires, which closes the connection. The sync
 adapter shuts the sockets of its own connection pool down from the aborting thread,
@@ -21,7 +28,7 @@ import json
 import sys
 import threading
 import unittest
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import (
@@ -29,13 +36,18 @@ from conformance.contract import (
     ChatRequest,
     ChatResponse,
     LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
     StreamChunk,
     ToolCall,
+    ToolChoice,
     Usage,
 )
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
@@ -49,6 +61,8 @@ if HAVE_ANTHROPIC:  # imported once here: a first import inside a case's event l
     else:
         import httpcore as httpcore2  # type: ignore[no-redef]
         import httpx as httpx2  # type: ignore[no-redef]
+if TYPE_CHECKING:
+    from anthropic.types import ContentBlockParam, MessageParam, ToolChoiceParam, ToolResultBlockParam
 SKIP_REASON = "anthropic is not installed: pip install anthropic"
 
 HEADERS = {"x-gateway-key": "test"}
@@ -113,12 +127,72 @@ def _async_http_client(http2: bool) -> Any:
     return httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(http1=not http2, http2=http2), timeout=10.0)
 
 
+def assistant_blocks(message: Message) -> List[ContentBlockParam]:
+    """An assistant turn's blocks: thinking first, then text, then ``tool_use``."""
+    blocks: List[ContentBlockParam] = []
+    for r in message.reasoning:
+        if r.provider not in ("", "anthropic"):
+            continue  # another provider's signature means nothing here
+        if str(r.kind) == ReasoningKind.THINKING.value:
+            blocks.append({"type": "thinking", "thinking": r.text, "signature": r.signature})
+        elif str(r.kind) == ReasoningKind.REDACTED_THINKING.value:
+            blocks.append({"type": "redacted_thinking", "data": r.data})
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
+    return blocks
+
+
+def message_params(messages: Sequence[Message]) -> List[MessageParam]:
+    """The ``messages`` list: consecutive results merged into one user turn, results first."""
+    out: List[MessageParam] = []
+    results: List[ContentBlockParam] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.tool_result is not None:
+            result = m.tool_result
+            block: ToolResultBlockParam = {
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.text,
+            }
+            if result.is_error:
+                block["is_error"] = True
+            results.append(block)
+            continue
+        if results:
+            if m.role == "user":  # the user's words join the results' turn, after them
+                results.append({"type": "text", "text": m.content})
+                out.append({"role": "user", "content": results})
+                results = []
+                continue
+            out.append({"role": "user", "content": results})
+            results = []
+        if m.role == "assistant":
+            out.append({"role": "assistant", "content": assistant_blocks(m)})
+        else:
+            out.append({"role": "user", "content": m.content})
+    if results:
+        out.append({"role": "user", "content": results})
+    return out
+
+
+def tool_choice(choice: ToolChoice) -> ToolChoiceParam:
+    """``auto``, ``any``, or the one tool by name."""
+    if choice.mode == "tool":
+        assert choice.name is not None
+        return {"type": "tool", "name": choice.name}
+    return {"type": "any"} if choice.mode == "required" else {"type": "auto"}
+
+
 def params(request: ChatRequest) -> Dict[str, Any]:
     """The ``messages.create`` arguments for a request: the system prompt apart."""
     out: Dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens or 1024,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        "messages": message_params(request.messages),
         "tools": [
             {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
             for t in request.tools
@@ -127,6 +201,8 @@ def params(request: ChatRequest) -> Dict[str, Any]:
     system = [m.content for m in request.messages if m.role == "system"]
     if system:
         out["system"] = "\n\n".join(system)
+    if request.tool_choice is not None:
+        out["tool_choice"] = tool_choice(request.tool_choice)
     return out
 
 
@@ -160,11 +236,26 @@ def finish(stop_reason: Optional[str], calls: List[ToolCall]) -> str:
     return "tool_calls" if calls else reason
 
 
+def thinking(type_: str, text: str, signature: str) -> Optional[Reasoning]:
+    """The reasoning of a ``thinking`` or ``redacted_thinking`` block (``signature`` holds its data)."""
+    if type_ == "thinking":
+        return Reasoning(ReasoningKind.THINKING.value, text=text, signature=signature, provider="anthropic")
+    if type_ == "redacted_thinking":
+        return Reasoning(ReasoningKind.REDACTED_THINKING.value, data=signature, provider="anthropic")
+    return None
+
+
 def read_message(message: Any) -> ChatResponse:
     """A ChatResponse from a ``Message`` model."""
-    text, calls = [], []
+    text: List[str] = []
+    calls: List[ToolCall] = []
+    reasoning: List[Optional[Reasoning]] = []
     for block in message.content:
-        if block.type == "text":
+        if block.type == "thinking":
+            reasoning.append(thinking(block.type, block.thinking, block.signature))
+        elif block.type == "redacted_thinking":
+            reasoning.append(thinking(block.type, "", block.data))
+        elif block.type == "text":
             text.append(block.text)
         elif block.type == "tool_use":
             calls.append(ToolCall(block.id, block.name, dict(block.input)))
@@ -175,37 +266,68 @@ def read_message(message: Any) -> ChatResponse:
         message.usage.output_tokens,
         message.usage.input_tokens + message.usage.output_tokens,
     )
-    return ChatResponse("".join(text), finish(message.stop_reason, calls), tuple(calls), usage)
+    return ChatResponse(
+        "".join(text),
+        finish(message.stop_reason, calls),
+        tuple(calls),
+        usage,
+        tuple(r for r in reasoning if r is not None),
+    )
 
 
 class _StreamState:
-    """Reads raw stream events; ``on_event`` returns text to yield."""
+    """Reads raw stream events; ``on_event`` returns the chunk to yield, if any."""
 
     def __init__(self) -> None:
         self.blocks: Dict[int, Dict[str, Any]] = {}
+        #: Thinking blocks in progress by index: their type, text parts and signature.
+        self.thinking: Dict[int, Dict[str, Any]] = {}
         self.stop_reason: Optional[str] = None
         self.input_tokens = 0
         self.output_tokens = 0
         self.stopped = False
 
-    def on_event(self, event: Any) -> str:
+    def on_event(self, event: Any) -> Optional[StreamChunk]:
         if event.type == "message_start":
             self.input_tokens = event.message.usage.input_tokens
             self.output_tokens = event.message.usage.output_tokens
-        elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+        elif event.type == "content_block_start":
             block = event.content_block
-            self.blocks[event.index] = {"id": block.id, "name": block.name, "parts": []}
+            if block.type == "tool_use":
+                self.blocks[event.index] = {"id": block.id, "name": block.name, "parts": []}
+            elif block.type == "thinking":
+                self.thinking[event.index] = {
+                    "type": "thinking",
+                    "parts": [block.thinking],
+                    "signature": block.signature,
+                }
+            elif block.type == "redacted_thinking":
+                self.thinking[event.index] = {
+                    "type": "redacted_thinking",
+                    "parts": [],
+                    "signature": block.data,
+                }
         elif event.type == "content_block_delta":
-            if event.delta.type == "text_delta":
-                return str(event.delta.text)
-            if event.delta.type == "input_json_delta" and event.index in self.blocks:
-                self.blocks[event.index]["parts"].append(event.delta.partial_json)
+            delta = event.delta
+            if delta.type == "text_delta":
+                return StreamChunk(content=delta.text) if delta.text else None
+            if delta.type == "input_json_delta" and event.index in self.blocks:
+                self.blocks[event.index]["parts"].append(delta.partial_json)
+            elif delta.type == "thinking_delta" and event.index in self.thinking:
+                self.thinking[event.index]["parts"].append(delta.thinking)
+            elif delta.type == "signature_delta" and event.index in self.thinking:
+                self.thinking[event.index]["signature"] += delta.signature
+        elif event.type == "content_block_stop" and event.index in self.thinking:
+            # A thinking block is whole, signature and all, only at its end.
+            block = self.thinking.pop(event.index)
+            item = thinking(block["type"], "".join(block["parts"]), block["signature"])
+            return StreamChunk(reasoning=(item,)) if item is not None else None
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self.output_tokens = event.usage.output_tokens
         elif event.type == "message_stop":
             self.stopped = True
-        return ""
+        return None
 
     def last_chunk(self) -> StreamChunk:
         if not self.stopped:
@@ -268,9 +390,9 @@ class SyncAnthropicBackend:
             stream = self.client.messages.create(**params(request), stream=True)
             with stream:
                 for event in stream:
-                    text = state.on_event(event)
-                    if text:
-                        yield StreamChunk(content=text)
+                    chunk = state.on_event(event)
+                    if chunk is not None:
+                        yield chunk
         except anthropic.APIStatusError as exc:
             raise error_from(exc) from exc
         except Exception:
@@ -319,9 +441,9 @@ class AsyncAnthropicBackend:
                         event = await race_abort(iterator.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
-                    text = state.on_event(event)
-                    if text:
-                        yield StreamChunk(content=text)
+                    chunk = state.on_event(event)
+                    if chunk is not None:
+                        yield chunk
             finally:
                 await stream.close()
         except anthropic.APIStatusError as exc:
@@ -363,6 +485,32 @@ class AnthropicAsyncH2CConformance(AnthropicAsyncConformance):
 
     http2 = True
     skip = HTTPX_H2_SKIPS
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool choice, thinking dropped from elsewhere, and thinking blocks read back, through the SDK."""
+
+    wire = anthropic_wire
+    reply_reasoning = (
+        *anthropic_wire.turn_reasoning,
+        Reasoning(
+            ReasoningKind.REDACTED_THINKING.value, data="RWtvQ0NrZ0lBeEFCR0FJaQ==", provider="anthropic"
+        ),
+    )
+
+    def create_backend(self, url: str) -> SyncAnthropicBackend:
+        return SyncAnthropicBackend(url, HEADERS)
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncH2CRoundTrip(AnthropicRoundTrip):
+    """The same through ``AsyncAnthropic`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> AsyncAnthropicBackend:  # type: ignore[override]
+        return AsyncAnthropicBackend(url, HEADERS, http2=True)
 
 
 if __name__ == "__main__":

@@ -5,19 +5,43 @@ The adapter below is what a user's backend over boto3 would be: ``converse`` and
 credentials, region us-east-1, and exactly one attempt. botocore speaks HTTP/1.1
 only (urllib3), so these cases run over HTTP/1.1; h2c is proven with the AWS SDK for
 JavaScript in ``test_js_bedrock_h2c``.
+
+A conversation goes back in the shapes of botocore's service model: an assistant turn
+is its ``reasoningContent`` blocks (Bedrock's own only, signature as it came), its text,
+then a ``toolUse`` block per call; a turn's results go in one user turn of
+``toolResult`` blocks, ``status: "error"`` on a ``ToolError``; ``ToolChoice`` is
+``toolConfig.toolChoice``. ``redactedContent`` is a blob: botocore hands it over as
+bytes and takes bytes back, so the adapter keeps the base64 the wire carries in
+``Reasoning.data`` and decodes it again to send it. A reply's reasoning blocks come
+back in ``ChatResponse.reasoning``; in a stream each is handed over at its
+``contentBlockStop``.
 """
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import unittest
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from conformance.abort import shutdown_socket
-from conformance.contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from conformance.contract import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.bedrock import bedrock_converse_wire
+
+from ._roundtrip import AdapterRoundTrip
 
 HAVE_BOTO3 = importlib.util.find_spec("boto3") is not None
 
@@ -43,6 +67,82 @@ STOP_REASONS: Mapping[str, str] = {
 
 
 _SESSIONS: List[Any] = []
+
+
+# -- the conversation, in botocore's shapes -----------------------------------------------
+
+
+def reasoning_blocks(reasoning: Sequence[Reasoning]) -> List[Dict[str, Any]]:
+    """``ReasoningContentBlock`` members to send back: Bedrock's own (or unmarked) items, unaltered."""
+    blocks: List[Dict[str, Any]] = []
+    for r in reasoning:
+        if r.provider not in ("", "bedrock"):
+            continue  # another provider's signature means nothing here
+        if str(r.kind) == ReasoningKind.THINKING.value:
+            text = {"text": r.text, "signature": r.signature}
+            blocks.append({"reasoningContent": {"reasoningText": text}})
+        elif str(r.kind) == ReasoningKind.REDACTED_THINKING.value:
+            blocks.append({"reasoningContent": {"redactedContent": base64.b64decode(r.data)}})
+    return blocks
+
+
+def assistant_content(message: Message) -> List[Dict[str, Any]]:
+    """An assistant turn's blocks: reasoning, text (never blank: Bedrock refuses it), ``toolUse``."""
+    content = reasoning_blocks(message.reasoning)
+    if message.content or not (content or message.tool_calls):
+        content.append({"text": message.content})
+    for call in message.tool_calls:
+        content.append({"toolUse": {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}})
+    return content
+
+
+def messages(conversation: Sequence[Message]) -> List[Dict[str, Any]]:
+    """``messages``: consecutive results, and the user's words after them, in one user turn."""
+    out: List[Dict[str, Any]] = []
+    for m in conversation:
+        if m.role == "system":
+            continue
+        if m.role == "assistant":
+            out.append({"role": "assistant", "content": assistant_content(m)})
+            continue
+        result = m.tool_result
+        if result is not None:
+            body: Dict[str, Any] = {"toolUseId": result.call_id, "content": [{"text": result.text}]}
+            if result.is_error:
+                body["status"] = "error"
+            block: Dict[str, Any] = {"toolResult": body}
+        else:
+            block = {"text": m.content}
+        last = out[-1] if out else None
+        # Bedrock refuses two user turns in a row: results and words share one.
+        if last is not None and last["role"] == "user" and any("toolResult" in b for b in last["content"]):
+            last["content"].append(block)
+        else:
+            out.append({"role": "user", "content": [block]})
+    return out
+
+
+def tool_choice(choice: ToolChoice) -> Dict[str, Any]:
+    """``{"auto": {}}``, ``{"any": {}}`` or ``{"tool": {"name": ...}}``."""
+    if choice.mode == "tool":
+        return {"tool": {"name": choice.name}}
+    return {"any": {}} if choice.mode == "required" else {"auto": {}}
+
+
+def reasoning_of(member: Mapping[str, Any]) -> Optional[Reasoning]:
+    """A whole ``reasoningContent`` member as reasoning; the blob back to the wire's base64."""
+    if "redactedContent" in member:
+        data = base64.b64encode(member["redactedContent"]).decode("ascii")
+        return Reasoning(ReasoningKind.REDACTED_THINKING.value, data=data, provider="bedrock")
+    text = member.get("reasoningText")
+    if text is None:
+        return None
+    return Reasoning(
+        ReasoningKind.THINKING.value,
+        text=text.get("text", ""),
+        signature=text.get("signature", ""),
+        provider="bedrock",
+    )
 
 
 def _session() -> Any:
@@ -88,11 +188,7 @@ class Boto3BedrockBackend:
     def params(request: ChatRequest) -> Dict[str, Any]:
         params: Dict[str, Any] = {
             "modelId": request.model,
-            "messages": [
-                {"role": m.role, "content": [{"text": m.content}]}
-                for m in request.messages
-                if m.role != "system"
-            ],
+            "messages": messages(request.messages),
             "system": [{"text": m.content} for m in request.messages if m.role == "system"],
             "toolConfig": {
                 "tools": [
@@ -107,6 +203,8 @@ class Boto3BedrockBackend:
                 ]
             },
         }
+        if request.tool_choice is not None:
+            params["toolConfig"]["toolChoice"] = tool_choice(request.tool_choice)
         if request.max_tokens is not None:
             params["inferenceConfig"] = {"maxTokens": request.max_tokens}
         return params
@@ -157,9 +255,15 @@ class Boto3BedrockBackend:
             out = self.client.converse(**self.params(request))
         except ClientError as exc:
             raise self.error(exc) from exc
-        text, calls = [], []
+        text: List[str] = []
+        calls: List[ToolCall] = []
+        reasoning: List[Reasoning] = []
         for block in out["output"]["message"]["content"]:
-            if "text" in block:
+            if "reasoningContent" in block:
+                item = reasoning_of(block["reasoningContent"])
+                if item is not None:
+                    reasoning.append(item)
+            elif "text" in block:
                 text.append(block["text"])
             elif "toolUse" in block:
                 use = block["toolUse"]
@@ -167,7 +271,11 @@ class Boto3BedrockBackend:
         if STOP_REASONS.get(out["stopReason"]) == "length":
             calls = []  # a call cut off by the token limit is not a call
         return ChatResponse(
-            "".join(text), self.finish(out["stopReason"], calls), tuple(calls), self.usage(out["usage"])
+            "".join(text),
+            self.finish(out["stopReason"], calls),
+            tuple(calls),
+            self.usage(out["usage"]),
+            tuple(reasoning),
         )
 
     def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
@@ -191,6 +299,8 @@ class Boto3BedrockBackend:
 
         unregister = signal.add_callback(on_abort) if signal is not None else None
         starts: Dict[int, Dict[str, Any]] = {}
+        #: reasoningContent blocks in progress by index: text parts, signature, redacted bytes.
+        thinking: Dict[int, Dict[str, Any]] = {}
         stop_reason, usage = None, None
         try:
             for event in events:
@@ -210,6 +320,31 @@ class Boto3BedrockBackend:
                         yield StreamChunk(content=delta["delta"]["text"])
                     elif "toolUse" in delta["delta"]:
                         starts[delta["contentBlockIndex"]]["input"].append(delta["delta"]["toolUse"]["input"])
+                    elif "reasoningContent" in delta["delta"]:
+                        part = delta["delta"]["reasoningContent"]
+                        block = thinking.setdefault(
+                            delta["contentBlockIndex"], {"text": [], "signature": "", "redacted": None}
+                        )
+                        block["text"].append(part.get("text", ""))
+                        block["signature"] += part.get("signature", "")
+                        if "redactedContent" in part:
+                            block["redacted"] = (block["redacted"] or b"") + part["redactedContent"]
+                elif "contentBlockStop" in event:
+                    # A reasoning block is whole, signature and all, only at its stop.
+                    ended = thinking.pop(event["contentBlockStop"]["contentBlockIndex"], None)
+                    if ended is not None:
+                        if ended["redacted"] is not None:
+                            member: Dict[str, Any] = {"redactedContent": ended["redacted"]}
+                        else:
+                            member = {
+                                "reasoningText": {
+                                    "text": "".join(ended["text"]),
+                                    "signature": ended["signature"],
+                                }
+                            }
+                        item = reasoning_of(member)
+                        if item is not None:
+                            yield StreamChunk(reasoning=(item,))
                 elif "messageStop" in event:
                     stop_reason = event["messageStop"]["stopReason"]
                 elif "metadata" in event:
@@ -257,6 +392,24 @@ class Boto3BedrockConformance(BackendConformanceTestCase, unittest.TestCase):
 
     def create_backend(self, url: str) -> Boto3BedrockBackend:
         return Boto3BedrockBackend(url, headers=self.headers)
+
+
+@unittest.skipUnless(HAVE_BOTO3, "boto3 is not installed: pip install boto3")
+class Boto3BedrockRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool choice, reasoning dropped from elsewhere, and reasoning blocks read back, through boto3.
+
+    The redacted block's data goes through botocore as a blob: decoded on the way in,
+    encoded again on the way out, the same base64 both ways.
+    """
+
+    wire = bedrock_converse_wire
+    reply_reasoning = (
+        *bedrock_converse_wire.turn_reasoning,
+        Reasoning(ReasoningKind.REDACTED_THINKING.value, data="RWtvQ0NrZ0lBeEFCR0FJaQ==", provider="bedrock"),
+    )
+
+    def create_backend(self, url: str) -> Boto3BedrockBackend:
+        return Boto3BedrockBackend(url)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,13 @@ over h2c with ``http1=False, http2=True``.
 ollama-python 0.6 drops ``tool_calls[].id`` (its ``ToolCall`` model has no such
 field), so the adapters make an id up for every call; the wire's ``tool_call_id`` is
 ``None`` for that reason among others.
+
+A conversation goes back as the SDK's ``ollama.Message`` models: an assistant turn
+with its ``thinking`` (Ollama's own only, as it came) and ``tool_calls``; each result a
+``tool`` message naming its ``tool_name`` (there is no call id to echo), a
+``ToolError`` as its JSON text (Ollama has no error flag). Ollama has no tool choice,
+so none is sent. A reply's ``thinking`` comes back in ``ChatResponse.reasoning``; in a
+stream it is handed over whole once the first text, call or the last line comes.
 """
 
 from __future__ import annotations
@@ -16,13 +23,16 @@ import importlib.util
 import secrets
 import ssl
 import unittest
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from conformance.abort import race_abort
 from conformance.contract import (
     ChatRequest,
     ChatResponse,
     LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
     StreamChunk,
     ToolCall,
     Usage,
@@ -30,6 +40,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.ollama import ollama_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
 
 HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
@@ -50,10 +61,34 @@ SYNC_ABORT = (
 )
 
 
+def _message(message: Message) -> Any:
+    """One message as the SDK's ``ollama.Message``."""
+    import ollama
+
+    result = message.tool_result
+    if result is not None:
+        return ollama.Message(role="tool", tool_name=result.name, content=result.text)
+    thinking = "".join(
+        r.text
+        for r in message.reasoning
+        # Only Ollama's own thinking: another provider's reasoning means nothing here.
+        if str(r.kind) == ReasoningKind.THINKING.value and r.provider in ("", "ollama")
+    )
+    calls = [
+        ollama.Message.ToolCall(
+            function=ollama.Message.ToolCall.Function(name=call.name, arguments=dict(call.arguments))
+        )
+        for call in message.tool_calls
+    ]
+    return ollama.Message(
+        role=message.role, content=message.content, thinking=thinking or None, tool_calls=calls or None
+    )
+
+
 def _params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
     params: Dict[str, Any] = {
         "model": request.model,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [_message(m) for m in request.messages],
         "tools": [
             {
                 "type": "function",
@@ -109,6 +144,13 @@ def _finish(done_reason: Optional[str], calls: List[ToolCall]) -> str:
     return "tool_calls" if calls else "stop"
 
 
+def _reasoning(thinking: str) -> Tuple[Reasoning, ...]:
+    """A turn's ``thinking`` as the reasoning to send back with it, or nothing."""
+    if not thinking:
+        return ()
+    return (Reasoning(ReasoningKind.THINKING.value, text=thinking, provider="ollama"),)
+
+
 def _usage(response: Any) -> Usage:
     prompt, output = response.prompt_eval_count or 0, response.eval_count or 0
     return Usage(prompt, output, prompt + output)
@@ -119,13 +161,22 @@ class _Turn:
 
     def __init__(self) -> None:
         self.calls: List[ToolCall] = []
+        self.thinking: List[str] = []
         self.final: Any = None
 
-    def take(self, part: Any) -> str:
-        self.calls.extend(_calls(part.message))
+    def take(self, part: Any) -> Optional[StreamChunk]:
+        calls = _calls(part.message)
+        self.calls.extend(calls)
         if part.done:
             self.final = part
-        return part.message.content or ""
+        text = part.message.content or ""
+        if part.message.thinking:
+            self.thinking.append(part.message.thinking)
+        reasoning: Tuple[Reasoning, ...] = ()
+        if self.thinking and (text or calls or part.done):
+            # The thinking is whole once anything else comes.
+            reasoning, self.thinking = _reasoning("".join(self.thinking)), []
+        return StreamChunk(content=text, reasoning=reasoning) if text or reasoning else None
 
     def last_chunk(self) -> StreamChunk:
         reason = self.final.done_reason if self.final is not None else None
@@ -137,7 +188,11 @@ class _Turn:
 def _whole(response: Any) -> ChatResponse:
     calls = [] if response.done_reason == "length" else _calls(response.message)
     return ChatResponse(
-        response.message.content or "", _finish(response.done_reason, calls), tuple(calls), _usage(response)
+        response.message.content or "",
+        _finish(response.done_reason, calls),
+        tuple(calls),
+        _usage(response),
+        _reasoning(response.message.thinking or ""),
     )
 
 
@@ -163,9 +218,9 @@ class OllamaSyncBackend:
         turn = _Turn()
         try:
             for part in self.client.chat(**_params(request, stream=True)):
-                text = turn.take(part)
-                if text:
-                    yield StreamChunk(content=text)
+                chunk = turn.take(part)
+                if chunk is not None:
+                    yield chunk
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
         yield turn.last_chunk()
@@ -203,9 +258,9 @@ class OllamaAsyncBackend:
                         part = await race_abort(stream.__anext__(), request.signal)
                     except StopAsyncIteration:
                         break
-                    text = turn.take(part)
-                    if text:
-                        yield StreamChunk(content=text)
+                    chunk = turn.take(part)
+                    if chunk is not None:
+                        yield chunk
             finally:
                 await stream.aclose()
         except ollama.ResponseError as exc:
@@ -251,6 +306,29 @@ class OllamaAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCase):
 
     def create_backend(self, url: str) -> OllamaAsyncBackend:
         return OllamaAsyncBackend(url, self.headers, http1=False, http2=True)
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+class OllamaRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """No tool choice sent, thinking dropped from elsewhere and read back, through ``Client.chat``."""
+
+    wire = ollama_wire
+    has_tool_choice = False
+    reply_reasoning = ollama_wire.turn_reasoning
+
+    def create_backend(self, url: str) -> OllamaSyncBackend:
+        return OllamaSyncBackend(url, {})
+
+
+@unittest.skipUnless(HAVE_OLLAMA, "ollama is not installed: pip install ollama")
+@unittest.skipUnless(HAVE_H2, "h2 is not installed: pip install h2")
+class OllamaAsyncH2CRoundTrip(OllamaRoundTrip):
+    """The same through ``AsyncClient`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> OllamaAsyncBackend:  # type: ignore[override]
+        return OllamaAsyncBackend(url, {}, http1=False, http2=True)
 
 
 if __name__ == "__main__":

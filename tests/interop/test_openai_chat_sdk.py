@@ -14,6 +14,7 @@ from typing import Mapping
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.openai_chat import openai_chat_wire
 
+from ._roundtrip import AdapterRoundTrip
 from .openai_chat_adapter import HAVE_OPENAI, AsyncOpenAIChatBackend, SyncOpenAIChatBackend
 
 SKIP_REASON = "openai is not installed: pip install openai"
@@ -43,6 +44,16 @@ class OpenAIChatAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
         return AsyncOpenAIChatBackend(f"{url}/v1", self.headers)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """The tool choice through ``chat.completions.create``; Chat Completions returns no reasoning."""
+
+    wire = openai_chat_wire
+
+    def create_backend(self, url: str) -> SyncOpenAIChatBackend:
+        return SyncOpenAIChatBackend(f"{url}/v1")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,13 @@ The adapters below are what a user's backend over the SDK would be:
 ``base_url``. They judge the wire: every shape the fake provider sends must parse in
 the SDK's own models and surface through its own exceptions.
 
+A conversation goes back as the SDK's input item params: an assistant turn is its
+``reasoning`` items (OpenAI's own only, id, summary and ``encrypted_content`` as they
+came), its text, then a ``function_call`` per call; each result is a
+``function_call_output`` naming the ``call_id`` it answers, a ``ToolError`` as its JSON
+text (Responses has no error flag). The ``reasoning`` items of a reply come back in
+``ChatResponse.reasoning``, and in the last ``StreamChunk`` of a stream.
+
 The SDK has no abort signal. The async adapter races each await against the signal
 and cancels the SDK's task when it fires, which closes the connection. The sync
 adapter shuts the sockets of its own connection pool down from the aborting thread,
@@ -20,7 +27,7 @@ import json
 import sys
 import threading
 import unittest
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import (
@@ -28,13 +35,18 @@ from conformance.contract import (
     ChatRequest,
     ChatResponse,
     LLMError,
+    Message,
+    Reasoning,
+    ReasoningKind,
     StreamChunk,
     ToolCall,
+    ToolChoice,
     Usage,
 )
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.openai_responses import openai_responses_wire
 
+from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
@@ -48,6 +60,8 @@ if HAVE_OPENAI:  # imported once here: a first import inside a case's event loop
     else:
         import httpcore as httpcore2  # type: ignore[no-redef]
         import httpx as httpx2  # type: ignore[no-redef]
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputItemParam, ToolChoiceFunctionParam
 SKIP_REASON = "openai is not installed: pip install openai"
 
 QUOTA_CODES = frozenset({"insufficient_quota", "credit_balance_exhausted"})
@@ -93,12 +107,48 @@ def _async_http_client(http2: bool) -> Any:
     return httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(http1=not http2, http2=http2), timeout=10.0)
 
 
+def input_items(message: Message) -> List[ResponseInputItemParam]:
+    """The input items of one message that is not a system prompt."""
+    result = message.tool_result
+    if result is not None:
+        return [{"type": "function_call_output", "call_id": result.call_id, "output": result.text}]
+    if message.role != "assistant":
+        return [{"role": "user", "content": message.content}]
+    items: List[ResponseInputItemParam] = []
+    for r in message.reasoning:
+        # Only OpenAI's own items: another provider's reasoning means nothing here.
+        if str(r.kind) == ReasoningKind.REASONING_ITEM.value and r.provider in ("", "openai"):
+            items.append(
+                {
+                    "type": "reasoning",
+                    "id": r.id,
+                    "summary": [{"type": "summary_text", "text": text} for text in r.summary],
+                    "encrypted_content": r.data or None,
+                }
+            )
+    if message.content:
+        items.append({"role": "assistant", "content": message.content})
+    for call in message.tool_calls:
+        arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
+        items.append({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments})
+    return items
+
+
+def tool_choice(choice: ToolChoice) -> Any:
+    """``"auto"``, ``"required"``, or the one function by name."""
+    if choice.mode == "tool":
+        assert choice.name is not None
+        named: ToolChoiceFunctionParam = {"type": "function", "name": choice.name}
+        return named
+    return choice.mode
+
+
 def params(request: ChatRequest) -> Dict[str, Any]:
     """The ``responses.create`` arguments for a request."""
     system = [m.content for m in request.messages if m.role == "system"]
     out: Dict[str, Any] = {
         "model": request.model,
-        "input": [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"],
+        "input": [item for m in request.messages if m.role != "system" for item in input_items(m)],
         "tools": [
             {
                 "type": "function",
@@ -112,6 +162,8 @@ def params(request: ChatRequest) -> Dict[str, Any]:
     }
     if system:
         out["instructions"] = "\n\n".join(system)
+    if request.tool_choice is not None:
+        out["tool_choice"] = tool_choice(request.tool_choice)
     if request.max_tokens is not None:
         out["max_output_tokens"] = request.max_tokens
     return out
@@ -161,13 +213,24 @@ def usage_of(raw: Any) -> Optional[Usage]:
     return Usage(raw.input_tokens, raw.output_tokens, raw.total_tokens)
 
 
-def read_response(response: Any) -> Tuple[str, str, List[ToolCall], Optional[Usage]]:
-    """Text, finish reason, complete calls and usage of a ``Response`` model."""
+def read_response(response: Any) -> ChatResponse:
+    """Text, finish reason, complete calls, usage and reasoning of a ``Response`` model."""
     if response.status == "failed" and response.error is not None:
         raise failed_error(response.error)
-    text, calls, refused = [], [], False
+    text, calls, reasoning, refused = [], [], [], False
     for item in response.output:
-        if item.type == "message":
+        if item.type == "reasoning":
+            summary = tuple(part.text for part in item.summary)
+            reasoning.append(
+                Reasoning(
+                    ReasoningKind.REASONING_ITEM.value,
+                    id=item.id,
+                    summary=summary,
+                    data=item.encrypted_content or "",
+                    provider="openai",
+                )
+            )
+        elif item.type == "message":
             for part in item.content:
                 if part.type == "output_text":
                     text.append(part.text)
@@ -187,14 +250,14 @@ def read_response(response: Any) -> Tuple[str, str, List[ToolCall], Optional[Usa
         finish = "refusal"
     else:
         finish = "tool_calls" if calls else "stop"
-    return "".join(text), finish, calls, usage_of(response.usage)
+    return ChatResponse("".join(text), finish, tuple(calls), usage_of(response.usage), tuple(reasoning))
 
 
 class _StreamState:
     """Reads typed stream events; ``on_event`` returns text to yield."""
 
     def __init__(self) -> None:
-        self.final: Optional[Tuple[str, str, List[ToolCall], Optional[Usage]]] = None
+        self.final: Optional[ChatResponse] = None
 
     def on_event(self, event: Any) -> str:
         if event.type == "response.output_text.delta":
@@ -210,8 +273,13 @@ class _StreamState:
             raise LLMError.from_kind(
                 "server_error", "the stream ended before the response did", provider="openai"
             )
-        _, finish, calls, usage = self.final
-        return StreamChunk(tool_calls=tuple(calls), finish_reason=finish, usage=usage)
+        final = self.final
+        return StreamChunk(
+            tool_calls=final.tool_calls,
+            finish_reason=final.finish_reason,
+            usage=final.usage,
+            reasoning=final.reasoning,
+        )
 
 
 # -- the sync adapter ----------------------------------------------------------------------
@@ -245,8 +313,7 @@ class SyncOpenAIResponsesBackend:
             raise
         finally:
             unregister()
-        text, finish, calls, usage = read_response(response)
-        return ChatResponse(text, finish, tuple(calls), usage)
+        return read_response(response)
 
     def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
         signal = request.signal
@@ -295,8 +362,7 @@ class AsyncOpenAIResponsesBackend:
             response = await race_abort(self.client.responses.create(**params(request)), request.signal)
         except openai.APIStatusError as exc:
             raise error_from(exc) from exc
-        text, finish, calls, usage = read_response(response)
-        return ChatResponse(text, finish, tuple(calls), usage)
+        return read_response(response)
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         state = _StreamState()
@@ -354,6 +420,27 @@ class OpenAIResponsesAsyncH2CConformance(OpenAIResponsesAsyncConformance):
 
     http2 = True
     skip = HTTPX_H2_SKIPS
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesRoundTrip(AdapterRoundTrip, unittest.TestCase):
+    """Tool choice, reasoning items dropped from elsewhere and read back, through ``responses.create``."""
+
+    wire = openai_responses_wire
+    reply_reasoning = openai_responses_wire.turn_reasoning
+
+    def create_backend(self, url: str) -> SyncOpenAIResponsesBackend:
+        return SyncOpenAIResponsesBackend(f"{url}/v1", HEADERS)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesAsyncH2CRoundTrip(OpenAIResponsesRoundTrip):
+    """The same through ``AsyncOpenAI`` over h2c."""
+
+    http2 = True
+
+    def create_backend(self, url: str) -> AsyncOpenAIResponsesBackend:  # type: ignore[override]
+        return AsyncOpenAIResponsesBackend(f"{url}/v1", HEADERS, http2=True)
 
 
 if __name__ == "__main__":
