@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
-from .contract import ChatRequest, Message, ToolCall, ToolError, ToolResult
+from .contract import ChatRequest, Message, Reasoning, ToolCall, ToolError, ToolResult
 from .fixture import CONFORMANCE_FIXTURE as FX
 from .fixture import conformance_request
-from .wires._turns import History, ScriptedCall, ScriptedTurn, play_turn
+from .wires._turns import History, ScriptedCall, ScriptedTurn, play_turn, reasoning_key
 
 if TYPE_CHECKING:
     from .contract import AbortSignal
@@ -191,24 +191,13 @@ def _turn_problems(want: Message, got: Message, wire: Wire) -> List[str]:
     return problems
 
 
-def _reasoning_problems(where: str, want: Sequence[object], got: Sequence[object]) -> List[str]:
+def _reasoning_problems(where: str, want: Sequence[Reasoning], got: Sequence[Reasoning]) -> List[str]:
     if not want:
         return []
-    keep = ("kind", "text", "signature", "data", "id", "summary")
-
-    def shape(items: Sequence[object]) -> List[Tuple[object, ...]]:
-        return [tuple(_plain(getattr(item, name, None)) for name in keep) for item in items]
-
-    if shape(want) == shape(got):
+    if [reasoning_key(r) for r in want] == [reasoning_key(r) for r in got]:
         return []
     return [
         f"expected the reasoning of {where} echoed byte for byte (the provider refuses a tool turn "
         f"whose reasoning or signature changed), sent {list(want)!r}, got {list(got)!r}"
     ]
 
-
-def _plain(value: object) -> object:
-    inner = getattr(value, "value", value)
-    if isinstance(inner, (list, tuple)):
-        return tuple(inner)
-    return inner

@@ -700,7 +700,9 @@ def check_result_size(seen: LoopSeen) -> List[LoopProblem]:
 
 
 def _reasoning_key(items: Sequence[Any]) -> List[Tuple[Any, ...]]:
-    return [(_value(r.kind), r.text, r.signature, r.data, r.id, tuple(r.summary)) for r in items]
+    from ..wires._turns import reasoning_key
+
+    return [reasoning_key(r) for r in items]
 
 
 def check_reasoning(seen: LoopSeen) -> List[LoopProblem]:

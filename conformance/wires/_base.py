@@ -38,6 +38,7 @@ __all__ = [
     "obfuscation",
     "provider_id",
     "schema_difference",
+    "signature",
     "tcp_chunks",
     "text_of",
 ]
@@ -60,6 +61,18 @@ def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM
     while len(digest) < length:
         digest += hashlib.sha256(digest).digest()
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
+
+
+def signature(seed: str, size: int = 72) -> str:
+    """An opaque signature as providers send one: ``size`` bytes in standard base64, padded,
+    the same for a seed. Real signatures are base64 of binary data, and an SDK that holds
+    them as bytes re-encodes them, so they must decode."""
+    import binascii
+
+    digest = hashlib.sha256(seed.encode("utf-8")).digest()
+    while len(digest) < size:
+        digest += hashlib.sha256(digest).digest()
+    return binascii.b2a_base64(digest[:size], newline=False).decode("ascii")
 
 
 def fresh_id(prefix: str, length: int, alphabet: str = _ALNUM) -> str:

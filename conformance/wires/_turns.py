@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "History",
+    "reasoning_key",
     "ScriptedCall",
     "ScriptedTurn",
     "TurnEvents",
@@ -201,6 +202,31 @@ def play_turn(
         hang=hang,
         pauses=pauses,
     )
+
+
+def _signature_bytes(signature: str) -> object:
+    """A Gemini signature as the bytes it encodes: the API's JSON takes a ``bytes`` field in
+    standard or URL-safe base64, padded or not, and SDKs that hold it as bytes (google-genai)
+    send it back URL-safe and unpadded; the string itself where it is no base64 at all."""
+    import binascii
+
+    text = signature.replace("-", "+").replace("_", "/").rstrip("=")
+    try:
+        return binascii.a2b_base64(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        return signature
+
+
+def reasoning_key(item: Reasoning) -> Tuple[object, ...]:
+    """What must come back unaltered of a reasoning item, for comparing what was sent with
+    what a backend or loop sent back: every field but ``provider``. A Gemini thought
+    signature is compared by the bytes it encodes, as the API reads it; every other
+    signature and payload is an opaque string, compared exactly."""
+    kind = getattr(item.kind, "value", item.kind)
+    signature: object = item.signature
+    if kind == "thought_signature" and item.signature:
+        signature = _signature_bytes(item.signature)
+    return (kind, item.text, signature, item.data, item.id, tuple(item.summary))
 
 
 def first_problem(problems: Sequence[str]) -> str:

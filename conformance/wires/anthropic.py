@@ -48,13 +48,12 @@ from ._base import (
     http_date,
     provider_id,
     schema_difference,
+    signature,
     tcp_chunks,
     text_of,
 )
 from ._tool_results import flagged_result
 from ._turns import first_problem
-
-_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 __all__ = ["AnthropicWire", "anthropic_wire"]
 
@@ -764,7 +763,7 @@ class AnthropicWire(Wire):
         Reasoning(
             ReasoningKind.THINKING.value,
             text="The user asks for the weather in Paris; get_weather answers that.",
-            signature=provider_id("Eq", "anthropic/history/signature", 96, _BASE64) + "==",
+            signature=signature("anthropic/history/signature"),
             provider="anthropic",
         ),
     )

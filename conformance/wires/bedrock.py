@@ -51,12 +51,11 @@ from ._base import (
     json_object,
     provider_id,
     schema_difference,
+    signature,
     tcp_chunks,
 )
 from ._tool_results import flagged_result
 from ._turns import first_problem
-
-_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
@@ -696,7 +695,7 @@ class BedrockConverseWire(Wire):
         Reasoning(
             ReasoningKind.THINKING.value,
             text="The user asks for the weather in Paris; get_weather answers that.",
-            signature=provider_id("", "bedrock/history/signature", 96, _BASE64) + "==",
+            signature=signature("bedrock/history/signature"),
             provider="bedrock",
         ),
     )

@@ -42,6 +42,7 @@ from ._base import (
     json_object,
     provider_id,
     schema_difference,
+    signature,
     tcp_chunks,
 )
 from ._gemini_errors import (
@@ -55,8 +56,6 @@ from ._gemini_errors import (
 
 if TYPE_CHECKING:
     from ._turns import History, ScriptedTurn, TurnEvents
-
-_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 __all__ = ["GeminiWire", "gemini_wire"]
 
@@ -265,7 +264,7 @@ class GeminiWire(Wire):
     call_reasoning = (
         Reasoning(
             ReasoningKind.THOUGHT_SIGNATURE.value,
-            signature="Cq" + provider_id("", "gemini/history/signature", 94, _BASE64) + "==",
+            signature=signature("gemini/history/signature"),
             provider="gemini",
         ),
     )

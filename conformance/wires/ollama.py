@@ -49,8 +49,6 @@ from ._base import (
 )
 from ._turns import first_problem
 
-_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-
 __all__ = ["OllamaWire", "ollama_wire"]
 
 _LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"

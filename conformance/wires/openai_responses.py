@@ -57,13 +57,12 @@ from ._base import (
     obfuscation,
     provider_id,
     schema_difference,
+    signature,
     split_text,
     tcp_chunks,
     text_of,
 )
 from ._turns import first_problem
-
-_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
 
@@ -995,7 +994,7 @@ class OpenAIResponsesWire(Wire):
             ReasoningKind.REASONING_ITEM.value,
             id=provider_id("rs_", "openai-responses/history/reasoning", 48, "0123456789abcdef"),
             summary=("The user wants the Paris weather; get_weather gives it.",),
-            data="gAAAAB" + provider_id("", "openai-responses/history/encrypted", 120, _BASE64),
+            data=signature("openai-responses/history/encrypted", 180),
             provider="openai",
         ),
     )

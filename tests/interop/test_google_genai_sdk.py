@@ -122,14 +122,6 @@ SKIP = (
     if HAVE_GENAI and _genai_version() < (2,)
     else {}
 )
-#: google-genai holds ``Part.thought_signature`` as bytes and writes bytes URL-safe.
-THOUGHT_SIGNATURE_REWRITTEN = (
-    "google-genai holds Part.thought_signature as bytes and sends it back as URL-safe "
-    "base64 without padding (googleapis/python-genai#2105): the same bytes, which the "
-    "Gemini API decodes either way, but not the string the provider returned ('/' comes "
-    "back as '_', '==' is dropped), and this case holds the call's signature to that string"
-)
-SIGNATURE_SKIPS = {"tool-result": THOUGHT_SIGNATURE_REWRITTEN}
 SYNC_ABORT = (
     "google-genai's sync client has no way to abort a call blocked in httpx: no "
     "cancellation API, and the socket sits inside httpx's pool"
@@ -543,7 +535,7 @@ class GoogleGenAISyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     wire = gemini_wire
     headers = {"x-gateway-key": "test"}
-    skip = {"abort": SYNC_ABORT, **SKIP, **SIGNATURE_SKIPS}
+    skip = {"abort": SYNC_ABORT, **SKIP}
 
     def create_backend(self, url: str) -> GenAISyncBackend:
         return GenAISyncBackend(url, self.headers)
@@ -555,7 +547,7 @@ class GoogleGenAIAsyncConformance(BackendConformanceTestCase, unittest.TestCase)
 
     wire = gemini_wire
     headers = {"x-gateway-key": "test"}
-    skip = {**SKIP, **SIGNATURE_SKIPS}
+    skip = {**SKIP}
 
     def create_backend(self, url: str) -> GenAIAsyncBackend:
         return GenAIAsyncBackend(url, self.headers)
@@ -568,7 +560,7 @@ class GoogleGenAIAsyncH2CConformance(BackendConformanceTestCase, unittest.TestCa
 
     wire = gemini_wire
     headers = {"x-gateway-key": "test"}
-    skip = {**SKIP, **HTTPX_H2_SKIPS, **SIGNATURE_SKIPS}
+    skip = {**SKIP, **HTTPX_H2_SKIPS}
     http2 = True
 
     def create_backend(self, url: str) -> GenAIAsyncBackend:
@@ -678,8 +670,10 @@ class GoogleGenAIRoundTrip(AdapterRoundTrip, unittest.TestCase):
     def test_tool_result_history_holds_the_same_signature_bytes(self) -> None:
         """The tool-result history reads back whole, the call's signature as the same bytes.
 
-        This is what the skipped ``tool-result`` cases would check, but for the
-        signature's spelling, which the SDK rewrites (see THOUGHT_SIGNATURE_REWRITTEN).
+        google-genai holds ``Part.thought_signature`` as bytes and sends it back as
+        URL-safe base64 without padding (googleapis/python-genai#2105): another string,
+        the same bytes, which the Gemini API reads alike; the ``tool-result`` cases
+        compare it by those bytes, and so does this.
         """
         from dataclasses import replace
 
