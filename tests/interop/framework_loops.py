@@ -37,9 +37,20 @@ from .sdk_loops import MAX_TOKENS, SDK_TIMEOUT, Budget, SocketGuard, anthropic_o
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
 HAVE_AGENTS = importlib.util.find_spec("agents") is not None
+HAVE_TOOL_RUNNER = False
+#: Whether this anthropic's tool runner takes ``thread`` (2.x, where threads are the default).
+RUNNER_TAKES_THREAD = False
 if HAVE_ANTHROPIC:
+    import inspect
+
     import anthropic
-    from anthropic.lib.tools import BetaFunctionTool, ToolError
+    from anthropic.resources.beta.messages import Messages
+
+    HAVE_TOOL_RUNNER = hasattr(Messages, "tool_runner")
+    if HAVE_TOOL_RUNNER:
+        from anthropic.lib.tools import BetaFunctionTool, ToolError
+
+        RUNNER_TAKES_THREAD = "thread" in inspect.signature(Messages.tool_runner).parameters
 
 
 class CallIds:
@@ -114,7 +125,9 @@ class AnthropicToolRunnerLoop:
             kwargs["tool_choice"] = anthropic_tool_choice(
                 task.tool_choice
             )  # the runner drops it after a call
-        runner = self.client.beta.messages.tool_runner(stream=task.stream, thread=False, **kwargs)
+        if RUNNER_TAKES_THREAD:
+            kwargs["thread"] = False
+        runner = self.client.beta.messages.tool_runner(stream=task.stream, **kwargs)
 
         def on_abort(reason: BaseException) -> None:
             self.guard.shutdown(reason)

@@ -9,25 +9,23 @@ and is skipped where it is absent.
 from __future__ import annotations
 
 import unittest
-from typing import Dict
 
 from conformance.gate import AgentLoopConformanceTestCase, AgentLoopTarget
 from conformance.wires.anthropic import anthropic_wire
 from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
-from .framework_loops import HAVE_AGENTS, HAVE_ANTHROPIC, AnthropicToolRunnerLoop, OpenAIAgentsLoop, prime
-from .sdk_loops import warm_up
+from .framework_loops import HAVE_AGENTS, HAVE_TOOL_RUNNER, AnthropicToolRunnerLoop, OpenAIAgentsLoop, prime
 
 AGENTS_MISSING = "openai-agents is not installed (it needs Python 3.10 or later): pip install openai-agents"
-ANTHROPIC_MISSING = "anthropic is not installed: pip install anthropic"
-RUNNER_SKIPS: Dict[str, str] = {}
-AGENTS_SKIPS: Dict[str, str] = {}
+RUNNER_MISSING = (
+    "anthropic's tool runner (client.beta.messages.tool_runner) is not installed: pip install -U anthropic"
+)
 
 
 def setUpModule() -> None:
-    if HAVE_ANTHROPIC:
-        warm_up("anthropic")
+    if HAVE_TOOL_RUNNER:
+        prime(AgentLoopTarget("tool runner", anthropic_wire, AnthropicToolRunnerLoop, timeout=30.0))
     if HAVE_AGENTS:
         for api, wire in (("responses", openai_responses_wire), ("chat", openai_chat_wire)):
             prime(
@@ -37,12 +35,11 @@ def setUpModule() -> None:
             )
 
 
-@unittest.skipUnless(HAVE_ANTHROPIC, ANTHROPIC_MISSING)
+@unittest.skipUnless(HAVE_TOOL_RUNNER, RUNNER_MISSING)
 class AnthropicToolRunner(AgentLoopConformanceTestCase, unittest.TestCase):
     """``Anthropic().beta.messages.tool_runner``, over HTTP/1.1."""
 
     wire = anthropic_wire
-    skip = RUNNER_SKIPS
 
     def create_loop(self, url: str) -> AnthropicToolRunnerLoop:
         return AnthropicToolRunnerLoop(url)
@@ -53,7 +50,6 @@ class OpenAIAgentsResponses(AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIResponsesModel``, over HTTP/1.1."""
 
     wire = openai_responses_wire
-    skip = AGENTS_SKIPS
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "responses")
@@ -64,7 +60,6 @@ class OpenAIAgentsChat(AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIChatCompletionsModel``, over HTTP/1.1."""
 
     wire = openai_chat_wire
-    skip = AGENTS_SKIPS
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")
