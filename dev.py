@@ -38,7 +38,10 @@ USAGE = __doc__.split("\n\n")[1]
 #: Test modules known to take long, in seconds on a quiet 2-core machine (each alone),
 #: so that the processes get even shares; every other module counts as one second.
 WEIGHTS = {
+    "tests.interop.test_agent_frameworks": 40,
+    "tests.interop.test_agent_loops_openai": 36,
     "tests.test_mutants": 30,
+    "tests.interop.test_agent_loops_anthropic": 15,
     "tests.test_provider_soak": 13,
     "tests.test_main": 10,
     "tests.test_driver": 9,

@@ -1,0 +1,62 @@
+"""The agent-loop suite through anthropic-python: hand-written loops over the Messages API.
+
+Each class runs every stage and round-trip case, whole and streamed, against one loop
+of ``sdk_loops``: the sync and async clients over HTTP/1.1, and over h2c with httpx's
+HTTP/2 prior knowledge.
+"""
+
+from __future__ import annotations
+
+import unittest
+
+from conformance.gate import AgentLoopConformanceTestCase
+from conformance.wires.anthropic import anthropic_wire
+
+from ._support import HTTPX_H2_KEEPS_STREAM
+from .sdk_loops import HAVE_ANTHROPIC, AnthropicLoop, AsyncAnthropicLoop, warm_up
+
+SKIP_REASON = "anthropic is not installed: pip install anthropic"
+
+
+def setUpModule() -> None:
+    if HAVE_ANTHROPIC:
+        warm_up("anthropic")
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicSyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
+    """``Anthropic().messages`` in a sync loop, over HTTP/1.1."""
+
+    wire = anthropic_wire
+
+    def create_loop(self, url: str) -> AnthropicLoop:
+        return AnthropicLoop(url, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicSyncH2CLoop(AnthropicSyncLoop):
+    """The sync Messages loop over h2c."""
+
+    http2 = True
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
+    """``AsyncAnthropic().messages`` in an async loop, over HTTP/1.1."""
+
+    wire = anthropic_wire
+
+    def create_loop(self, url: str) -> AsyncAnthropicLoop:
+        return AsyncAnthropicLoop(url, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncH2CLoop(AnthropicAsyncLoop):
+    """The async Messages loop over h2c."""
+
+    http2 = True
+    skip = {"cancel": HTTPX_H2_KEEPS_STREAM}
+
+
+if __name__ == "__main__":
+    unittest.main()

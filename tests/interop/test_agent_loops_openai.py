@@ -1,0 +1,121 @@
+"""The agent-loop suite through openai-python: hand-written loops over Chat Completions and Responses.
+
+Each class runs every stage and round-trip case, whole and streamed, against one loop
+of ``sdk_loops``: the sync and async clients over HTTP/1.1, and over h2c with httpx's
+HTTP/2 prior knowledge.
+"""
+
+from __future__ import annotations
+
+import unittest
+
+from conformance.gate import AgentLoopConformanceTestCase
+from conformance.wires.openai_chat import openai_chat_wire
+from conformance.wires.openai_responses import openai_responses_wire
+
+from ._support import HTTPX_H2_KEEPS_STREAM
+from .sdk_loops import (
+    HAVE_OPENAI,
+    AsyncOpenAIChatLoop,
+    AsyncOpenAIResponsesLoop,
+    OpenAIChatLoop,
+    OpenAIResponsesLoop,
+    warm_up,
+)
+
+SKIP_REASON = "openai is not installed: pip install openai"
+#: An async loop over h2c: httpx leaves the HTTP/2 stream open when its reader is cancelled.
+ASYNC_H2_SKIPS = {"cancel": HTTPX_H2_KEEPS_STREAM}
+#: Why a loop over the Chat Completions stream helper fails the parallel-calls stage streamed.
+STREAM_HELPER_INTERLEAVED = (
+    "openai-python's chat.completions.stream helper (which accepts only strict tools) treats a "
+    "change of tool_calls index as the end of the previous call: it emits "
+    "tool_calls.function.arguments.done for index 0 when index 1 first appears and parses index "
+    "0's arguments, still incomplete, with json.loads, so the stream raises JSONDecodeError when "
+    "two calls' fragments interleave. get_final_completion() is never reached. The same defect, "
+    "fixed in openai-ruby: https://github.com/openai/openai-ruby/pull/638. A loop that reads "
+    "chat.completions.create(stream=True) chunks and gathers them by index passes"
+)
+CHAT_SKIPS = {"parallel-calls/stream": STREAM_HELPER_INTERLEAVED}
+
+
+def setUpModule() -> None:
+    if HAVE_OPENAI:
+        warm_up("openai-chat")
+        warm_up("openai-responses")
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatSyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
+    """``OpenAI().chat.completions`` in a sync loop, over HTTP/1.1."""
+
+    wire = openai_chat_wire
+    skip = CHAT_SKIPS
+
+    def create_loop(self, url: str) -> OpenAIChatLoop:
+        return OpenAIChatLoop(url, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatSyncH2CLoop(OpenAIChatSyncLoop):
+    """The sync Chat Completions loop over h2c."""
+
+    http2 = True
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatAsyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
+    """``AsyncOpenAI().chat.completions`` in an async loop, over HTTP/1.1."""
+
+    wire = openai_chat_wire
+    skip = CHAT_SKIPS
+
+    def create_loop(self, url: str) -> AsyncOpenAIChatLoop:
+        return AsyncOpenAIChatLoop(url, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatAsyncH2CLoop(OpenAIChatAsyncLoop):
+    """The async Chat Completions loop over h2c."""
+
+    http2 = True
+    skip = {**CHAT_SKIPS, **ASYNC_H2_SKIPS}
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesSyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
+    """``OpenAI().responses`` in a sync loop, over HTTP/1.1."""
+
+    wire = openai_responses_wire
+
+    def create_loop(self, url: str) -> OpenAIResponsesLoop:
+        return OpenAIResponsesLoop(url, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesSyncH2CLoop(OpenAIResponsesSyncLoop):
+    """The sync Responses loop over h2c."""
+
+    http2 = True
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesAsyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
+    """``AsyncOpenAI().responses`` in an async loop, over HTTP/1.1."""
+
+    wire = openai_responses_wire
+
+    def create_loop(self, url: str) -> AsyncOpenAIResponsesLoop:
+        return AsyncOpenAIResponsesLoop(url, http2=self.http2)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIResponsesAsyncH2CLoop(OpenAIResponsesAsyncLoop):
+    """The async Responses loop over h2c."""
+
+    http2 = True
+    skip = ASYNC_H2_SKIPS
+
+
+if __name__ == "__main__":
+    unittest.main()
