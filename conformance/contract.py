@@ -165,12 +165,20 @@ class ToolCall:
 
     ``reasoning`` holds what a provider ties to this very call and needs back with
     it: Gemini's ``thoughtSignature``, which sits on the ``functionCall`` part.
+
+    ``unparsed_arguments`` is set only when the turn ended normally but the
+    provider's argument text for this call is not a JSON object (the model wrote
+    broken JSON): it holds that text exactly, and ``arguments`` is then ``{}``. Such
+    a call must never run; a loop answers it with a structured error result
+    (``ToolError("invalid_arguments", ...)``) under its id. ``None`` for every call
+    whose arguments parsed, and for a backend that drops such calls.
     """
 
     id: str
     name: str
     arguments: Mapping[str, Any]
     reasoning: Sequence[Reasoning] = ()
+    unparsed_arguments: Optional[str] = None
 
 
 @dataclass(frozen=True)

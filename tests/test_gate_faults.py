@@ -85,6 +85,17 @@ class GuessesTools(ReferenceLoop):
         return await super()._execute(task, tracker, call, schema)
 
 
+class RepairsBrokenJson(ReferenceLoop):
+    """Closes the open strings, arrays and objects of arguments that did not parse, and runs the call."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        if call.unparsed_arguments is not None:
+            repaired = close_partial(call.unparsed_arguments)
+            if isinstance(repaired, dict):
+                call = ToolCall(call.id, call.name, repaired, call.reasoning)
+        return await super()._execute(task, tracker, call, schema)
+
+
 class NoDeadline(ReferenceLoop):
     """Waits as long as the provider takes: it never bounds a request by its budget."""
 
@@ -122,6 +133,7 @@ FAULT_MUTANTS: Tuple[LoopMutant, ...] = (
         },
     ),
     LoopMutant("executes-an-unknown-tool", GuessesTools, _both("unknown-tool", "refused-call")),
+    LoopMutant("executes-a-corrupt-call", RepairsBrokenJson, _both("corrupt-arguments", "refused-call")),
     LoopMutant("never-stops", NoDeadline, _both("timeout", "recovered")),
 )
 

@@ -187,6 +187,18 @@ class ArgumentsTests(unittest.TestCase):
         self.assertEqual(tracker.state("c"), S.CALL_DONE)
         self.assertEqual([t.event for t in tracker.history()], [E.OPEN, E.DONE])
 
+    def test_a_whole_call_with_unparsed_arguments_never_validates(self) -> None:
+        """complete() reads unparsed_arguments as the text it is, so validate() reports it, schema or not."""
+        for text, message in (('{"city": "Par', "the arguments are not JSON"), ("[1]", "expected object")):
+            for schema in (SCHEMA, None):
+                with self.subTest(text=text, schema=schema is not None):
+                    tracker = ToolCallTracker()
+                    tracker.complete(ToolCall("c", "get_weather", {}, unparsed_arguments=text))
+                    violations = tracker.validate("c", schema)
+                    self.assertIn(message, "; ".join(map(str, violations)))
+                    self.assertEqual(tracker.state("c"), S.CALL_DONE)
+                    self.assertEqual(tracker.get("c").fragments, (text,))
+
 
 class ExecuteTests(unittest.TestCase):
     def validated(self, tracker: ToolCallTracker, call_id: str, key: str = "") -> None:

@@ -151,6 +151,8 @@ class ExecutionTests(GateToolsetTestCase):
              "unexpected property 'extra'"),
             (ToolCall("c", "read_fixture", "weather.json"), "invalid_arguments",  # type: ignore[arg-type]
              "expected object, got string"),
+            (ToolCall("c", "echo_json", {}, unparsed_arguments='{"text": "x'), "invalid_arguments",
+             """the arguments of echo_json are not a JSON object: '{"text": "x'; the call was not run"""),
             (delayed("c", -1), "invalid_arguments", "between 0 and 10000, got -1"),
             (delayed("c", 10_001), "invalid_arguments", "between 0 and 10000, got 10001"),
         ]

@@ -282,6 +282,27 @@ class PlayedTurnTest(unittest.TestCase):
         text, calls, _, finish = self.collect(True)
         self.assertEqual((text, calls, finish), ('{"text": "x"', [], "stop"))
 
+    def test_an_old_server_s_unparsable_string_arguments_reach_the_loop_unparsed(self) -> None:
+        """Servers before 0.4 sent arguments as JSON text; text that does not parse comes unparsed."""
+        body = {
+            "model": MODEL,
+            "created_at": "2025-01-01T00:00:00Z",
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"function": {"name": "echo_json", "arguments": '{"text": "x"'}}],
+            },
+            "done": True,
+            "done_reason": "stop",
+        }
+        self.provider.reply(JsonReply(body))
+        _, calls, _, finish = self.collect(False)
+        self.assertEqual(finish, "tool_calls")
+        self.assertEqual(
+            [(c.name, dict(c.arguments), c.unparsed_arguments) for c in calls],
+            [("echo_json", {}, '{"text": "x"')],
+        )
+
     def test_a_length_turn_keeps_no_call(self) -> None:
         turn = scripted(finish="length")
         self.provider.reply(lambda r: wire.turn_whole(turn, r))

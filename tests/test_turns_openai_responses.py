@@ -339,6 +339,20 @@ class PlayedTurnTest(unittest.TestCase):
         text, calls, reasoning, finish = self.collect(True)
         self.assertEqual((text, calls, finish), (turn.text, [], "length"))
 
+    def test_a_corrupt_call_reaches_the_loop_unparsed(self) -> None:
+        """A finished function_call whose arguments do not parse comes unparsed, whole and streamed."""
+        text = '{"text": "unterminated'
+        turn = ScriptedTurn(
+            calls=(ScriptedCall("call_corrupt", "echo_json", text, fragments=(text[:4], text[4:])),),
+            seed="corrupt",
+        )
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                self.provider.reply(lambda r: play_turn(wire, turn, r))
+                _, calls, _, finish = self.collect(stream)
+                self.assertEqual(calls, [ToolCall("call_corrupt", "echo_json", {}, unparsed_arguments=text)])
+                self.assertEqual(finish, "tool_calls")
+
     def test_runs_are_identical(self) -> None:
         """The same seed gives the same events, ids included."""
         request = recorded({"model": MODEL, "stream": True})

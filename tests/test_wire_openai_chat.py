@@ -427,3 +427,45 @@ class PlayTurnTests(unittest.TestCase):
                     [(c.id, c.name, dict(c.arguments)) for c in calls],
                     [(c.id, c.name, json.loads(c.arguments)) for c in turn.calls],
                 )
+
+    def test_a_corrupt_call_on_a_finished_turn_reaches_the_loop_unparsed(self) -> None:
+        """Arguments that are not a JSON object come unparsed, exactly; a length turn drops the call."""
+        import asyncio
+
+        from conformance.provider import start_fake_provider
+
+        async def calls(url: str, stream: bool) -> Any:
+            backend = OpenAIChatBackend(f"{url}/v1")
+            chat = ChatRequest("m", [Message("user", "go")], tools=tool_specs())
+            try:
+                if not stream:
+                    got = await backend.chat(chat)
+                    return list(got.tool_calls), got.finish_reason
+                chunks = [c async for c in backend.chat_stream(chat)]
+                return [c for k in chunks for c in k.tool_calls], chunks[-1].finish_reason
+            finally:
+                await backend.aclose()
+
+        good = ScriptedCall(CALL_B, "read_fixture", '{"path": "weather.json"}')
+        for text in ('{"text": "unterminated', '["not", "an", "object"]', '{"text": "caf\u00e9", }'):
+            corrupt = ScriptedCall(CALL_A, "echo_json", text, fragments=(text[:5], text[5:]))
+            for finish in ("", "length"):
+                turn = ScriptedTurn(calls=(corrupt, good), finish=finish, seed="corrupt")
+                for stream in (False, True):
+                    with (
+                        self.subTest(text=text, finish=finish, stream=stream),
+                        start_fake_provider() as provider,
+                    ):
+                        provider.reply(lambda r, t=turn: play_turn(WIRE, t, r))
+                        got, reason = asyncio.run(calls(provider.url, stream))
+                    if finish == "length":
+                        self.assertEqual((got, reason), ([], "length"))
+                        continue
+                    self.assertEqual(reason, "tool_calls")
+                    self.assertEqual(
+                        got,
+                        [
+                            ToolCall(CALL_A, "echo_json", {}, unparsed_arguments=text),
+                            ToolCall(CALL_B, "read_fixture", {"path": "weather.json"}),
+                        ],
+                    )

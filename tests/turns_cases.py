@@ -208,6 +208,22 @@ class TurnCases:
             response, _ = self.served(cut, stream)
             self.assertEqual((response.finish_reason, list(response.tool_calls)), ("length", []))
 
+    def test_a_corrupt_call_reaches_the_loop_unparsed_from_a_stream(self) -> None:
+        """Streamed input fragments that do not parse come as unparsed_arguments, exactly; a whole reply
+        carries input as an object, so there the call is the empty one the provider sent."""
+        text = '{"text": "unterminated'
+        call = ScriptedCall("toolu_01Ee", "echo_json", text, fragments=(text[:6], text[6:]))
+        turn = ScriptedTurn(calls=(call,), seed="turns/corrupt")
+        streamed, _ = self.served(turn, stream=True)
+        self.assertEqual(
+            list(streamed.tool_calls), [ToolCall(call.id, "echo_json", {}, unparsed_arguments=text)]
+        )
+        self.assertEqual(streamed.finish_reason, "tool_calls")
+        whole, _ = self.served(turn, stream=False)
+        self.assertEqual(list(whole.tool_calls), [ToolCall(call.id, "echo_json", {})])
+        cut, _ = self.served(ScriptedTurn(calls=(call,), finish="length", seed="turns/corrupt"), stream=True)
+        self.assertEqual((list(cut.tool_calls), cut.finish_reason), ([], "length"))
+
     def test_interleaved_calls_read_back_apart(self) -> None:
         for fragments in (False, True):
             self.check_served(scripted(True, fragments), stream=True)

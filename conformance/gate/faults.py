@@ -13,16 +13,21 @@ makes the call anew (a new response, so a new call id); after a broken request t
 carried results it answers with its final text. Every fault is bounded: no pause is
 longer than the 429's 0.2 s, and the timeout stage's budget is 0.6 s.
 
+Two stages break the model's turn itself rather than the transport: it calls a tool
+the task lacks, or it writes a call's arguments as broken JSON on a turn that ends
+normally. A backend hands the loop that call with ``ToolCall.unparsed_arguments``;
+where the provider never delivers such a call (Gemini, Ollama; Anthropic and Bedrock
+in a whole reply, whose ``input`` is an object) the stage is skipped with the reason.
+
 What the loop must do at each fault is checked by the fault invariants (in
 ``_invariants``): ``partial-call``, ``re-executed``, ``refused-call`` and
-``recovered``. (``refused-call`` also holds a call whose arguments are not a JSON
-object; a corrupt-arguments stage waits for the contract to carry such a call.)
+``recovered``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
 
 from ..wires._turns import ScriptedTurn
 
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
     from .stages import Stage, Step
 
 __all__ = [
+    "CORRUPT_ARGUMENTS",
     "CUT_FRAGMENTS",
     "FAULT_STAGES",
     "RATE_LIMIT_RETRY_AFTER",
@@ -51,6 +57,36 @@ TIMEOUT_BUDGET = 0.6
 #: and object closed, is a valid call (what a partial-JSON parser would make of it).
 CUT_FRAGMENTS = ('{"text": "gate", "count": 2, "tags": ["a"', ', "b"', "]}")
 _ARGUMENTS = "".join(CUT_FRAGMENTS)
+
+#: The corrupt-arguments stage's ``echo_json`` call, in the fragments a stream sends: the
+#: model stopped writing inside a string, the array and the object left open. Closed,
+#: it would be a valid call; a loop that repairs broken JSON runs it.
+CORRUPT_FRAGMENTS = ('{"text": "gate", ', '"count": 2, "tags": ', '["a", "b')
+CORRUPT_ARGUMENTS = "".join(CORRUPT_FRAGMENTS)
+
+#: Where no corrupt call ever reaches a loop, by wire name: (the modes, why).
+_NO_CORRUPT_CALL: Mapping[str, Tuple[Tuple[str, ...], str]] = {
+    "gemini": (
+        ("chat", "stream"),
+        "Gemini answers a call it cannot write as a JSON object with finishReason "
+        "MALFORMED_FUNCTION_CALL and no functionCall part",
+    ),
+    "ollama": (
+        ("chat", "stream"),
+        "Ollama's tool parser makes a call only once its arguments parse, and passes "
+        "unparsable text on as message content",
+    ),
+    "anthropic": (
+        ("chat",),
+        "a whole Messages reply carries a tool_use block's input as a JSON object; broken "
+        "argument text reaches a client only as input_json_delta fragments in a stream",
+    ),
+    "bedrock-converse": (
+        ("chat",),
+        "a whole Converse reply carries a toolUse block's input as a JSON document; broken "
+        "argument text reaches a client only as toolUse input fragments in a stream",
+    ),
+}
 
 
 def _cut_stream(fault: str) -> Callable[[Step], ScriptedTurn]:
@@ -182,6 +218,20 @@ def _rows() -> Dict[str, Stage]:
             requests=2,
             fault=f"the model calls {UNKNOWN_TOOL}, which the task does not offer",
         ),
+        Stage(
+            "corrupt-arguments",
+            "never run a call whose arguments are not a JSON object (the turn ended normally); send a "
+            "structured error back as its result and carry on",
+            "answer a call with unparsed_arguments (JSON that did not parse) with "
+            'ToolResult(error=ToolError("invalid_arguments", ...)); never repair the JSON or run it '
+            "with empty arguments",
+            "Echo a greeting.",
+            _refused("echo_json", CORRUPT_ARGUMENTS, CORRUPT_FRAGMENTS),
+            tools_called=("echo_json",),
+            requests=2,
+            fault="the model writes echo_json's arguments as broken JSON (an open string, array and "
+            "object) on a turn that ends normally",
+        ),
     ]
     return {row.name: row for row in rows}
 
@@ -192,6 +242,10 @@ def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
         absent = wire.absent("rate-limit")
         if absent:
             return f"{wire.name} has no rate-limit reply: {absent}"
+    if stage.name == "corrupt-arguments" and wire.name in _NO_CORRUPT_CALL:
+        modes, why = _NO_CORRUPT_CALL[wire.name]
+        if mode in modes:
+            return f"no corrupt call reaches a loop on {wire.name} in {mode} mode: {why}"
     return None
 
 

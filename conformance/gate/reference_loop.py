@@ -10,6 +10,10 @@ It shows what the gate asks of a loop, in the order a loop meets it:
 - Run each call once, keyed by its call id, through the task's toolset with the
   task's signal; send every result back under its call id, an error as the
   structured error it is, cut to ``max_result_chars`` where the loop has a limit.
+- Never run a call to a tool the task lacks, or one whose arguments break its
+  schema or are not a JSON object at all (``ToolCall.unparsed_arguments``, which the
+  tracker reads as the text it is): answer it with ``ToolError("unknown_tool")`` or
+  ``ToolError("invalid_arguments")`` under its id, and carry on.
 - Carry the assistant turn back whole (:meth:`Message.from_response`): its text,
   its calls and the reasoning the provider needs, unaltered.
 - Count requests and time; stop with ``stopped="budget"`` at either limit, before

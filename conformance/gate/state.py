@@ -298,8 +298,16 @@ class ToolCallTracker:
                 call.parse_error = f"the arguments are not JSON ({error}): {text[:80]!r}"
 
     def complete(self, call: ToolCall, *, key: Optional[str] = None) -> None:
-        """A call that arrived whole (a non-streamed reply): open and done in one."""
+        """A call that arrived whole (a non-streamed reply): open and done in one.
+
+        A call whose ``unparsed_arguments`` are set is taken as that text, so that
+        :meth:`validate` reports it is not a JSON object and it can never run.
+        """
         self.open(call.id, call.name, key=key)
+        if call.unparsed_arguments is not None:
+            self.delta(call.id, call.unparsed_arguments)
+            self.done(call.id)
+            return
         self.done(call.id, call.arguments)
 
     def validate(

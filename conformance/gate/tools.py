@@ -7,9 +7,11 @@ the toolset's :class:`~conformance.gate.log.ExecutionLog`. The sync
 (:meth:`~GateToolset.execute`) and async (:meth:`~GateToolset.aexecute`) forms share
 everything but the wait of ``delayed_value``.
 
-A tool never raises into the loop: a bad argument, an unknown tool or a refused path
+A tool never raises into the loop: a bad argument, an unknown tool, a call whose
+argument text did not parse (``ToolCall.unparsed_arguments``) or a refused path
 come back as a :class:`~conformance.ToolResult` with a structured
-:class:`~conformance.ToolError`. The one exception is the caller's own abort: once
+:class:`~conformance.ToolError`, and what was refused at the door is recorded as
+not run. The one exception is the caller's own abort: once
 its signal fires, the toolset raises ``signal.reason``, the very object, as a
 backend does (and an asyncio cancel stays a cancel), after recording it.
 
@@ -249,6 +251,13 @@ class GateToolset:
                 "unknown_tool",
                 f"there is no tool {call.name!r}; the tools are {', '.join(TOOLS)}",
                 details={"tool": call.name},
+            )
+        if call.unparsed_arguments is not None:
+            text = call.unparsed_arguments
+            return entry, 0.0, ToolError(
+                "invalid_arguments",
+                f"the arguments of {call.name} are not a JSON object: {text[:80]!r}; the call was not run",
+                details={"tool": call.name, "arguments": text},
             )
         violations = validate(tool.parameters, call.arguments)
         if violations:

@@ -15,11 +15,30 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, AsyncIterator, ClassVar, Dict, Mapping, Optional
 
-from ..contract import ERROR_KINDS, ChatRequest, ChatResponse, LLMError, StreamChunk
+from ..contract import ERROR_KINDS, ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall
 from ._errors import retry_after_seconds
 from ._transport import Response, request
 
-__all__ = ["ReferenceBackend"]
+__all__ = ["ReferenceBackend", "call_from_text"]
+
+
+def call_from_text(call_id: str, name: str, text: str) -> ToolCall:
+    """The call of a finished turn from its argument text, as the provider sent it.
+
+    Text that is a JSON object becomes ``arguments`` (no text at all is ``{}``).
+    Any other text, broken JSON or a JSON value that is not an object, is kept
+    exactly in ``unparsed_arguments`` with ``arguments`` empty: the loop must see
+    the call, so that it can answer it with an error rather than wait for a result
+    the model expects. (A call of a turn cut off by the token limit never gets here:
+    it was never finished, and is dropped.)
+    """
+    try:
+        parsed = json.loads(text or "{}")
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return ToolCall(call_id, name, parsed)
+    return ToolCall(call_id, name, {}, unparsed_arguments=text)
 
 
 class ReferenceBackend(ABC):

@@ -44,7 +44,7 @@ from ..contract import (
     ToolChoice,
     Usage,
 )
-from ._base import ReferenceBackend
+from ._base import ReferenceBackend, call_from_text
 from ._decoders import SSEDecoder
 from ._errors import decode_json, status_kind
 
@@ -295,20 +295,10 @@ class AnthropicBackend(ReferenceBackend):
         return STOP_REASONS.get(stop_reason or "", "stop" if stop_reason is None else "error")
 
     def complete_calls(self, blocks: List[_Block], stop_reason: Optional[str]) -> List[ToolCall]:
-        """The tool_use blocks whose input parses; none at all on a turn cut off by the limit."""
+        """The tool_use blocks, input that is not an object kept as text; none on a length turn."""
         if stop_reason in TRUNCATING_STOP_REASONS:
             return []
-        calls = []
-        for block in blocks:
-            if block.type != "tool_use":
-                continue
-            try:
-                arguments = json.loads("".join(block.parts) or "{}")
-            except ValueError:
-                continue
-            if isinstance(arguments, dict):
-                calls.append(ToolCall(block.id, block.name, arguments))
-        return calls
+        return [call_from_text(b.id, b.name, "".join(b.parts)) for b in blocks if b.type == "tool_use"]
 
     @staticmethod
     def usage(input_tokens: Optional[int], output_tokens: Optional[int]) -> Optional[Usage]:

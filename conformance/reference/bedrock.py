@@ -48,7 +48,7 @@ from ..contract import (
     ToolChoice,
     Usage,
 )
-from ._base import ReferenceBackend
+from ._base import ReferenceBackend, call_from_text
 from ._decoders import EventStreamDecoder, EventStreamError, EventStreamMessage
 from ._errors import decode_json, status_kind
 
@@ -326,21 +326,19 @@ class BedrockConverseBackend(ReferenceBackend):
         return "tool_calls" if calls else reason
 
     def complete_calls(self, tool_uses: List[_PartialToolUse], stop_reason: Optional[str]) -> List[ToolCall]:
-        """The calls whose input is a JSON object; none on a turn cut off by the token limit."""
+        """The calls, input that is not a JSON object kept as text; none on a turn cut off by the limit."""
         # Converse parses a cut-off call's input leniently ({"city": "Par"}), so only
         # the stop reason tells that the call was never finished.
         if STOP_REASONS.get(stop_reason or "") == "length":
             return []
         calls = []
         for tool_use in tool_uses:
-            arguments = tool_use.parsed
-            if arguments is None:
-                try:
-                    arguments = json.loads("".join(tool_use.input) or "{}")
-                except ValueError:
-                    continue
-            if isinstance(arguments, dict):
-                calls.append(ToolCall(tool_use.tool_use_id, tool_use.name, arguments))
+            parsed = tool_use.parsed
+            if isinstance(parsed, dict):
+                calls.append(ToolCall(tool_use.tool_use_id, tool_use.name, parsed))
+                continue
+            text = "".join(tool_use.input) if parsed is None else json.dumps(parsed, ensure_ascii=False)
+            calls.append(call_from_text(tool_use.tool_use_id, tool_use.name, text))
         return calls
 
     @staticmethod

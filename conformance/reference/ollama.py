@@ -42,7 +42,7 @@ from ..contract import (
     ToolCall,
     Usage,
 )
-from ._base import ReferenceBackend
+from ._base import ReferenceBackend, call_from_text
 from ._decoders import NDJSONDecoder
 from ._errors import decode_json, status_kind
 
@@ -178,15 +178,12 @@ class OllamaBackend(ReferenceBackend):
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             return None
         arguments = function.get("arguments", {})
-        if isinstance(arguments, str):  # servers before 0.4 sent a JSON string
-            try:
-                arguments = json.loads(arguments or "{}")
-            except ValueError:
-                return None
-        if not isinstance(arguments, dict):
-            return None
-        call_id = raw.get("id") or f"call_{secrets.token_hex(12)}"
-        return ToolCall(str(call_id), function["name"], arguments)
+        call_id = str(raw.get("id") or f"call_{secrets.token_hex(12)}")
+        if isinstance(arguments, dict):
+            return ToolCall(call_id, function["name"], arguments)
+        # Servers before 0.4 sent a JSON string; text that is not an object goes on unparsed.
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        return call_from_text(call_id, function["name"], text)
 
     def keep_calls(self, calls: List[ToolCall], reason: Optional[str]) -> List[ToolCall]:
         """The calls of a finished turn; none at all on a turn cut off by the limit."""

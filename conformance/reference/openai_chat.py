@@ -8,7 +8,8 @@ plainest account of how to read it:
 - Decode the stream as bytes and split events before decoding UTF-8 (the SSE
   decoder does); a chunk may end inside a character.
 - Gather tool-call argument fragments per ``index``; a call is complete only at the
-  end of the turn, and only if its arguments parse.
+  end of the turn. Arguments that do not parse to a JSON object are handed on as
+  ``unparsed_arguments``, for the loop to refuse.
 - A turn with tool calls is a ``tool_calls`` turn whatever ``finish_reason`` said;
   a ``length`` turn keeps no call that was cut off.
 - A ``data: {"error": ...}`` event is a failure after the 200; a stream that ends
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from ..contract import ChatRequest, ChatResponse, Message, StreamChunk, ToolCall, ToolChoice, Usage
+from ._base import call_from_text
 from ._decoders import SSEDecoder
 from ._errors import decode_json
 from ._openai import OpenAIBase
@@ -124,18 +126,10 @@ class OpenAIChatBackend(OpenAIBase):
         return FINISH_REASONS.get(reason or "", "stop" if reason is None else "error")
 
     def complete_calls(self, partials: List[_PartialCall], reason: Optional[str]) -> List[ToolCall]:
-        """The calls whose arguments parse; none at all on a turn cut off by the limit."""
+        """The turn's calls, unparsable arguments kept as text; none at all on a turn cut off by the limit."""
         if reason == "length":
             return []
-        calls = []
-        for partial in partials:
-            try:
-                arguments = json.loads("".join(partial.arguments) or "{}")
-            except ValueError:
-                continue
-            if isinstance(arguments, dict):
-                calls.append(ToolCall(partial.id, partial.name, arguments))
-        return calls
+        return [call_from_text(p.id, p.name, "".join(p.arguments)) for p in partials]
 
     @staticmethod
     def usage(raw: Any) -> Optional[Usage]:

@@ -42,6 +42,7 @@ from ..contract import (
     ToolChoice,
     Usage,
 )
+from ._base import call_from_text
 from ._decoders import SSEDecoder
 from ._errors import decode_json
 from ._openai import OpenAIBase
@@ -193,20 +194,15 @@ class OpenAIResponsesBackend(OpenAIBase):
         return "stop"
 
     def complete_calls(self, items: List[Mapping[str, Any]], turn: _Turn) -> List[ToolCall]:
-        """The finished ``function_call`` items whose arguments parse; none on a cut-off turn."""
+        """The finished ``function_call`` items, unparsable arguments kept as text; none on a cut-off turn."""
         if turn.status == "incomplete":
             return []
         calls = []
         for item in items:
             if item.get("type") != "function_call" or item.get("status") == "incomplete":
                 continue
-            try:
-                arguments = json.loads(item.get("arguments") or "{}")
-            except ValueError:
-                continue
-            if isinstance(arguments, dict):
-                call_id = str(item.get("call_id") or item.get("id") or "")
-                calls.append(ToolCall(call_id, str(item.get("name", "")), arguments))
+            call_id = str(item.get("call_id") or item.get("id") or "")
+            calls.append(call_from_text(call_id, str(item.get("name", "")), str(item.get("arguments") or "")))
         return calls
 
     @staticmethod
