@@ -330,7 +330,10 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     stage, problems = seen.stage, []
     planned = seen.planned()
     for index, call in enumerate(planned):
-        records = [r for r in seen.records_for(call) if r.ran]
+        own = seen.records_for(call)
+        if any(r.tool != call.call.name for r in own):
+            continue  # it ran under another tool's name: tool-name says so
+        records = [r for r in own if r.ran]
         if stage.cancel:
             expected: Tuple[int, ...] = (0,)
         elif stage.budget and index == len(planned) - 1:
@@ -348,17 +351,21 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
                 text = f"{seen.label(call)}: never executed; the model called it and waited for its result"
                 evidence = ""
             problems.append(LoopProblem("executions", text, evidence))
-    made = {p.call.id for p in planned}
-    if seen.case.target.wire.sends_call_ids:
-        for record in seen.before_abort():
-            if record.call_id not in made:
-                problems.append(
-                    LoopProblem(
-                        "executions",
-                        f"{record.tool} {record.call_id}: executed a call the model never made",
-                        seen.events_before(record.started),
-                    )
+    # A run no call of the model's accounts for: by id, or (where the provider sends no
+    # ids) one run of a tool more than the model called it.
+    for record, matched in seen.matches():
+        if matched is None:
+            made = sum(1 for p in planned if p.call.name == record.tool)
+            why = (
+                "executed a call the model never made"
+                if seen.case.target.wire.sends_call_ids
+                else f"executed {record.tool} more often than the model called it ({made} time(s))"
+            )
+            problems.append(
+                LoopProblem(
+                    "executions", f"{record.tool} {record.call_id}: {why}", seen.events_before(record.started)
                 )
+            )
     return problems
 
 
