@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -142,13 +143,16 @@ def event_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
     return _cut(data, cuts)
 
 
+#: The lead byte of a multi-byte UTF-8 character.
+_MULTI_BYTE_LEAD = re.compile(rb"[\xc0-\xff]")
+
+
 def _telling_cuts(data: bytes) -> set[int]:
     """The cuts every stream gets: inside its first multi-byte character and its first string."""
     cuts = set()
-    for index, byte in enumerate(data):
-        if byte >= 0xC0:  # the lead byte of a multi-byte character
-            cuts.add(index + 1)
-            break
+    lead = _MULTI_BYTE_LEAD.search(data)
+    if lead is not None:
+        cuts.add(lead.start() + 1)
     quote = data.find(b'":"')
     if quote != -1 and quote + 5 < len(data):
         cuts.add(quote + 5)
