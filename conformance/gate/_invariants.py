@@ -380,6 +380,9 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
         _, last = exchange.events.arguments.get(planned.position, (-1, -1))
         if last < 0:
             continue
+        log = exchange.request.response
+        if log is not None and log.end == "complete" and log.times and record.started >= log.times[-1]:
+            continue  # after the whole reply was out: no need to work out its events
         events = exchange.request.events
         flushed = events[last] if last < len(events) else None
         if flushed is None or record.started < flushed.flushed_at:
