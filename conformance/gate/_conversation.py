@@ -142,7 +142,7 @@ class Conversation:
         assert played is not None, f"{wire.name} scripts turns but played none"
         exchange.events = played
         if hold is None:
-            reply = play_turn(wire, turn, request, cut=event_chunks)
+            reply = play_turn(wire, turn, request, cut=event_chunks, played=played)
         else:
             position, how = hold
             first, last = played.arguments.get(position, (-1, -1))
@@ -159,6 +159,7 @@ class Conversation:
                 pause_after=max(first, last - 1),
                 pause=HOLD_BEFORE_LAST,
                 cut=event_chunks,
+                played=played,
             )
         assert reply is not None, f"{wire.name} scripts turns but played none"
         return reply

@@ -168,6 +168,7 @@ def play_turn(
     pause: float = 0.0,
     hang: bool = False,
     cut: Optional[Callable[[Sequence[bytes], str], List[bytes]]] = None,
+    played: Optional[TurnEvents] = None,
 ) -> Optional[Reply]:
     """The reply that plays ``turn`` on ``wire``, whole or streamed as ``request`` asked.
 
@@ -176,7 +177,9 @@ def play_turn(
     event ``pause_after``; with ``pause`` the provider holds the stream there that many
     seconds (a window in which a loop that acts too early is seen acting), and with
     ``hang`` the stream stays open after its last chunk. ``cut`` replaces
-    :func:`~conformance.wires._base.tcp_chunks` (``event_chunks`` cuts each event in two).
+    :func:`~conformance.wires._base.tcp_chunks` (``event_chunks`` cuts each event in two);
+    ``played``, the stream's events where the caller has them already, saves working
+    them out again.
     """
     from ..provider.replies import StreamReply
     from ._base import tcp_chunks
@@ -186,7 +189,8 @@ def play_turn(
 
     if not wire.wants_stream(request):
         return wire.turn_whole(turn, request)
-    played = wire.turn_stream(turn, request)
+    if played is None:
+        played = wire.turn_stream(turn, request)
     if played is None:
         return None
     events = played.events
