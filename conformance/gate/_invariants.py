@@ -356,11 +356,12 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     for record, matched in seen.matches():
         if matched is None:
             made = sum(1 for p in planned if p.call.name == record.tool)
-            why = (
-                "executed a call the model never made"
-                if seen.case.target.wire.sends_call_ids
-                else f"executed {record.tool} more often than the model called it ({made} time(s))"
-            )
+            if seen.case.target.wire.sends_call_ids:
+                why = "executed a call the model never made"
+            elif made:
+                why = f"executed {record.tool} more often than the model called it ({made} time(s))"
+            else:
+                why = "executed a tool the model never called"
             problems.append(
                 LoopProblem(
                     "executions", f"{record.tool} {record.call_id}: {why}", seen.events_before(record.started)
