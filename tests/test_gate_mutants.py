@@ -11,9 +11,12 @@ verdict, and the verdict is compared exactly: a mutant caught for another reason
 for more than its own, is a wrong verdict.
 
 By default each mutant runs over h2c only, and over HTTP/1.1 too where its checks are
-about the connection; with CONFORMANCE_LONG_TESTS=1 (as CI runs) every mutant runs on
-both. A check is proven by taking it out of the table: the mutant only it catches must
-then pass. Every case that runs on a wire is declared by some mutant there.
+about the connection; and where it declares a stage in both modes, in one mode per wire,
+chat and stream taking turns from wire to wire (a loop's bug is the same in either, and
+each mode is still run on three wires). With CONFORMANCE_LONG_TESTS=1 (as CI runs)
+every mutant runs every declared case on both transports. A check is proven by taking
+it out of the table: the mutant only it catches must then pass. Every case that runs
+on a wire is declared by some mutant there.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from unittest import mock
 from conformance.gate._invariants import INVARIANTS
 from conformance.gate.cases import AgentLoopCase, agent_loop_cases
 from conformance.gate.loop import AgentLoopTarget
+from conformance.gate.stages import LOOP_MODES
 from conformance.wires import WIRES
 
 from . import gate_zoo as zoo
@@ -39,8 +43,10 @@ _CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)
 GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
 #: The wires that stream a call's arguments in fragments (Gemini and Ollama send each call whole).
 FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse")
-#: The checks whose verdict can differ between HTTP/1.1 and h2c: how the request ends.
-TRANSPORT_CHECKS = frozenset({"connection-closed", "abort-reason", "after-cancel"})
+#: The checks whose verdict can differ between HTTP/1.1 and h2c: whether the provider saw
+#: the request end (a closed connection, or a reset stream). The broken loops' other bugs
+#: are the loop's own, the same over either transport.
+TRANSPORT_CHECKS = frozenset({"connection-closed"})
 #: Mutant cases that spend their time waiting (for a close that never comes) run wide.
 WAITING_CHECKS = frozenset({"connection-closed"})
 JOBS, WAITING_JOBS = 4, 16
@@ -186,12 +192,28 @@ def transports(mutant: LoopMutant) -> Tuple[bool, ...]:
     return (True,)
 
 
+def cases_to_run(mutant: LoopMutant, wire: str) -> List[str]:
+    """The declared cases of ``mutant`` on ``wire`` this run proves: all of them in a long
+    run; else, of a stage declared in both modes, the mode this wire's turn gives."""
+    declared = list(mutant.declared(wire))
+    if LONG_TESTS:
+        return declared
+    mode = LOOP_MODES[GATE_WIRES.index(wire) % len(LOOP_MODES)]
+    out = []
+    for case in declared:
+        stage, _, own = case.partition("/")
+        both_modes = all(f"{stage}/{m}" in declared for m in LOOP_MODES)
+        if not both_modes or own == mode:
+            out.append(case)
+    return out
+
+
 def jobs_for(mutants: Iterable[LoopMutant], wires: Iterable[str] = GATE_WIRES) -> List[Job]:
     return [
         Job(mutant, wire, case, http2)
         for mutant in mutants
         for wire in wires
-        for case in mutant.declared(wire)
+        for case in cases_to_run(mutant, wire)
         for http2 in transports(mutant)
     ]
 
