@@ -280,11 +280,6 @@ class ReturnsTheResponse(ReferenceLoop):
 class KeepsTheFirstText(ReferenceLoop):
     """Returns the text of the first turn (empty on a tool turn), not the model's final text."""
 
-    async def run(self, task: LoopTask) -> LoopResult:
-        self.first: Optional[str] = None
-        result = await super().run(task)
-        return replace(result, text=self.first or "")
-
     def __init__(self, backend: Any, **kwargs: Any) -> None:
         super().__init__(backend, **kwargs)
         whole = backend.chat
@@ -293,6 +288,11 @@ class KeepsTheFirstText(ReferenceLoop):
             return self._keep(await whole(request))
 
         self.backend = _Wrapped(backend, chat=chat)
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.first: Optional[str] = None
+        result = await super().run(task)
+        return replace(result, text=self.first or "")
 
     def _keep(self, response: ChatResponse) -> ChatResponse:
         if self.first is None:
