@@ -1,6 +1,7 @@
 """The command line: the reference matrix, a user's target, or one scenario served.
 
-    python -m conformance                       every case, reference backends, all wires, h1 and h2c
+    python -m conformance                       both suites, reference targets, all wires, h1 and h2c
+    python -m conformance --suite backend       the backend suite alone (--suite loop: the agent loops)
     python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
@@ -44,6 +45,8 @@ from .cases import BackendConformanceTarget, ConformanceCase
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
+#: What the reference matrix runs: the backend suite, the agent-loop suite, or both.
+SUITES = ("backend", "loop", "both")
 #: The reference targets, under the name the benches use.
 _reference_targets = reference_targets
 #: The outcome colours on a terminal (ANSI SGR codes).
@@ -449,6 +452,12 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     )
     parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
+    parser.add_argument(
+        "--suite",
+        choices=SUITES,
+        default="both",
+        help="the backend suite, the agent-loop suite, or both (the default)",
+    )
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a user's target or TestCase class")
     run.add_argument("target", metavar="MODULE:NAME")
@@ -486,12 +495,16 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         if "h2c" in transports and importlib.util.find_spec("h2") is None:
             out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
             transports.remove("h2c")
-        targets: List[Tuple[str, AnyTarget]] = [*reference_targets(args.wire, transports)]
-        specs: List[TargetSpec] = [("reference", t.wire.name, column) for column, t in targets]
-        # The agent-loop suite beside the backend suite: the reference loop over each backend.
-        loops = reference_loop_targets(args.wire, transports)
-        targets += loops
-        specs += [("reference-loop", t.wire.name, column) for column, t in loops]
+        targets: List[Tuple[str, AnyTarget]] = []
+        specs: List[TargetSpec] = []
+        if args.suite in ("backend", "both"):
+            targets += reference_targets(args.wire, transports)
+            specs += [("reference", t.wire.name, column) for column, t in targets]
+        if args.suite in ("loop", "both"):
+            # The agent-loop suite beside the backend suite: the reference loop over each backend.
+            loops = reference_loop_targets(args.wire, transports)
+            targets += loops
+            specs += [("reference-loop", t.wire.name, column) for column, t in loops]
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
         return run_matrix(targets, args.jobs, out, use_colour(out), processes=processes, specs=specs)
     except UsageError as exc:

@@ -103,6 +103,31 @@ class ReferenceLoopTests(unittest.TestCase):
         self.assertEqual(reasons, {"plain cannot play scripted conversations"})
 
 
+class StreamCutTests(unittest.TestCase):
+    def test_each_event_arrives_in_two_pieces_and_the_telling_cuts_are_made(self) -> None:
+        """event_chunks: no event whole in one piece, a cut at every event's end, one inside the
+        first multi-byte character and one inside the first JSON string; the same every run."""
+        from conformance.wires._base import event_chunks
+
+        events = [b'data: {"text":"caf\xc3\xa9"}\n\n', b"data: [DONE]\n\n", b"x"]
+        chunks = event_chunks(events, "seed")
+        self.assertEqual(b"".join(chunks), b"".join(events))
+        self.assertEqual(chunks, event_chunks(events, "seed"))
+        ends = {0}
+        for chunk in chunks:
+            ends.add(max(ends) + len(chunk))
+        start = 0
+        for event in events:
+            with self.subTest(event=event):
+                self.assertIn(start + len(event), ends)  # the event ends a piece
+                inside = [e for e in ends if start < e < start + len(event)]
+                self.assertEqual(bool(inside), len(event) > 1)  # and is cut inside
+            start += len(event)
+        data = b"".join(events)
+        self.assertIn(data.index(b"\xc3") + 1, ends)  # inside the first multi-byte character
+        self.assertIn(data.index(b'":"') + 5, ends)  # inside the first JSON string value
+
+
 class BrokenLoopMessageTests(unittest.TestCase):
     def test_a_loop_that_returns_nothing_is_told_what_to_return(self) -> None:
         """A run(task) that returns None fails finished with the type it must return."""

@@ -1,358 +1,298 @@
-"""The agent-loop zoo: broken loops, each caught in the cases it declares by exactly its checks.
+"""The agent-loop zoo: broken loops, each caught in the cases it declares by exactly its checks,
+on every wire that scripts turns.
 
-Each mutant is the reference loop with one classic bug (a loop that runs a call on
-arguments still arriving, runs earlier calls again, runs a tool after the cancel,
-sends a result with the wrong role, swaps two results, drops the error result, loops
-past its budget, mangles non-ASCII). It declares the cases it must fail and the set of
-check ids that must catch it there, and the verdict is compared exactly: a mutant
-caught for another reason, or for more than its own, is a wrong verdict.
+Each mutant is the reference loop with one classic bug (``tests/gate_zoo.py``): it runs
+a call on arguments still arriving, runs earlier calls again, runs a tool after the
+cancel, sends a result with the wrong role, swaps two results, drops the error result,
+loops past its budget, mangles non-ASCII, drops the reasoning, and one bug for each
+invariant no other bug isolates. It declares the cases it must fail and the set of
+check ids that must catch it there, per wire where a provider's own rules change the
+verdict, and the verdict is compared exactly: a mutant caught for another reason, or
+for more than its own, is a wrong verdict.
+
+By default each mutant runs over h2c only, and over HTTP/1.1 too where its checks are
+about the connection; and where it declares a stage in both modes, in one mode per wire,
+chat and stream taking turns from wire to wire (a loop's bug is the same in either, and
+each mode is still run on three wires). With CONFORMANCE_LONG_TESTS=1 (as CI runs)
+every mutant runs every declared case on both transports. A check is proven by taking
+it out of the table: the mutant only it catches must then pass. Every case that runs
+on a wire is declared by some mutant there.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from unittest import mock
 
-from conformance.contract import ChatRequest, Message, StreamChunk, ToolCall, ToolResult
-from conformance.gate import validate
+from conformance.gate._invariants import INVARIANTS
 from conformance.gate.cases import AgentLoopCase, agent_loop_cases
-from conformance.gate.loop import AgentLoopTarget, LoopResult, LoopTask
-from conformance.gate.reference_loop import ReferenceLoop
-from conformance.reference.openai_chat import OpenAIChatBackend, _PartialCall
+from conformance.gate.loop import AgentLoopTarget
+from conformance.gate.stages import LOOP_MODES
 from conformance.wires import WIRES
+
+from . import gate_zoo as zoo
+from .test_provider_support import LONG_TESTS
 
 TIMEOUT = 3.0
 _CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)
+#: The wires whose conversations the gate can play.
+GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
+#: The wires that stream a call's arguments in fragments (Gemini and Ollama send each call whole).
+FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse")
+#: The checks whose verdict can differ between HTTP/1.1 and h2c: whether the provider saw
+#: the request end (a closed connection, or a reset stream). The broken loops' other bugs
+#: are the loop's own, the same over either transport.
+TRANSPORT_CHECKS = frozenset({"connection-closed"})
+#: Mutant cases that spend their time waiting (for a close that never comes) run wide.
+WAITING_CHECKS = frozenset({"connection-closed"})
+JOBS, WAITING_JOBS = 4, 16
 
-
-def close_partial(text: str) -> Optional[Any]:
-    """What a partial-JSON parser makes of arguments still arriving: the text with its open
-    strings, arrays and objects closed, parsed; ``None`` where even that does not parse."""
-    stack: List[str] = []
-    in_string = escape = False
-    for char in text:
-        if in_string:
-            if escape:
-                escape = False
-            elif char == "\\":
-                escape = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            stack.append("]" if char == "[" else "}")
-        elif char in "]}" and stack:
-            stack.pop()
-    if escape:
-        return None
-    closed = text + ('"' if in_string else "") + "".join(reversed(stack))
-    try:
-        return json.loads(closed)
-    except ValueError:
-        return None
-
-
-class EagerBackend(OpenAIChatBackend):
-    """Yields each streamed call as soon as its arguments so far, closed, pass the schema."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        #: Calls seen opening in the current stream, with the fragments so far.
-        self.opened: Dict[str, _PartialCall] = {}
-
-    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
-        schemas = {t.name: t.parameters for t in chat.tools}
-        response = await self.send(chat, stream=True)
-        decoder = self.sse_decoder()
-        partials: Dict[int, _PartialCall] = {}
-        yielded: Set[int] = set()
-        reason = None
-        try:
-            async for data in response:
-                for event in decoder.feed(data):
-                    if event.data == "[DONE]":
-                        continue
-                    chunk = json.loads(event.data)
-                    text = self.on_chunk(chunk, partials)
-                    for choice in chunk.get("choices") or ():
-                        reason = choice.get("finish_reason") or reason
-                    if text:
-                        yield StreamChunk(content=text)
-                    for index, partial in partials.items():
-                        self.opened[partial.id] = partial
-                        arguments = close_partial("".join(partial.arguments))
-                        schema = schemas.get(partial.name)
-                        if index in yielded or not isinstance(arguments, dict) or schema is None:
-                            continue
-                        if not validate(schema, arguments):
-                            yielded.add(index)
-                            yield StreamChunk(tool_calls=(ToolCall(partial.id, partial.name, arguments),))
-        finally:
-            await response.aclose()
-        yield StreamChunk(finish_reason="tool_calls" if yielded else (reason or "stop"))
-
-
-class EagerLoop(ReferenceLoop):
-    """Runs each call the moment the stream yields it, before the turn is over."""
-
-    async def _stream(self, request: ChatRequest) -> Any:
-        from conformance.contract import ChatResponse
-
-        text, calls, finish = [], [], "stop"
-        async for chunk in self.backend.chat_stream(request):
-            text.append(chunk.content)
-            for call in chunk.tool_calls:
-                calls.append(call)
-                self.early[call.id] = await self.task.toolset.aexecute(
-                    call, key=call.id, signal=request.signal
-                )
-            if chunk.finish_reason is not None:
-                finish = str(chunk.finish_reason)
-        return ChatResponse("".join(text), finish, tuple(calls))
-
-    async def run(self, task: LoopTask) -> LoopResult:
-        self.task, self.early = task, {}
-        return await super().run(task)
-
-    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
-        if call.id in self.early:
-            return self.early[call.id]  # type: ignore[no-any-return]
-        return await super()._execute(task, tracker, call, schema)
-
-
-class FinishesAfterCancel(ReferenceLoop):
-    """On abort, runs the calls it had seen opening, to leave nothing half done."""
-
-    async def run(self, task: LoopTask) -> LoopResult:
-        try:
-            return await super().run(task)
-        except Exception:
-            for partial in self.backend.opened.values():
-                arguments = close_partial("".join(partial.arguments))
-                call = ToolCall(partial.id, partial.name, arguments if isinstance(arguments, dict) else {})
-                task.toolset.execute(call)  # no signal: it would refuse
-            raise
-
-
-class RerunsEarlierCalls(ReferenceLoop):
-    """Runs every call of the conversation again on each turn (no idempotency key)."""
-
-    async def run(self, task: LoopTask) -> LoopResult:
-        self.done: List[ToolCall] = []
-        return await super().run(task)
-
-    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
-        for earlier in self.done:
-            if earlier.id != call.id:
-                await task.toolset.aexecute(earlier, signal=task.signal)
-        self.done.append(call)
-        return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
-
-
-def rewrite(transform: Callable[[List[Message]], List[Message]]) -> Callable[[Any], Any]:
-    """A loop class whose requests carry ``transform`` of the conversation."""
-
-    class Rewrites(ReferenceLoop):
-        async def _stream(self, request: ChatRequest) -> Any:
-            return await super()._stream(_rewritten(request))
-
-        def __init__(self, backend: Any, **kwargs: Any) -> None:
-            super().__init__(_Rewriting(backend, transform), **kwargs)
-
-    return Rewrites
-
-
-def _rewritten(request: ChatRequest) -> ChatRequest:
-    return request
-
-
-class _Rewriting:
-    """A backend wrapper that rewrites each request's messages before sending it."""
-
-    def __init__(self, backend: Any, transform: Callable[[List[Message]], List[Message]]) -> None:
-        self.backend, self.transform = backend, transform
-
-    def _request(self, request: ChatRequest) -> ChatRequest:
-        from dataclasses import replace
-
-        return replace(request, messages=tuple(self.transform(list(request.messages))))
-
-    async def chat(self, request: ChatRequest) -> Any:
-        return await self.backend.chat(self._request(request))
-
-    def chat_stream(self, request: ChatRequest) -> Any:
-        return self.backend.chat_stream(self._request(request))
-
-    async def aclose(self) -> None:
-        await self.backend.aclose()
-
-
-def results_as_user(messages: List[Message]) -> List[Message]:
-    return [Message("user", m.content) if m.role == "tool" else m for m in messages]
-
-
-def swap_results(messages: List[Message]) -> List[Message]:
-    out = list(messages)
-    spots = [i for i, m in enumerate(out) if m.role == "tool"]
-    if len(spots) >= 2:
-        a, b = out[spots[0]].tool_result, out[spots[1]].tool_result
-        assert a is not None and b is not None
-        out[spots[0]] = Message.tool(ToolResult(a.call_id, a.name, b.content, b.error))
-        out[spots[1]] = Message.tool(ToolResult(b.call_id, b.name, a.content, a.error))
-    return out
-
-
-def drop_errors(messages: List[Message]) -> List[Message]:
-    failed = {m.tool_result.call_id for m in messages if m.tool_result is not None and m.tool_result.is_error}
-    out = []
-    for m in messages:
-        if m.tool_result is not None and m.tool_result.call_id in failed:
-            continue
-        if m.tool_calls and all(c.id in failed for c in m.tool_calls):
-            continue
-        out.append(m)
-    return out
-
-
-def mangle_non_ascii(messages: List[Message]) -> List[Message]:
-    out = []
-    for m in messages:
-        r = m.tool_result
-        if r is not None and r.error is None:
-            m = Message.tool(ToolResult(r.call_id, r.name, r.content.encode("ascii", "replace").decode()))
-        out.append(m)
-    return out
-
-
-class PastBudget(ReferenceLoop):
-    """Ignores the request budget the task gives it."""
-
-    async def run(self, task: LoopTask) -> LoopResult:
-        from dataclasses import replace
-
-        return await super().run(replace(task, max_requests=task.max_requests + 10))
+Checks = Set[str]
 
 
 @dataclass(frozen=True)
 class LoopMutant:
     name: str
     loop: Callable[..., Any]
-    #: case name -> the exact set of check ids that must catch it there.
-    cases: Mapping[str, Set[str]]
-    backend: Callable[..., Any] = OpenAIChatBackend
-    #: Cases whose verdict rests on the provider holding a stream at a protocol event.
-    needs_pauses: bool = False
+    #: case name -> the exact set of check ids that must catch it there, on every wire ...
+    cases: Mapping[str, Checks]
+    #: ... except these, where the provider's own rules change the verdict (an empty
+    #: mapping: the bug cannot show on that wire, for the reason in ``why``).
+    per_wire: Mapping[str, Mapping[str, Checks]] = field(default_factory=dict)
+    why: str = ""
+    #: Whether the loop needs to see calls before the backend completes them.
+    tapped: bool = False
+
+    def declared(self, wire: str) -> Mapping[str, Checks]:
+        return self.per_wire.get(wire, self.cases)
+
+    def checks(self) -> Set[str]:
+        return {c for wire in GATE_WIRES for checks in self.declared(wire).values() for c in checks}
 
 
-def both(stage: str, checks: Set[str]) -> Dict[str, Set[str]]:
+def both(stage: str, checks: Checks) -> Dict[str, Checks]:
     return {f"{stage}/chat": checks, f"{stage}/stream": checks}
 
 
+def on(wires: Iterable[str], cases: Mapping[str, Checks]) -> Dict[str, Mapping[str, Checks]]:
+    return {wire: cases for wire in wires}
+
+
+NO_FRAGMENTS = on(set(GATE_WIRES) - set(FRAGMENT_WIRES), {})
+
 MUTANTS: Tuple[LoopMutant, ...] = (
+    # The bugs the issue names.
     LoopMutant(
         "executes-on-partial-arguments",
-        EagerLoop,
+        zoo.EagerLoop,
         {"fragmented-arguments/stream": {"executed-early"}},
-        backend=EagerBackend,
-        needs_pauses=True,
+        per_wire=NO_FRAGMENTS,
+        why="the call arrives whole, in one event: there is no fragment to run early on",
+        tapped=True,
     ),
-    LoopMutant("reruns-earlier-calls", RerunsEarlierCalls, both("tool-error-corrects", {"executions"})),
+    LoopMutant("reruns-earlier-calls", zoo.RerunsEarlierCalls, both("tool-error-corrects", {"executions"})),
     LoopMutant(
-        "executes-after-cancel",
-        FinishesAfterCancel,
-        {"cancel/stream": {"after-cancel"}},
-        backend=EagerBackend,
+        "executes-after-cancel", zoo.FinishesAfterCancel, {"cancel/stream": {"after-cancel"}}, tapped=True
     ),
-    LoopMutant("result-as-user-message", rewrite(results_as_user), both("forced-tool", {"result-format"})),
-    LoopMutant("swaps-two-results", rewrite(swap_results), both("parallel-calls", {"call-ids"})),
+    LoopMutant(
+        "result-as-user-message",
+        zoo.rewrite(zoo.results_as_user),
+        both("forced-tool", {"result-format"}),
+        # Ollama takes any role and leaves it to the model's template: the request is
+        # accepted, and the call simply has no result.
+        per_wire={"ollama": both("forced-tool", {"results"})},
+    ),
+    LoopMutant("swaps-two-results", zoo.rewrite(zoo.swap_results), both("parallel-calls", {"call-ids"})),
     LoopMutant(
         "drops-the-error-result",
-        rewrite(drop_errors),
+        zoo.rewrite(zoo.drop_errors),
         {**both("tool-error-corrects", {"results"}), **both("error-result", {"results"})},
     ),
-    LoopMutant("loops-past-its-budget", PastBudget, both("tool-error-insists", {"budget"})),
-    LoopMutant("mangles-non-ascii", rewrite(mangle_non_ascii), both("non-ascii-result", {"result-content"})),
+    LoopMutant("loops-past-its-budget", zoo.PastBudget, both("tool-error-insists", {"budget"})),
+    LoopMutant(
+        "mangles-non-ascii", zoo.rewrite(zoo.mangle_non_ascii), both("non-ascii-result", {"result-content"})
+    ),
+    LoopMutant(
+        "drops-the-reasoning",
+        zoo.rewrite(zoo.drop_reasoning),
+        both("reasoning", {"reasoning"}),
+        # Gemini refuses a functionCall part without its thoughtSignature with a 400.
+        per_wire={"gemini": both("reasoning", {"result-format"}), "openai-chat": {}},
+        why="OpenAI Chat Completions carries no reasoning across a tool turn",
+    ),
+    # One bug for each invariant the ones above leave unguarded.
+    LoopMutant("returns-the-response", zoo.ReturnsTheResponse, both("text", {"finished"})),
+    LoopMutant("keeps-the-first-text", zoo.KeepsTheFirstText, both("forced-tool", {"final-text"})),
+    LoopMutant("asks-once-more", zoo.AsksOnceMore, both("text", {"requests"})),
+    LoopMutant(
+        "camel-cases-tool-names",
+        zoo.CamelCasesToolNames,
+        both("large-result", {"tool-name"}),
+        # Ollama sends no call ids: a run under another name cannot be tied to the call,
+        # which shows as never run (and the other name's run as one the model never made).
+        per_wire={"ollama": both("large-result", {"executions"})},
+    ),
+    LoopMutant("mangles-arguments", zoo.MangledArguments, both("fragmented-arguments", {"arguments"})),
+    LoopMutant("wraps-the-abort", zoo.WrapsTheAbort, both("cancel", {"abort-reason"})),
+    LoopMutant(
+        "leaves-the-request-running", zoo.LeavesTheRequestRunning, both("cancel", {"connection-closed"})
+    ),
+    LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),
+    LoopMutant("ignores-its-limit", zoo.IgnoresItsLimit, both("large-result", {"result-size"})),
+    LoopMutant("drops-empty-results", zoo.rewrite(zoo.drop_empty), both("empty-result", {"results"})),
 )
 
 
-def mutant_case(mutant: LoopMutant, name: str, http2: bool) -> AgentLoopCase:
-    def create(url: str) -> Any:
-        return mutant.loop(mutant.backend(f"{url}/v1", http2=http2))
+@dataclass(frozen=True)
+class Job:
+    mutant: LoopMutant
+    wire: str
+    case: str
+    http2: bool
 
-    target = AgentLoopTarget(
-        f"mutant {mutant.name}", WIRES["openai-chat"], create, http2=http2, timeout=TIMEOUT
+    def __str__(self) -> str:
+        return f"{self.wire} {self.mutant.name} {self.case} over {'h2c' if self.http2 else 'http/1.1'}"
+
+
+def mutant_target(mutant: LoopMutant, wire: str, http2: bool) -> AgentLoopTarget:
+    make = zoo.tapped if mutant.tapped else zoo.plain
+
+    def create(url: str) -> Any:
+        return mutant.loop(make(wire, url, http2), max_result_chars=zoo.LIMIT)
+
+    return AgentLoopTarget(
+        f"mutant {mutant.name}", WIRES[wire], create, http2=http2, timeout=TIMEOUT, max_result_chars=zoo.LIMIT
     )
-    return next(c for c in agent_loop_cases(target) if c.name == name)
+
+
+def mutant_case(job: Job) -> AgentLoopCase:
+    target = mutant_target(job.mutant, job.wire, job.http2)
+    return next(c for c in agent_loop_cases(target) if c.name == job.case)
 
 
 def verdict(case: AgentLoopCase) -> Optional[Set[str]]:
-    """The ids of the checks that failed the case, or ``None`` where it passed."""
+    """The ids of the checks that failed the case, or ``None`` where it passed (or skipped)."""
     try:
         case.run()
+    except unittest.SkipTest:
+        return None
     except AssertionError as failed:
         return set(_CHECK_ID.findall(str(failed)))
     return None
 
 
-def pauses_honoured() -> bool:
-    """Whether the fake provider holds a stream where ``StreamReply.pauses`` says."""
-    import time
-    import urllib.request
-
-    from conformance.provider import StreamReply, start_fake_provider
-
-    with start_fake_provider() as provider:
-        provider.reply(StreamReply([b"a", b"b"], pauses={1: 0.2}))
-        started = time.monotonic()
-        with urllib.request.urlopen(f"{provider.url}/x", data=b"{}", timeout=5) as response:
-            response.read()
-        return time.monotonic() - started >= 0.15
+def transports(mutant: LoopMutant) -> Tuple[bool, ...]:
+    """h2c; and HTTP/1.1 too where a check is about how the request ends, or in long runs."""
+    if LONG_TESTS or TRANSPORT_CHECKS & mutant.checks():
+        return (False, True)
+    return (True,)
 
 
-def wrong_verdicts(mutants: List[LoopMutant]) -> List[str]:
-    """Each mutant on each declared case over both transports; every verdict that is not exactly declared."""
-    jobs = [(mutant, name, http2) for mutant in mutants for name in mutant.cases for http2 in (False, True)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        verdicts = list(pool.map(lambda job: verdict(mutant_case(*job)), jobs))
+def cases_to_run(mutant: LoopMutant, wire: str) -> List[str]:
+    """The declared cases of ``mutant`` on ``wire`` this run proves: all of them in a long
+    run; else, of a stage declared in both modes, the mode this wire's turn gives."""
+    declared = list(mutant.declared(wire))
+    if LONG_TESTS:
+        return declared
+    mode = LOOP_MODES[GATE_WIRES.index(wire) % len(LOOP_MODES)]
+    out = []
+    for case in declared:
+        stage, _, own = case.partition("/")
+        both_modes = all(f"{stage}/{m}" in declared for m in LOOP_MODES)
+        if not both_modes or own == mode:
+            out.append(case)
+    return out
+
+
+def jobs_for(mutants: Iterable[LoopMutant], wires: Iterable[str] = GATE_WIRES) -> List[Job]:
+    return [
+        Job(mutant, wire, case, http2)
+        for mutant in mutants
+        for wire in wires
+        for case in cases_to_run(mutant, wire)
+        for http2 in transports(mutant)
+    ]
+
+
+def run_jobs(jobs: List[Job]) -> List[Optional[Set[str]]]:
+    """Each job's verdict, in order: the waiting ones wide, beside the rest run narrow (so
+    that a busy machine cannot push a prompt abort past its bound)."""
+    waits = [i for i, j in enumerate(jobs) if WAITING_CHECKS & j.mutant.checks()]
+    rest = [i for i in range(len(jobs)) if i not in set(waits)]
+    with ThreadPoolExecutor(max_workers=WAITING_JOBS) as wide, ThreadPoolExecutor(max_workers=JOBS) as narrow:
+        futures = {i: wide.submit(verdict, mutant_case(jobs[i])) for i in waits}
+        futures.update({i: narrow.submit(verdict, mutant_case(jobs[i])) for i in rest})
+        return [futures[i].result() for i in range(len(jobs))]
+
+
+def wrong_verdicts(jobs: List[Job]) -> List[str]:
     wrong = []
-    for (mutant, name, http2), got in zip(jobs, verdicts):
-        want = mutant.cases[name]
+    for job, got in zip(jobs, run_jobs(jobs)):
+        want = job.mutant.declared(job.wire)[job.case]
         if got != want:
             shown = "a pass" if got is None else sorted(got)
-            transport = "h2c" if http2 else "http/1.1"
-            wrong.append(f"{mutant.name} {name} over {transport}: expected {sorted(want)}, got {shown}")
+            wrong.append(f"{job}: expected {sorted(want)}, got {shown}")
     return wrong
+
+
+def running_cases(wire: str) -> Set[str]:
+    """The gate cases that run on ``wire`` (not skipped by the wire itself)."""
+    target = mutant_target(MUTANTS[0], wire, True)
+    return {c.name for c in agent_loop_cases(target) if not c.skip}
 
 
 class LoopZooTests(unittest.TestCase):
     def test_each_mutant_is_caught_where_and_why_it_says(self) -> None:
-        """Each broken loop fails each declared case, over HTTP/1.1 and h2c, for exactly its checks."""
-        wrong = wrong_verdicts([m for m in MUTANTS if not m.needs_pauses])
+        """Each broken loop fails each declared case on every wire for exactly its checks."""
+        wrong = wrong_verdicts(jobs_for(MUTANTS))
         self.assertEqual(wrong, [], "\n".join(wrong))
 
-    def test_a_loop_that_runs_a_call_on_arguments_still_arriving_is_caught(self) -> None:
-        """Held before the last fragment, the stream shows an eager loop running the call early."""
-        if not pauses_honoured():
-            self.skipTest("the fake provider does not hold a stream at StreamReply.pauses yet")
-        wrong = wrong_verdicts([m for m in MUTANTS if m.needs_pauses])
-        self.assertEqual(wrong, [], "\n".join(wrong))
-
-    def test_mutants_declare_known_cases_and_checks(self) -> None:
-        """Every declared case exists and every declared check is an invariant of the suite."""
-        from conformance.gate._invariants import INVARIANTS
-
-        names = {c.name for c in agent_loop_cases(mutant_case(MUTANTS[0], "text/chat", False).target)}
+    def test_every_check_is_the_only_thing_catching_some_mutant(self) -> None:
+        """Taking any one check out of the table lets the mutant that only it catches pass."""
+        guards: Dict[str, Job] = {}
         for mutant in MUTANTS:
-            with self.subTest(mutant.name):
-                self.assertLessEqual(set(mutant.cases), names)
-                for checks in mutant.cases.values():
-                    self.assertTrue(checks)
-                    self.assertLessEqual(checks, set(INVARIANTS))
+            for wire in GATE_WIRES:
+                for case, checks in mutant.declared(wire).items():
+                    if len(checks) == 1:
+                        guards.setdefault(next(iter(checks)), Job(mutant, wire, case, True))
+        self.assertEqual(sorted(set(INVARIANTS) - set(guards)), [], "checks no mutant alone catches")
+        caught = []
+        for check, job in sorted(guards.items()):
+            with mock.patch.dict(INVARIANTS):
+                del INVARIANTS[check]
+                got = verdict(mutant_case(job))
+            if got is not None:
+                caught.append(f"without {check!r}, {job} is still caught by {sorted(got)}")
+        self.assertEqual(caught, [], "\n".join(caught))
+
+    def test_every_case_that_runs_is_declared_by_a_mutant(self) -> None:
+        """On every wire, each gate case that runs is one some broken loop must fail."""
+        for wire in GATE_WIRES:
+            with self.subTest(wire=wire):
+                declared = {c for m in MUTANTS for c in m.declared(wire)}
+                self.assertEqual(
+                    sorted(running_cases(wire) - declared), [], f"{wire}: cases no mutant guards"
+                )
+
+    def test_mutants_declare_cases_that_run_and_checks_that_exist(self) -> None:
+        """Every declared case runs on its wire, every check exists, and a bug left out says why."""
+        names = [m.name for m in MUTANTS]
+        self.assertEqual(len(names), len(set(names)), names)
+        for mutant in MUTANTS:
+            for wire in GATE_WIRES:
+                with self.subTest(mutant=mutant.name, wire=wire):
+                    declared = mutant.declared(wire)
+                    self.assertLessEqual(set(declared), running_cases(wire))
+                    for checks in declared.values():
+                        self.assertTrue(checks)
+                        self.assertLessEqual(checks, set(INVARIANTS))
+                    if not declared:
+                        self.assertTrue(mutant.why, f"{mutant.name} skips {wire} without saying why")
+            self.assertTrue(any(mutant.declared(w) for w in GATE_WIRES), f"{mutant.name} runs nowhere")
 
 
 if __name__ == "__main__":

@@ -239,6 +239,49 @@ class ReadFixtureTests(GateToolsetTestCase):
             Sandbox({"../escape.txt": "x"})
 
 
+class SharedSandboxTests(unittest.TestCase):
+    def test_a_sandbox_passed_in_outlives_the_toolsets_that_use_it(self) -> None:
+        """Toolsets over one sandbox read its files; closing them leaves it for its owner."""
+        sandbox = Sandbox()
+        self.addCleanup(sandbox.close)
+        for run_id in ("a", "b"):
+            with GateToolset(run_id=run_id, sandbox=sandbox) as tools:
+                result = tools.execute(ToolCall(f"call_{run_id}", "read_fixture", {"path": "weather.json"}))
+                self.assertEqual(json.loads(result.content)["content"], SANDBOX_FILES["weather.json"])
+        self.assertFalse(sandbox.closed)
+        self.assertTrue(sandbox.root.exists())
+
+    def test_files_and_a_sandbox_together_are_refused(self) -> None:
+        """A shared sandbox already holds its files: giving both is a mistake, named as such."""
+        sandbox = Sandbox()
+        self.addCleanup(sandbox.close)
+        with self.assertRaisesRegex(ValueError, "give files or a sandbox, not both"):
+            GateToolset(files={"a.txt": "x"}, sandbox=sandbox)
+
+    def test_the_cases_share_one_sandbox_per_process(self) -> None:
+        """The same sandbox each time; another process id gets its own and leaves the first alone."""
+        import os
+        import shutil
+        from unittest import mock
+
+        from conformance.gate.cases import shared_sandbox
+
+        first = shared_sandbox()
+        self.assertIs(shared_sandbox(), first)
+        self.assertFalse(first.closed)
+        with mock.patch("os.getpid", return_value=os.getpid() + 100000):
+            child = shared_sandbox()
+        self.addCleanup(child.close)
+        self.assertIsNot(child, first)
+        # The first process's directory is not the child's to remove: closing (or dropping)
+        # the first sandbox from the child leaves it in place.
+        first.close()
+        self.assertTrue(first.root.exists())
+        for directory, _dirs, _files in os.walk(first.root):
+            os.chmod(directory, stat.S_IRWXU)
+        shutil.rmtree(first.root)
+
+
 class DelayedValueTests(GateToolsetTestCase):
     def test_returns_the_value_after_the_delay(self) -> None:
         """delayed_value answers with its value once the wait is over, sync and async."""

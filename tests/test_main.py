@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -13,11 +14,12 @@ import unittest
 import urllib.request
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 from unittest import mock
 
 from conformance import BackendConformanceTarget, openai_chat_wire
 from conformance.__main__ import main
+from conformance.gate import STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,6 +94,25 @@ class MatrixTests(unittest.TestCase):
         self.assertRegex(text, r"corrupt-frame/stream\s+skip")
         self.assertRegex(text, r"loop forced-tool/stream\s+pass")
         self.assertRegex(text, r"\d+ cases: \d+ passed, 0 failed, \d+ skipped in [\d.]+ s")
+
+    def test_suite_runs_one_suite_of_the_matrix(self) -> None:
+        """--suite backend runs the backend cases alone, --suite loop the agent-loop cases alone."""
+        counts: Dict[str, int] = {}
+        for suite in ("backend", "loop"):
+            out = io.StringIO()
+            status = main(["--suite", suite, "--wire", "openai-chat", "--transport", "h2c"], out=out)
+            text = out.getvalue()
+            self.assertEqual(status, 0, text)
+            summary = re.search(r"^(\d+) cases: ", text, re.M)
+            assert summary is not None, text
+            counts[suite] = int(summary.group(1))
+            if suite == "backend":
+                self.assertNotRegex(text, r"loop \S+\s+(pass|FAIL|skip)")
+            else:
+                self.assertRegex(text, r"loop forced-tool/stream\s+pass")
+                self.assertNotRegex(text, r"(?m)^text/chat\s+(pass|FAIL|skip)")
+        self.assertEqual(counts["loop"], sum(len(stage.modes) for stage in STAGES.values()))
+        self.assertIn("invalid choice: 'loops'", usage_error(["--suite", "loops"]))
 
     def test_unknown_wire_is_refused_with_the_known_ones(self) -> None:
         """A misspelt wire is a usage error (status 2) that names the wires there are."""

@@ -5,7 +5,9 @@ Strategy: per generation request the wire reads the conversation back
 gets that API's own 400 (:meth:`~conformance.wires.Wire.history_error`), and its
 problems are kept for the ``result-format`` check. Otherwise the stage's script
 decides the model's next turn from the step it is at (the accepted requests so far),
-and the wire plays it whole or streamed as the request asked. The model's final text
+and the wire plays it whole or streamed as the request asked, each stream event cut in
+two (:func:`~conformance.wires._base.event_chunks`, coarser than the backend suite's
+cuts: a write per piece is what a case's time went on). The model's final text
 quotes a tool's fixture id only when its result came back under the right call id
 and tool, and says what was missing otherwise, as a real model works only with what
 it was given. Everything the invariants need is kept: each request, its history,
@@ -136,6 +138,8 @@ class Conversation:
                 self.first_reply.set()
 
     def _play(self, exchange: Exchange, turn: ScriptedTurn, request: RecordedRequest) -> Reply:
+        from ..wires._base import event_chunks
+
         wire = self.wire
         hold = exchange.hold
         if exchange.fault is not None:
@@ -154,19 +158,25 @@ class Conversation:
         assert played is not None, f"{wire.name} scripts turns but played none"
         exchange.events = played
         if hold is None:
-            reply = play_turn(wire, turn, request)
+            reply = play_turn(wire, turn, request, cut=event_chunks, played=played)
         else:
             position, how = hold
             first, last = played.arguments.get(position, (-1, -1))
             if how == "cancel":
-                from ..wires._base import tcp_chunks
-
-                head = tcp_chunks(played.events[: first + 1], f"{wire.name}/{turn.seed}/head")
+                head = event_chunks(played.events[: first + 1], f"{wire.name}/{turn.seed}/head")
                 exchange.head_chunks = len(head)
                 return StreamReply(
                     head, content_type=played.content_type, headers=dict(played.headers), hang=True
                 )
-            reply = play_turn(wire, turn, request, pause_after=max(first, last - 1), pause=HOLD_BEFORE_LAST)
+            reply = play_turn(
+                wire,
+                turn,
+                request,
+                pause_after=max(first, last - 1),
+                pause=HOLD_BEFORE_LAST,
+                cut=event_chunks,
+                played=played,
+            )
         assert reply is not None, f"{wire.name} scripts turns but played none"
         return reply
 

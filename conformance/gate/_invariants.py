@@ -388,9 +388,12 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     stage, problems = seen.stage, []
     planned = seen.planned()
     for index, call in enumerate(planned):
-        records = [r for r in seen.records_for(call) if r.ran]
         if refusal(call) is not None:
             continue  # never to run: refused-call says whether it did
+        own = seen.records_for(call)
+        if any(r.tool != call.call.name for r in own):
+            continue  # it ran under another tool's name: tool-name says so
+        records = [r for r in own if r.ran]
         if records and seen.faulted() and len(records) > 1:
             continue  # run again after a fault: re-executed says so
         if stage.cancel:
@@ -410,17 +413,22 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
                 text = f"{seen.label(call)}: never executed; the model called it and waited for its result"
                 evidence = ""
             problems.append(LoopProblem("executions", text, evidence))
-    made = {p.call.id for p in planned}
-    if seen.case.target.wire.sends_call_ids:
-        for record in seen.before_abort():
-            if record.call_id not in made:
-                problems.append(
-                    LoopProblem(
-                        "executions",
-                        f"{record.tool} {record.call_id}: executed a call the model never made",
-                        seen.events_before(record.started),
-                    )
+    # A run no call of the model's accounts for: by id, or (where the provider sends no
+    # ids) one run of a tool more than the model called it.
+    for record, matched in seen.matches():
+        if matched is None:
+            made = sum(1 for p in planned if p.call.name == record.tool)
+            if seen.case.target.wire.sends_call_ids:
+                why = "executed a call the model never made"
+            elif made:
+                why = f"executed {record.tool} more often than the model called it ({made} time(s))"
+            else:
+                why = "executed a tool the model never called"
+            problems.append(
+                LoopProblem(
+                    "executions", f"{record.tool} {record.call_id}: {why}", seen.events_before(record.started)
                 )
+            )
     return problems
 
 
@@ -435,6 +443,9 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
         _, last = exchange.events.arguments.get(planned.position, (-1, -1))
         if last < 0:
             continue
+        log = exchange.request.response
+        if log is not None and log.end == "complete" and log.times and record.started >= log.times[-1]:
+            continue  # after the whole reply was out: no need to work out its events
         events = exchange.request.events
         flushed = events[last] if last < len(events) else None
         if flushed is None or record.started < flushed.flushed_at:

@@ -10,16 +10,48 @@ saw to the invariants (``_invariants``). Every problem is reported at once in on
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from .loop import AgentLoopTarget
 from .stages import LOOP_MODES, STAGES, Stage, reasoning_for
 
-__all__ = ["MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases"]
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
+
+__all__ = ["MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases", "shared_sandbox"]
 
 #: The request budget every task carries.
 MAX_REQUESTS = 4
+
+_shared: Dict[int, Sandbox] = {}  # by process id: a forked child makes its own
+_shared_lock = threading.Lock()
+
+
+def shared_sandbox() -> Sandbox:
+    """The read-only sandbox every case of this process reads from, made on first use.
+
+    The files never change and no tool writes, so one directory serves every case
+    (making one per case cost a case about 6 ms). It is removed when the process
+    exits, a worker process of a pool included; a forked child leaves its parent's
+    alone and makes its own.
+    """
+    import multiprocessing.util
+
+    from .sandbox import Sandbox
+
+    pid = os.getpid()
+    with _shared_lock:
+        sandbox = _shared.get(pid)
+        if sandbox is None or sandbox.closed:
+            for other in [p for p in _shared if p != pid]:
+                _shared.pop(other).detach()  # the parent's: never removed from here
+            sandbox = _shared[pid] = Sandbox()
+            # A pool's worker ends with os._exit, past atexit; this runs there too.
+            multiprocessing.util.Finalize(None, sandbox.close, exitpriority=0)
+        return sandbox
 
 
 @dataclass(frozen=True)
@@ -87,7 +119,7 @@ class AgentLoopCase:
         if self.skip:
             raise unittest.SkipTest(self.skip)
         target = self.target
-        with GateToolset(run_id=secrets.token_hex(3)) as toolset:
+        with GateToolset(run_id=secrets.token_hex(3), sandbox=shared_sandbox()) as toolset:
             conversation = Conversation(target.wire, self.stage, toolset, self.max_requests)
             with start_fake_provider(http2=target.http2) as provider:
                 provider.reply(conversation.handle)

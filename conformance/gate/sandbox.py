@@ -87,6 +87,10 @@ class Sandbox:
         """Remove the directory; a second call does nothing."""
         self._finalizer()
 
+    def detach(self) -> None:
+        """Never remove the directory from this process (a forked child holding its parent's)."""
+        self._finalizer.detach()
+
     def names(self) -> Tuple[str, ...]:
         """The readable paths, sorted."""
         return tuple(sorted(self.files))

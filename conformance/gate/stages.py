@@ -380,6 +380,12 @@ _REASONING: Dict[str, Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]] = {
         (),
         (Reasoning("thought_signature", signature="CiQBVthGateThoughtSignature0kept0byte0for0byte0AAAAA=="),),
     ),
+    # Ollama streams a thinking model's ``thinking`` and reads it back on the assistant
+    # message; it has no signature, so the text must come back unaltered.
+    "ollama": (
+        (Reasoning("thinking", text="The user wants an echo; echo_json takes text, count and tags."),),
+        (),
+    ),
 }
 
 

@@ -158,7 +158,9 @@ class GateToolset:
     make the ids the same from run to run (a replayed final answer quotes them), or
     leave it to a random one. ``max_delay`` bounds ``delayed_value`` in seconds;
     ``clock`` is what the records' times are read from. Use it as a context manager,
-    or call :meth:`close`, to remove the sandbox.
+    or call :meth:`close`, to remove the sandbox. A ``sandbox`` passed in (read-only,
+    so that many toolsets may share one) is used instead of a new one, and is left
+    for its owner to close.
     """
 
     def __init__(
@@ -168,12 +170,16 @@ class GateToolset:
         files: Optional[Mapping[str, str]] = None,
         max_delay: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        sandbox: Optional[Sandbox] = None,
     ) -> None:
         self.run_id = run_id if run_id is not None else secrets.token_hex(4)
         self.max_delay = max_delay
         self.clock = clock
         self.log = ExecutionLog()
-        self.sandbox = Sandbox(files)
+        if sandbox is not None and files is not None:
+            raise ValueError("give files or a sandbox, not both: a shared sandbox already holds its files")
+        self._owns_sandbox = sandbox is None
+        self.sandbox = Sandbox(files) if sandbox is None else sandbox
         self._counter = itertools.count(1)
         self._counter_lock = threading.Lock()
 
@@ -311,8 +317,9 @@ class GateToolset:
     # -- lifetime ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Remove the sandbox; the log stays readable."""
-        self.sandbox.close()
+        """Remove the sandbox (unless it was passed in); the log stays readable."""
+        if self._owns_sandbox:
+            self.sandbox.close()
 
     def __enter__(self) -> GateToolset:
         return self

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -33,6 +34,7 @@ __all__ = [
     "check_function_tool",
     "check_question",
     "dumps",
+    "event_chunks",
     "fresh_id",
     "http_date",
     "obfuscation",
@@ -114,14 +116,7 @@ def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
     data = b"".join(events)
     if not data:
         return []
-    cuts = set()
-    for index, byte in enumerate(data):
-        if byte >= 0xC0:  # the lead byte of a multi-byte character
-            cuts.add(index + 1)
-            break
-    quote = data.find(b'":"')
-    if quote != -1 and quote + 5 < len(data):
-        cuts.add(quote + 5)
+    cuts = _telling_cuts(data)
     digest = hashlib.sha256(seed.encode("utf-8")).digest()
     position, counter = 0, 0
     while True:
@@ -133,6 +128,51 @@ def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
         if position >= len(data):
             break
         cuts.add(position)
+    return _cut(data, cuts)
+
+
+def event_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:
+    """Cut a stream into each event in two pieces, deterministically: coarser than
+    :func:`tcp_chunks`, and far cheaper to send.
+
+    Each event is cut once, at a pseudo-random offset derived from ``seed``, and the
+    two cuts :func:`tcp_chunks` always makes are made too (inside the first multi-byte
+    UTF-8 character and inside the first JSON string value). So no event arrives whole
+    in one read, and a reader that decodes or parses per chunk is still caught; what is
+    left out is the many small pieces, which a loop over a tested backend gains nothing
+    from and which cost a write each.
+    """
+    data = b"".join(events)
+    if not data:
+        return []
+    cuts = _telling_cuts(data)
+    start = 0
+    for index, event in enumerate(events):
+        if len(event) > 1:
+            digest = hashlib.sha256(f"{seed}/{index}".encode()).digest()
+            cuts.add(start + 1 + int.from_bytes(digest[:4], "big") % (len(event) - 1))
+        start += len(event)
+        cuts.add(start)
+    return _cut(data, cuts)
+
+
+#: The lead byte of a multi-byte UTF-8 character.
+_MULTI_BYTE_LEAD = re.compile(rb"[\xc0-\xff]")
+
+
+def _telling_cuts(data: bytes) -> set[int]:
+    """The cuts every stream gets: inside its first multi-byte character and its first string."""
+    cuts = set()
+    lead = _MULTI_BYTE_LEAD.search(data)
+    if lead is not None:
+        cuts.add(lead.start() + 1)
+    quote = data.find(b'":"')
+    if quote != -1 and quote + 5 < len(data):
+        cuts.add(quote + 5)
+    return cuts
+
+
+def _cut(data: bytes, cuts: Collection[int]) -> List[bytes]:
     bounds = [0, *sorted(c for c in cuts if 0 < c < len(data)), len(data)]
     return [data[a:b] for a, b in zip(bounds, bounds[1:])]
 

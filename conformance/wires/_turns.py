@@ -23,7 +23,7 @@ the stream after a chosen event, and returns the reply the fake provider carries
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ToolChoice
 
@@ -168,6 +168,8 @@ def play_turn(
     pause_after: Optional[int] = None,
     pause: float = 0.0,
     hang: bool = False,
+    cut: Optional[Callable[[Sequence[bytes], str], List[bytes]]] = None,
+    played: Optional[TurnEvents] = None,
 ) -> Optional[Reply]:
     """The reply that plays ``turn`` on ``wire``, whole or streamed as ``request`` asked.
 
@@ -175,23 +177,30 @@ def play_turn(
     it (:func:`~conformance.wires._base.tcp_chunks`), with a cut always made after the
     event ``pause_after``; with ``pause`` the provider holds the stream there that many
     seconds (a window in which a loop that acts too early is seen acting), and with
-    ``hang`` the stream stays open after its last chunk.
+    ``hang`` the stream stays open after its last chunk. ``cut`` replaces
+    :func:`~conformance.wires._base.tcp_chunks` (``event_chunks`` cuts each event in two);
+    ``played``, the stream's events where the caller has them already, saves working
+    them out again.
     """
     from ..provider.replies import StreamReply
     from ._base import tcp_chunks
 
+    if cut is None:
+        cut = tcp_chunks
+
     if not wire.wants_stream(request):
         return wire.turn_whole(turn, request)
-    played = wire.turn_stream(turn, request)
+    if played is None:
+        played = wire.turn_stream(turn, request)
     if played is None:
         return None
     events = played.events
     pauses: Dict[int, float] = {}
     if pause_after is None:
-        chunks = tcp_chunks(events, f"{wire.name}/{turn.seed}")
+        chunks = cut(events, f"{wire.name}/{turn.seed}")
     else:
-        head = tcp_chunks(events[: pause_after + 1], f"{wire.name}/{turn.seed}/head")
-        tail = tcp_chunks(events[pause_after + 1 :], f"{wire.name}/{turn.seed}/tail")
+        head = cut(events[: pause_after + 1], f"{wire.name}/{turn.seed}/head")
+        tail = cut(events[pause_after + 1 :], f"{wire.name}/{turn.seed}/tail")
         chunks = head + tail
         if pause > 0 and tail:
             pauses[len(head)] = pause

@@ -1,0 +1,519 @@
+"""The broken agent loops of the gate's zoo, and the taps that let some of them see calls early.
+
+A loop is the reference loop with one classic bug. Most bugs live in the loop itself
+(what it runs, what it sends back), so they run over every wire's reference backend
+as it is. Two need to see a call before the backend hands it over complete (a loop
+that runs a call on its first fragments, a loop that finishes the calls it saw
+opening after a cancel): for those, :func:`tapped` subclasses the wire's reference
+backend so that every call it has seen opening, with the argument text so far, is
+kept in ``opened``, and ``watch`` is called after each stream event.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
+
+from conformance.contract import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ToolCall,
+    ToolResult,
+)
+from conformance.gate import validate
+from conformance.gate.loop import LoopResult, LoopTask
+from conformance.gate.reference_loop import ReferenceLoop
+from conformance.reference import (
+    REFERENCE_BACKENDS,
+    AnthropicBackend,
+    BedrockConverseBackend,
+    GeminiBackend,
+    OllamaBackend,
+    OpenAIChatBackend,
+    OpenAIResponsesBackend,
+)
+
+#: The result size limit every zoo target declares (as the reference loops do).
+LIMIT = 4096
+
+
+def close_partial(text: str) -> Optional[Any]:
+    """What a partial-JSON parser makes of arguments still arriving: the text with its open
+    strings, arrays and objects closed, parsed; ``None`` where even that does not parse."""
+    stack: List[str] = []
+    in_string = escape = False
+    for char in text:
+        if in_string:
+            if escape:
+                escape = False
+            elif char == "\\":
+                escape = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append("]" if char == "[" else "}")
+        elif char in "]}" and stack:
+            stack.pop()
+    if escape:
+        return None
+    closed = text + ('"' if in_string else "") + "".join(reversed(stack))
+    try:
+        return json.loads(closed)
+    except ValueError:
+        return None
+
+
+# -- the taps: every call seen opening, with its argument text so far ----------------------
+
+
+class _Tap:
+    """Mixed into a reference backend: ``opened`` maps call id to (tool, argument text so far)."""
+
+    opened: Dict[str, Tuple[str, str]]
+    watch: Optional[Callable[[Dict[str, Tuple[str, str]]], None]]
+
+    def _init_tap(self) -> None:
+        self.opened = {}
+        self.watch = None
+        self._items: Dict[int, List[str]] = {}
+
+    def _seen(self, call_id: str, name: str, text: str) -> None:
+        if call_id:
+            self.opened[call_id] = (name, text)
+
+    def _event(self) -> None:
+        if self.watch is not None:
+            self.watch(dict(self.opened))
+
+
+class _ChatTap(_Tap, OpenAIChatBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, Any]) -> str:
+        text = super().on_chunk(chunk, partials)
+        for partial in partials.values():
+            self._seen(partial.id, partial.name, "".join(partial.arguments))
+        self._event()
+        return text
+
+
+class _ResponsesTap(_Tap, OpenAIResponsesBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+        self._calls: Dict[int, Tuple[str, str]] = {}
+
+    def on_event(self, event: Mapping[str, Any], turn: Any, items: List[Mapping[str, Any]]) -> str:
+        text = super().on_event(event, turn, items)
+        kind, index = event.get("type"), int(event.get("output_index", -1))
+        item = event.get("item") or {}
+        if kind == "response.output_item.added" and item.get("type") == "function_call":
+            self._calls[index] = (str(item.get("call_id", "")), str(item.get("name", "")))
+            self._items[index] = []
+        elif kind == "response.function_call_arguments.delta" and index in self._items:
+            self._items[index].append(str(event.get("delta", "")))
+        for at, (call_id, name) in self._calls.items():
+            self._seen(call_id, name, "".join(self._items[at]))
+        self._event()
+        return text
+
+
+class _AnthropicTap(_Tap, AnthropicBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+
+    def on_event(self, name: str, data: str, turn: Any) -> str:
+        text = super().on_event(name, data, turn)
+        for block in turn.blocks.values():
+            if block.type == "tool_use":
+                self._seen(block.id, block.name, "".join(block.parts))
+        self._event()
+        return text
+
+
+class _BedrockTap(_Tap, BedrockConverseBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+
+    def on_event(self, event_type: str, payload: Mapping[str, Any], turn: Any) -> str:
+        text = super().on_event(event_type, payload, turn)
+        for use in turn.tool_uses.values():
+            self._seen(use.tool_use_id, use.name, "".join(use.input))
+        self._event()
+        return text
+
+
+class _GeminiTap(_Tap, GeminiBackend):
+    """Gemini streams each call whole, in one event."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+
+    def read_response(self, body: Mapping[str, Any]) -> Any:
+        text, calls, reason = super().read_response(body)
+        for call in calls:
+            self._seen(call.id, call.name, json.dumps(dict(call.arguments)))
+        self._event()
+        return text, calls, reason
+
+
+class _OllamaTap(_Tap, OllamaBackend):
+    """Ollama streams each call whole, in one line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+
+    def read_line(self, line: Mapping[str, Any]) -> Any:
+        text, calls = super().read_line(line)
+        for call in calls:
+            self._seen(call.id, call.name, json.dumps(dict(call.arguments)))
+        self._event()
+        return text, calls
+
+
+_TAPS: Dict[str, Callable[[str, bool], Any]] = {
+    "openai-chat": lambda url, http2: _ChatTap(f"{url}/v1", http2=http2),
+    "openai-responses": lambda url, http2: _ResponsesTap(f"{url}/v1", http2=http2),
+    "anthropic": lambda url, http2: _AnthropicTap(url, http2=http2),
+    "bedrock-converse": lambda url, http2: _BedrockTap(url, http2=http2),
+    "gemini": lambda url, http2: _GeminiTap(url, http2=http2),
+    "ollama": lambda url, http2: _OllamaTap(url, http2=http2),
+}
+
+
+def tapped(wire: str, url: str, http2: bool) -> Any:
+    """``wire``'s reference backend, keeping every call it has seen opening."""
+    return _TAPS[wire](url, http2)
+
+
+def plain(wire: str, url: str, http2: bool) -> Any:
+    """``wire``'s reference backend as it is."""
+    return REFERENCE_BACKENDS[wire](url, http2)
+
+
+# -- loops that need to see calls early ------------------------------------------------------
+
+
+class EagerLoop(ReferenceLoop):
+    """Runs each streamed call the moment its arguments so far, closed, pass the schema."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.early: Dict[str, ToolResult] = {}
+        schemas = {spec.name: spec.parameters for spec in task.tools}
+
+        def watch(opened: Dict[str, Tuple[str, str]]) -> None:
+            for call_id, (name, text) in opened.items():
+                arguments = close_partial(text)
+                schema = schemas.get(name)
+                if call_id in self.early or not isinstance(arguments, dict) or schema is None:
+                    continue
+                if not validate(schema, arguments):
+                    call = ToolCall(call_id, name, arguments)
+                    self.early[call_id] = task.toolset.execute(call, key=call_id, signal=task.signal)
+
+        self.backend.watch = watch if task.stream else None
+        return await super().run(task)
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        if call.id in self.early:
+            return self.early[call.id]
+        return await super()._execute(task, tracker, call, schema)
+
+
+class FinishesAfterCancel(ReferenceLoop):
+    """On abort, runs the calls it had seen opening, to leave nothing half done."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        try:
+            return await super().run(task)
+        except Exception:
+            for call_id, (name, text) in self.backend.opened.items():
+                arguments = close_partial(text)
+                call = ToolCall(call_id, name, arguments if isinstance(arguments, dict) else {})
+                task.toolset.execute(call)  # no signal: it would refuse
+            raise
+
+
+# -- loops with a bug of their own -----------------------------------------------------------
+
+
+class RerunsEarlierCalls(ReferenceLoop):
+    """Runs every call of the conversation again on each turn (no idempotency key)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.done: List[ToolCall] = []
+        return await super().run(task)
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        for earlier in self.done:
+            if earlier.id != call.id:
+                await task.toolset.aexecute(earlier, signal=task.signal)
+        self.done.append(call)
+        return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+
+
+class PastBudget(ReferenceLoop):
+    """Ignores the request budget the task gives it."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, max_requests=task.max_requests + 10))
+
+
+class ReturnsTheResponse(ReferenceLoop):
+    """Hands back the backend's last response instead of a LoopResult."""
+
+    async def run(self, task: LoopTask) -> Any:
+        result = await super().run(task)
+        return ChatResponse(result.text, result.finish_reason)
+
+
+class KeepsTheFirstText(ReferenceLoop):
+    """Returns the text of the first turn (empty on a tool turn), not the model's final text."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return self._keep(await whole(request))
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.first: Optional[str] = None
+        result = await super().run(task)
+        return replace(result, text=self.first or "")
+
+    def _keep(self, response: ChatResponse) -> ChatResponse:
+        if self.first is None:
+            self.first = response.content
+        return response
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return self._keep(await super()._stream(request))
+
+
+class AsksOnceMore(ReferenceLoop):
+    """After the model's final text, asks once more ("anything else?") and returns that answer."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        request = ChatRequest(
+            task.model,
+            (
+                Message("user", task.prompt),
+                Message("assistant", result.text),
+                Message("user", "Anything else?"),
+            ),
+            tools=task.tools,
+            signal=task.signal,
+        )
+        again = await (self._stream(request) if task.stream else self.backend.chat(request))
+        return LoopResult(again.content, str(again.finish_reason))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class CamelCasesToolNames(ReferenceLoop):
+    """Dispatches calls by a camel-cased name (echo_json -> echoJson), as a registry of its own would."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        renamed = ToolCall(call.id, _camel(call.name), call.arguments)
+        result = await task.toolset.aexecute(renamed, key=call.id, signal=task.signal)
+        return replace(result, name=call.name)
+
+
+def _ascii(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("ascii", "replace").decode()
+    if isinstance(value, list):
+        return [_ascii(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _ascii(v) for k, v in value.items()}
+    return value
+
+
+class MangledArguments(ReferenceLoop):
+    """Decodes a call's arguments as ASCII, each other character a '?'."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        mangled = ToolCall(call.id, call.name, _ascii(dict(call.arguments)), call.reasoning)
+        return await super()._execute(task, tracker, mangled, schema)
+
+
+class WrapsTheAbort(ReferenceLoop):
+    """Catches the caller's abort and raises an error of its own instead."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        try:
+            return await super().run(task)
+        except Exception as exc:
+            raise RuntimeError(f"the agent was cancelled: {exc}") from exc
+
+
+class LeavesTheRequestRunning(ReferenceLoop):
+    """Watches the signal itself and raises its reason, but never tells the client: the request
+    (and its connection) carries on in a task of its own."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        import asyncio
+
+        from conformance.contract import AbortController
+
+        detached = replace(task, signal=AbortController().signal)
+        work = asyncio.ensure_future(super().run(detached))
+        self.detached = work  # kept: the request goes on after run() has returned
+        aborted = asyncio.ensure_future(task.signal.wait())
+        done, _ = await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        if work in done:
+            aborted.cancel()
+            return work.result()
+        task.signal.raise_reason()
+
+
+class SendsErrorsAsText(ReferenceLoop):
+    """Sends a failed tool's message back as plain text, without the structured error."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        result = await super()._execute(task, tracker, call, schema)
+        if result.error is not None:
+            return ToolResult(result.call_id, result.name, f"Tool failed: {result.error.message}")
+        return result
+
+
+class IgnoresItsLimit(ReferenceLoop):
+    """Declares max_result_chars on its target but sends every result back whole."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, max_result_chars=None)
+
+
+# -- loops that rewrite the conversation they send --------------------------------------------
+
+
+class _Wrapped:
+    """A backend with some of its methods replaced."""
+
+    def __init__(self, backend: Any, **methods: Any) -> None:
+        self._backend = backend
+        self.__dict__.update(methods)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
+class _Rewriting:
+    """A backend wrapper that rewrites each request's messages before sending it."""
+
+    def __init__(self, backend: Any, transform: Callable[[List[Message]], List[Message]]) -> None:
+        self.backend, self.transform = backend, transform
+
+    def _request(self, request: ChatRequest) -> ChatRequest:
+        return replace(request, messages=tuple(self.transform(list(request.messages))))
+
+    async def chat(self, request: ChatRequest) -> Any:
+        return await self.backend.chat(self._request(request))
+
+    def chat_stream(self, request: ChatRequest) -> Any:
+        return self.backend.chat_stream(self._request(request))
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+def rewrite(transform: Callable[[List[Message]], List[Message]]) -> Type[ReferenceLoop]:
+    """A loop class whose requests carry ``transform`` of the conversation."""
+
+    class Rewrites(ReferenceLoop):
+        def __init__(self, backend: Any, **kwargs: Any) -> None:
+            super().__init__(_Rewriting(backend, transform), **kwargs)
+
+    Rewrites.__name__ = f"Rewrites{transform.__name__.title().replace('_', '')}"
+    return Rewrites
+
+
+def results_as_user(messages: List[Message]) -> List[Message]:
+    return [Message("user", m.content) if m.role == "tool" else m for m in messages]
+
+
+def swap_results(messages: List[Message]) -> List[Message]:
+    out = list(messages)
+    spots = [i for i, m in enumerate(out) if m.role == "tool"]
+    if len(spots) >= 2:
+        a, b = out[spots[0]].tool_result, out[spots[1]].tool_result
+        assert a is not None and b is not None
+        out[spots[0]] = Message.tool(ToolResult(a.call_id, a.name, b.content, b.error))
+        out[spots[1]] = Message.tool(ToolResult(b.call_id, b.name, a.content, a.error))
+    return out
+
+
+def drop_errors(messages: List[Message]) -> List[Message]:
+    failed = {m.tool_result.call_id for m in messages if m.tool_result is not None and m.tool_result.is_error}
+    out = []
+    for m in messages:
+        if m.tool_result is not None and m.tool_result.call_id in failed:
+            continue
+        if m.tool_calls and all(c.id in failed for c in m.tool_calls):
+            continue
+        out.append(m)
+    return out
+
+
+def _empty_output(result: Optional[ToolResult]) -> bool:
+    """Whether a tool's output is empty: no text at all, or a JSON object whose ``content`` is ""."""
+    if result is None or result.is_error:
+        return False
+    try:
+        data = json.loads(result.content) if result.content else {}
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("content", "") == ""
+
+
+def drop_empty(messages: List[Message]) -> List[Message]:
+    """Leaves out every result whose output is empty, and the turn that called it."""
+    empty = {
+        m.tool_result.call_id for m in messages if m.tool_result is not None and _empty_output(m.tool_result)
+    }
+    out = []
+    for m in messages:
+        if m.tool_result is not None and m.tool_result.call_id in empty:
+            continue
+        if m.tool_calls and all(c.id in empty for c in m.tool_calls):
+            continue
+        out.append(m)
+    return out
+
+
+def mangle_non_ascii(messages: List[Message]) -> List[Message]:
+    out = []
+    for m in messages:
+        r = m.tool_result
+        if r is not None and r.error is None:
+            m = Message.tool(ToolResult(r.call_id, r.name, r.content.encode("ascii", "replace").decode()))
+        out.append(m)
+    return out
+
+
+def drop_reasoning(messages: List[Message]) -> List[Message]:
+    """Rebuilds each assistant turn from its text and calls alone, as a loop that keeps no reasoning."""
+    out = []
+    for m in messages:
+        if m.role == "assistant":
+            calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls)
+            m = Message("assistant", m.content, tool_calls=calls)
+        out.append(m)
+    return out
