@@ -18,6 +18,7 @@ from conformance.provider.events import ResponseLog
 from .test_provider_support import H2Client, H2Response, http1_request
 
 HAVE_H2 = importlib.util.find_spec("h2") is not None
+HAVE_HTTPX = importlib.util.find_spec("httpx") is not None
 CHUNKS = [b"data: first\n\n", b"data: second\n\n", b"data: third\n\n"]
 PAUSE = 0.4
 #: asyncio may fire a timer a clock tick early, and reads add their own jitter.
@@ -434,6 +435,29 @@ class TestH2(unittest.TestCase):
         self.assertFalse(request.wait_flushed(2, timeout=0.05))
         self.assertTrue(request.wait_flushed(3, timeout=5))
         self.assertTrue(self.read(client, sid)[0].ended)
+
+
+@unittest.skipUnless(HAVE_HTTPX and HAVE_H2, "httpx[http2] is not installed")
+class TestHttpxSeesTheEndings(unittest.TestCase):
+    def test_httpx_reads_the_chunks_then_fails(self) -> None:
+        """httpx gets every chunk, then the error each ending should give it, over HTTP/1.1 and h2c."""
+        import httpx
+
+        expected = {
+            (False, "close"): (httpx.RemoteProtocolError, "incomplete chunked read"),
+            (False, "reset"): (httpx.ReadError, "reset"),
+            (True, "close"): (httpx.RemoteProtocolError, "error_code:0"),
+            (True, "reset"): (httpx.RemoteProtocolError, "error_code:2"),
+        }
+        for (http2, end), (error, text) in expected.items():
+            with self.subTest(http2=http2, end=end), start_fake_provider(http2=http2) as provider:
+                provider.reply(StreamReply(CHUNKS, end=end))
+                got: List[bytes] = []
+                with self.assertRaisesRegex(error, text):
+                    with httpx.Client(http1=not http2, http2=http2, timeout=5) as client:
+                        with client.stream("POST", f"{provider.url}/v1/stream", json={}) as response:
+                            got.extend(response.iter_raw())
+                self.assertEqual(b"".join(got), b"".join(CHUNKS))
 
 
 if __name__ == "__main__":
