@@ -4,7 +4,8 @@ Strategy: one protocol object per connection, a small state machine fed by
 ``data_received``; reading a request is :mod:`._h1_parse`'s part. A reply the script
 already has (the common case) is answered in the same callback, head and body in one
 ``transport.write``, with no task. Tasks appear only for what must wait: an async
-handler, a stream the socket cannot take yet, a hang.
+handler, a stream the socket cannot take yet, a pause before a chunk (which the
+client's EOF cancels, so a held stream ends with its client), a hang.
 
 The reader runs while the transport takes writes, so a client that leaves is seen at
 once (``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come

@@ -19,9 +19,9 @@ which kills every stream in flight; RFC 9113 5.1.2 asks for
 as ``h2`` sets it, and enforced here, stream by stream.
 
 A reply is written in the callback that completed its request, as far as the flow
-control windows allow; what must wait (a closed window, a paused transport, an async
-handler) goes on in a task of its own. Every stream chunk goes out as its own DATA
-frame(s) and its own transport write.
+control windows allow; what must wait (a pause, a closed window, a paused transport,
+an async handler) goes on in a task of its own, which a client RST_STREAM cancels.
+Every stream chunk goes out as its own DATA frame(s) and its own transport write.
 """
 
 from __future__ import annotations

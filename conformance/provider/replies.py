@@ -1,8 +1,8 @@
 """What the fake provider records and what it answers with: plain data, no I/O.
 
 A wire builds replies; the server in this package carries them out. Keeping the
-timing and disconnect behaviour as data (``hang=True``) is what lets a wire stay a
-pure function of the scenario and the request.
+timing and disconnect behaviour as data (``hang=True``, ``pauses``, ``end``) is what
+lets a wire stay a pure function of the scenario and the request.
 """
 
 from __future__ import annotations
