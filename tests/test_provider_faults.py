@@ -235,6 +235,24 @@ class TestHttp1Pauses(Http1TestCase):
         self.assertNotIn(b"second", joined(reads))
         self.assertEqual(response_of(request).written, 1)
 
+    def test_no_pause_for_a_client_that_already_left(self) -> None:
+        """A client whose EOF came while its reply was being made is not held for a pause."""
+
+        async def handler(request: RecordedRequest) -> StreamReply:
+            await asyncio.sleep(0.2)  # the EOF comes meanwhile
+            return StreamReply(CHUNKS, pauses={0: 30})
+
+        self.provider.reply(handler)
+        sock = self.connect()
+        sock.sendall(http1_request("POST", "/v1/stream", b"{}"))
+        sock.shutdown(socket.SHUT_WR)
+        began = time.monotonic()
+        reads, how = read_timed(sock, b"", limit=3)
+        self.assertEqual(how, "eof")
+        self.assertLess(time.monotonic() - began, 2.0)
+        self.assertNotIn(b"first", joined(reads))
+        self.assertTrue(wait_tasks_done(self.provider), "a task still holds the stream")
+
     def test_pause_ends_when_the_provider_closes(self) -> None:
         """Closing the provider ends a pause, and a wait_flushed for the held chunk says False."""
         sock, request = self.start(StreamReply(CHUNKS, pauses={1: 30}))

@@ -474,6 +474,10 @@ class H1Connection(RequestParser, asyncio.Protocol):
     ) -> None:
         seconds = pauses.pop(index, 0.0) if pauses else 0.0
         if seconds:
+            if self.eof:  # the client left before the pause began: hold nothing for it
+                self.task = None
+                self.transport.close()
+                return
             # Ended early by connection_lost (the task is cancelled), by the client's
             # EOF (eof_received cancels it) or by the provider closing.
             self.holding = True
