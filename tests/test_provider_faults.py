@@ -143,10 +143,13 @@ class TestReplyValues(unittest.TestCase):
             (1, -1.0, "timeout=-1.0"),
             (1, math.nan, "timeout=nan"),
             (1, "1", "timeout='1'"),
+            (1, math.inf, "timeout=inf"),
         ]:
             with self.subTest(count=count, timeout=timeout):
                 with self.assertRaisesRegex(ProviderInputError, expected):
                     request.wait_flushed(count, timeout)  # type: ignore[arg-type]
+                with self.assertRaisesRegex(ProviderInputError, expected):
+                    asyncio.run(request.wait_flushed_async(count, timeout))  # type: ignore[arg-type]
 
 
 class Http1TestCase(unittest.TestCase):
@@ -339,6 +342,53 @@ class TestHttp1WaitFlushed(Http1TestCase):
         sock, request = self.start(JsonReply({"ok": 1}))
         self.assertTrue(request.wait_flushed(1, timeout=5))
         self.assertFalse(request.wait_flushed(2, timeout=5))
+
+    def test_async_twin_waits_without_blocking_its_loop(self) -> None:
+        """wait_flushed_async is True once the chunks are out, False while held, on the caller's loop."""
+        sock, request = self.start(StreamReply(CHUNKS, pauses={2: PAUSE}))
+
+        async def check() -> List[Any]:
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticker = asyncio.ensure_future(tick())
+            try:
+                results = [
+                    await request.wait_flushed_async(2, timeout=5),
+                    await request.wait_flushed_async(3, timeout=0.05),
+                    await request.wait_flushed_async(3, timeout=5),
+                ]
+            finally:
+                ticker.cancel()
+            return [results, ticks]
+
+        results, ticks = asyncio.run(check())
+        self.assertEqual(results, [True, False, True])
+        self.assertGreater(ticks, 5, "the caller's loop did not run while it waited")
+        self.assertEqual(read_timed(sock, LAST_CHUNK)[1], "done")
+
+    def test_a_handler_can_await_a_chunk_of_another_request(self) -> None:
+        """An async reply handler on the provider's loop awaits another request's held chunk."""
+        held: List[RecordedRequest] = []
+
+        async def handler(request: RecordedRequest) -> Any:
+            if request.path == "/held":
+                held.append(request)
+                return StreamReply(CHUNKS, pauses={1: 30})
+            flushed = await held[0].wait_flushed_async(1, timeout=5)
+            return JsonReply({"flushed": flushed})
+
+        self.provider.reply(handler)
+        stream, _ = self.start(None, "/held")
+        read_timed(stream, b"first\n\n\r\n")
+        sock, _ = self.start(None, "/ask")
+        reads, how = read_timed(sock, b'{"flushed":true}')
+        self.assertEqual(how, "done", joined(reads))
 
     def test_false_at_once_when_it_cannot_happen(self) -> None:
         """More chunks than the reply has, or a client gone, make wait_flushed False without waiting."""
