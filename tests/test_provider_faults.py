@@ -321,7 +321,7 @@ class TestHttp1WaitFlushed(Http1TestCase):
         returned = time.monotonic()
         log = response_of(request)
         self.assertGreaterEqual(log.times[2] - log.times[1], PAUSE - SLACK)
-        self.assertLess(returned - log.times[2], 0.1, "woken late: wait_flushed should not poll")
+        self.assertLess(returned - log.times[2], 0.25, "woken late: wait_flushed should not poll")
         self.assertTrue(request.wait_flushed(0, timeout=0))
         self.assertEqual(read_timed(sock, LAST_CHUNK)[1], "done")
 
@@ -439,7 +439,9 @@ class TestH2(unittest.TestCase):
         self.assertLess(times[2] - times[1], PAUSE / 2)
         request = self.provider.next_request(timeout=5)
         log = response_of(request)
-        self.assertEqual((log.end, log.written), ("complete", 3))
+        # The count follows each write: the client may read END_STREAM a moment before.
+        self.assertTrue(request.wait_flushed(3, timeout=5))
+        self.assertEqual(log.end, "complete")
         self.assertGreaterEqual(log.times[1] - log.times[0], PAUSE - SLACK)
 
     def test_pause_after_the_last_chunk_holds_end_stream(self) -> None:
