@@ -4,7 +4,8 @@ Strategy: one protocol object per connection, a small state machine fed by
 ``data_received``; reading a request is :mod:`._h1_parse`'s part. A reply the script
 already has (the common case) is answered in the same callback, head and body in one
 ``transport.write``, with no task. Tasks appear only for what must wait: an async
-handler, a stream the socket cannot take yet, a hang.
+handler, a stream the socket cannot take yet, a pause before a chunk (which the
+client's EOF cancels, so a held stream ends with its client), a hang.
 
 The reader runs while the transport takes writes, so a client that leaves is seen at
 once (``eof_received`` / ``connection_lost``), even while a reply hangs; bytes that come
@@ -22,82 +23,22 @@ connection to :mod:`._http2`.
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import struct
-from http import HTTPStatus
-from time import monotonic
-from typing import TYPE_CHECKING, Any, Awaitable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
+from ._h1_reply import ReplyWriter
 from ._hub import REPLY_TYPES, Hub
-from .events import ResponseLog
-from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import RecordedRequest
 
 if TYPE_CHECKING:
     from ._http2 import H2Session
 
 __all__ = ["H1Connection"]
 
-_REASONS = {int(s): s.phrase for s in HTTPStatus}
-_STATUS_LINES: Dict[int, str] = {}
-
 _SWITCHING = b"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n"
-_END_KEEP = b"\r\n"
-_END_CLOSE = b"connection: close\r\n\r\n"
-_LAST_CHUNK = b"0\r\n\r\n"
-#: SO_LINGER on, zero seconds: close() then resets the connection (RST, not FIN).
-_LINGER_ZERO = struct.pack("ii", 1, 0)
-
-#: How long a connection that was answered with an error may linger, reading and
-#: discarding, so that closing it does not reset the error reply away.
-_DRAIN_SECONDS = 2.0
 
 
-def status_line(status: int) -> str:
-    line = _STATUS_LINES.get(status)
-    if line is None:
-        line = _STATUS_LINES[status] = f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"
-    return line
-
-
-def _head(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[str, str]]) -> str:
-    """Status line and headers, without the blank line; the reply's own headers win."""
-    names = {name.lower() for name, _ in extra}
-    lines = [status_line(status)]
-    lines.extend(f"{name}: {value}\r\n" for name, value in fixed if name not in names)
-    lines.extend(f"{name}: {value}\r\n" for name, value in extra)
-    return "".join(lines)
-
-
-def extra_headers(headers: Optional[Mapping[str, str]]) -> Sequence[Tuple[str, str]]:
-    """A reply's own headers (the reply checked them when it was built)."""
-    return [(str(k), str(v)) for k, v in headers.items()] if headers else ()
-
-
-def encode_json(reply: JsonReply) -> Tuple[bytes, bytes]:
-    """(head without its blank line, body) of a whole reply."""
-    body = reply.encoded()
-    if reply.status < 200 or reply.status in (204, 304):
-        fixed: List[Tuple[str, str]] = [("content-type", reply.content_type)]
-        body = b""
-    else:
-        fixed = [("content-type", reply.content_type), ("content-length", str(len(body)))]
-    return _head(reply.status, fixed, extra_headers(reply.headers)).encode("utf-8"), body
-
-
-def encode_stream(reply: StreamReply, chunked: bool) -> Tuple[bytes, List[bytes]]:
-    """(head without its blank line, each non-empty chunk framed for the wire)."""
-    fixed = [("content-type", reply.content_type)]
-    if chunked:
-        fixed.append(("transfer-encoding", "chunked"))
-        chunks = [b"%x\r\n" % len(c) + c + b"\r\n" for c in reply.chunks if c]
-    else:
-        chunks = [bytes(c) for c in reply.chunks if c]
-    return _head(reply.status, fixed, extra_headers(reply.headers)).encode("utf-8"), chunks
-
-
-class H1Connection(RequestParser, asyncio.Protocol):
+class H1Connection(ReplyWriter, RequestParser, asyncio.Protocol):
     """One client connection: HTTP/1.1 until it turns into h2c."""
 
     def __init__(self, hub: Hub) -> None:
@@ -343,234 +284,6 @@ class H1Connection(RequestParser, asyncio.Protocol):
             self._respond(reply, request)
         else:
             self.task = self.hub.spawn(self._respond_later(reply, request))
-
-    # -- answering ------------------------------------------------------------
-
-    async def _respond_later(self, pending: Awaitable[Reply], request: RecordedRequest) -> None:
-        reply = await pending
-        self.task = None
-        if self.state == BUSY and not self.transport.is_closing():
-            self._respond(reply, request)
-            self._process()
-
-    def _respond(self, reply: Reply, request: RecordedRequest) -> None:
-        if isinstance(reply, JsonReply):
-            hub = self.hub
-            cached = hub.h1_cache
-            if cached[0] is reply:
-                head, body = cached[1]
-            else:
-                try:
-                    head, body = encode_json(reply)
-                except Exception as exc:  # e.g. a body json cannot encode
-                    reply = hub.encoding_failed(exc)
-                    head, body = encode_json(reply)
-                else:
-                    hub.h1_cache = (reply, (head, body))
-            end = _END_KEEP if self.keep_alive else _END_CLOSE
-            if self.head_only:
-                self.transport.write(head + end)
-            else:
-                # Logged before the write: a client that has the bytes finds them logged.
-                request.response = log = ResponseLog(reply, hub)
-                log.times.append(monotonic())
-                log.end = "complete"
-                self.transport.write(head + end + body)
-                log.written = 1
-                if WATCH.waiting:
-                    WATCH.notify()
-            self._done()
-        elif isinstance(reply, StreamReply):
-            chunked = self.version == "HTTP/1.1"
-            if not chunked:
-                self.keep_alive = False
-            hub = self.hub
-            cached = hub.h1_stream_cache
-            if cached[0] is reply and cached[1] == chunked:
-                head, framed = cached[2]
-            else:
-                head, framed = encode_stream(reply, chunked)
-                hub.h1_stream_cache = (reply, chunked, (head, framed))
-            head += _END_KEEP if self.keep_alive else _END_CLOSE
-            ending = _LAST_CHUNK if chunked else b""
-            if self.head_only:
-                framed = []
-                ending = b""
-            request.response = log = ResponseLog(reply, hub)
-            pauses = reply.transport_pauses() if reply.pauses and framed else None
-            if framed and not (pauses and 0 in pauses):
-                log.times.append(monotonic())
-                self.transport.write(head + framed[0])
-                log.written = 1
-                if WATCH.waiting:
-                    WATCH.notify()
-                self._stream(framed, 1, ending, log, pauses)
-            else:
-                self.transport.write(head)
-                self._stream(framed, 0, ending, log, pauses)
-        elif isinstance(reply, DropReply):
-            self._drop(reply)
-        else:
-            assert isinstance(reply, HangReply)
-            self.hanging = True
-            if self.eof:
-                self.transport.close()
-
-    def _drop(self, reply: DropReply) -> None:
-        """End the connection before any byte of a response: a FIN, or a reset."""
-        self.keep_alive = False
-        if reply.end == "close":
-            self._half_close()
-            return
-        self.state = DRAIN
-        transport = self.transport
-        if transport.is_closing():
-            return
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
-        transport.abort()
-
-    def _stream(
-        self,
-        framed: List[bytes],
-        index: int,
-        ending: bytes,
-        log: ResponseLog,
-        pauses: Optional[Dict[int, float]],
-    ) -> None:
-        """Write the chunks from ``index`` on; a pause or a full socket goes on in a task."""
-        transport = self.transport
-        times = log.times
-        watch = WATCH
-        count = len(framed)
-        while index < count:
-            if transport.is_closing():
-                return
-            if self.paused or (pauses and index in pauses):
-                self.task = self.hub.spawn(self._stream_later(framed, index, ending, log, pauses))
-                return
-            times.append(monotonic())
-            transport.write(framed[index])
-            index += 1
-            log.written = index
-            if watch.waiting:
-                watch.notify()
-        if pauses and count in pauses:  # held after the last chunk, before the end
-            self.task = self.hub.spawn(self._stream_later(framed, count, ending, log, pauses))
-            return
-        reply = log.reply
-        if reply.hang:
-            self.hanging = True
-            if self.eof:
-                transport.close()
-            return
-        if reply.end == "complete":
-            log.end = "complete"  # before the write, as the times are
-            if ending:
-                transport.write(ending)
-            if watch.waiting:
-                watch.notify()
-            self._done()
-        elif reply.end == "close":
-            # No last chunk: the body ends with the connection, short of its end.
-            log.end = "close"
-            watch.notify()
-            self._half_close()
-        else:
-            self._reset(log)
-
-    async def _stream_later(
-        self,
-        framed: List[bytes],
-        index: int,
-        ending: bytes,
-        log: ResponseLog,
-        pauses: Optional[Dict[int, float]],
-    ) -> None:
-        seconds = pauses.pop(index, 0.0) if pauses else 0.0
-        if seconds:
-            # Ended early by connection_lost (the task is cancelled), by the client's
-            # EOF (eof_received cancels it) or by the provider closing.
-            self.holding = True
-            try:
-                await asyncio.sleep(seconds)
-            finally:
-                self.holding = False
-        await self.writable()
-        self.task = None
-        if self.state == BUSY and not self.transport.is_closing():
-            self._stream(framed, index, ending, log, pauses)
-            self._process()
-
-    def _reset(self, log: ResponseLog) -> None:
-        """End with a TCP reset, once what was written has left the transport's buffer.
-
-        SO_LINGER with a zero timeout makes the close send RST instead of FIN. The
-        write buffer is drained first (a limit of zero makes the transport say when)
-        so that the chunks logged as written are on the socket before the reset.
-        """
-        transport = self.transport
-        self.state = DRAIN
-        if transport.is_closing():
-            return
-        if transport.get_write_buffer_size():
-            transport.set_write_buffer_limits(0)
-            self.task = self.hub.spawn(self._reset_later(log))
-            return
-        log.end = "reset"
-        WATCH.notify()
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
-        transport.abort()
-
-    async def _reset_later(self, log: ResponseLog) -> None:
-        await self.writable()
-        self.task = None
-        self._reset(log)
-
-    def _done(self) -> None:
-        """The reply is complete: wait for the next request, or close."""
-        if not self.keep_alive or self.eof:
-            self.state = CLOSED
-            self.transport.close()
-            return
-        self.state = HEAD
-        assert self.loop is not None
-        self.since = self.loop.time()
-
-    def _fail(self, status: int, message: str, parsed: bool) -> bool:
-        """Answer a bad request with an error and close; record it if it parsed."""
-        if parsed:
-            self._record(self._build(b"".join(self.parts), error=message))
-        kind = "conformance_h2c_only" if status == 505 and parsed else "conformance_bad_request"
-        body = json.dumps({"error": {"message": message, "type": kind}}).encode("utf-8")
-        head = _head(
-            status, [("content-type", "application/json"), ("content-length", str(len(body)))], ()
-        )
-        self.state = DRAIN
-        self.buf.clear()
-        self.transport.write(head.encode("utf-8") + _END_CLOSE + body)
-        self._half_close()
-        return False
-
-    def _half_close(self) -> None:
-        """Close cleanly after what was written: FIN now, the socket once the client left.
-
-        Closing with unread input would reset the connection and could take the last
-        bytes with it; half-close instead and let the client leave first, within a bound.
-        """
-        self.state = DRAIN
-        transport = self.transport
-        if transport.can_write_eof() and not self.eof:
-            transport.write_eof()
-            assert self.loop is not None
-            if self.timer is not None:
-                self.timer.cancel()
-            self.timer = self.loop.call_later(_DRAIN_SECONDS, transport.close)
-        else:
-            transport.close()
 
     # -- h2c ------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """What the fake provider records and what it answers with: plain data, no I/O.
 
 A wire builds replies; the server in this package carries them out. Keeping the
-timing and disconnect behaviour as data (``hang=True``) is what lets a wire stay a
-pure function of the scenario and the request.
+timing and disconnect behaviour as data (``hang=True``, ``pauses``, ``end``) is what
+lets a wire stay a pure function of the scenario and the request.
 """
 
 from __future__ import annotations
@@ -224,23 +224,49 @@ class _Watch:
 
     A per-request threading.Event costs the provider's hot path several allocations
     (and the GC as many objects) per request, and waiters are few. ``waiting`` counts
-    the callers of :meth:`RecordedRequest.wait_flushed`: the provider reads it after
-    each chunk it writes and takes the lock only when it is not zero.
+    the callers of :meth:`RecordedRequest.wait_flushed` and its async twin: the
+    provider reads it after each chunk it writes and takes the lock only when it is
+    not zero. An async waiter leaves a one-shot wake-up callback in ``wakers``.
     """
 
-    __slots__ = ("cond", "waiting")
+    __slots__ = ("cond", "waiting", "wakers")
 
     def __init__(self) -> None:
         self.cond = threading.Condition(threading.Lock())
         self.waiting = 0
+        self.wakers: List[Callable[[], None]] = []
 
     def notify(self) -> None:
         """Wake every waiter to look again (a chunk went out, or a response ended)."""
         with self.cond:
             self.cond.notify_all()
+            wakers = self.wakers
+            if wakers:
+                self.wakers = []
+        if wakers:
+            for wake in wakers:
+                wake()
 
 
 WATCH = _Watch()
+
+
+def _check_wait(name: str, count: object, timeout: object) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ProviderInputError(f"{name}(count={count!r}): count is how many chunks, a whole number >= 0")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout < float("inf")
+    ):
+        raise ProviderInputError(
+            f"{name}(timeout={timeout!r}): give seconds as a finite number >= 0, or None to wait "
+            "for as long as it takes"
+        )
+
+
+def _resolve(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
+
 
 #: A handler gets each request and returns a reply, or an awaitable of one.
 Handler = Callable[["RecordedRequest"], Union[Reply, Awaitable[Reply]]]
@@ -353,10 +379,11 @@ class RecordedRequest:
     def mark_closed(self) -> None:
         """Record that the client went away; only the first call counts."""
         with WATCH.cond:
-            if not self._closed:
-                self.closed_at = time.monotonic()
-                self._closed = True
-                WATCH.cond.notify_all()
+            if self._closed:
+                return
+            self.closed_at = time.monotonic()
+            self._closed = True
+        WATCH.notify()
 
     def wait_closed(self, timeout: Optional[float] = None) -> bool:
         """Block until the client closes or ``timeout`` passes; return whether it closed."""
@@ -369,25 +396,16 @@ class RecordedRequest:
         ``count`` counts the non-empty chunks of a :class:`StreamReply` (a whole reply
         is one chunk, its body). Returns True as soon as they are out, False when
         ``timeout`` passes first, and False at once when they never will be: the
-        reply has fewer chunks, it ended without them, or the client left. Call it
-        from any thread but the provider's own (not from a reply handler); a stream
-        held by a pause is how a test acts at a chosen event::
+        reply has fewer chunks, it ended without them, the client left or the
+        provider closed. Call it from any thread but the provider's own (a reply
+        handler awaits :meth:`wait_flushed_async` instead). A stream held by a pause
+        is how a test acts at a chosen event::
 
             provider.reply(StreamReply(chunks, pauses={3: 10}))
             ...
             assert request.wait_flushed(3, timeout=5)  # chunks 0-2 are out; 3 is held
         """
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ProviderInputError(
-                f"wait_flushed(count={count!r}): count is how many chunks, a whole number >= 0"
-            )
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0
-        ):
-            raise ProviderInputError(
-                f"wait_flushed(timeout={timeout!r}): give seconds as a number >= 0, or None to wait "
-                "for as long as it takes"
-            )
+        _check_wait("wait_flushed", count, timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         cond = WATCH.cond
         with cond:
@@ -406,6 +424,41 @@ class RecordedRequest:
                     cond.wait(remaining)
             finally:
                 WATCH.waiting -= 1
+
+    async def wait_flushed_async(self, count: int, timeout: Optional[float] = None) -> bool:
+        """:meth:`wait_flushed` without blocking the caller's event loop (any loop)."""
+        import asyncio
+
+        _check_wait("wait_flushed_async", count, timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            future: asyncio.Future[None] = loop.create_future()
+
+            def wake(future: asyncio.Future[None] = future) -> None:
+                try:
+                    loop.call_soon_threadsafe(_resolve, future)
+                except RuntimeError:  # the waiting loop is closed: nobody to wake
+                    pass
+
+            with WATCH.cond:
+                found = self._flushed(count)
+                if found is not None:
+                    return found
+                WATCH.wakers.append(wake)
+                WATCH.waiting += 1
+            try:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is None or remaining > 0:
+                    await asyncio.wait((future,), timeout=remaining)
+            finally:
+                with WATCH.cond:
+                    WATCH.waiting -= 1
+                    if wake in WATCH.wakers:
+                        WATCH.wakers.remove(wake)
+            if deadline is not None and time.monotonic() >= deadline:
+                with WATCH.cond:
+                    return bool(self._flushed(count))
 
     def _flushed(self, count: int) -> Optional[bool]:
         """True once ``count`` chunks are out, False when they never will be, else None."""

@@ -1,0 +1,339 @@
+"""h2 replies written to a stream: whole, streamed, held, cut.
+
+Strategy: a mixin of :class:`._http2.H2Session`, as the HTTP/1.1 writing half is of
+its connection. A reply is written in the callback that completed its request, as far
+as the flow control windows allow; what must wait (a pause, a closed window, a paused
+transport, an async handler) goes on in a task of its own, which a client RST_STREAM
+cancels. Every stream chunk goes out as its own DATA frame(s) and its own transport
+write. How a stream ends is the reply's ``end``: END_STREAM, ``RST_STREAM(NO_ERROR)``
+for a clean close, ``RST_STREAM(INTERNAL_ERROR)`` for a reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from time import monotonic
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+
+import h2.connection
+import h2.errors
+import h2.exceptions
+
+from ._hub import REPLY_TYPES
+from .events import ResponseLog
+from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+
+if TYPE_CHECKING:
+    from ._http1 import H1Connection
+    from ._hub import Hub
+
+__all__ = ["H2ReplyWriter", "Headers", "Stream", "encode_json"]
+
+#: Connection-specific headers HTTP/2 forbids (RFC 9113 8.2.2); a reply's own are dropped.
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"}
+)
+Headers = List[Tuple[bytes, bytes]]
+
+
+def _headers(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[str, str]]) -> Headers:
+    names = {name.lower() for name, _ in extra}
+    out: Headers = [(b":status", str(status).encode("ascii"))]
+    out.extend((n.encode("ascii"), v.encode("utf-8")) for n, v in fixed if n not in names)
+    out.extend(
+        (n.lower().encode("ascii"), v.encode("utf-8")) for n, v in extra if n.lower() not in _HOP_BY_HOP
+    )
+    return out
+
+
+def encode_json(reply: JsonReply) -> Tuple[Headers, bytes]:
+    body = reply.encoded()
+    if reply.status < 200 or reply.status in (204, 304):
+        body = b""
+        fixed = [("content-type", reply.content_type)]
+    else:
+        fixed = [("content-type", reply.content_type), ("content-length", str(len(body)))]
+    return _headers(reply.status, fixed, reply.header_items()), body
+
+
+class Stream:
+    """A request stream from its HEADERS until its reply has ended (or it was reset)."""
+
+    __slots__ = ("stream_id", "head", "parts", "size", "request", "task", "done")
+
+    def __init__(self, stream_id: int, head: List[Tuple[bytes, bytes]]) -> None:
+        self.stream_id = stream_id
+        self.head = head
+        self.parts: List[bytes] = []
+        self.size = 0
+        self.request: Optional[RecordedRequest] = None
+        self.task: Optional[asyncio.Task[Any]] = None
+        self.done = False
+
+
+class H2ReplyWriter:
+    """The writing half of :class:`._http2.H2Session`: a reply in, frames on the stream."""
+
+    conn: h2.connection.H2Connection
+    hub: Hub
+    owner: H1Connection
+    loop: asyncio.AbstractEventLoop
+    closed: bool
+    window_waiters: List[asyncio.Future[None]]
+    # What the session provides: declared, not defined, so nothing here shadows it.
+    _flush: Callable[[], None]
+    _finish: Callable[[Stream], None]
+
+    def _dispatch(self, stream: Stream, request: RecordedRequest) -> None:
+        reply = self.hub.resolve(request)
+        if isinstance(reply, JsonReply):
+            self._reply_now(stream, reply)
+        elif isinstance(reply, StreamReply):
+            self._stream_now(stream, reply)
+        elif isinstance(reply, REPLY_TYPES):
+            stream.task = self.hub.spawn(self._send(stream, reply))
+        else:
+            stream.task = self.hub.spawn(self._send_later(stream, reply))
+
+    def _encode_stream(self, reply: StreamReply) -> Tuple[Headers, List[bytes]]:
+        hub = self.hub
+        cached = hub.h2_stream_cache
+        if cached[0] is reply:
+            encoded: Tuple[Headers, List[bytes]] = cached[1]
+            return encoded
+        headers = _headers(reply.status, [("content-type", reply.content_type)], reply.header_items())
+        encoded = (headers, [bytes(c) for c in reply.chunks if c])
+        hub.h2_stream_cache = (reply, encoded)
+        return encoded
+
+    def _stream_now(self, stream: Stream, reply: StreamReply) -> None:
+        """A stream: its chunks written in this callback while the windows allow.
+
+        Each chunk is still its own DATA frame and its own write; only what must
+        wait (a pause, a closed window, a paused transport, a chunk larger than a
+        frame) goes on in a task, from the chunk where this stopped.
+        """
+        headers, chunks = self._encode_stream(reply)
+        conn = self.conn
+        sid = stream.stream_id
+        log = self._log(stream, reply)
+        pauses = reply.transport_pauses() if reply.pauses else None
+        count = len(chunks)
+        # END_STREAM rides on the last chunk (or the headers) when nothing comes between
+        # it and a complete end; otherwise _end sends what ends the stream.
+        at_once = reply.end == "complete" and not reply.hang and not (pauses and count in pauses)
+        last = count - 1 if at_once else -1
+        watch = WATCH
+        try:
+            conn.send_headers(sid, headers, end_stream=at_once and not chunks)
+            if at_once and not chunks:
+                log.end = "complete"
+            self._flush()
+            # One look at the windows, then counted down here: asking h2 per chunk
+            # costs more than writing the chunk.
+            room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            frame = conn.max_outbound_frame_size
+            times = log.times
+            for index, chunk in enumerate(chunks):
+                size = len(chunk)
+                if size > room or size > frame or self.owner.paused or (pauses and index in pauses):
+                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, log, last, pauses))
+                    return
+                ends = index == last
+                conn.send_data(sid, chunk, end_stream=ends)
+                room -= size
+                times.append(monotonic())  # before the write: a client with the bytes finds them logged
+                if ends:
+                    log.end = "complete"
+                self._flush()
+                log.written = index + 1
+                if watch.waiting:
+                    watch.notify()
+        except h2.exceptions.ProtocolError:  # the client reset the stream or left
+            self._finish(stream)
+            return
+        if at_once:
+            if watch.waiting:
+                watch.notify()
+            self._finish(stream)
+        elif pauses and count in pauses:
+            stream.task = self.hub.spawn(self._send_chunks(stream, chunks, count, log, last, pauses))
+        elif not reply.hang:
+            self._end(stream, log)
+
+    async def _send_chunks(
+        self,
+        stream: Stream,
+        chunks: List[bytes],
+        start: int,
+        log: ResponseLog,
+        last: int,
+        pauses: Optional[Dict[int, float]],
+    ) -> None:
+        """The rest of a stream, from chunk ``start``, after its pauses and flow control.
+
+        A pause ends early when the client resets the stream or leaves (the task is
+        cancelled) or the provider closes.
+        """
+        try:
+            for index in range(start, len(chunks)):
+                seconds = pauses.get(index) if pauses else None
+                if seconds:
+                    await asyncio.sleep(seconds)
+                await self._data(stream.stream_id, chunks[index], index == last, log)
+                log.written = index + 1
+                if WATCH.waiting:
+                    WATCH.notify()
+            seconds = pauses.get(len(chunks)) if pauses else None
+            if seconds:
+                await asyncio.sleep(seconds)
+            if last >= 0:
+                WATCH.notify()  # _data set log.end with the last frame
+            elif log.reply.hang:
+                return
+            else:
+                self._end(stream, log)
+                return
+        except h2.exceptions.ProtocolError:
+            pass
+        self._finish(stream)
+
+    def _end(self, stream: Stream, log: ResponseLog) -> None:
+        """End a stream whose last chunk did not: complete it, or cut it as the reply says.
+
+        ``close`` is ``RST_STREAM(NO_ERROR)``, a stop with no error, as Node's
+        ``Http2Stream.close()`` sends by default; ``reset`` is
+        ``RST_STREAM(INTERNAL_ERROR)``, as nginx sends for a response it cannot finish.
+        """
+        end = log.reply.end
+        try:
+            if end == "complete":
+                self.conn.end_stream(stream.stream_id)
+            elif end == "close":
+                self.conn.reset_stream(stream.stream_id, h2.errors.ErrorCodes.NO_ERROR)
+            else:
+                self.conn.reset_stream(stream.stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        except h2.exceptions.ProtocolError:  # the client reset the stream or left first
+            self._finish(stream)
+            return
+        log.end = end
+        self._flush()
+        WATCH.notify()
+        self._finish(stream)
+
+    def _encode(self, reply: JsonReply) -> Tuple[Headers, bytes]:
+        hub = self.hub
+        cached = hub.h2_cache
+        if cached[0] is reply:
+            encoded: Tuple[Headers, bytes] = cached[1]
+            return encoded
+        try:
+            encoded = encode_json(reply)
+        except Exception as exc:
+            return encode_json(hub.encoding_failed(exc))
+        hub.h2_cache = (reply, encoded)
+        return encoded
+
+    def _reply_now(self, stream: Stream, reply: JsonReply) -> None:
+        """A whole reply: written in this callback when the windows allow it."""
+        headers, body = self._encode(reply)
+        conn = self.conn
+        sid = stream.stream_id
+        try:
+            if not body:
+                conn.send_headers(sid, headers, end_stream=True)
+            elif (
+                not self.owner.paused
+                and len(body) <= conn.max_outbound_frame_size
+                and conn.local_flow_control_window(sid) >= len(body)
+            ):
+                conn.send_headers(sid, headers)
+                conn.send_data(sid, body, end_stream=True)
+                log = self._log(stream, reply)
+                log.times.append(monotonic())
+                log.end = "complete"
+                self._flush()
+                log.written = 1
+                if WATCH.waiting:
+                    WATCH.notify()
+                self._finish(stream)
+                return
+            else:
+                stream.task = self.hub.spawn(self._send(stream, reply))
+                return
+        except h2.exceptions.ProtocolError:  # the stream or connection is gone
+            pass
+        self._flush()
+        self._finish(stream)
+
+    async def _send_later(self, stream: Stream, pending: Awaitable[Reply]) -> None:
+        reply = await pending
+        stream.task = None
+        if self.closed or stream.done:
+            return
+        if isinstance(reply, JsonReply):
+            self._reply_now(stream, reply)
+        elif isinstance(reply, StreamReply):
+            self._stream_now(stream, reply)
+        else:
+            await self._send(stream, reply)
+
+    async def _send(self, stream: Stream, reply: Reply) -> None:
+        conn = self.conn
+        sid = stream.stream_id
+        try:
+            if isinstance(reply, HangReply):
+                return  # the stream stays in flight until the client resets it or leaves
+            if isinstance(reply, DropReply):
+                # Before any HEADERS: the stream ends with no response at all.
+                errors = h2.errors.ErrorCodes
+                conn.reset_stream(sid, errors.NO_ERROR if reply.end == "close" else errors.INTERNAL_ERROR)
+                self._flush()
+            elif isinstance(reply, JsonReply):
+                headers, body = self._encode(reply)
+                conn.send_headers(sid, headers, end_stream=not body)
+                self._flush()
+                if body:
+                    log = self._log(stream, reply)
+                    await self._data(sid, body, True, log)
+                    log.written = 1
+                    WATCH.notify()
+            else:  # a StreamReply goes through _stream_now
+                raise AssertionError(f"unexpected reply {reply!r}")
+        except h2.exceptions.ProtocolError:
+            pass  # the client reset the stream or the connection went away
+        self._finish(stream)
+
+    async def _data(self, sid: int, data: bytes, end: bool, log: Optional[ResponseLog] = None) -> None:
+        """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.
+
+        The chunk's flush time joins the log's ``times`` just before its last frame is written.
+        """
+        conn = self.conn
+        offset = 0
+        total = len(data)
+        while offset < total:
+            if self.owner.paused:
+                await self.owner.writable()
+            if self.closed:
+                raise h2.exceptions.ProtocolError("connection closed")
+            size = min(total - offset, conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            if size <= 0:
+                waiter = self.loop.create_future()
+                self.window_waiters.append(waiter)
+                await waiter
+                continue
+            conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
+            offset += size
+            if offset == total and log is not None:
+                log.times.append(monotonic())
+                if end:
+                    log.end = "complete"
+            self._flush()
+
+    def _log(self, stream: Stream, reply: Reply) -> ResponseLog:
+        """Start the request's response log."""
+        log = ResponseLog(reply, self.hub)
+        if stream.request is not None:
+            stream.request.response = log
+        return log
