@@ -26,17 +26,6 @@ from .sdk_loops import (
 SKIP_REASON = "openai is not installed: pip install openai"
 #: An async loop over h2c: httpx leaves the HTTP/2 stream open when its reader is cancelled.
 ASYNC_H2_SKIPS = {"cancel": HTTPX_H2_KEEPS_STREAM}
-#: Why a loop over the Chat Completions stream helper fails the parallel-calls stage streamed.
-STREAM_HELPER_INTERLEAVED = (
-    "openai-python's chat.completions.stream helper (which accepts only strict tools) treats a "
-    "change of tool_calls index as the end of the previous call: it emits "
-    "tool_calls.function.arguments.done for index 0 when index 1 first appears and parses index "
-    "0's arguments, still incomplete, with json.loads, so the stream raises JSONDecodeError when "
-    "two calls' fragments interleave. get_final_completion() is never reached. The same defect, "
-    "fixed in openai-ruby: https://github.com/openai/openai-ruby/pull/638. A loop that reads "
-    "chat.completions.create(stream=True) chunks and gathers them by index passes"
-)
-CHAT_SKIPS = {"parallel-calls/stream": STREAM_HELPER_INTERLEAVED}
 
 
 def setUpModule() -> None:
@@ -50,7 +39,6 @@ class OpenAIChatSyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
     """``OpenAI().chat.completions`` in a sync loop, over HTTP/1.1."""
 
     wire = openai_chat_wire
-    skip = CHAT_SKIPS
 
     def create_loop(self, url: str) -> OpenAIChatLoop:
         return OpenAIChatLoop(url, http2=self.http2)
@@ -68,7 +56,6 @@ class OpenAIChatAsyncLoop(AgentLoopConformanceTestCase, unittest.TestCase):
     """``AsyncOpenAI().chat.completions`` in an async loop, over HTTP/1.1."""
 
     wire = openai_chat_wire
-    skip = CHAT_SKIPS
 
     def create_loop(self, url: str) -> AsyncOpenAIChatLoop:
         return AsyncOpenAIChatLoop(url, http2=self.http2)
@@ -79,7 +66,7 @@ class OpenAIChatAsyncH2CLoop(OpenAIChatAsyncLoop):
     """The async Chat Completions loop over h2c."""
 
     http2 = True
-    skip = {**CHAT_SKIPS, **ASYNC_H2_SKIPS}
+    skip = ASYNC_H2_SKIPS
 
 
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
