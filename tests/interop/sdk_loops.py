@@ -60,10 +60,11 @@ from __future__ import annotations
 import email.utils
 import importlib.util
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import AbortSignal, ToolCall, ToolChoice, ToolError, ToolResult, ToolSpec
@@ -872,6 +873,91 @@ class AsyncAnthropicLoop(_AnthropicBase, AsyncDriver):
             arguments = events.done()
             message = await stream.get_final_message()
         return self.turn(task, message, arguments)
+
+
+# -- which cases run by default ---------------------------------------------------------------
+
+#: ``CONFORMANCE_LONG_TESTS=1`` (CI sets it) runs every loop class on every stage and
+#: mode; without it each loop module runs its ``QUICK`` subset, which keeps the default
+#: test run short. A class or test named on the command line always runs whole.
+LONG_TESTS = os.environ.get("CONFORMANCE_LONG_TESTS", "") == "1"
+#: The stages besides the fault stages, every one in both modes.
+PLAIN_STAGES = (
+    "text",
+    "forced-tool",
+    "fragmented-arguments",
+    "parallel-calls",
+    "tool-error-corrects",
+    "tool-error-insists",
+    "cancel",
+    "large-result",
+    "empty-result",
+    "non-ascii-result",
+    "error-result",
+    "reasoning",
+)
+
+
+#: The streamed cases every loop runs by default: where a loop over a stream goes wrong.
+STREAMED_EVERYWHERE = ("fragmented-arguments/stream", "parallel-calls/stream", "cancel/stream")
+
+
+def cases(stages: Collection[str], modes: Collection[str] = ("chat", "stream")) -> List[str]:
+    """``stage/mode`` keys of ``stages`` in ``modes``, as a ``QUICK`` entry lists them."""
+    return [f"{stage}/{mode}" for stage in stages for mode in modes]
+
+
+def share(part: int, parts: int = 3) -> List[str]:
+    """One loop's share of the default run: every ``parts``-th case of the plain stages
+    (each case runs in exactly one of the ``parts`` loops), and the streamed cases every
+    loop runs."""
+    plain = cases(PLAIN_STAGES)
+    mine = plain[part::parts]
+    return [*mine, *(key for key in STREAMED_EVERYWHERE if key not in mine)]
+
+
+def quick_suite(tests: Any, quick: Mapping[str, Collection[str]]) -> Any:
+    """The module's tests, narrowed to ``quick`` (class name to ``stage/mode`` keys) unless LONG_TESTS.
+
+    Called from a test module's ``load_tests``. A key that names no generated test is an
+    error, so that a renamed stage cannot silently drop a case from the default run.
+    """
+    import unittest
+
+    from conformance.gate import AgentLoopConformanceTestCase
+
+    if LONG_TESTS:
+        return tests
+    wanted = set()
+    for name, keys in quick.items():
+        for key in keys:
+            stage, _, mode = key.partition("/")
+            wanted.add((name, f"test_{stage.replace('-', '_')}_{mode}"))
+    chosen = unittest.TestSuite()
+    found = set()
+    for test in _flatten(tests):
+        key = (type(test).__name__, getattr(test, "_testMethodName", ""))
+        if key in wanted:
+            found.add(key)
+            chosen.addTest(test)
+        elif not isinstance(test, AgentLoopConformanceTestCase):
+            chosen.addTest(test)  # anything else the module holds, a load failure included
+    missing = sorted(f"{name}.{method}" for name, method in wanted - found)
+    if missing:
+        raise LookupError(
+            f"the quick subset names tests the module does not have: {', '.join(missing)}; "
+            "fix the module's QUICK table"
+        )
+    return chosen
+
+
+def _flatten(suite: Any) -> List[Any]:
+    import unittest
+
+    out: List[Any] = []
+    for test in suite:
+        out.extend(_flatten(test) if isinstance(test, unittest.TestSuite) else [test])
+    return out
 
 
 # -- the first stream in a process ------------------------------------------------------------

@@ -2,12 +2,14 @@
 
 Each class runs every stage and round-trip case, whole and streamed, against one loop
 of ``sdk_loops``: the sync and async clients over HTTP/1.1, and over h2c with httpx's
-HTTP/2 prior knowledge.
+HTTP/2 prior knowledge. Without ``CONFORMANCE_LONG_TESTS=1`` the module runs only its
+``QUICK`` subset; name a class to run it whole.
 """
 
 from __future__ import annotations
 
 import unittest
+from typing import Any, Optional
 
 from conformance.gate import AgentLoopConformanceTestCase
 from conformance.wires.openai_chat import openai_chat_wire
@@ -20,12 +22,35 @@ from .sdk_loops import (
     AsyncOpenAIResponsesLoop,
     OpenAIChatLoop,
     OpenAIResponsesLoop,
+    quick_suite,
+    share,
     warm_up,
 )
 
 SKIP_REASON = "openai is not installed: pip install openai"
 #: An async loop over h2c: httpx leaves the HTTP/2 stream open when its reader is cancelled.
 ASYNC_H2_SKIPS = {"cancel": HTTPX_H2_KEEPS_STREAM}
+#: What runs without CONFORMANCE_LONG_TESTS=1: each sync loop over HTTP/1.1 on every stage
+#: besides the faults, a third of those cases each (the Anthropic module runs the last
+#: third, sdk_loops.share), and a few fault stages, different ones for each loop.
+QUICK = {
+    "OpenAIChatSyncLoop": [
+        *share(0),
+        "corrupt-arguments/stream",
+        "reset-after-first-fragment/stream",
+        "rate-limited/chat",
+    ],
+    "OpenAIResponsesSyncLoop": [
+        *share(1),
+        "corrupt-arguments/stream",
+        "close-mid-event/stream",
+        "reset-after-execution/stream",
+    ],
+}
+
+
+def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
+    return quick_suite(tests, QUICK)
 
 
 def setUpModule() -> None:
