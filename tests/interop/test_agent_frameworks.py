@@ -8,6 +8,7 @@ and is skipped where it is absent.
 
 from __future__ import annotations
 
+import logging
 import unittest
 import warnings
 from typing import Any, Optional
@@ -69,9 +70,14 @@ def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: 
 #: that warning would end the run, as it does not for a user.
 _RUNNER_WARNING = r"Tool '.*' not found in tool runner"
 _saved: Optional[warnings.catch_warnings] = None
+#: The Agents SDK logs "Error streaming response" (and the like) before it raises the
+#: error a fault stage provokes; the verdict says what happened, so the log is quieted.
+_AGENTS_LOG = logging.getLogger("openai.agents")
+_agents_level = _AGENTS_LOG.level
 
 
 def tearDownModule() -> None:
+    _AGENTS_LOG.setLevel(_agents_level)
     if _saved is not None:
         _saved.__exit__(None, None, None)
 
@@ -81,6 +87,7 @@ def setUpModule() -> None:
     _saved = warnings.catch_warnings()
     _saved.__enter__()
     warnings.filterwarnings("ignore", message=_RUNNER_WARNING, category=UserWarning)
+    _AGENTS_LOG.setLevel(logging.CRITICAL)
     if HAVE_TOOL_RUNNER:
         prime(AgentLoopTarget("tool runner", anthropic_wire, AnthropicToolRunnerLoop, timeout=30.0))
     if HAVE_AGENTS:
