@@ -14,6 +14,17 @@
   provider, with tracing off (it would export to OpenAI's servers), so it runs
   offline.
 
+Each is configured as a user who holds a loop to a time budget would: the client's
+timeout is the task's ``max_seconds`` (a request the provider never answers ends in
+the SDK's timeout error), and the SDKs' own retries are off (``max_retries=0``), as
+for the hand-written loops, so that every request the gate counts is one the loop
+sent. The Agents SDK runs with ``RunConfig(tool_not_found_behavior=
+"return_error_to_model")``: by default it raises ``ModelBehaviorError`` at a call to a
+tool the agent lacks, and the conversation ends there. A ``FunctionTool``'s
+``on_invoke_tool`` gets the call's argument text as the model wrote it; ours refuses
+text that is not a JSON object with a structured ``invalid_arguments`` error instead
+of running the tool. What each framework then does at each fault stage is its own.
+
 The gate keys every execution by call id. The Agents SDK hands each tool a
 ``ToolContext`` that carries ``tool_call_id``. anthropic's tool runner calls a tool
 with its input alone, so that loop learns the ids of a turn from the message the
@@ -24,7 +35,6 @@ functions in the order the runner calls them, the order of the calls in the turn
 from __future__ import annotations
 
 import importlib.util
-import json
 import threading
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
@@ -33,7 +43,15 @@ from conformance.abort import race_abort
 from conformance.contract import ToolCall, ToolResult
 from conformance.gate import LoopResult, LoopTask
 
-from .sdk_loops import MAX_TOKENS, SDK_TIMEOUT, Budget, SocketGuard, anthropic_outcome, anthropic_tool_choice
+from .sdk_loops import (
+    MAX_TOKENS,
+    SDK_TIMEOUT,
+    Budget,
+    SocketGuard,
+    anthropic_outcome,
+    anthropic_tool_choice,
+    prepare,
+)
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
 HAVE_AGENTS = importlib.util.find_spec("agents") is not None
@@ -127,7 +145,8 @@ class AnthropicToolRunnerLoop:
             )  # the runner drops it after a call
         if RUNNER_TAKES_THREAD:
             kwargs["thread"] = False
-        runner = self.client.beta.messages.tool_runner(stream=task.stream, **kwargs)
+        client = self.client.with_options(timeout=max(0.05, task.max_seconds))
+        runner = client.beta.messages.tool_runner(stream=task.stream, **kwargs)
 
         def on_abort(reason: BaseException) -> None:
             self.guard.shutdown(reason)
@@ -193,7 +212,10 @@ class OpenAIAgentsLoop:
 
         def make(name: str) -> Any:
             async def invoke(context: Any, arguments: str) -> str:
-                call = ToolCall(context.tool_call_id, name, json.loads(arguments or "{}"))
+                prepared = prepare(task, context.tool_call_id, name, arguments)
+                if prepared.refused is not None:
+                    return prepared.refused.text  # broken JSON never runs
+                call = prepared.call
                 result: ToolResult = await task.toolset.aexecute(call, key=call.id, signal=task.signal)
                 return result.text
 
@@ -218,17 +240,22 @@ class OpenAIAgentsLoop:
             name="gate",
             instructions=None,
             tools=tools,
-            model=model_class(model=task.model, openai_client=self.client),
+            model=model_class(
+                model=task.model, openai_client=self.client.with_options(timeout=max(0.05, task.max_seconds))
+            ),
             model_settings=settings,
         )
 
     async def run(self, task: LoopTask) -> LoopResult:
-        from agents import MaxTurnsExceeded, Runner
+        from agents import MaxTurnsExceeded, RunConfig, Runner
 
         agent = self.agent(task)
+        config = RunConfig(tool_not_found_behavior="return_error_to_model")
         try:
             if task.stream:
-                streamed = Runner.run_streamed(agent, task.prompt, max_turns=task.max_requests)
+                streamed = Runner.run_streamed(
+                    agent, task.prompt, max_turns=task.max_requests, run_config=config
+                )
                 try:
                     events = streamed.stream_events().__aiter__()
                     while True:
@@ -241,7 +268,8 @@ class OpenAIAgentsLoop:
                 output = streamed.final_output
             else:
                 result = await race_abort(
-                    Runner.run(agent, task.prompt, max_turns=task.max_requests), task.signal
+                    Runner.run(agent, task.prompt, max_turns=task.max_requests, run_config=config),
+                    task.signal,
                 )
                 output = result.final_output
         except MaxTurnsExceeded:

@@ -1,44 +1,70 @@
-"""Agent loops written over the official SDKs, the way a user of each SDK writes one.
+"""Agent loops written over the official SDKs, the way a careful user of each SDK writes one.
 
 Each loop takes the gate's :class:`~conformance.gate.LoopTask` and carries it out with
-the SDK's own client, its own streaming helper and its own types, following the
-SDK's documented tool-use pattern:
+the SDK's own client and types, following the SDK's documented tool-use pattern:
 
-- OpenAI Chat Completions: ``chat.completions.create`` for whole replies, the
-  ``chat.completions.stream`` helper (``get_final_completion``) for streamed ones;
-  the assistant message goes back as the SDK returned it, each result as a ``tool``
-  message under its ``tool_call_id``.
-- OpenAI Responses: ``responses.create`` and the ``responses.stream`` helper
-  (``get_final_response``), stateless (``store=False``) with the encrypted reasoning
-  asked for, so that ``response.output`` (reasoning items included) is appended to
-  the next ``input`` whole, then one ``function_call_output`` per call.
+- OpenAI Chat Completions: ``chat.completions.create`` for whole replies and
+  ``create(stream=True)`` for streamed ones, the chunks' tool-call fragments gathered
+  by ``index``. Not the ``chat.completions.stream`` helper: it parses each call's
+  arguments with ``json.loads`` as it goes, so it raises on two calls whose fragments
+  interleave and on a call whose arguments are broken JSON, and the loop never sees
+  the turn (see ``docs/wires/openai-chat.md``).
+- OpenAI Responses: ``responses.create``, and ``create(stream=True)`` read up to its
+  ``response.completed`` event, stateless (``store=False``) with the encrypted
+  reasoning asked for, so that ``response.output`` (reasoning items included) is
+  appended to the next ``input`` whole, then one ``function_call_output`` per call.
+  Not the ``responses.stream`` helper: it ``json.loads`` a strict tool's arguments
+  at the end of the stream and raises on broken JSON.
 - Anthropic Messages: ``messages.create`` and the ``messages.stream`` helper
   (``get_final_message``); the assistant's ``content`` blocks (thinking blocks with
   their signatures included) go back as they came, then one user turn of
-  ``tool_result`` blocks, ``is_error`` on a failed tool.
+  ``tool_result`` blocks, ``is_error`` on a failed tool. The helper fills a
+  ``tool_use`` block's ``input`` with a partial-JSON parser that closes what the
+  model left open, so broken argument JSON comes out as a smaller, valid object; the
+  loop reads the ``input_json_delta`` text itself and parses it strictly.
 
-What a loop adds to the SDK is what the gate asks of any loop: every tool runs through
-``task.toolset`` with the task's signal and the call id as its key, once, after the
-SDK has handed over the complete call; ``tool_choice`` goes on the first request only,
-so the model can answer once it has the result; the loop counts requests and time
-and stops with ``stopped="budget"``; and on abort it raises the caller's reason
-itself. None of the SDKs takes an abort signal. The async loops race each await
-against the signal (``race_abort``): the cancelled await unwinds the SDK's stream
-context, which closes the response. The sync loops shut the sockets of their own
-connection pool down from the aborting thread (a blocked read wakes only that way),
-then leave the SDK's stream context, which closes the response.
+What a loop adds to the SDK is what the gate asks of any loop:
 
-Each client is made with ``max_retries=0``: the gate counts every generation request
-against the budget, and a transport retry the loop did not ask for would count too.
+- Every tool runs through ``task.toolset`` with the task's signal and the call id as
+  its key, once per call id (a retried request never runs a call again), after the
+  SDK has handed over the complete turn. A call to a tool the task lacks, or whose
+  arguments are not a JSON object, never runs: it is answered with a structured
+  ``ToolError`` (``unknown_tool``, ``invalid_arguments``), and its arguments go back
+  in the history as ``{}``, since the provider refuses broken JSON there.
+- ``tool_choice`` goes on the first request only, so the model can answer once it has
+  the result.
+- The loop counts requests and time; it stops with ``stopped="budget"``, and bounds
+  each request's timeout by what is left.
+- A request that fails in a way worth another try (a 408, 409, 429 or 5xx; a
+  connection that failed or was dropped; a stream that broke before its end event)
+  is sent again, the same conversation, after what the provider asked for
+  (``retry-after-ms``, ``retry-after``) or 50 ms, while the budget allows. Out of
+  budget, or on any other failure, the loop raises :class:`LoopStopped`, whose
+  message says what happened (the status, the timeout, the broken stream).
+- On abort it raises the caller's reason itself. None of the SDKs takes an abort
+  signal. The async loops race each await against the signal (``race_abort``): the
+  cancelled await unwinds the SDK's stream context, which closes the response. The
+  sync loops shut the sockets of their own connection pool down from the aborting
+  thread (a blocked read wakes only that way), then leave the SDK's stream context,
+  which closes the response.
+
+Each client is made with ``max_retries=0``. The SDKs' own retries would cover a 429,
+a 5xx or a dropped connection on the request itself (both read ``retry-after-ms`` and
+``retry-after``), but not a stream that breaks after its ``200``, which the loop must
+retry anyway; and a try the SDK makes on its own is hidden from the loop's count of
+requests and time, which the gate holds it to.
 """
 
 from __future__ import annotations
 
+import email.utils
 import importlib.util
 import json
+import os
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import AbortSignal, ToolCall, ToolChoice, ToolError, ToolResult, ToolSpec
@@ -57,18 +83,106 @@ SDK_TIMEOUT = 10.0
 MAX_TOKENS = 1024
 #: Anthropic's stop reasons that mean the model finished (the gate's "stop").
 ANTHROPIC_STOPS = ("end_turn", "stop_sequence")
+#: The pause before another try where the provider asked for none.
+RETRY_PAUSE = 0.05
+#: The statuses worth another try, as both SDKs' own retry logic has them (and any 5xx).
+RETRY_STATUSES = (408, 409, 429)
 
 
 # -- what every loop shares ---------------------------------------------------------------
 
 
+class LoopStopped(Exception):
+    """The loop gave up on a request; the message says what happened and why it did not try again."""
+
+
+class BrokenStream(Exception):
+    """A stream that ended before its turn's end event: none of its calls is complete."""
+
+
+def _transport_errors(name: str) -> Tuple[type, ...]:
+    """``name``'s class from each httpx the SDKs may use: a stream read raises them."""
+    errors: List[type] = []
+    for module in ("httpx2", "httpx"):
+        if importlib.util.find_spec(module) is not None:
+            errors.append(getattr(importlib.import_module(module), name))
+    return tuple(errors)
+
+
+TRANSPORT_ERRORS = _transport_errors("TransportError")
+TRANSPORT_TIMEOUTS = _transport_errors("TimeoutException")
+
+
+def _sdk_errors(name: str) -> Tuple[type, ...]:
+    """``name``'s error classes from both SDKs present."""
+    found = []
+    for sdk, present in (("openai", HAVE_OPENAI), ("anthropic", HAVE_ANTHROPIC)):
+        if present:
+            found.append(getattr(importlib.import_module(sdk), name))
+    return tuple(found)
+
+
+STATUS_ERRORS = _sdk_errors("APIStatusError")
+TIMEOUT_ERRORS = _sdk_errors("APITimeoutError")
+CONNECTION_ERRORS = _sdk_errors("APIConnectionError")
+
+
+def retry_after(headers: Mapping[str, str]) -> Optional[float]:
+    """The delay a reply asks for: ``retry-after-ms``, or ``retry-after`` in seconds or as an HTTP date."""
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _cause(error: BaseException) -> str:
+    """The transport error under an SDK's connection error, named, with its message."""
+    under = error.__cause__ or error.__context__ or error
+    return f"{type(under).__name__}: {under}" if str(under) else f"{type(under).__name__}, no message"
+
+
+def classify(error: BaseException, timeout: float) -> Tuple[str, Optional[float]]:
+    """What happened to a request, and the pause before another try (``None``: not worth one)."""
+    if isinstance(error, BrokenStream):
+        return f"the stream broke: {error}", RETRY_PAUSE
+    if isinstance(error, STATUS_ERRORS):
+        status = error.status_code
+        what = f"the provider answered {status}: {error.message}"
+        if status in RETRY_STATUSES or status >= 500:
+            asked = retry_after(error.response.headers)
+            return what, RETRY_PAUSE if asked is None else asked
+        return what, None
+    if isinstance(error, TIMEOUT_ERRORS + TRANSPORT_TIMEOUTS):
+        return f"it timed out, no answer within {timeout:.2f} s ({_cause(error)})", RETRY_PAUSE
+    if isinstance(error, CONNECTION_ERRORS):
+        return f"the connection failed or was dropped ({_cause(error)})", RETRY_PAUSE
+    if isinstance(error, TRANSPORT_ERRORS):
+        return f"the stream broke off ({_cause(error)})", RETRY_PAUSE
+    return "", None
+
+
 class Budget:
-    """Counts generation requests and time against a task's limits."""
+    """Counts generation requests and time against a task's limits, and decides on retries."""
 
     def __init__(self, task: LoopTask) -> None:
         self.task = task
         self.started = time.monotonic()
         self.sent = 0
+        self.answered = 0
+        self.last_timeout = SDK_TIMEOUT
 
     def spent(self) -> bool:
         """True once no request may be sent: the count is reached or the time is up."""
@@ -83,46 +197,84 @@ class Budget:
 
     def timeout(self) -> float:
         """The SDK's timeout for the next request: what the budget has left."""
-        return max(0.05, min(SDK_TIMEOUT, self.left()))
+        self.last_timeout = max(0.05, min(SDK_TIMEOUT, self.left()))
+        return self.last_timeout
+
+    def retry_pause(self, error: Exception) -> float:
+        """The pause before sending the failed request again.
+
+        Raises ``error`` itself when it is not worth another try, and
+        :class:`LoopStopped` (saying what happened) when the budget leaves no room for one.
+        """
+        what, pause = classify(error, self.last_timeout)
+        if pause is None:
+            raise error
+        task = self.task
+        where = f"request {self.sent} failed: {what}"
+        if self.sent >= task.max_requests:
+            raise LoopStopped(
+                f"{where}; all {task.max_requests} requests of the task's budget are spent"
+            ) from error
+        left = self.left()
+        if left <= 0:
+            raise LoopStopped(f"{where}; the task's {task.max_seconds:.2f} s are spent") from error
+        if pause >= left:
+            raise LoopStopped(
+                f"{where}; {max(0.0, left):.2f} s of the task's {task.max_seconds:.2f} s are left, "
+                f"not enough to wait {pause:.2f} s and try again"
+            ) from error
+        return pause
 
 
-def parse_arguments(
-    call_id: str, name: str, arguments: Any
-) -> Tuple[Optional[ToolCall], Optional[ToolResult]]:
-    """The call to execute, or the error result to send back when its arguments are no JSON object."""
+@dataclass
+class Call:
+    """One complete call of a turn, and the refusal to send in its place when it must not run."""
+
+    call: ToolCall
+    refused: Optional[ToolResult] = None
+
+    @property
+    def id(self) -> str:
+        return self.call.id
+
+
+def prepare(task: LoopTask, call_id: str, name: str, arguments: Any) -> Call:
+    """The call as the loop will handle it: refused when its tool is unknown or its arguments no JSON object.
+
+    ``arguments`` is the provider's argument text, or the object an SDK already parsed.
+    """
     if isinstance(arguments, Mapping):
-        return ToolCall(call_id, name, dict(arguments)), None
-    try:
-        parsed = json.loads(arguments or "{}")
-    except ValueError as exc:
-        error = ToolError("invalid_arguments", f"the arguments are not JSON ({exc}); send a JSON object")
-        return None, ToolResult(call_id, name, error=error)
-    if not isinstance(parsed, dict):
-        error = ToolError(
-            "invalid_arguments", f"the arguments are {type(parsed).__name__}, not a JSON object"
-        )
-        return None, ToolResult(call_id, name, error=error)
-    return ToolCall(call_id, name, parsed), None
+        call = ToolCall(call_id, name, dict(arguments))
+    else:
+        text = arguments or "{}"
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            call = ToolCall(call_id, name, {}, unparsed_arguments=text)
+            error = ToolError("invalid_arguments", f"the arguments are not JSON ({exc}); send a JSON object")
+            return Call(call, ToolResult(call_id, name, error=error))
+        if not isinstance(parsed, dict):
+            call = ToolCall(call_id, name, {}, unparsed_arguments=text)
+            error = ToolError(
+                "invalid_arguments", f"the arguments are {type(parsed).__name__}, not a JSON object"
+            )
+            return Call(call, ToolResult(call_id, name, error=error))
+        call = ToolCall(call_id, name, parsed)
+    names = [spec.name for spec in task.tools]
+    if name not in names:
+        error = ToolError("unknown_tool", f"there is no tool {name!r}; the tools are {', '.join(names)}")
+        return Call(call, ToolResult(call_id, name, error=error))
+    return Call(call)
 
 
-def run_tool(task: LoopTask, call_id: str, name: str, arguments: Any) -> ToolResult:
-    """Run one complete call through the task's toolset, keyed by its call id."""
-    task.signal.raise_if_aborted()
-    call, refused = parse_arguments(call_id, name, arguments)
-    if call is None:
-        assert refused is not None
-        return refused
-    return task.toolset.execute(call, key=call_id, signal=task.signal)
+@dataclass
+class Turn:
+    """A model turn as the loop reads it: text, the gate's finish reason, its calls, its history entries."""
 
-
-async def arun_tool(task: LoopTask, call_id: str, name: str, arguments: Any) -> ToolResult:
-    """The async form of :func:`run_tool`."""
-    task.signal.raise_if_aborted()
-    call, refused = parse_arguments(call_id, name, arguments)
-    if call is None:
-        assert refused is not None
-        return refused
-    return await task.toolset.aexecute(call, key=call_id, signal=task.signal)
+    text: str
+    finish: str
+    calls: List[Call]
+    history: List[Any]
 
 
 class SocketGuard:
@@ -164,11 +316,147 @@ def reraise_abort(signal: AbortSignal) -> None:
         signal.raise_reason()
 
 
+async def drain(stream: Any, signal: AbortSignal, each: Callable[[Any], None]) -> None:
+    """Hand each event of an SDK's async stream to ``each``, every wait raced against the abort."""
+    events = stream.__aiter__()
+    while True:
+        try:
+            event = await race_abort(events.__anext__(), signal)
+        except StopAsyncIteration:
+            return
+        each(event)
+
+
+class SyncDriver:
+    """The sync loop: send, read the turn, run each call once by id, retry a failed request in budget.
+
+    A subclass sets ``client`` and ``guard`` and provides ``request``, ``ask`` and ``answer``.
+    """
+
+    client: Any
+    guard: SocketGuard
+
+    def request(self, task: LoopTask, budget: Budget, history: List[Any]) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def ask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        raise NotImplementedError
+
+    def answer(self, answers: List[Tuple[Call, ToolResult]]) -> List[Any]:
+        raise NotImplementedError
+
+    def run(self, task: LoopTask) -> LoopResult:
+        budget = Budget(task)
+        history: List[Any] = [{"role": "user", "content": task.prompt}]
+        results: Dict[str, ToolResult] = {}  # by call id: a call never runs twice
+        text, finish = "", "stop"
+        unregister = task.signal.add_callback(self.guard.shutdown)
+        try:
+            while True:
+                task.signal.raise_if_aborted()
+                if budget.spent():
+                    return LoopResult(text, finish, stopped="budget")
+                kwargs = self.request(task, budget, history)
+                budget.sent += 1
+                try:
+                    turn = self.ask(task, kwargs)
+                except Exception as exc:
+                    reraise_abort(task.signal)
+                    if task.signal.wait_sync(budget.retry_pause(exc)):
+                        task.signal.raise_reason()
+                    continue
+                budget.answered += 1
+                text, finish = turn.text, turn.finish
+                if not turn.calls:
+                    return LoopResult(text, finish)
+                if budget.last():
+                    return LoopResult(text, finish, stopped="budget")
+                history += turn.history
+                for call in turn.calls:
+                    if call.id not in results:
+                        results[call.id] = call.refused or run_tool(task, call.call)
+                history += self.answer([(call, results[call.id]) for call in turn.calls])
+        except Exception:
+            reraise_abort(task.signal)
+            raise
+        finally:
+            unregister()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class AsyncDriver:
+    """The async form of :class:`SyncDriver`; a subclass provides ``aask`` instead of ``ask``."""
+
+    client: Any
+
+    def request(self, task: LoopTask, budget: Budget, history: List[Any]) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    async def aask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        raise NotImplementedError
+
+    def answer(self, answers: List[Tuple[Call, ToolResult]]) -> List[Any]:
+        raise NotImplementedError
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        import asyncio
+
+        budget = Budget(task)
+        signal = task.signal
+        history: List[Any] = [{"role": "user", "content": task.prompt}]
+        results: Dict[str, ToolResult] = {}  # by call id: a call never runs twice
+        text, finish = "", "stop"
+        while True:
+            signal.raise_if_aborted()
+            if budget.spent():
+                return LoopResult(text, finish, stopped="budget")
+            kwargs = self.request(task, budget, history)
+            budget.sent += 1
+            try:
+                turn = await self.aask(task, kwargs)
+            except Exception as exc:
+                reraise_abort(signal)
+                pause = budget.retry_pause(exc)
+                try:
+                    await asyncio.wait_for(signal.wait(), pause)
+                except asyncio.TimeoutError:
+                    continue
+                signal.raise_reason()
+            budget.answered += 1
+            text, finish = turn.text, turn.finish
+            if not turn.calls:
+                return LoopResult(text, finish)
+            if budget.last():
+                return LoopResult(text, finish, stopped="budget")
+            history += turn.history
+            for call in turn.calls:
+                if call.id not in results:
+                    results[call.id] = call.refused or await arun_tool(task, call.call)
+            history += self.answer([(call, results[call.id]) for call in turn.calls])
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def run_tool(task: LoopTask, call: ToolCall) -> ToolResult:
+    """Run one complete call through the task's toolset, keyed by its call id."""
+    task.signal.raise_if_aborted()
+    return task.toolset.execute(call, key=call.id, signal=task.signal)
+
+
+async def arun_tool(task: LoopTask, call: ToolCall) -> ToolResult:
+    """The async form of :func:`run_tool`."""
+    task.signal.raise_if_aborted()
+    return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+
+
 # -- OpenAI Chat Completions --------------------------------------------------------------
 
 
 def chat_tools(specs: Sequence[ToolSpec]) -> List[Dict[str, Any]]:
-    """The tools as Chat Completions function tools; strict, as the stream helper requires."""
+    """The tools as Chat Completions function tools, strict."""
     return [
         {
             "type": "function",
@@ -189,24 +477,87 @@ def chat_tool_choice(choice: ToolChoice) -> Any:
     return choice.mode
 
 
+class ChatChunks:
+    """A streamed Chat Completions turn gathered from its chunks: tool-call fragments by ``index``."""
+
+    def __init__(self) -> None:
+        self.text: List[str] = []
+        self.calls: Dict[int, List[Any]] = {}  # index: [id, name, fragments]
+        self.finish: Optional[str] = None
+
+    def add(self, chunk: Any) -> None:
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                self.text.append(delta.content)
+            for fragment in delta.tool_calls or ():
+                entry = self.calls.setdefault(fragment.index, ["", "", []])
+                if fragment.id:
+                    entry[0] = fragment.id
+                function = fragment.function
+                if function is not None:
+                    if function.name:
+                        entry[1] = function.name
+                    if function.arguments:
+                        entry[2].append(function.arguments)
+            if choice.finish_reason is not None:
+                self.finish = choice.finish_reason
+
+    def done(self) -> Tuple[str, str, List[Tuple[str, str, str]]]:
+        """The turn's text, finish reason and calls (id, name, argument text), once it has ended."""
+        if self.finish is None:
+            raise BrokenStream("it ended before a chunk carried a finish_reason; the turn never completed")
+        calls = [(e[0], e[1], "".join(e[2])) for _, e in sorted(self.calls.items())]
+        return "".join(self.text), self.finish, calls
+
+
 class _OpenAIChatBase:
     def __init__(self, base_url: str, http2: bool = False) -> None:
         self.base_url = f"{base_url}/v1"
         self.http2 = http2
 
-    def request(self, task: LoopTask, budget: Budget, messages: List[Any]) -> Dict[str, Any]:
+    def request(self, task: LoopTask, budget: Budget, history: List[Any]) -> Dict[str, Any]:
         kwargs: Dict[str, Any] = {
             "model": task.model,
-            "messages": messages,
+            "messages": history,
             "tools": chat_tools(task.tools),
             "timeout": budget.timeout(),
         }
-        if task.tool_choice is not None and budget.sent == 0:
+        if task.tool_choice is not None and budget.answered == 0:
             kwargs["tool_choice"] = chat_tool_choice(task.tool_choice)
         return kwargs
 
+    def whole(self, task: LoopTask, completion: Any) -> Turn:
+        choice = completion.choices[0]
+        message = choice.message
+        raw = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or ()]
+        return self.turn(task, message.content or "", choice.finish_reason, raw, message)
 
-class OpenAIChatLoop(_OpenAIChatBase):
+    def turn(
+        self, task: LoopTask, text: str, finish: str, raw: List[Tuple[str, str, str]], message: Any = None
+    ) -> Turn:
+        """The turn; its history entry is the SDK's message where every call's arguments parsed."""
+        calls = [prepare(task, *r) for r in raw]
+        if message is not None and all(c.call.unparsed_arguments is None for c in calls):
+            return Turn(text, finish, calls, [message])
+        entry: Dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            # Arguments that did not parse go back as {}: the API refuses broken JSON in a history.
+            entry["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.call.name, "arguments": json.dumps(dict(c.call.arguments))},
+                }
+                for c in calls
+            ]
+        return Turn(text, finish, calls, [entry])
+
+    def answer(self, answers: List[Tuple[Call, ToolResult]]) -> List[Any]:
+        return [{"role": "tool", "tool_call_id": call.id, "content": result.text} for call, result in answers]
+
+
+class OpenAIChatLoop(_OpenAIChatBase, SyncDriver):
     """A sync loop over ``openai.OpenAI().chat.completions``."""
 
     def __init__(self, base_url: str, http2: bool = False) -> None:
@@ -221,47 +572,17 @@ class OpenAIChatLoop(_OpenAIChatBase):
             ),
         )
 
-    def run(self, task: LoopTask) -> LoopResult:
-        budget = Budget(task)
-        messages: List[Any] = [{"role": "user", "content": task.prompt}]
-        text, finish = "", "stop"
-        unregister = task.signal.add_callback(self.guard.shutdown)
-        try:
-            while True:
-                task.signal.raise_if_aborted()
-                if budget.spent():
-                    return LoopResult(text, finish, stopped="budget")
-                kwargs = self.request(task, budget, messages)
-                budget.sent += 1
-                if task.stream:
-                    with self.client.chat.completions.stream(**kwargs) as stream:
-                        for _event in stream:
-                            pass  # the helper accumulates; a UI would show content.delta here
-                        completion = stream.get_final_completion()
-                else:
-                    completion = self.client.chat.completions.create(**kwargs)
-                choice = completion.choices[0]
-                message = choice.message
-                text, finish = message.content or "", choice.finish_reason
-                if not message.tool_calls:
-                    return LoopResult(text, finish)
-                if budget.last():
-                    return LoopResult(text, finish, stopped="budget")
-                messages.append(message)
-                for call in message.tool_calls:
-                    result = run_tool(task, call.id, call.function.name, call.function.arguments)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result.text})
-        except Exception:
-            reraise_abort(task.signal)
-            raise
-        finally:
-            unregister()
-
-    def close(self) -> None:
-        self.client.close()
+    def ask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        if not task.stream:
+            return self.whole(task, self.client.chat.completions.create(**kwargs))
+        chunks = ChatChunks()
+        with self.client.chat.completions.create(stream=True, **kwargs) as stream:
+            for chunk in stream:
+                chunks.add(chunk)  # a UI would show chunk.choices[0].delta.content here
+        return self.turn(task, *chunks.done())
 
 
-class AsyncOpenAIChatLoop(_OpenAIChatBase):
+class AsyncOpenAIChatLoop(_OpenAIChatBase, AsyncDriver):
     """An async loop over ``openai.AsyncOpenAI().chat.completions``."""
 
     def __init__(self, base_url: str, http2: bool = False) -> None:
@@ -273,42 +594,15 @@ class AsyncOpenAIChatLoop(_OpenAIChatBase):
             http_client=openai.DefaultAsyncHttpxClient(http1=not http2, http2=http2),
         )
 
-    async def run(self, task: LoopTask) -> LoopResult:
-        budget = Budget(task)
-        signal = task.signal
-        messages: List[Any] = [{"role": "user", "content": task.prompt}]
-        text, finish = "", "stop"
-        while True:
-            signal.raise_if_aborted()
-            if budget.spent():
-                return LoopResult(text, finish, stopped="budget")
-            kwargs = self.request(task, budget, messages)
-            budget.sent += 1
-            if task.stream:
-                async with self.client.chat.completions.stream(**kwargs) as stream:
-                    events = stream.__aiter__()
-                    while True:
-                        try:
-                            await race_abort(events.__anext__(), signal)
-                        except StopAsyncIteration:
-                            break
-                    completion = await stream.get_final_completion()
-            else:
-                completion = await race_abort(self.client.chat.completions.create(**kwargs), signal)
-            choice = completion.choices[0]
-            message = choice.message
-            text, finish = message.content or "", choice.finish_reason
-            if not message.tool_calls:
-                return LoopResult(text, finish)
-            if budget.last():
-                return LoopResult(text, finish, stopped="budget")
-            messages.append(message)
-            for call in message.tool_calls:
-                result = await arun_tool(task, call.id, call.function.name, call.function.arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result.text})
-
-    async def aclose(self) -> None:
-        await self.client.close()
+    async def aask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        if not task.stream:
+            completion = await race_abort(self.client.chat.completions.create(**kwargs), task.signal)
+            return self.whole(task, completion)
+        chunks = ChatChunks()
+        stream = await race_abort(self.client.chat.completions.create(stream=True, **kwargs), task.signal)
+        async with stream:
+            await drain(stream, task.signal, chunks.add)
+        return self.turn(task, *chunks.done())
 
 
 # -- OpenAI Responses -----------------------------------------------------------------------
@@ -333,12 +627,26 @@ def responses_tool_choice(choice: ToolChoice) -> Any:
     return choice.mode
 
 
-def responses_outcome(response: Any) -> Tuple[str, str, List[Any]]:
-    """The response's text, the gate's finish reason, and its function calls."""
-    calls = [item for item in response.output if item.type == "function_call"]
-    if response.status == "incomplete":
-        return response.output_text, "length", calls
-    return response.output_text, "tool_calls" if calls else "stop", calls
+#: The events that end a Responses stream, each carrying the whole response.
+RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
+
+
+class ResponseEvents:
+    """A streamed response read up to the event that ends it."""
+
+    def __init__(self) -> None:
+        self.response: Any = None
+
+    def add(self, event: Any) -> None:
+        if event.type in RESPONSE_ENDS:
+            self.response = event.response
+
+    def done(self) -> Any:
+        if self.response is None:
+            raise BrokenStream(
+                "it ended before response.completed (or .incomplete / .failed); the turn never completed"
+            )
+        return self.response
 
 
 class _OpenAIResponsesBase:
@@ -346,22 +654,41 @@ class _OpenAIResponsesBase:
         self.base_url = f"{base_url}/v1"
         self.http2 = http2
 
-    def request(self, task: LoopTask, budget: Budget, items: List[Any]) -> Dict[str, Any]:
+    def request(self, task: LoopTask, budget: Budget, history: List[Any]) -> Dict[str, Any]:
         kwargs: Dict[str, Any] = {
             "model": task.model,
-            "input": items,
+            "input": history,
             "tools": responses_tools(task.tools),
             # Stateless: the reasoning items come back encrypted and go into the next input.
             "store": False,
             "include": ["reasoning.encrypted_content"],
             "timeout": budget.timeout(),
         }
-        if task.tool_choice is not None and budget.sent == 0:
+        if task.tool_choice is not None and budget.answered == 0:
             kwargs["tool_choice"] = responses_tool_choice(task.tool_choice)
         return kwargs
 
+    def turn(self, task: LoopTask, response: Any) -> Turn:
+        if response.status == "failed":
+            error = response.error
+            detail = f"{error.code}: {error.message}" if error is not None else "no error given"
+            raise LoopStopped(f"the provider reported the response failed ({detail})")
+        calls = [
+            prepare(task, item.call_id, item.name, item.arguments)
+            for item in response.output
+            if item.type == "function_call"
+        ]
+        finish = "length" if response.status == "incomplete" else "tool_calls" if calls else "stop"
+        return Turn(response.output_text, finish, calls, list(response.output))
 
-class OpenAIResponsesLoop(_OpenAIResponsesBase):
+    def answer(self, answers: List[Tuple[Call, ToolResult]]) -> List[Any]:
+        return [
+            {"type": "function_call_output", "call_id": call.id, "output": result.text}
+            for call, result in answers
+        ]
+
+
+class OpenAIResponsesLoop(_OpenAIResponsesBase, SyncDriver):
     """A sync loop over ``openai.OpenAI().responses``."""
 
     def __init__(self, base_url: str, http2: bool = False) -> None:
@@ -376,47 +703,17 @@ class OpenAIResponsesLoop(_OpenAIResponsesBase):
             ),
         )
 
-    def run(self, task: LoopTask) -> LoopResult:
-        budget = Budget(task)
-        items: List[Any] = [{"role": "user", "content": task.prompt}]
-        text, finish = "", "stop"
-        unregister = task.signal.add_callback(self.guard.shutdown)
-        try:
-            while True:
-                task.signal.raise_if_aborted()
-                if budget.spent():
-                    return LoopResult(text, finish, stopped="budget")
-                kwargs = self.request(task, budget, items)
-                budget.sent += 1
-                if task.stream:
-                    with self.client.responses.stream(**kwargs) as stream:
-                        for _event in stream:
-                            pass
-                        response = stream.get_final_response()
-                else:
-                    response = self.client.responses.create(**kwargs)
-                text, finish, calls = responses_outcome(response)
-                if not calls:
-                    return LoopResult(text, finish)
-                if budget.last():
-                    return LoopResult(text, finish, stopped="budget")
-                items += response.output
-                for call in calls:
-                    result = run_tool(task, call.call_id, call.name, call.arguments)
-                    items.append(
-                        {"type": "function_call_output", "call_id": call.call_id, "output": result.text}
-                    )
-        except Exception:
-            reraise_abort(task.signal)
-            raise
-        finally:
-            unregister()
-
-    def close(self) -> None:
-        self.client.close()
+    def ask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        if not task.stream:
+            return self.turn(task, self.client.responses.create(**kwargs))
+        events = ResponseEvents()
+        with self.client.responses.create(stream=True, **kwargs) as stream:
+            for event in stream:
+                events.add(event)
+        return self.turn(task, events.done())
 
 
-class AsyncOpenAIResponsesLoop(_OpenAIResponsesBase):
+class AsyncOpenAIResponsesLoop(_OpenAIResponsesBase, AsyncDriver):
     """An async loop over ``openai.AsyncOpenAI().responses``."""
 
     def __init__(self, base_url: str, http2: bool = False) -> None:
@@ -428,40 +725,14 @@ class AsyncOpenAIResponsesLoop(_OpenAIResponsesBase):
             http_client=openai.DefaultAsyncHttpxClient(http1=not http2, http2=http2),
         )
 
-    async def run(self, task: LoopTask) -> LoopResult:
-        budget = Budget(task)
-        signal = task.signal
-        items: List[Any] = [{"role": "user", "content": task.prompt}]
-        text, finish = "", "stop"
-        while True:
-            signal.raise_if_aborted()
-            if budget.spent():
-                return LoopResult(text, finish, stopped="budget")
-            kwargs = self.request(task, budget, items)
-            budget.sent += 1
-            if task.stream:
-                async with self.client.responses.stream(**kwargs) as stream:
-                    events = stream.__aiter__()
-                    while True:
-                        try:
-                            await race_abort(events.__anext__(), signal)
-                        except StopAsyncIteration:
-                            break
-                    response = await stream.get_final_response()
-            else:
-                response = await race_abort(self.client.responses.create(**kwargs), signal)
-            text, finish, calls = responses_outcome(response)
-            if not calls:
-                return LoopResult(text, finish)
-            if budget.last():
-                return LoopResult(text, finish, stopped="budget")
-            items += response.output
-            for call in calls:
-                result = await arun_tool(task, call.call_id, call.name, call.arguments)
-                items.append({"type": "function_call_output", "call_id": call.call_id, "output": result.text})
-
-    async def aclose(self) -> None:
-        await self.client.close()
+    async def aask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        if not task.stream:
+            return self.turn(task, await race_abort(self.client.responses.create(**kwargs), task.signal))
+        events = ResponseEvents()
+        stream = await race_abort(self.client.responses.create(stream=True, **kwargs), task.signal)
+        async with stream:
+            await drain(stream, task.signal, events.add)
+        return self.turn(task, events.done())
 
 
 # -- Anthropic Messages ---------------------------------------------------------------------
@@ -493,25 +764,68 @@ def tool_result_block(call_id: str, result: ToolResult) -> Dict[str, Any]:
     return block
 
 
+class MessageEvents:
+    """The raw ``input_json_delta`` text of each content block, and whether ``message_stop`` came.
+
+    The stream helper yields the raw events beside its own; the text is kept as sent,
+    since the helper's ``input`` is what its partial-JSON parser made of it.
+    """
+
+    def __init__(self) -> None:
+        self.arguments: Dict[int, List[str]] = {}
+        self.stopped = False
+
+    def add(self, event: Any) -> None:
+        if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+            self.arguments.setdefault(event.index, []).append(event.delta.partial_json)
+        elif event.type == "message_stop":
+            self.stopped = True
+
+    def done(self) -> Dict[int, str]:
+        if not self.stopped:
+            raise BrokenStream("it ended before message_stop; the turn never completed")
+        return {index: "".join(parts) for index, parts in self.arguments.items()}
+
+
 class _AnthropicBase:
     def __init__(self, base_url: str, http2: bool = False) -> None:
         self.base_url = base_url
         self.http2 = http2
 
-    def request(self, task: LoopTask, budget: Budget, messages: List[Any]) -> Dict[str, Any]:
+    def request(self, task: LoopTask, budget: Budget, history: List[Any]) -> Dict[str, Any]:
         kwargs: Dict[str, Any] = {
             "model": task.model,
             "max_tokens": MAX_TOKENS,
-            "messages": messages,
+            "messages": history,
             "tools": anthropic_tools(task.tools),
             "timeout": budget.timeout(),
         }
-        if task.tool_choice is not None and budget.sent == 0:
+        if task.tool_choice is not None and budget.answered == 0:
             kwargs["tool_choice"] = anthropic_tool_choice(task.tool_choice)
         return kwargs
 
+    def turn(self, task: LoopTask, message: Any, arguments: Mapping[int, str]) -> Turn:
+        """The turn; ``arguments`` is each streamed ``tool_use`` block's argument text, by index."""
+        text, finish, _ = anthropic_outcome(message)
+        calls: List[Call] = []
+        content: List[Any] = []
+        for index, block in enumerate(message.content):
+            if block.type != "tool_use":
+                content.append(block)
+                continue
+            call = prepare(task, block.id, block.name, arguments.get(index) or block.input)
+            calls.append(call)
+            if call.call.unparsed_arguments is None:
+                content.append(block)
+            else:  # never the helper's repaired object: the call did not parse
+                content.append({"type": "tool_use", "id": block.id, "name": block.name, "input": {}})
+        return Turn(text, finish, calls, [{"role": "assistant", "content": content}])
 
-class AnthropicLoop(_AnthropicBase):
+    def answer(self, answers: List[Tuple[Call, ToolResult]]) -> List[Any]:
+        return [{"role": "user", "content": [tool_result_block(call.id, result) for call, result in answers]}]
+
+
+class AnthropicLoop(_AnthropicBase, SyncDriver):
     """A sync loop over ``anthropic.Anthropic().messages``."""
 
     def __init__(self, base_url: str, http2: bool = False) -> None:
@@ -526,44 +840,19 @@ class AnthropicLoop(_AnthropicBase):
             ),
         )
 
-    def run(self, task: LoopTask) -> LoopResult:
-        budget = Budget(task)
-        messages: List[Any] = [{"role": "user", "content": task.prompt}]
-        text, finish = "", "stop"
-        unregister = task.signal.add_callback(self.guard.shutdown)
-        try:
-            while True:
-                task.signal.raise_if_aborted()
-                if budget.spent():
-                    return LoopResult(text, finish, stopped="budget")
-                kwargs = self.request(task, budget, messages)
-                budget.sent += 1
-                if task.stream:
-                    with self.client.messages.stream(**kwargs) as stream:
-                        for _event in stream:
-                            pass
-                        message = stream.get_final_message()
-                else:
-                    message = self.client.messages.create(**kwargs)
-                text, finish, calls = anthropic_outcome(message)
-                if not calls:
-                    return LoopResult(text, finish)
-                if budget.last():
-                    return LoopResult(text, finish, stopped="budget")
-                messages.append({"role": "assistant", "content": message.content})
-                results = [tool_result_block(c.id, run_tool(task, c.id, c.name, c.input)) for c in calls]
-                messages.append({"role": "user", "content": results})
-        except Exception:
-            reraise_abort(task.signal)
-            raise
-        finally:
-            unregister()
-
-    def close(self) -> None:
-        self.client.close()
+    def ask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        if not task.stream:
+            return self.turn(task, self.client.messages.create(**kwargs), {})
+        events = MessageEvents()
+        with self.client.messages.stream(**kwargs) as stream:
+            for event in stream:
+                events.add(event)
+            arguments = events.done()
+            message = stream.get_final_message()
+        return self.turn(task, message, arguments)
 
 
-class AsyncAnthropicLoop(_AnthropicBase):
+class AsyncAnthropicLoop(_AnthropicBase, AsyncDriver):
     """An async loop over ``anthropic.AsyncAnthropic().messages``."""
 
     def __init__(self, base_url: str, http2: bool = False) -> None:
@@ -575,52 +864,110 @@ class AsyncAnthropicLoop(_AnthropicBase):
             http_client=anthropic.DefaultAsyncHttpxClient(http1=not http2, http2=http2),
         )
 
-    async def run(self, task: LoopTask) -> LoopResult:
-        budget = Budget(task)
-        signal = task.signal
-        messages: List[Any] = [{"role": "user", "content": task.prompt}]
-        text, finish = "", "stop"
-        while True:
-            signal.raise_if_aborted()
-            if budget.spent():
-                return LoopResult(text, finish, stopped="budget")
-            kwargs = self.request(task, budget, messages)
-            budget.sent += 1
-            if task.stream:
-                async with self.client.messages.stream(**kwargs) as stream:
-                    events = stream.__aiter__()
-                    while True:
-                        try:
-                            await race_abort(events.__anext__(), signal)
-                        except StopAsyncIteration:
-                            break
-                    message = await stream.get_final_message()
-            else:
-                message = await race_abort(self.client.messages.create(**kwargs), signal)
-            text, finish, calls = anthropic_outcome(message)
-            if not calls:
-                return LoopResult(text, finish)
-            if budget.last():
-                return LoopResult(text, finish, stopped="budget")
-            messages.append({"role": "assistant", "content": message.content})
-            results = []
-            for call in calls:
-                result = await arun_tool(task, call.id, call.name, call.input)
-                results.append(tool_result_block(call.id, result))
-            messages.append({"role": "user", "content": results})
+    async def aask(self, task: LoopTask, kwargs: Dict[str, Any]) -> Turn:
+        if not task.stream:
+            return self.turn(task, await race_abort(self.client.messages.create(**kwargs), task.signal), {})
+        events = MessageEvents()
+        async with self.client.messages.stream(**kwargs) as stream:
+            await drain(stream, task.signal, events.add)
+            arguments = events.done()
+            message = await stream.get_final_message()
+        return self.turn(task, message, arguments)
 
-    async def aclose(self) -> None:
-        await self.client.close()
+
+# -- which cases run by default ---------------------------------------------------------------
+
+#: ``CONFORMANCE_LONG_TESTS=1`` (CI sets it) runs every loop class on every stage and
+#: mode; without it each loop module runs its ``QUICK`` subset, which keeps the default
+#: test run short. A class or test named on the command line always runs whole.
+LONG_TESTS = os.environ.get("CONFORMANCE_LONG_TESTS", "") == "1"
+#: The stages besides the fault stages, every one in both modes.
+PLAIN_STAGES = (
+    "text",
+    "forced-tool",
+    "fragmented-arguments",
+    "parallel-calls",
+    "tool-error-corrects",
+    "tool-error-insists",
+    "cancel",
+    "large-result",
+    "empty-result",
+    "non-ascii-result",
+    "error-result",
+    "reasoning",
+)
+
+
+#: The streamed cases every loop runs by default: where a loop over a stream goes wrong.
+STREAMED_EVERYWHERE = ("fragmented-arguments/stream", "parallel-calls/stream", "cancel/stream")
+
+
+def cases(stages: Collection[str], modes: Collection[str] = ("chat", "stream")) -> List[str]:
+    """``stage/mode`` keys of ``stages`` in ``modes``, as a ``QUICK`` entry lists them."""
+    return [f"{stage}/{mode}" for stage in stages for mode in modes]
+
+
+def share(part: int, parts: int = 3) -> List[str]:
+    """One loop's share of the default run: every ``parts``-th case of the plain stages
+    (each case runs in exactly one of the ``parts`` loops), and the streamed cases every
+    loop runs."""
+    plain = cases(PLAIN_STAGES)
+    mine = plain[part::parts]
+    return [*mine, *(key for key in STREAMED_EVERYWHERE if key not in mine)]
+
+
+def quick_suite(tests: Any, quick: Mapping[str, Collection[str]]) -> Any:
+    """The module's tests, narrowed to ``quick`` (class name to ``stage/mode`` keys) unless LONG_TESTS.
+
+    Called from a test module's ``load_tests``. A key that names no generated test is an
+    error, so that a renamed stage cannot silently drop a case from the default run.
+    """
+    import unittest
+
+    from conformance.gate import AgentLoopConformanceTestCase
+
+    if LONG_TESTS:
+        return tests
+    wanted = set()
+    for name, keys in quick.items():
+        for key in keys:
+            stage, _, mode = key.partition("/")
+            wanted.add((name, f"test_{stage.replace('-', '_')}_{mode}"))
+    chosen = unittest.TestSuite()
+    found = set()
+    for test in _flatten(tests):
+        key = (type(test).__name__, getattr(test, "_testMethodName", ""))
+        if key in wanted:
+            found.add(key)
+            chosen.addTest(test)
+        elif not isinstance(test, AgentLoopConformanceTestCase):
+            chosen.addTest(test)  # anything else the module holds, a load failure included
+    missing = sorted(f"{name}.{method}" for name, method in wanted - found)
+    if missing:
+        raise LookupError(
+            f"the quick subset names tests the module does not have: {', '.join(missing)}; "
+            "fix the module's QUICK table"
+        )
+    return chosen
+
+
+def _flatten(suite: Any) -> List[Any]:
+    import unittest
+
+    out: List[Any] = []
+    for test in suite:
+        out.extend(_flatten(test) if isinstance(test, unittest.TestSuite) else [test])
+    return out
 
 
 # -- the first stream in a process ------------------------------------------------------------
 
 
 def warm_up(family: str) -> None:
-    """Stream one scripted tool turn through the SDK's own stream helper, once per process.
+    """Stream one scripted tool turn through the SDK, the way its loop streams, once per process.
 
     The first streamed reply an SDK reads in a process costs it far more than any
-    later one: openai-python imports its stream helpers on first use and builds the
+    later one: openai-python imports its stream machinery on first use and builds the
     pydantic models of each event type as it first meets it (about 0.5 to 2 s on a
     busy two-core machine). An abort that lands in that time is seen only after it,
     past the gate's bound for raising the reason, and the cancel stage, which runs
@@ -660,14 +1007,20 @@ def warm_up(family: str) -> None:
                 stream.get_final_message()
         elif family == "openai-chat":
             client = openai.OpenAI(api_key="test", base_url=f"{provider.url}/v1", max_retries=0)
-            with client.chat.completions.stream(
-                model="warm-up", messages=prompt, tools=chat_tools(specs)
+            chunks = ChatChunks()
+            with client.chat.completions.create(
+                model="warm-up", messages=prompt, tools=chat_tools(specs), stream=True
             ) as chat:
-                chat.get_final_completion()
+                for chunk in chat:
+                    chunks.add(chunk)
+            chunks.done()
         else:
             client = openai.OpenAI(api_key="test", base_url=f"{provider.url}/v1", max_retries=0)
-            with client.responses.stream(
-                model="warm-up", input=prompt, tools=responses_tools(specs)
+            events = ResponseEvents()
+            with client.responses.create(
+                model="warm-up", input=prompt, tools=responses_tools(specs), stream=True
             ) as responses:
-                responses.get_final_response()
+                for event in responses:
+                    events.add(event)
+            events.done()
         client.close()

@@ -8,7 +8,10 @@ and is skipped where it is absent.
 
 from __future__ import annotations
 
+import logging
 import unittest
+import warnings
+from typing import Any, Optional
 
 from conformance.gate import AgentLoopConformanceTestCase, AgentLoopTarget
 from conformance.wires.anthropic import anthropic_wire
@@ -16,14 +19,81 @@ from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
 from .framework_loops import HAVE_AGENTS, HAVE_TOOL_RUNNER, AnthropicToolRunnerLoop, OpenAIAgentsLoop, prime
+from .sdk_loops import LONG_TESTS, quick_suite
 
 AGENTS_MISSING = "openai-agents is not installed (it needs Python 3.10 or later): pip install openai-agents"
 RUNNER_MISSING = (
     "anthropic's tool runner (client.beta.messages.tool_runner) is not installed: pip install -U anthropic"
 )
 
+#: The fault-stage findings: what each framework does, by its own design, where the gate
+#: asks for something else. None is the loop's to patch; each is the framework as shipped.
+RUNNER_REPAIRS_ARGUMENTS = (
+    "anthropic's tool runner (2.14.0) streams through the messages.stream accumulator, which "
+    "parses each tool_use block's input_json_delta text with jiter's partial mode "
+    "(anthropic/lib/streaming/_messages.py, accumulate_event) and so closes broken argument JSON "
+    'into a smaller valid object (\'{"tags": ["a", "b\' becomes tags [\'a\']); the runner calls the '
+    "tool with that object and the tool function never sees the text, so it cannot refuse it. "
+    "Related upstream: https://github.com/anthropics/anthropic-sdk-python/issues/1265 (the "
+    "accumulator raises only on text partial mode cannot close). A hand-written loop over "
+    "messages.stream that reads the input_json_delta text passes"
+)
+AGENTS_UNKNOWN_TOOL = (
+    "the OpenAI Agents SDK (openai-agents 0.24.0) raises ModelBehaviorError at a call to a tool "
+    "the agent lacks; with RunConfig(tool_not_found_behavior='return_error_to_model') it sends "
+    "back the plain text \"Tool 'read_file' not found.\", not a structured error (no "
+    "error object, and neither wire has an error marker for a function output)"
+)
+AGENTS_CHAT_SENDS_BROKEN_JSON = (
+    "the OpenAI Agents SDK (openai-agents 0.24.0) over Chat Completions sends the model's broken "
+    "argument text back verbatim in the assistant turn's tool_calls, which the Chat Completions "
+    "API refuses with a 400 (function.arguments must be JSON); the tool itself answered with a "
+    "structured invalid_arguments error. Over Responses the same text is accepted and the stage "
+    "passes"
+)
+
+#: What runs without CONFORMANCE_LONG_TESTS=1: each framework on the happy path, whole
+#: and streamed; the other stages, the fault stages among them, run in the long run.
+QUICK = {
+    "AnthropicToolRunner": ["forced-tool/chat", "forced-tool/stream"],
+    "OpenAIAgentsResponses": ["forced-tool/chat", "forced-tool/stream"],
+    "OpenAIAgentsChat": ["forced-tool/chat", "forced-tool/stream"],
+}
+
+
+def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
+    return quick_suite(tests, QUICK)
+
+
+#: The tool runner warns when the model calls a tool it lacks, then answers the call
+#: with an ``is_error`` result and goes on; the tests run with ``-W error``, under which
+#: that warning would end the run, as it does not for a user.
+_RUNNER_WARNING = r"Tool '.*' not found in tool runner"
+_saved: Optional[warnings.catch_warnings] = None
+#: The Agents SDK logs "Error streaming response" (and the like) before it raises the
+#: error a fault stage provokes; the verdict says what happened, so the log is quieted.
+_AGENTS_LOG = logging.getLogger("openai.agents")
+_agents_level = _AGENTS_LOG.level
+
+
+def tearDownModule() -> None:
+    _AGENTS_LOG.setLevel(_agents_level)
+    if _saved is not None:
+        _saved.__exit__(None, None, None)
+
 
 def setUpModule() -> None:
+    global _saved
+    _saved = warnings.catch_warnings()
+    _saved.__enter__()
+    warnings.filterwarnings("ignore", message=_RUNNER_WARNING, category=UserWarning)
+    _AGENTS_LOG.setLevel(logging.CRITICAL)
+    if not LONG_TESTS:
+        # The primes are for the cancel stage, which only the long run has; the
+        # default cases only need the Agents SDK imported before their bound starts.
+        if HAVE_AGENTS:
+            import agents  # noqa: F401
+        return
     if HAVE_TOOL_RUNNER:
         prime(AgentLoopTarget("tool runner", anthropic_wire, AnthropicToolRunnerLoop, timeout=30.0))
     if HAVE_AGENTS:
@@ -40,6 +110,7 @@ class AnthropicToolRunner(AgentLoopConformanceTestCase, unittest.TestCase):
     """``Anthropic().beta.messages.tool_runner``, over HTTP/1.1."""
 
     wire = anthropic_wire
+    skip = {"corrupt-arguments/stream": RUNNER_REPAIRS_ARGUMENTS}
 
     def create_loop(self, url: str) -> AnthropicToolRunnerLoop:
         return AnthropicToolRunnerLoop(url)
@@ -50,6 +121,7 @@ class OpenAIAgentsResponses(AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIResponsesModel``, over HTTP/1.1."""
 
     wire = openai_responses_wire
+    skip = {"unknown-tool": AGENTS_UNKNOWN_TOOL}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "responses")
@@ -60,6 +132,7 @@ class OpenAIAgentsChat(AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIChatCompletionsModel``, over HTTP/1.1."""
 
     wire = openai_chat_wire
+    skip = {"unknown-tool": AGENTS_UNKNOWN_TOOL, "corrupt-arguments": AGENTS_CHAT_SENDS_BROKEN_JSON}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")

@@ -2,20 +2,45 @@
 
 Each class runs every stage and round-trip case, whole and streamed, against one loop
 of ``sdk_loops``: the sync and async clients over HTTP/1.1, and over h2c with httpx's
-HTTP/2 prior knowledge.
+HTTP/2 prior knowledge. Without ``CONFORMANCE_LONG_TESTS=1`` the module runs only its
+``QUICK`` subset; name a class to run it whole.
 """
 
 from __future__ import annotations
 
 import unittest
+from typing import Any, Optional
 
 from conformance.gate import AgentLoopConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
 from ._support import HTTPX_H2_KEEPS_STREAM
-from .sdk_loops import HAVE_ANTHROPIC, AnthropicLoop, AsyncAnthropicLoop, warm_up
+from .sdk_loops import (
+    HAVE_ANTHROPIC,
+    AnthropicLoop,
+    AsyncAnthropicLoop,
+    quick_suite,
+    share,
+    warm_up,
+)
 
 SKIP_REASON = "anthropic is not installed: pip install anthropic"
+#: What runs without CONFORMANCE_LONG_TESTS=1: the sync loop over HTTP/1.1 on every stage
+#: besides the faults, a third of those cases (the OpenAI modules run the other two
+#: thirds, sdk_loops.share), and a few fault stages, different ones in each module.
+QUICK = {
+    "AnthropicSyncLoop": [
+        *share(2),
+        "corrupt-arguments/stream",
+        "close-after-last-fragment/stream",
+        "unknown-tool/stream",
+        "timeout/chat",
+    ],
+}
+
+
+def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
+    return quick_suite(tests, QUICK)
 
 
 def setUpModule() -> None:
