@@ -6,7 +6,14 @@ the event loop machinery loads when the first case runs.
 
 from __future__ import annotations
 
-__all__ = ["ABORT_CLOSE_WITHIN", "ABORT_DELAY", "ABORT_RAISE_WITHIN", "RECLAIM_WITHIN", "ConformanceAbort"]
+__all__ = [
+    "ABORT_CLOSE_WITHIN",
+    "ABORT_DELAY",
+    "ABORT_RAISE_WITHIN",
+    "BUDGET_GRACE",
+    "RECLAIM_WITHIN",
+    "ConformanceAbort",
+]
 
 #: The longest a stream case waits for the backend's first chunk before it aborts or
 #: cancels anyway (a backend that yields nothing until the end is aborted all the same).
@@ -17,6 +24,10 @@ ABORT_RAISE_WITHIN = 0.5
 ABORT_CLOSE_WITHIN = 1.0
 #: How long a case waits, once the provider has closed, for what the backend left running.
 RECLAIM_WITHIN = 1.0
+#: How far past ``task.max_seconds`` an agent loop may end before the budget check calls
+#: it over: a loop that bounds its requests ends within scheduling noise of its budget
+#: even on a loaded machine, while one that ignores it runs on to the case's bound.
+BUDGET_GRACE = 1.0
 
 
 class ConformanceAbort(Exception):

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
+from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from ..provider import RecordedRequest, WireEvent, events_around
 from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in
 from .log import ExecutionRecord
@@ -321,7 +321,7 @@ def check_budget(seen: LoopSeen) -> List[LoopProblem]:
                 seen.events_of(seen.exchanges[case.max_requests - 1]),
             )
         )
-    if o.ended_at is not None and o.ended_at - o.started > case.max_seconds + 0.5:
+    if o.ended_at is not None and o.ended_at - o.started > case.max_seconds + BUDGET_GRACE:
         problems.append(
             LoopProblem(
                 "budget",
