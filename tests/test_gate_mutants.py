@@ -5,7 +5,10 @@ Each mutant is the reference loop with one classic bug (``tests/gate_zoo.py``): 
 a call on arguments still arriving, runs earlier calls again, runs a tool after the
 cancel, sends a result with the wrong role, swaps two results, drops the error result,
 loops past its budget, mangles non-ASCII, drops the reasoning, and one bug for each
-invariant no other bug isolates. It declares the cases it must fail and the set of
+invariant no other bug isolates; and at the provider's faults, it runs the call a
+broken stream had begun, takes a broken stream for the end of the turn, runs the last
+turn's calls again before a retry, runs an unknown tool as the closest-named one,
+repairs broken argument JSON and runs the call, never bounds a request by its budget. It declares the cases it must fail and the set of
 check ids that must catch it there, per wire where a provider's own rules change the
 verdict, and the verdict is compared exactly: a mutant caught for another reason, or
 for more than its own, is a wrong verdict.
@@ -47,8 +50,9 @@ FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-conve
 #: the request end (a closed connection, or a reset stream). The broken loops' other bugs
 #: are the loop's own, the same over either transport.
 TRANSPORT_CHECKS = frozenset({"connection-closed"})
-#: Mutant cases that spend their time waiting (for a close that never comes) run wide.
-WAITING_CHECKS = frozenset({"connection-closed"})
+#: Mutant cases that spend their time waiting (for a close that never comes, for the case's
+#: bound on a loop that never stops) run wide.
+WAITING_CHECKS = frozenset({"connection-closed", "recovered"})
 JOBS, WAITING_JOBS = 4, 16
 
 Checks = Set[str]
@@ -83,6 +87,12 @@ def on(wires: Iterable[str], cases: Mapping[str, Checks]) -> Dict[str, Mapping[s
 
 
 NO_FRAGMENTS = on(set(GATE_WIRES) - set(FRAGMENT_WIRES), {})
+#: The stages whose fault comes on the request carrying a result the loop already made.
+RETRIED = {
+    **both("close-after-execution", {"re-executed"}),
+    **both("reset-after-execution", {"re-executed"}),
+    **both("rate-limited", {"re-executed"}),
+}
 
 MUTANTS: Tuple[LoopMutant, ...] = (
     # The bugs the issue names.
@@ -144,6 +154,49 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),
     LoopMutant("ignores-its-limit", zoo.IgnoresItsLimit, both("large-result", {"result-size"})),
     LoopMutant("drops-empty-results", zoo.rewrite(zoo.drop_empty), both("empty-result", {"results"})),
+    # The fault stages: a loop that mishandles what the provider broke.
+    LoopMutant(
+        "executes-a-partial-call",
+        zoo.RunsBrokenCalls,
+        {
+            f"{end}-after-{where}-fragment/stream": {"partial-call"}
+            for end in ("close", "reset")
+            for where in ("first", "last")
+        },
+        tapped=True,
+    ),
+    LoopMutant(
+        "ends-on-a-broken-stream",
+        zoo.EndsOnABrokenStream,
+        {"close-mid-event/stream": {"final-text"}, "reset-mid-event/stream": {"final-text"}},
+    ),
+    LoopMutant(
+        "re-executes-on-retry",
+        zoo.RerunsOnRetry,
+        RETRIED,
+        # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
+        per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
+    ),
+    LoopMutant(
+        "executes-an-unknown-tool",
+        zoo.GuessesTools,
+        both("unknown-tool", {"refused-call"}),
+        # Ollama sends no call ids: the run of read_fixture cannot be tied to the read_file
+        # call, so it shows as a run of a tool the model never called.
+        per_wire={"ollama": both("unknown-tool", {"executions", "refused-call"})},
+    ),
+    LoopMutant(
+        "executes-a-corrupt-call",
+        zoo.RepairsBrokenJson,
+        both("corrupt-arguments", {"refused-call"}),
+        per_wire={
+            **on(("anthropic", "bedrock-converse"), {"corrupt-arguments/stream": {"refused-call"}}),
+            **on(("gemini", "ollama"), {}),
+        },
+        why="no call with broken argument text reaches a loop there (Gemini answers "
+        "MALFORMED_FUNCTION_CALL with no call, Ollama passes the text on as content)",
+    ),
+    LoopMutant("never-stops", zoo.NoDeadline, both("timeout", {"recovered"})),
 )
 
 
