@@ -8,15 +8,16 @@ loops past its budget, mangles non-ASCII, drops the reasoning, and one bug for e
 invariant no other bug isolates; and at the provider's faults, it runs the call a
 broken stream had begun, takes a broken stream for the end of the turn, runs the last
 turn's calls again before a retry, runs an unknown tool as the closest-named one,
-repairs broken argument JSON and runs the call, never bounds a request by its budget. It declares the cases it must fail and the set of
-check ids that must catch it there, per wire where a provider's own rules change the
-verdict, and the verdict is compared exactly: a mutant caught for another reason, or
-for more than its own, is a wrong verdict.
+repairs broken argument JSON and runs the call, never bounds a request by its budget.
+It declares the cases it must fail and the set of check ids that must catch it there,
+per wire where a provider's own rules change the verdict, and the verdict is compared
+exactly: a mutant caught for another reason, or for more than its own, is a wrong verdict.
 
 By default each mutant runs over h2c only, and over HTTP/1.1 too where its checks are
 about the connection; and where it declares a stage in both modes, in one mode per wire,
 chat and stream taking turns from wire to wire (a loop's bug is the same in either, and
-each mode is still run on three wires). With CONFORMANCE_LONG_TESTS=1 (as CI runs)
+each mode is still run on three wires), and likewise of a fault declared at both ends,
+a clean close or a reset, one end per wire. With CONFORMANCE_LONG_TESTS=1 (as CI runs)
 every mutant runs every declared case on both transports. A check is proven by taking
 it out of the table: the mutant only it catches must then pass. Every case that runs
 on a wire is declared by some mutant there.
@@ -54,6 +55,8 @@ TRANSPORT_CHECKS = frozenset({"connection-closed"})
 #: bound on a loop that never stops) run wide.
 WAITING_CHECKS = frozenset({"connection-closed", "recovered"})
 JOBS, WAITING_JOBS = 4, 16
+#: The two ways a fault stage ends a stream or a request: cleanly, or with an error.
+ENDS = ("close", "reset")
 
 Checks = Set[str]
 
@@ -70,6 +73,9 @@ class LoopMutant:
     why: str = ""
     #: Whether the loop needs to see calls before the backend completes them.
     tapped: bool = False
+    #: The case's bound: a loop that never stops is judged when it runs out, so its
+    #: cases get a shorter one (still longer than the budget of any stage it declares).
+    timeout: float = TIMEOUT
 
     def declared(self, wire: str) -> Mapping[str, Checks]:
         return self.per_wire.get(wire, self.cases)
@@ -196,7 +202,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         why="no call with broken argument text reaches a loop there (Gemini answers "
         "MALFORMED_FUNCTION_CALL with no call, Ollama passes the text on as content)",
     ),
-    LoopMutant("never-stops", zoo.NoDeadline, both("timeout", {"recovered"})),
+    LoopMutant("never-stops", zoo.NoDeadline, both("timeout", {"recovered"}), timeout=1.5),
 )
 
 
@@ -218,7 +224,12 @@ def mutant_target(mutant: LoopMutant, wire: str, http2: bool) -> AgentLoopTarget
         return mutant.loop(make(wire, url, http2), max_result_chars=zoo.LIMIT)
 
     return AgentLoopTarget(
-        f"mutant {mutant.name}", WIRES[wire], create, http2=http2, timeout=TIMEOUT, max_result_chars=zoo.LIMIT
+        f"mutant {mutant.name}",
+        WIRES[wire],
+        create,
+        http2=http2,
+        timeout=mutant.timeout,
+        max_result_chars=zoo.LIMIT,
     )
 
 
@@ -247,17 +258,24 @@ def transports(mutant: LoopMutant) -> Tuple[bool, ...]:
 
 def cases_to_run(mutant: LoopMutant, wire: str) -> List[str]:
     """The declared cases of ``mutant`` on ``wire`` this run proves: all of them in a long
-    run; else, of a stage declared in both modes, the mode this wire's turn gives."""
+    run; else, of a stage declared in both modes, the mode this wire's turn gives, and of
+    a fault declared at both ends (``close-...`` and ``reset-...``), the end it gives."""
     declared = list(mutant.declared(wire))
     if LONG_TESTS:
         return declared
-    mode = LOOP_MODES[GATE_WIRES.index(wire) % len(LOOP_MODES)]
+    turn = GATE_WIRES.index(wire)
+    mode = LOOP_MODES[turn % len(LOOP_MODES)]
+    # The end turns at half the mode's pace, so that every pairing of the two is run.
+    end = ENDS[turn // len(LOOP_MODES) % len(ENDS)]
     out = []
     for case in declared:
         stage, _, own = case.partition("/")
-        both_modes = all(f"{stage}/{m}" in declared for m in LOOP_MODES)
-        if not both_modes or own == mode:
-            out.append(case)
+        if own != mode and all(f"{stage}/{m}" in declared for m in LOOP_MODES):
+            continue
+        first, _, rest = stage.partition("-")
+        if first in ENDS and first != end and all(f"{e}-{rest}/{own}" in declared for e in ENDS):
+            continue
+        out.append(case)
     return out
 
 
