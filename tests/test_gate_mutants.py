@@ -35,7 +35,7 @@ from unittest import mock
 from conformance.gate._invariants import INVARIANTS
 from conformance.gate.cases import AgentLoopCase, agent_loop_cases
 from conformance.gate.loop import AgentLoopTarget
-from conformance.gate.stages import LOOP_MODES
+from conformance.gate.stages import LOOP_MODES, STAGES
 from conformance.wires import WIRES
 
 from . import gate_zoo as zoo
@@ -363,6 +363,10 @@ class LoopZooTests(unittest.TestCase):
                         self.assertLessEqual(checks, set(INVARIANTS))
                     if not declared:
                         self.assertTrue(mutant.why, f"{mutant.name} skips {wire} without saying why")
+                    for case in declared:
+                        own = STAGES[case.partition("/")[0]].max_seconds
+                        # The stage's own budget, not the bound's share, is what the task carries.
+                        self.assertLessEqual(own or 0.0, round(mutant.timeout * 0.8, 2), case)
             self.assertTrue(any(mutant.declared(w) for w in GATE_WIRES), f"{mutant.name} runs nowhere")
 
 
