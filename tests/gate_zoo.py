@@ -2,9 +2,10 @@
 
 A loop is the reference loop with one classic bug. Most bugs live in the loop itself
 (what it runs, what it sends back), so they run over every wire's reference backend
-as it is. Two need to see a call before the backend hands it over complete (a loop
+as it is. Three need to see a call before the backend hands it over complete (a loop
 that runs a call on its first fragments, a loop that finishes the calls it saw
-opening after a cancel): for those, :func:`tapped` subclasses the wire's reference
+opening after a cancel, a loop that runs the calls a broken stream had begun): for
+those, :func:`tapped` subclasses the wire's reference
 backend so that every call it has seen opening, with the argument text so far, is
 kept in ``opened``, and ``watch`` is called after each stream event.
 """
@@ -517,3 +518,94 @@ def drop_reasoning(messages: List[Message]) -> List[Message]:
             m = Message("assistant", m.content, tool_calls=calls)
         out.append(m)
     return out
+
+
+# -- loops that mishandle a fault ---------------------------------------------------------------
+
+
+class RunsBrokenCalls(ReferenceLoop):
+    """When a stream breaks off, runs the calls it had seen opening (their open JSON closed),
+    to keep the work the model had begun, then retries."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.kept: Dict[str, ToolResult] = {}
+        self.task = task
+        return await super().run(task)
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        self.backend.opened.clear()  # only this stream's calls: the earlier ones ran as they should
+        try:
+            return await super()._stream(request)
+        except Exception:
+            for call_id, (name, text) in self.backend.opened.items():
+                arguments = close_partial(text)
+                if call_id not in self.kept and isinstance(arguments, dict):
+                    call = ToolCall(call_id, name, arguments)
+                    self.kept[call_id] = await self.task.toolset.aexecute(
+                        call, key=call_id, signal=request.signal
+                    )
+            raise
+
+
+class EndsOnABrokenStream(ReferenceLoop):
+    """Takes a stream that broke off as the end of the model's turn: it returns the text so far."""
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        try:
+            return await super()._stream(request)
+        except Exception:
+            return ChatResponse("", "stop")
+
+
+class RerunsOnRetry(ReferenceLoop):
+    """Before sending a failed request again, runs the last turn's calls again to rebuild their results."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.last_calls: List[ToolCall] = []
+        return await super().run(task)
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        self.last_calls.append(call)
+        return await super()._execute(task, tracker, call, schema)
+
+    async def _pause(self, task: LoopTask, seconds: float) -> None:
+        for call in self.last_calls:
+            await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+        await super()._pause(task, seconds)
+
+
+def _closest_tool(name: str, known: List[str]) -> Optional[str]:
+    import difflib
+
+    guess = difflib.get_close_matches(name, known, n=1, cutoff=0.3)
+    return guess[0] if guess else None
+
+
+class GuessesTools(ReferenceLoop):
+    """Runs a call to a tool it lacks as the known tool whose name is closest."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        known = [spec.name for spec in task.tools]
+        guess = None if call.name in known else _closest_tool(call.name, known)
+        if guess is None:
+            return await super()._execute(task, tracker, call, schema)
+        ran = await task.toolset.aexecute(replace(call, name=guess), key=call.id, signal=task.signal)
+        return ToolResult(call.id, call.name, ran.content, ran.error)
+
+
+class RepairsBrokenJson(ReferenceLoop):
+    """Closes the open strings, arrays and objects of arguments that did not parse, and runs the call."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        if call.unparsed_arguments is not None:
+            repaired = close_partial(call.unparsed_arguments)
+            if isinstance(repaired, dict):
+                call = ToolCall(call.id, call.name, repaired, call.reasoning)
+        return await super()._execute(task, tracker, call, schema)
+
+
+class NoDeadline(ReferenceLoop):
+    """Waits as long as the provider takes: it never bounds a request by its budget."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, max_seconds=3600.0))

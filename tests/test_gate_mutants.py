@@ -5,15 +5,19 @@ Each mutant is the reference loop with one classic bug (``tests/gate_zoo.py``): 
 a call on arguments still arriving, runs earlier calls again, runs a tool after the
 cancel, sends a result with the wrong role, swaps two results, drops the error result,
 loops past its budget, mangles non-ASCII, drops the reasoning, and one bug for each
-invariant no other bug isolates. It declares the cases it must fail and the set of
-check ids that must catch it there, per wire where a provider's own rules change the
-verdict, and the verdict is compared exactly: a mutant caught for another reason, or
-for more than its own, is a wrong verdict.
+invariant no other bug isolates; and at the provider's faults, it runs the call a
+broken stream had begun, takes a broken stream for the end of the turn, runs the last
+turn's calls again before a retry, runs an unknown tool as the closest-named one,
+repairs broken argument JSON and runs the call, never bounds a request by its budget.
+It declares the cases it must fail and the set of check ids that must catch it there,
+per wire where a provider's own rules change the verdict, and the verdict is compared
+exactly: a mutant caught for another reason, or for more than its own, is a wrong verdict.
 
 By default each mutant runs over h2c only, and over HTTP/1.1 too where its checks are
 about the connection; and where it declares a stage in both modes, in one mode per wire,
 chat and stream taking turns from wire to wire (a loop's bug is the same in either, and
-each mode is still run on three wires). With CONFORMANCE_LONG_TESTS=1 (as CI runs)
+each mode is still run on three wires), and likewise of a fault declared at both ends,
+a clean close or a reset, one end per wire. With CONFORMANCE_LONG_TESTS=1 (as CI runs)
 every mutant runs every declared case on both transports. A check is proven by taking
 it out of the table: the mutant only it catches must then pass. Every case that runs
 on a wire is declared by some mutant there.
@@ -31,7 +35,7 @@ from unittest import mock
 from conformance.gate._invariants import INVARIANTS
 from conformance.gate.cases import AgentLoopCase, agent_loop_cases
 from conformance.gate.loop import AgentLoopTarget
-from conformance.gate.stages import LOOP_MODES
+from conformance.gate.stages import LOOP_MODES, STAGES
 from conformance.wires import WIRES
 
 from . import gate_zoo as zoo
@@ -47,9 +51,12 @@ FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-conve
 #: the request end (a closed connection, or a reset stream). The broken loops' other bugs
 #: are the loop's own, the same over either transport.
 TRANSPORT_CHECKS = frozenset({"connection-closed"})
-#: Mutant cases that spend their time waiting (for a close that never comes) run wide.
-WAITING_CHECKS = frozenset({"connection-closed"})
+#: Mutant cases that spend their time waiting (for a close that never comes, for the case's
+#: bound on a loop that never stops) run wide.
+WAITING_CHECKS = frozenset({"connection-closed", "recovered"})
 JOBS, WAITING_JOBS = 4, 16
+#: The two ways a fault stage ends a stream or a request: cleanly, or with an error.
+ENDS = ("close", "reset")
 
 Checks = Set[str]
 
@@ -66,6 +73,9 @@ class LoopMutant:
     why: str = ""
     #: Whether the loop needs to see calls before the backend completes them.
     tapped: bool = False
+    #: The case's bound: a loop that never stops is judged when it runs out, so its
+    #: cases get a shorter one (still longer than the budget of any stage it declares).
+    timeout: float = TIMEOUT
 
     def declared(self, wire: str) -> Mapping[str, Checks]:
         return self.per_wire.get(wire, self.cases)
@@ -83,6 +93,12 @@ def on(wires: Iterable[str], cases: Mapping[str, Checks]) -> Dict[str, Mapping[s
 
 
 NO_FRAGMENTS = on(set(GATE_WIRES) - set(FRAGMENT_WIRES), {})
+#: The stages whose fault comes on the request carrying a result the loop already made.
+RETRIED = {
+    **both("close-after-execution", {"re-executed"}),
+    **both("reset-after-execution", {"re-executed"}),
+    **both("rate-limited", {"re-executed"}),
+}
 
 MUTANTS: Tuple[LoopMutant, ...] = (
     # The bugs the issue names.
@@ -144,6 +160,49 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),
     LoopMutant("ignores-its-limit", zoo.IgnoresItsLimit, both("large-result", {"result-size"})),
     LoopMutant("drops-empty-results", zoo.rewrite(zoo.drop_empty), both("empty-result", {"results"})),
+    # The fault stages: a loop that mishandles what the provider broke.
+    LoopMutant(
+        "executes-a-partial-call",
+        zoo.RunsBrokenCalls,
+        {
+            f"{end}-after-{where}-fragment/stream": {"partial-call"}
+            for end in ("close", "reset")
+            for where in ("first", "last")
+        },
+        tapped=True,
+    ),
+    LoopMutant(
+        "ends-on-a-broken-stream",
+        zoo.EndsOnABrokenStream,
+        {"close-mid-event/stream": {"final-text"}, "reset-mid-event/stream": {"final-text"}},
+    ),
+    LoopMutant(
+        "re-executes-on-retry",
+        zoo.RerunsOnRetry,
+        RETRIED,
+        # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
+        per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
+    ),
+    LoopMutant(
+        "executes-an-unknown-tool",
+        zoo.GuessesTools,
+        both("unknown-tool", {"refused-call"}),
+        # Ollama sends no call ids: the run of read_fixture cannot be tied to the read_file
+        # call, so it shows as a run of a tool the model never called.
+        per_wire={"ollama": both("unknown-tool", {"executions", "refused-call"})},
+    ),
+    LoopMutant(
+        "executes-a-corrupt-call",
+        zoo.RepairsBrokenJson,
+        both("corrupt-arguments", {"refused-call"}),
+        per_wire={
+            **on(("anthropic", "bedrock-converse"), {"corrupt-arguments/stream": {"refused-call"}}),
+            **on(("gemini", "ollama"), {}),
+        },
+        why="no call with broken argument text reaches a loop there (Gemini answers "
+        "MALFORMED_FUNCTION_CALL with no call, Ollama passes the text on as content)",
+    ),
+    LoopMutant("never-stops", zoo.NoDeadline, both("timeout", {"recovered"}), timeout=1.5),
 )
 
 
@@ -165,7 +224,12 @@ def mutant_target(mutant: LoopMutant, wire: str, http2: bool) -> AgentLoopTarget
         return mutant.loop(make(wire, url, http2), max_result_chars=zoo.LIMIT)
 
     return AgentLoopTarget(
-        f"mutant {mutant.name}", WIRES[wire], create, http2=http2, timeout=TIMEOUT, max_result_chars=zoo.LIMIT
+        f"mutant {mutant.name}",
+        WIRES[wire],
+        create,
+        http2=http2,
+        timeout=mutant.timeout,
+        max_result_chars=zoo.LIMIT,
     )
 
 
@@ -194,17 +258,24 @@ def transports(mutant: LoopMutant) -> Tuple[bool, ...]:
 
 def cases_to_run(mutant: LoopMutant, wire: str) -> List[str]:
     """The declared cases of ``mutant`` on ``wire`` this run proves: all of them in a long
-    run; else, of a stage declared in both modes, the mode this wire's turn gives."""
+    run; else, of a stage declared in both modes, the mode this wire's turn gives, and of
+    a fault declared at both ends (``close-...`` and ``reset-...``), the end it gives."""
     declared = list(mutant.declared(wire))
     if LONG_TESTS:
         return declared
-    mode = LOOP_MODES[GATE_WIRES.index(wire) % len(LOOP_MODES)]
+    turn = GATE_WIRES.index(wire)
+    mode = LOOP_MODES[turn % len(LOOP_MODES)]
+    # The end turns at half the mode's pace, so that every pairing of the two is run.
+    end = ENDS[turn // len(LOOP_MODES) % len(ENDS)]
     out = []
     for case in declared:
         stage, _, own = case.partition("/")
-        both_modes = all(f"{stage}/{m}" in declared for m in LOOP_MODES)
-        if not both_modes or own == mode:
-            out.append(case)
+        if own != mode and all(f"{stage}/{m}" in declared for m in LOOP_MODES):
+            continue
+        first, _, rest = stage.partition("-")
+        if first in ENDS and first != end and all(f"{e}-{rest}/{own}" in declared for e in ENDS):
+            continue
+        out.append(case)
     return out
 
 
@@ -292,6 +363,10 @@ class LoopZooTests(unittest.TestCase):
                         self.assertLessEqual(checks, set(INVARIANTS))
                     if not declared:
                         self.assertTrue(mutant.why, f"{mutant.name} skips {wire} without saying why")
+                    for case in declared:
+                        own = STAGES[case.partition("/")[0]].max_seconds
+                        # The stage's own budget, not the bound's share, is what the task carries.
+                        self.assertLessEqual(own or 0.0, round(mutant.timeout * 0.8, 2), case)
             self.assertTrue(any(mutant.declared(w) for w in GATE_WIRES), f"{mutant.name} runs nowhere")
 
 
