@@ -13,10 +13,13 @@ kept in ``opened``, and ``watch`` is called after each stream event.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
 
 from conformance.contract import (
+    AbortController,
     ChatRequest,
     ChatResponse,
     Message,
@@ -231,18 +234,42 @@ class EagerLoop(ReferenceLoop):
         return await super()._execute(task, tracker, call, schema)
 
 
+#: How long the after-cancel loop lets its turn run on, at most, for a call to open.
+FINISH_WITHIN = 1.0
+
+
 class FinishesAfterCancel(ReferenceLoop):
-    """On abort, runs the calls it had seen opening, to leave nothing half done."""
+    """On abort, lets its turn read on until a call has opened, then runs the calls it had
+    seen opening, to leave nothing half done, and only then stops.
+
+    Waiting for the call, rather than taking whatever was parsed at the abort, keeps the
+    bug the same on a loaded machine: where the call arrives whole (Gemini, Ollama) the
+    abort may otherwise come before the loop has read the held chunk.
+    """
 
     async def run(self, task: LoopTask) -> LoopResult:
+        inner = AbortController()
+
+        def defer(reason: BaseException) -> None:
+            def fire() -> None:
+                deadline = time.monotonic() + FINISH_WITHIN
+                while not self.backend.opened and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                inner.abort(reason)
+
+            threading.Thread(target=fire, name="finishes-after-cancel", daemon=True).start()
+
+        unregister = task.signal.add_callback(defer)
         try:
-            return await super().run(task)
+            return await super().run(replace(task, signal=inner.signal))
         except Exception:
             for call_id, (name, text) in self.backend.opened.items():
                 arguments = close_partial(text)
                 call = ToolCall(call_id, name, arguments if isinstance(arguments, dict) else {})
                 task.toolset.execute(call)  # no signal: it would refuse
             raise
+        finally:
+            unregister()
 
 
 # -- loops with a bug of their own -----------------------------------------------------------
