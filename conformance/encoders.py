@@ -15,7 +15,6 @@ import json
 import re
 import struct
 import sys
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -146,6 +145,8 @@ def crc32(data: bytes, value: int = 0) -> int:
     """CRC32 (IEEE, as zlib computes it) as an unsigned 32-bit integer."""
     # zlib.crc32 returned a signed int on Python 2 and some 32-bit platforms; the
     # mask keeps the value in the unsigned range that ">I" packs on every build.
+    import zlib  # per message, not per import: only the Bedrock wire frames messages
+
     return zlib.crc32(data, value) & 0xFFFFFFFF
 
 
