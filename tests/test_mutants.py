@@ -12,12 +12,13 @@ answered, not merely for the request it sent.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import re
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 from unittest import mock
 
 from conformance._checks import CHECKS
@@ -99,14 +100,41 @@ def verdict(case: ConformanceCase) -> Optional[Set[str]]:
 
 #: Checks whose mutants spend their case waiting (for the bound, or for a close that
 #: never comes); they run wide, apart from the rest, which run narrow so that a busy
-#: machine cannot push a prompt abort past its half-second bound.
+#: machine cannot push a prompt abort past its half-second bound. A waiting case is
+#: idle for a second or more, so about 130 of them at 48 at once take about three
+#: rounds of that; with asyncio's debug mode (CONFORMANCE_LONG_TESTS=1) each costs
+#: more, and they run 16 at once.
 WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly"})
-WAITING_JOBS = 16
+WAITING_JOBS = 16 if LONG_TESTS else 48
+
+
+@contextlib.contextmanager
+def asyncio_debug_for_long_runs_only() -> Iterator[None]:
+    """Event loops made inside without asyncio's debug mode, but where CONFORMANCE_LONG_TESTS=1.
+
+    Under ``python -X dev`` (the test command) every loop is in debug mode, which keeps
+    a traceback of every callback, task and future it makes. Over the zoo's hundreds of
+    cases that multiplies its time by four, and proves nothing about a verdict: the
+    library's own paths run in debug mode in the other suites, and CI (which sets
+    CONFORMANCE_LONG_TESTS=1) runs the zoo in it too.
+    """
+    import asyncio.coroutines
+
+    if LONG_TESTS or not hasattr(asyncio.coroutines, "_is_debug_mode"):
+        yield
+        return
+    # New loops read the mode from this function (asyncio 3.9 to 3.13).
+    with mock.patch.object(asyncio.coroutines, "_is_debug_mode", return_value=False):
+        yield
 
 
 def run_all(jobs: Iterable[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, str, Optional[Set[str]]]]:
+    with asyncio_debug_for_long_runs_only():
+        return _run_all(list(jobs))
+
+
+def _run_all(listed: List[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, str, Optional[Set[str]]]]:
     results: Dict[Tuple[str, str, str, str], Optional[Set[str]]] = {}
-    listed = list(jobs)
 
     def key(job: Tuple[Mutant, str, str]) -> Tuple[str, str, str, str]:
         return job[0].wire, job[0].name, job[1], job[2]

@@ -78,14 +78,28 @@ WRONG_CODE = textwrap.dedent(
 
 @unittest.skipUnless(HAVE_MYPY, "mypy is not installed: pip install -e '.[test]'")
 class TypingTests(unittest.TestCase):
+    cache: tempfile.TemporaryDirectory[str]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        # One cache for the class's runs, none in the source tree: the first run reads
+        # the standard library's stubs and the package, the others reuse what it found.
+        # mypy checks each cached module against its source, so nothing stale is used.
+        cls.cache = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(cls.cache.cleanup)
+
     def _mypy(self, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "user_backend.py"
             path.write_text(code, encoding="utf-8")
             env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
             return subprocess.run(
-                [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(path)],
-                cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+                [sys.executable, "-m", "mypy", "--strict", "--cache-dir", self.cache.name, str(path)],
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
             )
 
     def test_a_users_backends_check_against_the_protocols(self) -> None:
