@@ -133,9 +133,7 @@ class EventStreamHeaderValue:
 
     def __post_init__(self) -> None:
         if self.type not in _PACKERS:
-            raise ProviderInputError(
-                f"unknown event stream header type {self.type!r}; use 0 to 9"
-            )
+            raise ProviderInputError(f"unknown event stream header type {self.type!r}; use 0 to 9")
 
 
 # --- AWS event stream: primitives ---------------------------------------------------------
@@ -161,9 +159,7 @@ def _fixed(packer: struct.Struct, name: str) -> Callable[[Any], bytes]:
         try:
             return packer.pack(value)
         except struct.error:
-            raise ProviderInputError(
-                f"event stream {name} header value {value!r} is out of range"
-            ) from None
+            raise ProviderInputError(f"event stream {name} header value {value!r} is out of range") from None
 
     return pack
 
