@@ -22,6 +22,8 @@ from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
 
+from .test_provider_support import asyncio_debug_in_long_runs_only
+
 
 def reference_target(wire: str, http2: bool, limit: Optional[int] = 4096) -> AgentLoopTarget:
     def create(url: str) -> ReferenceLoop:
@@ -51,7 +53,7 @@ class ReferenceLoopTests(unittest.TestCase):
             for case in agent_loop_cases(reference_target(name, http2))
         ]
         self.assertTrue(cases, "no wire scripts turns")
-        with ThreadPoolExecutor(max_workers=4) as pool:
+        with asyncio_debug_in_long_runs_only(), ThreadPoolExecutor(max_workers=4) as pool:
             results = list(pool.map(outcome, cases))
         failed = [
             f"{c.target.name} http2={c.target.http2} {c.name}:\n{detail}"

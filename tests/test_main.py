@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 import urllib.request
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import ExitStack, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Dict, List
 from unittest import mock
@@ -21,7 +21,19 @@ from conformance import BackendConformanceTarget, openai_chat_wire
 from conformance.__main__ import main
 from conformance.gate import STAGES
 
+from .test_provider_support import asyncio_debug_in_long_runs_only
+
 ROOT = Path(__file__).resolve().parent.parent
+_MODULE = ExitStack()
+
+
+def setUpModule() -> None:
+    # The matrices here run hundreds of cases in this process and the ones it forks.
+    _MODULE.enter_context(asyncio_debug_in_long_runs_only())
+
+
+def tearDownModule() -> None:
+    _MODULE.close()
 
 
 class Broken:

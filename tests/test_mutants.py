@@ -12,13 +12,12 @@ answered, not merely for the request it sent.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import pkgutil
 import re
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 from unittest import mock
 
 from conformance._checks import CHECKS
@@ -28,7 +27,7 @@ from conformance.wires import WIRES
 
 from . import mutants as zoo
 from .mutants import Mutant
-from .test_provider_support import LONG_TESTS
+from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: A mutant's case is given up on after this many seconds: past the abort's one-second
 #: close window with room to spare on a busy machine.
@@ -108,28 +107,8 @@ WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly"})
 WAITING_JOBS = 16 if LONG_TESTS else 48
 
 
-@contextlib.contextmanager
-def asyncio_debug_for_long_runs_only() -> Iterator[None]:
-    """Event loops made inside without asyncio's debug mode, but where CONFORMANCE_LONG_TESTS=1.
-
-    Under ``python -X dev`` (the test command) every loop is in debug mode, which keeps
-    a traceback of every callback, task and future it makes. Over the zoo's hundreds of
-    cases that multiplies its time by four, and proves nothing about a verdict: the
-    library's own paths run in debug mode in the other suites, and CI (which sets
-    CONFORMANCE_LONG_TESTS=1) runs the zoo in it too.
-    """
-    import asyncio.coroutines
-
-    if LONG_TESTS or not hasattr(asyncio.coroutines, "_is_debug_mode"):
-        yield
-        return
-    # New loops read the mode from this function (asyncio 3.9 to 3.13).
-    with mock.patch.object(asyncio.coroutines, "_is_debug_mode", return_value=False):
-        yield
-
-
 def run_all(jobs: Iterable[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, str, Optional[Set[str]]]]:
-    with asyncio_debug_for_long_runs_only():
+    with asyncio_debug_in_long_runs_only():
         return _run_all(list(jobs))
 
 

@@ -6,10 +6,11 @@ clients (http.client, httpx) hide. This module holds no tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 TIMEOUT = 10.0
 
@@ -17,6 +18,29 @@ TIMEOUT = 10.0
 #: without it they run a shorter version with the same checks, so that the suite stays
 #: quick to work in.
 LONG_TESTS = os.environ.get("CONFORMANCE_LONG_TESTS", "") == "1"
+
+
+@contextlib.contextmanager
+def asyncio_debug_in_long_runs_only() -> Iterator[None]:
+    """Event loops made inside run without asyncio's debug mode, unless CONFORMANCE_LONG_TESTS=1.
+
+    For the tests that run hundreds of cases to prove verdicts (the mutant zoo, the
+    matrix, the agent-loop stages). Under ``python -X dev``, the test command, every
+    loop is in debug mode and keeps a traceback of each callback, task and future it
+    makes: that doubles to quadruples those tests' time and bears on no verdict. The
+    library's own paths still run in debug mode in the other tests, and CI, which sets
+    CONFORMANCE_LONG_TESTS=1, runs these in it too.
+    """
+    import asyncio.coroutines
+    from unittest import mock
+
+    if LONG_TESTS or not hasattr(asyncio.coroutines, "_is_debug_mode"):
+        yield
+        return
+    # A new loop takes its mode from this function (asyncio 3.9 to 3.13).
+    with mock.patch.object(asyncio.coroutines, "_is_debug_mode", return_value=False):
+        yield
+
 
 #: GOAWAY(last_stream_id=0, NO_ERROR), as the AWS SDK for JavaScript sends it.
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
