@@ -11,8 +11,9 @@ repeated only when ``pyproject.toml`` changes. Standard library only, so it runs
 before anything is installed; it reaches nothing but the package index pip uses.
 
 ``test`` without names runs every test module, split over a few processes that run at
-once (the suite waits on sockets and timeouts far more than it computes), and ends
-with unittest's own closing lines summed over them. With ``CONFORMANCE_LONG_TESTS=1``
+once (the suite waits on sockets and timeouts more than it computes; a new module not
+yet in WEIGHTS runs in one of its own), and ends with unittest's own closing lines
+summed over them. With ``CONFORMANCE_LONG_TESTS=1``
 (the full soak and fuzz, as CI runs them) it runs ``unittest discover`` in one
 process, so that the soak's time bounds hold as designed; ``test --serial`` does that
 too, and ``test NAMES`` runs just those.
@@ -29,31 +30,84 @@ import time
 import venv
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent
 TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
 EXTRAS = {"main": (), "test": ("test", "interop")}
 USAGE = __doc__.split("\n\n")[1]
-#: Test modules known to take long, in seconds on a quiet 2-core machine (each alone),
-#: so that the processes get even shares; every other module counts as one second.
-WEIGHTS = {
-    "tests.test_mutants": 30,
-    "tests.test_provider_soak": 13,
-    "tests.test_main": 10,
+#: Each test module's time alone, in seconds (``python -X dev -W error -m unittest
+#: MODULE``), as measured on the project's 2-core machine while it was busy: only the
+#: sizes relative to each other matter. The modules are dealt by these into PROCESSES
+#: processes of even shares; a module named in neither table (a new one) runs in a
+#: process of its own beside them, so that however long it is it holds up no other.
+WEIGHTS: Dict[str, float] = {
+    "tests.test_main": 23,
+    "tests.test_gate_loop": 22,
+    "tests.test_mutants": 17,
+    "tests.test_provider_soak": 16,
+    "tests.interop.test_openai_responses_sdk": 15,
+    "tests.interop.test_anthropic_sdk": 15,
+    "tests.test_gate_report": 9,
     "tests.test_driver": 9,
-    "tests.interop.test_anthropic_sdk": 9,
-    "tests.interop.test_openai_responses_sdk": 9,
-    "tests.interop.test_agent_loops_openai": 8,
-    "tests.interop.test_agent_frameworks": 8,
-    "tests.interop.test_openai_chat_sdk": 6,
-    "tests.test_typing": 6,
-    "tests.interop.test_google_genai_sdk": 5,
-    "tests.interop.test_agent_loops_anthropic": 5,
-    "tests.test_provider_attacks": 4,
-    "tests.interop.test_ollama_sdk": 3,
-    "tests.test_provider_h2": 3,
+    "tests.interop.test_agent_loops_openai": 14,
+    "tests.interop.test_agent_frameworks": 14,
+    "tests.interop.test_openai_chat_sdk": 9,
+    "tests.interop.test_google_genai_sdk": 7,
+    "tests.interop.test_agent_loops_anthropic": 9,
+    "tests.test_parallel": 6,
+    "tests.test_gate_faults": 6,
+    "tests.test_typing": 5,
+    "tests.test_provider_attacks": 5,
+    "tests.interop.test_ollama_sdk": 4,
+    "tests.test_provider_faults": 4,
+    "tests.test_gate_record": 4,
+    "tests.interop.test_anthropic_turns": 3,
+    "tests.interop.test_turns_sdks": 3,
+    "tests.test_gate_mutants": 3,
+    "tests.test_provider": 3,
+    "tests.test_testcase": 3,
+    "tests.test_gate_replay": 3,
+    "tests.test_provider_security": 3,
+    "tests.test_provider_h2": 2,
+    "tests.test_cases": 2,
+    "tests.interop.test_boto3_bedrock": 2,
+    "tests.test_transport": 2,
+    "tests.test_encoders": 2,
 }
+#: The modules that take about a second or less alone.
+SHORT = (
+    "tests.interop.test_boto3_turns",
+    "tests.interop.test_js_bedrock_h2c",
+    "tests.test_abort",
+    "tests.test_checks",
+    "tests.test_contract",
+    "tests.test_decoders",
+    "tests.test_dev",
+    "tests.test_gate_schema",
+    "tests.test_gate_state",
+    "tests.test_gate_tools",
+    "tests.test_own_wire",
+    "tests.test_provider_bad_input",
+    "tests.test_provider_events",
+    "tests.test_provider_fuzz",
+    "tests.test_provider_perf",
+    "tests.test_provider_support",
+    "tests.test_public_api",
+    "tests.test_turns_anthropic",
+    "tests.test_turns_bedrock",
+    "tests.test_turns_gemini",
+    "tests.test_turns_ollama",
+    "tests.test_turns_openai_responses",
+    "tests.test_wire_anthropic",
+    "tests.test_wire_bedrock",
+    "tests.test_wire_gemini",
+    "tests.test_wire_ollama",
+    "tests.test_wire_openai_chat",
+    "tests.test_wire_openai_responses",
+    "tests.test_wire_schema",
+)
+WEIGHTS.update(dict.fromkeys(SHORT, 1.0))
 PROCESSES = 4
 
 
@@ -89,16 +143,26 @@ def ensure(extras: Sequence[str]) -> Path:
     return python
 
 
-def groups(count: int) -> List[List[str]]:
-    """The test modules, the interop ones too, dealt into ``count`` groups of even weight."""
+def test_modules() -> List[str]:
+    """Every test module, the interop ones too."""
     names = sorted(f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py"))
     names += sorted(f"tests.interop.{p.stem}" for p in (ROOT / "tests" / "interop").glob("test_*.py"))
+    return names
+
+
+def groups(count: int, names: Optional[Sequence[str]] = None) -> List[List[str]]:
+    """The test modules (``names``, or all), dealt into processes to run at once.
+
+    Those WEIGHTS knows go into ``count`` groups of even weight, the longest first, each
+    into the lightest group so far; each module it does not know gets a group of its own.
+    """
+    names = test_modules() if names is None else names
     shares: List[Tuple[float, List[str]]] = [(0.0, []) for _ in range(count)]
-    for name in sorted(names, key=lambda n: -WEIGHTS.get(n, 1)):
+    for name in sorted((n for n in names if n in WEIGHTS), key=lambda n: -WEIGHTS[n]):
         weight, members = min(shares, key=lambda share: share[0])
         shares.remove((weight, members))
-        shares.append((weight + WEIGHTS.get(name, 1), [*members, name]))
-    return [members for _, members in shares if members]
+        shares.append((weight + WEIGHTS[name], [*members, name]))
+    return [members for _, members in shares if members] + [[n] for n in names if n not in WEIGHTS]
 
 
 def run_group(python: Path, members: List[str]) -> Tuple[int, str]:

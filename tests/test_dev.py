@@ -29,13 +29,25 @@ class ParallelRunTests(unittest.TestCase):
     def test_every_module_runs_once_in_groups_of_even_weight(self) -> None:
         """The test modules, interop ones included, are dealt into groups, each exactly once."""
         dev = _dev()
-        parts = dev.groups(3)
-        members = [m for part in parts for m in part]
         modules = [f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py")]
         modules += [f"tests.interop.{p.stem}" for p in (ROOT / "tests" / "interop").glob("test_*.py")]
+        self.assertIn("tests.interop.test_anthropic_sdk", modules)
+        parts = dev.groups(3)
+        members = [m for part in parts for m in part]
         self.assertEqual(sorted(members), sorted(modules))
-        weights = [sum(dev.WEIGHTS.get(m, 1) for m in part) for part in parts]
+        dealt = [part for part in parts if all(m in dev.WEIGHTS for m in part)]
+        weights = [sum(dev.WEIGHTS[m] for m in part) for part in dealt]
+        self.assertLessEqual(len(dealt), 3)
         self.assertLessEqual(max(weights) - min(weights), max(dev.WEIGHTS.values()))
+
+    def test_a_module_not_measured_yet_runs_in_a_process_of_its_own(self) -> None:
+        """A new suite, in neither WEIGHTS nor SHORT, holds up no other module whatever its length."""
+        dev = _dev()
+        short, long = ["tests.test_contract", "tests.test_dev"], "tests.test_mutants"
+        new = "tests.test_new_suite"
+        parts = dev.groups(2, [*short, new, long])
+        self.assertEqual(sorted(parts), sorted([short, [long], [new]]))
+        self.assertEqual(parts[-1], [new])
 
     def test_closing_lines_are_summed(self) -> None:
         """Each process's "Ran N tests" and verdict add up, failures and skips included."""
