@@ -17,7 +17,6 @@ whose reasoning came back altered or without its signature.
 from __future__ import annotations
 
 import enum
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, NoReturn, Optional, Sequence
@@ -228,6 +227,8 @@ class ToolResult:
         """What a wire that takes only text sends: the content, or the error as JSON."""
         if self.error is None:
             return self.content
+        import json  # on use, not on import
+
         return json.dumps({"error": self.error.as_dict()}, ensure_ascii=False, sort_keys=True)
 
 

@@ -11,7 +11,6 @@ errors, primitives, then the encoder.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import sys
@@ -30,6 +29,8 @@ __all__ = [
 
 
 def _compact_json(value: Any) -> str:
+    import json  # per event, not per import
+
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

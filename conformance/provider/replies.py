@@ -7,7 +7,6 @@ lets a wire stay a pure function of the scenario and the request.
 
 from __future__ import annotations
 
-import json as _json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -81,6 +80,8 @@ class JsonReply:
         """The body as it goes on the wire."""
         if isinstance(self.body, (bytes, bytearray)):
             return bytes(self.body)
+        import json as _json  # per reply, not per import
+
         return _json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def header_items(self) -> Tuple[Tuple[str, str], ...]:
@@ -335,6 +336,8 @@ class RecordedRequest:
         """The body parsed as JSON, or ``None`` where it is empty or not JSON."""
         value = self._json
         if value is _UNPARSED:
+            import json as _json
+
             try:
                 value = _json.loads(self.body)
             except (ValueError, UnicodeDecodeError):

@@ -14,7 +14,6 @@ carrying a top-level ``error`` object, with no ``[DONE]`` after it.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, ToolCall, ToolChoice, ToolResult
@@ -49,6 +48,8 @@ TRUNCATED_ARGUMENTS = '{"city": "Par'
 
 
 def _arguments() -> str:
+    import json  # per reply, not per import: json loads at a case's first request
+
     # OpenAI spaces its argument JSON the way json.dumps does by default.
     return json.dumps(dict(FX.tool_arguments), ensure_ascii=False)
 
@@ -605,6 +606,8 @@ def _read_call(raw: Any, where: str, problems: List[str]) -> Optional[ToolCall]:
             )
         )
         return None
+    import json
+
     try:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
