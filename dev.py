@@ -150,18 +150,28 @@ def test_modules() -> List[str]:
     return names
 
 
+#: Interop modules whose names carry one of these import the same SDK, which costs
+#: seconds of CPU per process (anthropic's most): they go into one process together.
+SDKS = ("anthropic", "openai", "genai", "ollama", "boto3")
+
+
 def groups(count: int, names: Optional[Sequence[str]] = None) -> List[List[str]]:
     """The test modules (``names``, or all), dealt into processes to run at once.
 
     Those WEIGHTS knows go into ``count`` groups of even weight, the longest first, each
-    into the lightest group so far; each module it does not know gets a group of its own.
+    into the lightest group so far, the interop modules of one SDK as one; each module
+    it does not know gets a group of its own.
     """
     names = test_modules() if names is None else names
+    units: Dict[str, List[str]] = {}
+    for name in (n for n in names if n in WEIGHTS):
+        sdk = next((sdk for sdk in SDKS if name.startswith("tests.interop.") and sdk in name), name)
+        units.setdefault(sdk, []).append(name)
     shares: List[Tuple[float, List[str]]] = [(0.0, []) for _ in range(count)]
-    for name in sorted((n for n in names if n in WEIGHTS), key=lambda n: -WEIGHTS[n]):
+    for unit in sorted(units.values(), key=lambda unit: -sum(WEIGHTS[n] for n in unit)):
         weight, members = min(shares, key=lambda share: share[0])
         shares.remove((weight, members))
-        shares.append((weight + WEIGHTS[name], [*members, name]))
+        shares.append((weight + sum(WEIGHTS[n] for n in unit), [*members, *unit]))
     return [members for _, members in shares if members] + [[n] for n in names if n not in WEIGHTS]
 
 

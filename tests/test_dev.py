@@ -40,6 +40,14 @@ class ParallelRunTests(unittest.TestCase):
         self.assertLessEqual(len(dealt), 3)
         self.assertLessEqual(max(weights) - min(weights), max(dev.WEIGHTS.values()))
 
+    def test_the_interop_modules_of_one_sdk_share_a_process(self) -> None:
+        """Each SDK is imported by one process: its modules are dealt together."""
+        dev = _dev()
+        for sdk in dev.SDKS:
+            with self.subTest(sdk=sdk):
+                holding = [part for part in dev.groups(4) if any(sdk in m for m in part if ".interop." in m)]
+                self.assertLessEqual(len(holding), 1, holding)
+
     def test_a_module_not_measured_yet_runs_in_a_process_of_its_own(self) -> None:
         """A new suite, in neither WEIGHTS nor SHORT, holds up no other module whatever its length."""
         dev = _dev()
