@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from ..contract import Reasoning, ToolChoice
 from ..errors import TargetDefinitionError
+from ..wires._base import signature
 from ..wires._turns import ScriptedCall, ScriptedTurn
 
 if TYPE_CHECKING:
@@ -350,7 +351,7 @@ _REASONING: Dict[str, Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]] = {
             Reasoning(
                 "thinking",
                 text="The user wants an echo; echo_json takes text, count and tags.",
-                signature="EqQBCkgIBhABGAIiQL3gate0signature0kept0byte0for0byte0AAAAAAAAAAAAAAAAAAAAAAAAA==",
+                signature=signature("gate/anthropic/reasoning"),
             ),
         ),
         (),
@@ -360,7 +361,7 @@ _REASONING: Dict[str, Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]] = {
             Reasoning(
                 "thinking",
                 text="The user wants an echo; echo_json takes text, count and tags.",
-                signature="EqQBCkgIBhABGAIiQGateBedrockSignature0kept0byte0for0byte0AAAAAAAAAAAAAAAAA==",
+                signature=signature("gate/bedrock/reasoning"),
             ),
         ),
         (),
@@ -371,14 +372,14 @@ _REASONING: Dict[str, Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]] = {
                 "reasoning_item",
                 id="rs_68b0c1d2e3f4a5b6c7d8e9f00a1b2c3d4e5f6a7b8c9d0e1f",
                 summary=("Echo the greeting with echo_json.",),
-                data="gAAAAABoGateEncryptedReasoning0kept0byte0for0byte0AAAAAAAAAAAAAAAAAAAAAAAA==",
+                data=signature("gate/openai-responses/reasoning", 120),
             ),
         ),
         (),
     ),
     "gemini": (
         (),
-        (Reasoning("thought_signature", signature="CiQBVthGateThoughtSignature0kept0byte0for0byte0AAAAA=="),),
+        (Reasoning("thought_signature", signature=signature("gate/gemini/reasoning")),),
     ),
     # Ollama streams a thinking model's ``thinking`` and reads it back on the assistant
     # message; it has no signature, so the text must come back unaltered.
