@@ -134,10 +134,14 @@ class AgentLoopCase:
 
 
 def agent_loop_cases(target: AgentLoopTarget) -> List[AgentLoopCase]:
-    """Every case for ``target``: each stage in each of its modes, in table order."""
-    return [
+    """Every case for ``target``: each stage in each of its modes, in table order; then, for a
+    :class:`~conformance.gate.ReplayWire`, each recorded conversation in its mode."""
+    from .replay_cases import replay_loop_cases
+
+    cases = [
         AgentLoopCase(target, name, mode)
         for name, stage in STAGES.items()
         for mode in LOOP_MODES
         if mode in stage.modes
     ]
+    return [*cases, *replay_loop_cases(target)]

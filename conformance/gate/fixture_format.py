@@ -180,6 +180,9 @@ class Stamp:
     user_agent: Optional[str]
     #: The conformance scenario this exchange stands for, when the recording was made for one.
     scenario: Optional[str] = None
+    #: The ``GateToolset`` run id the recorded agent loop ran its tools with: every tool
+    #: result it sent back names fixture ids made from it, and a replay must repeat them.
+    run_id: Optional[str] = None
 
     def recorded(self) -> _dt.datetime:
         """:attr:`recorded_at` as an aware UTC datetime."""

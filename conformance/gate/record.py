@@ -52,7 +52,9 @@ class Recorder:
 
     ``ssl_context`` verifies an ``https`` upstream (the default context trusts the
     system's authorities); ``scenario`` stamps each fixture with the conformance
-    scenario it was recorded for. ``timeout`` bounds each upstream read, in seconds.
+    scenario it was recorded for; ``run_id`` stamps it with the fixed
+    :class:`~conformance.gate.GateToolset` run id an agent loop ran its tools with
+    (its fixture ids are then the same on replay). ``timeout`` bounds each upstream read, in seconds.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class Recorder:
         port: int = 0,
         ssl_context: Optional[ssl.SSLContext] = None,
         scenario: Optional[str] = None,
+        run_id: Optional[str] = None,
         timeout: float = 120.0,
     ) -> None:
         parts = urlsplit(upstream)
@@ -80,6 +83,7 @@ class Recorder:
         self.base_url = strip_url(upstream)
         self.folder = folder
         self.scenario = scenario
+        self.run_id = run_id
         self.timeout = timeout
         self._parts = parts
         self._context = ssl_context
@@ -266,6 +270,7 @@ class Recorder:
             stream=bool(self.wire.wants_stream(request)),
             user_agent=headers.get("user-agent"),
             scenario=self.scenario,
+            run_id=self.run_id,
         )
         with self._lock:
             first_seq = self._seq

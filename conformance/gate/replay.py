@@ -27,12 +27,15 @@ import datetime as _dt
 import json
 import threading
 from collections import deque
-from typing import Any, Deque, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Deque, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ProviderInputError
 from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
 from ..wires._base import Wire
 from .fixture_format import Fixture, load_folder
+
+if TYPE_CHECKING:
+    from ..wires._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["MATCHED_FIELDS", "ReplayWire"]
 
@@ -101,6 +104,11 @@ class ReplayWire(Wire):
         self.reports_usage = base.reports_usage
         self.optional_scenarios = base.optional_scenarios
         self.generation_path = base.generation_path
+        self.sends_call_ids = base.sends_call_ids
+        self.marks_tool_errors = base.marks_tool_errors
+        self.tool_error_marker = base.tool_error_marker
+        self.turn_reasoning = base.turn_reasoning
+        self.call_reasoning = base.call_reasoning
         if isinstance(max_age, (int, float)):
             max_age = _dt.timedelta(seconds=max_age)
         self.max_age = max_age
@@ -109,7 +117,10 @@ class ReplayWire(Wire):
         self._uses = [0] * len(self.fixtures)
         self._misses: List[str] = []
         self._problems: Deque[Tuple[RecordedRequest, List[str]]] = deque(maxlen=_REMEMBERED)
-        self._keys = [self._key_of(f.method, f.path, f.json, self._wants_stream(f)) for f in self.fixtures]
+        self._streams = [self._wants_stream(f) for f in self.fixtures]
+        self._keys = [
+            self._key_of(f.method, f.path, f.json, stream) for f, stream in zip(self.fixtures, self._streams)
+        ]
 
     # -- what the base wire knows -------------------------------------------------
 
@@ -121,6 +132,38 @@ class ReplayWire(Wire):
 
     def wants_stream(self, request: RecordedRequest) -> bool:
         return self.base.wants_stream(request)
+
+    # The agent-loop suite's scripted stages are the base wire's: a replayed target
+    # gets them as well as one case per recorded conversation.
+
+    def scripts_turns(self) -> bool:
+        return self.base.scripts_turns()
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        return self.base.turn_whole(turn, request)
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        return self.base.turn_stream(turn, request)
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        return self.base.read_history(request)
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        return self.base.history_error(problems)
+
+    def conversations(self) -> Dict[Tuple[str, str], Tuple[Fixture, ...]]:
+        """The recorded agent-loop conversations: by scenario and mode (``chat`` or
+        ``stream``), their generation requests in recorded order.
+
+        A fixture without a scenario belongs to none: only the stamp says which
+        requests one conversation made.
+        """
+        out: Dict[Tuple[str, str], List[Fixture]] = {}
+        for fixture, stream in zip(self.fixtures, self._streams):
+            if fixture.stamp.scenario and self.base.is_generation(self._request_of(fixture)):
+                mode = "stream" if stream else "chat"
+                out.setdefault((fixture.stamp.scenario, mode), []).append(fixture)
+        return {key: tuple(found) for key, found in out.items()}
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         found = self._match(request, None)
@@ -204,10 +247,13 @@ class ReplayWire(Wire):
 
     # -- matching -----------------------------------------------------------------
 
+    @staticmethod
+    def _request_of(fixture: Fixture) -> RecordedRequest:
+        return RecordedRequest(fixture.method, fixture.path, fixture.query, dict(fixture.request_headers),
+                               fixture.request_body, fixture.http_version)
+
     def _wants_stream(self, fixture: Fixture) -> bool:
-        request = RecordedRequest(fixture.method, fixture.path, fixture.query, dict(fixture.request_headers),
-                                  fixture.request_body, fixture.http_version)
-        return bool(self.base.wants_stream(request))
+        return bool(self.base.wants_stream(self._request_of(fixture)))
 
     @staticmethod
     def _key_of(method: str, path: str, body: Any, stream: bool) -> Tuple[str, ...]:

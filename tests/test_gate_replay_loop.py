@@ -1,0 +1,141 @@
+"""Recorded agent-loop conversations replayed to a loop: the reference loop passes, a loop
+that runs a call twice fails naming the call, and the scripted stages still run."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import unittest
+from dataclasses import replace
+from typing import Any, Tuple
+
+from conformance.contract import AbortController, ToolCall, ToolResult
+from conformance.gate import GateToolset, LoopTask, ReferenceLoop, ReplayWire, agent_loop_cases
+from conformance.gate._conversation import Conversation
+from conformance.gate.cases import MAX_REQUESTS, AgentLoopCase
+from conformance.gate.loop import AgentLoopTarget
+from conformance.gate.record import Recorder
+from conformance.gate.replay_cases import ReplayLoopCase
+from conformance.gate.stages import STAGES
+from conformance.provider import start_fake_provider
+from conformance.reference import REFERENCE_BACKENDS
+from conformance.wires import openai_chat_wire
+
+RUN_ID = "rec1"
+STAGE = "parallel-calls"
+
+
+class RunsEachCallTwice(ReferenceLoop):
+    """Runs every call a second time under the same call id."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+        return await super()._execute(task, tracker, call, schema)
+
+
+def record(folder: str, stage: str, stream: bool, run_id: str = RUN_ID) -> None:
+    """Record the reference loop carrying ``stage`` through the recorder, the fake provider upstream."""
+    with GateToolset(run_id=run_id) as toolset, start_fake_provider() as provider:
+        row = STAGES[stage]
+        conversation = Conversation(openai_chat_wire, row, toolset, MAX_REQUESTS)
+        provider.reply(conversation.handle)
+        with Recorder(openai_chat_wire, provider.url, folder, scenario=stage, run_id=run_id) as recorder:
+            loop = ReferenceLoop(REFERENCE_BACKENDS["openai-chat"](recorder.url, False))
+            task = LoopTask(
+                row.prompt,
+                toolset.specs(),
+                row.tool_choice,
+                toolset,
+                AbortController().signal,
+                stream,
+                "conformance-model",
+                MAX_REQUESTS,
+                5.0,
+            )
+
+            async def go() -> None:
+                try:
+                    await loop.run(task)
+                finally:
+                    await loop.aclose()
+
+            asyncio.run(go())
+            recorder.wait_written(len(conversation.exchanges))
+
+
+def target(folder: str, loop: type = ReferenceLoop) -> AgentLoopTarget:
+    def create(url: str) -> Any:
+        return loop(REFERENCE_BACKENDS["openai-chat"](url, False), max_result_chars=4096)
+
+    return AgentLoopTarget("replayed loop", ReplayWire(folder), create, max_result_chars=4096)
+
+
+def outcome(case: AgentLoopCase) -> Tuple[str, str]:
+    try:
+        case.run()
+    except unittest.SkipTest as skipped:
+        return "skip", str(skipped)
+    except AssertionError as failed:
+        return "FAIL", str(failed)
+    return "pass", ""
+
+
+class ReplayedConversationTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.folder = tempfile.mkdtemp(prefix="loop-fixtures-")
+        record(cls.folder, STAGE, stream=True)
+        record(cls.folder, "forced-tool", stream=False)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        shutil.rmtree(cls.folder, True)
+
+    def replay_cases(self, loop: type = ReferenceLoop) -> dict:
+        cases = agent_loop_cases(target(self.folder, loop))
+        return {case.name: case for case in cases if isinstance(case, ReplayLoopCase)}
+
+    def test_one_case_per_recorded_conversation_and_mode(self) -> None:
+        self.assertEqual(sorted(self.replay_cases()), ["replay/forced-tool/chat", f"replay/{STAGE}/stream"])
+
+    def test_the_reference_loop_passes_its_own_recordings(self) -> None:
+        for name, case in self.replay_cases().items():
+            with self.subTest(name):
+                self.assertEqual(outcome(case), ("pass", ""))
+
+    def test_a_loop_that_runs_a_call_twice_fails_naming_the_call(self) -> None:
+        case = self.replay_cases(RunsEachCallTwice)[f"replay/{STAGE}/stream"]
+        status, message = outcome(case)
+        self.assertEqual(status, "FAIL")
+        [first, *_] = [c for c in case.fixtures[0].events if c.get("call_id")]
+        self.assertIn(f"call {first['call_id']} (read_fixture) was executed 2 times", message)
+        # Its extra runs shift the fixture ids it sends back: the next request matches no recording.
+        self.assertIn("matches no recording", message)
+        self.assertIn("differs in messages", message)
+
+    def test_a_recording_without_a_run_id_says_so(self) -> None:
+        folder = tempfile.mkdtemp(prefix="loop-fixtures-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        record(folder, "forced-tool", stream=True, run_id="other")
+        replayed = target(folder)
+        wire = replayed.wire
+        assert isinstance(wire, ReplayWire)
+        # Stamped with no run id: the replay's toolset makes other fixture ids.
+        stamped = [replace(f, stamp=replace(f.stamp, run_id=None)) for f in wire.fixtures]
+        replayed = AgentLoopTarget("replayed loop", ReplayWire(stamped), replayed.create_loop)
+        [case] = [c for c in agent_loop_cases(replayed) if isinstance(c, ReplayLoopCase)]
+        status, message = outcome(case)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("the recording carries no run id", message)
+        self.assertIn("differs in messages", message)
+
+    def test_the_scripted_stages_still_run_on_a_replayed_wire(self) -> None:
+        replayed = target(self.folder)
+        case = AgentLoopCase(replayed, "forced-tool", "stream")
+        self.assertIsNone(case.skip)
+        self.assertEqual(outcome(case), ("pass", ""))
+
+
+if __name__ == "__main__":
+    unittest.main()
