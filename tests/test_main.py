@@ -206,10 +206,14 @@ class RunTests(unittest.TestCase):
         self.assertRegex(out.getvalue(), r"\d+ cases: \d+ passed, 0 failed")
 
     def test_a_large_matrix_uses_every_cpu_by_default(self) -> None:
-        """The default matrix (12 targets) gets one process per CPU; a small one stays in-process."""
-        from conformance.__main__ import AUTO_PROCESSES_FROM, _default_processes
+        """The default matrix (12 targets) gets two processes per CPU; a small one stays in-process."""
+        from conformance.__main__ import AUTO_PROCESSES_FROM, MAX_PROCESSES, _default_processes
 
-        self.assertEqual(_default_processes(12), min(os.cpu_count() or 1, 4))
+        self.assertEqual(_default_processes(12), min(2 * (os.cpu_count() or 1), MAX_PROCESSES, 12))
+        self.assertEqual(
+            _default_processes(AUTO_PROCESSES_FROM),
+            min(2 * (os.cpu_count() or 1), MAX_PROCESSES, AUTO_PROCESSES_FROM),
+        )
         self.assertEqual(_default_processes(AUTO_PROCESSES_FROM - 1), 1)
 
     def test_run_a_testcase_class(self) -> None:
