@@ -367,8 +367,13 @@ def command_record(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.wire not in WIRES:
         raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
-    if args.scenario is not None and args.scenario not in SCENARIOS:
-        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+    from .gate.stages import STAGES
+
+    if args.scenario is not None and args.scenario not in SCENARIOS and args.scenario not in STAGES:
+        raise UsageError(
+            f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}; or an agent-loop "
+            f"stage: {', '.join(STAGES)}"
+        )
     context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
     try:
         recorder = Recorder(
@@ -378,6 +383,7 @@ def command_record(args: argparse.Namespace, out: TextIO) -> int:
             port=args.port,
             ssl_context=context,
             scenario=args.scenario,
+            run_id=args.run_id,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -489,7 +495,15 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         "--upstream", required=True, metavar="URL", help="the provider, e.g. https://api.openai.com"
     )
     record.add_argument("--out", default="fixtures", metavar="DIR", help="where fixtures are written")
-    record.add_argument("--scenario", help="stamp each fixture with the conformance scenario it stands for")
+    record.add_argument(
+        "--scenario",
+        help="stamp each fixture with the conformance scenario (or agent-loop stage) it stands for",
+    )
+    record.add_argument(
+        "--run-id",
+        help="stamp each fixture with the GateToolset run id the recorded loop ran its tools with, "
+        "so that replayed tool results repeat",
+    )
     record.add_argument("--port", type=int, default=0)
     record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
     gate = _gate_parser(sub)

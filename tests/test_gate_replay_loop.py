@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, Tuple
 
 from conformance.contract import AbortController, ToolCall, ToolResult
+from conformance.errors import TargetDefinitionError
 from conformance.gate import GateToolset, LoopTask, ReferenceLoop, ReplayWire, agent_loop_cases
 from conformance.gate._conversation import Conversation
 from conformance.gate.cases import MAX_REQUESTS, AgentLoopCase
@@ -129,6 +130,20 @@ class ReplayedConversationTests(unittest.TestCase):
         self.assertEqual(status, "FAIL")
         self.assertIn("the recording carries no run id", message)
         self.assertIn("differs in messages", message)
+
+    def test_a_replayed_conversation_is_skipped_by_its_key(self) -> None:
+        """``skip`` names a replayed conversation, or one mode of it, by its case name."""
+        replayed = target(self.folder)
+        for key in ("replay/forced-tool", "replay/forced-tool/chat"):
+            with self.subTest(key):
+                skipping = replace(replayed, skip={key: "the gateway pins another model"})
+                cases = {c.name: c for c in agent_loop_cases(skipping) if isinstance(c, ReplayLoopCase)}
+                self.assertEqual(cases["replay/forced-tool/chat"].skip, "the gateway pins another model")
+                self.assertIsNone(cases[f"replay/{STAGE}/stream"].skip)
+        with self.assertRaisesRegex(TargetDefinitionError, "unknown stage 'replay/'"):
+            replace(replayed, skip={"replay/": "no conversation named"})
+        with self.assertRaisesRegex(TargetDefinitionError, "needs a reason"):
+            replace(replayed, skip={"replay/forced-tool": " "})
 
     def test_the_scripted_stages_still_run_on_a_replayed_wire(self) -> None:
         replayed = target(self.folder)

@@ -329,7 +329,8 @@ class ServeTests(unittest.TestCase):
             upstream.reply(JsonReply({"object": "chat.completion"}))
             process = subprocess.Popen(
                 [sys.executable, "-m", "conformance", "record", "--wire", "openai-chat",
-                 "--upstream", upstream.url, "--out", folder, "--scenario", "text"],
+                 "--upstream", upstream.url, "--out", folder, "--scenario", "forced-tool",
+                 "--run-id", "gate-run-7"],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
             try:
@@ -352,7 +353,9 @@ class ServeTests(unittest.TestCase):
             with open(os.path.join(folder, name), encoding="utf-8") as handle:
                 text = handle.read()
             self.assertNotIn("sk-secret", text)
-            self.assertEqual(json.loads(text)["stamp"]["scenario"], "text")
+            # An agent-loop stage is a scenario to stamp too, with the loop's tool run id.
+            self.assertEqual(json.loads(text)["stamp"]["scenario"], "forced-tool")
+            self.assertEqual(json.loads(text)["stamp"]["run_id"], "gate-run-7")
 
     def test_record_checks_its_arguments(self) -> None:
         """An unknown wire or scenario, or a bad upstream, stops with a message."""
@@ -361,6 +364,9 @@ class ServeTests(unittest.TestCase):
                      ["--wire", "openai-chat", "--upstream", "ftp://x"]):
             with self.subTest(argv=argv):
                 self.assertIn("python -m conformance record", usage_error(["record", *argv]))
+        self.assertIn("or an agent-loop stage: text, forced-tool", usage_error(
+            ["record", "--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"]
+        ))
 
 
 if __name__ == "__main__":

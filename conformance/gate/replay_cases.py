@@ -89,6 +89,10 @@ class ReplayLoopCase(AgentLoopCase):
 
     @property
     def skip(self) -> Optional[str]:
+        own = self.target.skip
+        given = own.get(f"replay/{self.stage_name}/{self.mode}") or own.get(f"replay/{self.stage_name}")
+        if given:
+            return given
         stage = STAGES.get(self.stage_name)
         if stage is None:
             return (

@@ -396,10 +396,14 @@ def reasoning_for(wire: Wire) -> Optional[Tuple[Tuple[Reasoning, ...], Tuple[Rea
 
 
 def check_stage_keys(skip: Mapping[str, str], where: str) -> None:
-    """Every key of an agent-loop target's ``skip`` names a stage or a stage/mode, with a reason."""
+    """Every key of an agent-loop target's ``skip`` names a stage or a stage/mode, with a reason.
+
+    A key ``replay/<conversation>`` (or ``replay/<conversation>/<mode>``) names a replayed
+    conversation, which only the target's recordings know; it is taken as given.
+    """
     known = [*STAGES, *(f"{s}/{m}" for s, row in STAGES.items() for m in row.modes)]
     for key, reason in skip.items():
-        if key not in known:
+        if key not in known and not (key.startswith("replay/") and len(key) > len("replay/")):
             import difflib  # only on the way to an error
 
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
