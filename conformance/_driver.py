@@ -79,6 +79,115 @@ def _is_async_result(result: Any) -> bool:
     return inspect.isawaitable(result) or hasattr(result, "__aiter__")
 
 
+def in_thread(
+    function: Callable[..., Any],
+    *args: Any,
+    name: str,
+    threads: Optional[List[threading.Thread]] = None,
+) -> asyncio.Future[Any]:
+    """Call a sync function in a daemon thread of its own; the future settles on the running loop.
+
+    Sync backends and loops run off the event loop, so one that calls ``asyncio.run``
+    inside (a common sync wrapper) still works, and one that hangs holds only its own
+    thread. ``threads`` collects the thread, for :func:`reclaim` to wait on.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: Optional[BaseException]) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        result, error = None, None
+        try:
+            result = function(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed over to the awaiting side
+            error = exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the case gave up and its loop is gone
+            pass
+
+    # Read the outcome even where nobody awaits it any more (the case gave up).
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    if threads is not None:
+        threads.append(thread)
+    thread.start()
+    return future
+
+
+async def close_quietly(subject: Any) -> Optional[BaseException]:
+    """Close a backend or loop (``aclose()``, else ``close()``); what it raised, not raised."""
+    try:
+        aclose = getattr(subject, "aclose", None)
+        close = getattr(subject, "close", None)
+        if callable(aclose):
+            await aclose()
+        elif callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+    except BaseException as exc:  # noqa: BLE001 - reported as a problem, not raised
+        return exc
+    return None
+
+
+def reclaim(
+    worker: Optional[threading.Thread],
+    loop: Optional[asyncio.AbstractEventLoop],
+    threads: List[threading.Thread],
+    what: str,
+    on_stop: Callable[[], None],
+) -> Optional[str]:
+    """Once the provider has closed: wait, bounded, for what the ``what`` (backend, loop) left running.
+
+    Closing the provider ends every connection, so whatever was blocked on one wakes
+    up. An event loop still stuck after that is stopped (``on_stop`` runs first); what
+    cannot be stopped is named in the sentence returned, ``None`` where nothing is left.
+    """
+    deadline = time.monotonic() + RECLAIM_WITHIN
+    if worker is not None:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if worker.is_alive() and loop is not None:
+            on_stop()
+            try:
+                loop.call_soon_threadsafe(loop.stop)
+            except RuntimeError:  # closed in the meantime
+                pass
+            worker.join(max(0.1, deadline - time.monotonic()))
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = []
+    if worker is not None and worker.is_alive():
+        left.append(f"the {what}'s event loop (a blocking call the {what} made on it holds its thread)")
+    blocked = sum(thread.is_alive() for thread in threads)
+    if blocked:
+        left.append(f"{blocked} thread{'s' if blocked > 1 else ''} running the sync {what}'s call")
+    if not left:
+        return None
+    return (
+        f"still running {RECLAIM_WITHIN} s after the provider closed, and left behind as daemon "
+        f"threads: {'; '.join(left)}"
+    )
+
+
+def wind_down(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what still runs on ``loop``, then close its async generators and its executor.
+
+    The executor's shutdown waits for threads a backend or loop started; the provider's
+    close ends them.
+    """
+    _cancel_all(loop)
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.run_until_complete(loop.shutdown_default_executor())
+
+
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
     tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in tasks:
@@ -147,30 +256,11 @@ class Driver:
         up. A loop still stuck after that is stopped; a thread that cannot be stopped
         is named in :attr:`Outcome.left_behind`.
         """
-        deadline = time.monotonic() + RECLAIM_WITHIN
-        worker = self.worker
-        if worker is not None:
-            worker.join(max(0.0, deadline - time.monotonic()))
-            if worker.is_alive() and self.loop is not None:
-                self.abandoned = True
-                try:
-                    self.loop.call_soon_threadsafe(self.loop.stop)
-                except RuntimeError:  # closed in the meantime
-                    pass
-                worker.join(max(0.1, deadline - time.monotonic()))
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        left = []
-        if worker is not None and worker.is_alive():
-            left.append("the backend's event loop (a blocking call the backend made on it holds its thread)")
-        blocked = sum(thread.is_alive() for thread in self.threads)
-        if blocked:
-            left.append(f"{blocked} thread{'s' if blocked > 1 else ''} running the sync backend's call")
-        if left:
-            self.outcome.left_behind = (
-                f"still running {RECLAIM_WITHIN} s after the provider closed, and left behind as daemon "
-                f"threads: {'; '.join(left)}"
-            )
+
+        def stop() -> None:
+            self.abandoned = True
+
+        self.outcome.left_behind = reclaim(self.worker, self.loop, self.threads, "backend", stop)
 
     def _cancel_worker(self) -> None:
         loop, task = self.loop, self.task
@@ -243,10 +333,7 @@ class Driver:
         finally:
             try:
                 if not self.abandoned:
-                    _cancel_all(loop)
-                    loop.run_until_complete(loop.shutdown_asyncgens())
-                    # Waits for executor threads a backend started; the provider's close ends them.
-                    loop.run_until_complete(loop.shutdown_default_executor())
+                    wind_down(loop)
             except BaseException:  # noqa: BLE001 - stopped by reclaim(): close what can be closed
                 pass
             finally:
@@ -297,40 +384,8 @@ class Driver:
         self._note_close()
 
     def _in_thread(self, function: Callable[..., Any], *args: Any, track: bool = True) -> asyncio.Future[Any]:
-        """Call a sync function in a daemon thread of its own; the future settles on this loop.
-
-        Sync backends run off the loop, so one that calls ``asyncio.run`` inside (a
-        common sync wrapper) still works, and one that hangs holds only its own thread.
-        """
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def settle(result: Any, error: Optional[BaseException]) -> None:
-            if future.done():
-                return
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(result)
-
-        def work() -> None:
-            result, error = None, None
-            try:
-                result = function(*args)
-            except BaseException as exc:  # noqa: BLE001 - handed over to the awaiting side
-                error = exc
-            try:
-                loop.call_soon_threadsafe(settle, result, error)
-            except RuntimeError:  # the case gave up on this backend and its loop is gone
-                pass
-
-        # Read the outcome even where nobody awaits it any more (the case gave up).
-        future.add_done_callback(lambda done: done.cancelled() or done.exception())
-        thread = threading.Thread(target=work, name="conformance sync backend", daemon=True)
-        if track:
-            self.threads.append(thread)
-        thread.start()
-        return future
+        threads = self.threads if track else None
+        return in_thread(function, *args, name="conformance sync backend", threads=threads)
 
     def _hook(self, backend: Any) -> Tuple[Callable[[Any, ChatRequest], Any], Any, str]:
         """The function to call for this mode, what tells whether it is async, and its name."""
@@ -458,14 +513,4 @@ class Driver:
                 return request
 
     async def _close(self, backend: Any) -> None:
-        try:
-            aclose = getattr(backend, "aclose", None)
-            close = getattr(backend, "close", None)
-            if callable(aclose):
-                await aclose()
-            elif callable(close):
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
-        except BaseException as exc:  # noqa: BLE001 - reported as a problem, not raised
-            self.outcome.close_error = exc
+        self.outcome.close_error = await close_quietly(backend)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from .._bounds import ABORT_CLOSE_WITHIN, RECLAIM_WITHIN, ConformanceAbort
-from .._driver import _cancel_all, _is_async
+from .._driver import _is_async, close_quietly, in_thread, reclaim, wind_down
 from ..contract import AbortController
 from .loop import LoopTask
 
@@ -129,29 +129,7 @@ class LoopDriver:
 
     def reclaim(self) -> None:
         """Once the provider has closed: wait, bounded, for what the loop left running."""
-        deadline = time.monotonic() + RECLAIM_WITHIN
-        worker = self.worker
-        if worker is not None:
-            worker.join(max(0.0, deadline - time.monotonic()))
-            if worker.is_alive() and self.loop is not None:
-                try:
-                    self.loop.call_soon_threadsafe(self.loop.stop)
-                except RuntimeError:
-                    pass
-                worker.join(max(0.1, deadline - time.monotonic()))
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        left = []
-        if worker is not None and worker.is_alive():
-            left.append("the loop's event loop (a blocking call the loop made on it holds its thread)")
-        blocked = sum(thread.is_alive() for thread in self.threads)
-        if blocked:
-            left.append(f"{blocked} thread{'s' if blocked > 1 else ''} running the sync loop")
-        if left:
-            self.outcome.left_behind = (
-                f"still running {RECLAIM_WITHIN} s after the provider closed, left behind as daemon threads: "
-                + "; ".join(left)
-            )
+        self.outcome.left_behind = reclaim(self.worker, self.loop, self.threads, "loop", lambda: None)
 
     # -- the abort ------------------------------------------------------------------------
 
@@ -207,9 +185,7 @@ class LoopDriver:
             self._ended(None, exc)
         finally:
             try:
-                _cancel_all(loop)
-                loop.run_until_complete(loop.shutdown_asyncgens())
-                loop.run_until_complete(loop.shutdown_default_executor())
+                wind_down(loop)
             except BaseException:  # noqa: BLE001 - stopped by reclaim(): close what can be closed
                 pass
             finally:
@@ -258,44 +234,7 @@ class LoopDriver:
                 self.outcome.closed_after = max(0.0, after)
 
     def _in_thread(self, function: Any, *args: Any, track: bool = True) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def settle(result: Any, error: Optional[BaseException]) -> None:
-            if future.done():
-                return
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(result)
-
-        def work() -> None:
-            result, error = None, None
-            try:
-                result = function(*args)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting side
-                error = exc
-            try:
-                loop.call_soon_threadsafe(settle, result, error)
-            except RuntimeError:  # the case gave up and the loop is gone
-                pass
-
-        future.add_done_callback(lambda done: done.cancelled() or done.exception())
-        thread = threading.Thread(target=work, name="gate sync loop", daemon=True)
-        if track:
-            self.threads.append(thread)
-        thread.start()
-        return future
+        return in_thread(function, *args, name="gate sync loop", threads=self.threads if track else None)
 
     async def _close(self, agent: Any) -> None:
-        try:
-            aclose = getattr(agent, "aclose", None)
-            close = getattr(agent, "close", None)
-            if callable(aclose):
-                await aclose()
-            elif callable(close):
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
-        except BaseException as exc:  # noqa: BLE001 - reported, not raised
-            self.outcome.close_error = exc
+        self.outcome.close_error = await close_quietly(agent)
