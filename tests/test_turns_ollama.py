@@ -16,7 +16,6 @@ from conformance.contract import (
     ToolChoice,
     ToolError,
     ToolResult,
-    ToolSpec,
 )
 from conformance.provider import start_fake_provider
 from conformance.provider.replies import JsonReply, RecordedRequest, StreamReply
@@ -25,32 +24,23 @@ from conformance.reference.ollama import OllamaBackend
 from conformance.wires._turns import ScriptedCall, ScriptedTurn, play_turn
 from conformance.wires.ollama import ollama_wire as wire
 
+from .turns_cases import LOOKUP_A as CALL_A
+from .turns_cases import LOOKUP_B as CALL_B
+from .turns_cases import LOOKUP_TOOLS as TOOLS
+from .turns_cases import lookups, recorded_at
+
 MODEL = "conformance-model"
 TIMEOUT = 10.0
 THINKING = Reasoning(ReasoningKind.THINKING.value, text="Two lookups ☀, then answer.", provider="ollama")
-TOOLS = (
-    ToolSpec("echo_json", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}}),
-    ToolSpec("read_fixture", "Read.", {"type": "object", "properties": {"path": {"type": "string"}}}),
-)
-CALL_A = ToolCall("call_a1", "echo_json", {"text": "sun ☀ 😀", "count": 2, "tags": ["x"]})
-CALL_B = ToolCall("call_b2", "read_fixture", {"path": "notes/unicode.txt"})
 FAILED = ToolResult("call_b2", "read_fixture", error=ToolError("not_found", "no such file"))
 
 
 def conversation() -> List[Message]:
-    return [
-        Message("system", "Be brief."),
-        Message("user", "What is in the notes?"),
-        Message("assistant", "Let me look.", tool_calls=(CALL_A, CALL_B), reasoning=(THINKING,)),
-        Message.tool(ToolResult("call_a1", "echo_json", content='{"echo": "sun ☀"}')),
-        Message.tool(FAILED),
-        Message("user", "Thanks, and now?"),
-    ]
+    return lookups(THINKING, FAILED)
 
 
 def recorded(body: Any) -> RecordedRequest:
-    raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    return RecordedRequest("POST", "/api/chat", "", {"content-type": "application/json"}, raw, "HTTP/1.1")
+    return recorded_at("/api/chat", body)
 
 
 def rendered(messages: List[Message], stream: bool = False, **kwargs: Any) -> Dict[str, Any]:

@@ -16,7 +16,6 @@ from conformance.contract import (
     ToolChoice,
     ToolError,
     ToolResult,
-    ToolSpec,
 )
 from conformance.provider import start_fake_provider
 from conformance.provider.replies import JsonReply, RecordedRequest, StreamReply
@@ -24,6 +23,11 @@ from conformance.reference._decoders import SSEDecoder
 from conformance.reference.openai_responses import OpenAIResponsesBackend
 from conformance.wires._turns import ScriptedCall, ScriptedTurn, play_turn
 from conformance.wires.openai_responses import openai_responses_wire as wire
+
+from .turns_cases import LOOKUP_A as CALL_A
+from .turns_cases import LOOKUP_B as CALL_B
+from .turns_cases import LOOKUP_TOOLS as TOOLS
+from .turns_cases import lookups, recorded_at
 
 MODEL = "conformance-model"
 TIMEOUT = 10.0
@@ -34,29 +38,15 @@ REASONING = Reasoning(
     data="gAAAAABo+encrypted/content==",
     provider="openai",
 )
-TOOLS = (
-    ToolSpec("echo_json", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}}),
-    ToolSpec("read_fixture", "Read.", {"type": "object", "properties": {"path": {"type": "string"}}}),
-)
-CALL_A = ToolCall("call_a1", "echo_json", {"text": "sun ☀ 😀", "count": 2, "tags": ["x"]})
-CALL_B = ToolCall("call_b2", "read_fixture", {"path": "notes/unicode.txt"})
 FAILED = ToolResult("call_b2", "read_fixture", error=ToolError("not_found", "no such file", details={"p": 1}))
 
 
 def conversation() -> List[Message]:
-    return [
-        Message("system", "Be brief."),
-        Message("user", "What is in the notes?"),
-        Message("assistant", "Let me look.", tool_calls=(CALL_A, CALL_B), reasoning=(REASONING,)),
-        Message.tool(ToolResult("call_a1", "echo_json", content='{"echo": "sun ☀"}')),
-        Message.tool(FAILED),
-        Message("user", "Thanks, and now?"),
-    ]
+    return lookups(REASONING, FAILED)
 
 
 def recorded(body: Any) -> RecordedRequest:
-    raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    return RecordedRequest("POST", "/v1/responses", "", {"content-type": "application/json"}, raw, "HTTP/1.1")
+    return recorded_at("/v1/responses", body)
 
 
 def rendered(messages: List[Message], stream: bool = False, **kwargs: Any) -> Dict[str, Any]:

@@ -48,6 +48,35 @@ ESCAPED_ARGUMENTS = '{"text": "\\ud83d\\ude00 na\u00efve"}'
 ESCAPED_FRAGMENTS = ('{"text": "\\ud83d\\u', "de00 na\u00ef", 've"}')
 
 
+#: The tools and calls of the conversation the wires without an error flag on a result
+#: (OpenAI Responses, Ollama) render and read back.
+LOOKUP_TOOLS = (
+    ToolSpec("echo_json", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}}),
+    ToolSpec("read_fixture", "Read.", {"type": "object", "properties": {"path": {"type": "string"}}}),
+)
+LOOKUP_A = ToolCall("call_a1", "echo_json", {"text": "sun \u2600 \U0001f600", "count": 2, "tags": ["x"]})
+LOOKUP_B = ToolCall("call_b2", "read_fixture", {"path": "notes/unicode.txt"})
+
+
+def lookups(reasoning: Reasoning, failed: ToolResult) -> List[Message]:
+    """system; user; assistant with ``reasoning`` and the two lookups; their results (the second
+    ``failed``); a user turn."""
+    return [
+        Message("system", "Be brief."),
+        Message("user", "What is in the notes?"),
+        Message("assistant", "Let me look.", tool_calls=(LOOKUP_A, LOOKUP_B), reasoning=(reasoning,)),
+        Message.tool(ToolResult("call_a1", "echo_json", content='{"echo": "sun \u2600"}')),
+        Message.tool(failed),
+        Message("user", "Thanks, and now?"),
+    ]
+
+
+def recorded_at(path: str, body: Any) -> RecordedRequest:
+    """A JSON POST to ``path`` as the fake provider records it."""
+    raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    return RecordedRequest("POST", path, "", {"content-type": "application/json"}, raw, "HTTP/1.1")
+
+
 def conversation(provider: str) -> List[Message]:
     """user; assistant with reasoning, text and two calls; a result and a failure; a user turn."""
     reasoning = (
