@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from ..contract import Reasoning, ToolChoice
 from ..errors import TargetDefinitionError
-from ..wires._base import signature
 from ..wires._turns import ScriptedCall, ScriptedTurn
 
 if TYPE_CHECKING:
@@ -343,56 +342,13 @@ from .faults import FAULT_STAGES  # noqa: E402 - they are built from Stage and S
 STAGES.update(FAULT_STAGES)
 
 
-#: The reasoning each wire's model carries on a tool turn: (the turn's, the call's).
-#: A wire not listed carries none across turns, and the reasoning stage skips it.
-_REASONING: Dict[str, Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]] = {
-    "anthropic": (
-        (
-            Reasoning(
-                "thinking",
-                text="The user wants an echo; echo_json takes text, count and tags.",
-                signature=signature("gate/anthropic/reasoning"),
-            ),
-        ),
-        (),
-    ),
-    "bedrock-converse": (
-        (
-            Reasoning(
-                "thinking",
-                text="The user wants an echo; echo_json takes text, count and tags.",
-                signature=signature("gate/bedrock/reasoning"),
-            ),
-        ),
-        (),
-    ),
-    "openai-responses": (
-        (
-            Reasoning(
-                "reasoning_item",
-                id="rs_68b0c1d2e3f4a5b6c7d8e9f00a1b2c3d4e5f6a7b8c9d0e1f",
-                summary=("Echo the greeting with echo_json.",),
-                data=signature("gate/openai-responses/reasoning", 120),
-            ),
-        ),
-        (),
-    ),
-    "gemini": (
-        (),
-        (Reasoning("thought_signature", signature=signature("gate/gemini/reasoning")),),
-    ),
-    # Ollama streams a thinking model's ``thinking`` and reads it back on the assistant
-    # message; it has no signature, so the text must come back unaltered.
-    "ollama": (
-        (Reasoning("thinking", text="The user wants an echo; echo_json takes text, count and tags."),),
-        (),
-    ),
-}
-
-
 def reasoning_for(wire: Wire) -> Optional[Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]]:
-    """The reasoning ``wire``'s model carries on a tool turn, or ``None`` where it carries none."""
-    return _REASONING.get(wire.name)
+    """The reasoning ``wire``'s model carries on a tool turn, (the turn's, the call's), or ``None``
+    where it carries none: the wire's own ``turn_reasoning`` and ``call_reasoning``, as the
+    backend suite's ``tool-result`` case uses them."""
+    if not (wire.turn_reasoning or wire.call_reasoning):
+        return None
+    return tuple(wire.turn_reasoning), tuple(wire.call_reasoning)
 
 
 def check_stage_keys(skip: Mapping[str, str], where: str) -> None:
