@@ -574,6 +574,15 @@ class GoogleGenAIChatTurns(unittest.TestCase):
     def test_chat_stream_keeps_both_calls_and_echoes_them(self) -> None:
         import base64
 
+        if _genai_version() < (2,):
+            # Seen with 1.47.0 (the last release for Python 3.9): get_history() holds the
+            # streamed model turn, but the next send_message_stream() sends only the new
+            # functionResponse parts, a history Gemini refuses.
+            self.skipTest(
+                "google-genai before 2.0 leaves a streamed tool turn out of the next request's "
+                "contents, so the results answer no call"
+            )
+
         from google import genai
         from google.genai import types
 
