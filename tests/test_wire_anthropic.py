@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import string
 import unittest
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -11,7 +12,7 @@ from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, StreamReply
 from conformance.reference._decoders import SSEDecoder
 from conformance.scenarios import SCENARIOS
-from conformance.wires.anthropic import MESSAGE_ID, TOOL_USE_ID
+from conformance.wires.anthropic import MESSAGE_ID, TOOL_USE_ID, request_id
 from conformance.wires.anthropic import anthropic_wire as wire
 
 MODEL = "conformance-model"
@@ -90,6 +91,16 @@ class AnthropicWireTest(unittest.TestCase):
         self.assertRegex(TOOL_USE_ID, r"^toolu_01[A-Za-z0-9]{22}$")
         self.assertRegex(MESSAGE_ID, r"^msg_01[A-Za-z0-9]{22}$")
         self.assertEqual(wire.tool_call_id, TOOL_USE_ID)
+
+    def test_request_ids_are_fresh_and_draw_on_all_of_base62(self) -> None:
+        """req_011C plus 20 base62 characters, new each time, every character in use."""
+        ids = [request_id() for _ in range(400)]
+        for rid in ids[:5]:
+            self.assertRegex(rid, r"^req_011C[A-Za-z0-9]{20}$")
+        self.assertEqual(len(set(ids)), len(ids))
+        drawn = "".join(rid[len("req_011C") :] for rid in ids)
+        # 8000 draws from 62 characters: each is expected about 129 times.
+        self.assertEqual(set(drawn), set(string.ascii_letters + string.digits))
 
     def test_whole_stop_reasons(self) -> None:
         """Each whole turn carries Anthropic's own stop_reason."""

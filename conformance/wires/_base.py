@@ -11,6 +11,7 @@ on every run.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -108,9 +109,14 @@ def fresh_id(prefix: str, length: int, alphabet: str = _ALNUM) -> str:
     Real servers never repeat one; a client that logs, traces or deduplicates by it
     must see them differ. Nothing a check compares depends on it.
     """
-    import secrets  # per reply, not per import: it loads random and hmac
-
-    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+    # One read of the system's random source per id, not one per character: each read
+    # releases the interpreter lock, and a busy run makes thousands of these ids.
+    size = len(alphabet)
+    usable = 256 - 256 % size  # bytes at or above this would favour the alphabet's start
+    picked: List[str] = []
+    while len(picked) < length:
+        picked += [alphabet[b % size] for b in os.urandom(2 * length) if b < usable]
+    return prefix + "".join(picked[:length])
 
 
 def http_date() -> str:
