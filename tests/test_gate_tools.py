@@ -59,8 +59,14 @@ class SpecTests(unittest.TestCase):
     def test_spec_parameters_are_a_copy(self) -> None:
         """Editing a rendered spec leaves the tool's own schema intact."""
         spec = tool_specs("echo_json")[0]
+        spec.parameters["properties"]["tags"]["items"]["type"] = "integer"  # type: ignore[index]
+        spec.parameters["required"].pop()  # type: ignore[attr-defined]
         spec.parameters["properties"].clear()  # type: ignore[attr-defined]
-        self.assertIn("text", TOOLS["echo_json"].parameters["properties"])
+        own = TOOLS["echo_json"].parameters
+        self.assertIn("text", own["properties"])
+        self.assertEqual(own["properties"]["tags"]["items"], {"type": "string"})
+        self.assertEqual(own["required"], ["text", "count", "tags"])
+        self.assertEqual(tool_specs("echo_json")[0].parameters, own)
 
     def test_gemini_specs_drop_only_additional_properties(self) -> None:
         """Gemini's variant has no additionalProperties and the same properties and required."""
