@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from ..provider.replies import HangReply, RecordedRequest, Reply, StreamReply
 from ..wires._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, play_turn
+from ._fault_replies import CUTS
 from .stages import Stage, Step, reasoning_for
 
 if TYPE_CHECKING:
@@ -80,8 +81,6 @@ class Exchange:
     @property
     def cut(self) -> bool:
         """Whether the model's turn was cut short here: its calls never completed."""
-        from ._fault_replies import CUTS
-
         return self.fault in CUTS
 
 

@@ -15,9 +15,10 @@ execution, a result sent) it quotes the provider events just before it
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from ..provider import RecordedRequest, WireEvent, events_around
@@ -32,6 +33,24 @@ if TYPE_CHECKING:
     from .cases import AgentLoopCase
 
 __all__ = ["INVARIANTS", "LoopProblem", "LoopSeen", "failure_message", "run_invariants"]
+
+
+_T = TypeVar("_T")
+
+
+def _once(method: Callable[[LoopSeen], _T]) -> Callable[[LoopSeen], _T]:
+    """Work a :class:`LoopSeen` question out on first asking; the case is over, so the
+    answer cannot change, and the checks ask the same questions many times over."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def once(seen: LoopSeen) -> _T:
+        memo = seen.__dict__.setdefault("_memo", {})
+        if name not in memo:
+            memo[name] = method(seen)
+        return memo[name]  # type: ignore[no-any-return]
+
+    return once
 
 
 @dataclass(frozen=True)
@@ -74,16 +93,19 @@ class LoopSeen:
         o = self.outcome
         return not o.hung and o.error is None and o.ended and not self.refused and _is_result(o.result)
 
+    @_once
     def planned(self) -> List[PlannedCall]:
         return self.conversation.planned()
 
     def label(self, planned: PlannedCall) -> str:
         return f"{planned.call.name} {planned.call.id}"
 
+    @_once
     def ran(self) -> List[ExecutionRecord]:
         """Executions the loop asked for (refused at the door or not), in start order."""
         return sorted(self.records, key=lambda r: r.sequence)
 
+    @_once
     def before_abort(self) -> List[ExecutionRecord]:
         """Executions before any abort, but for those of a cut or refused call (the fault checks')."""
         abort_at = self.outcome.abort_at
@@ -94,6 +116,7 @@ class LoopSeen:
 
     # -- the fault stages ----------------------------------------------------------------
 
+    @_once
     def faulted(self) -> List[Exchange]:
         """The requests the provider answered with a fault instead of the model's turn."""
         return [e for e in self.exchanges if e.fault is not None]
@@ -116,18 +139,22 @@ class LoopSeen:
                     break
         return out
 
+    @_once
     def on_cut_calls(self) -> List[Tuple[ExecutionRecord, PlannedCall]]:
         """Executions of a call whose turn the provider cut short."""
         return self._owned_by(self.conversation.cut_calls())
 
+    @_once
     def refused_calls(self) -> List[PlannedCall]:
         """The calls the loop must refuse: arguments that are not a JSON object, or an unknown tool."""
         return [p for p in self.planned() if refusal(p) is not None]
 
+    @_once
     def on_refused_calls(self) -> List[Tuple[ExecutionRecord, PlannedCall]]:
         """Executions of a call the loop must refuse."""
         return self._owned_by(self.refused_calls())
 
+    @_once
     def matches(self) -> List[Tuple[ExecutionRecord, Optional[PlannedCall]]]:
         """Each execution before any abort with the planned call it ran (by id, else by name and order)."""
         planned = self.planned()
@@ -886,7 +913,10 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
         return []
     faulted = seen.faulted()
     where = faulted[0] if faulted else (seen.exchanges[-1] if seen.exchanges else None)
-    evidence = _fault_evidence(seen, where) if where is not None else ""
+
+    def evidence() -> str:  # only for a problem: reading the events back costs a passing case
+        return _fault_evidence(seen, where) if where is not None else ""
+
     at = f"after request {where.index + 1} got {_fault_words(where.fault)}" if where is not None else ""
     calls = ", ".join(f"{c.name} {c.id}" for c in (where.turn.calls if where and where.turn else ()))
     about = f" (the call: {calls})" if calls else ""
@@ -896,7 +926,7 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
                 "recovered",
                 f"the loop neither recovered nor stopped {at}{about}: still running at the case's bound "
                 f"of {o.waited:.1f} s (task.max_seconds was {seen.case.max_seconds})",
-                evidence,
+                evidence(),
             )
         ]
     if o.error is None:
@@ -907,7 +937,7 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
                 "recovered",
                 f"the loop raised {type(o.error).__name__}: {o.error}{about}; a refused call goes back "
                 "as a structured error and the conversation carries on",
-                evidence,
+                evidence(),
             )
         ]
     if not str(o.error).strip():
@@ -916,7 +946,7 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
                 "recovered",
                 f"the loop stopped {at}{about} with {type(o.error).__name__} and no message; say what "
                 "happened (the status, the timeout, the broken stream)",
-                evidence,
+                evidence(),
             )
         ]
     return []

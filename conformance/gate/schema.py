@@ -15,8 +15,9 @@ number without a fractional part, ``1.0`` included, as JSON Schema says.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..errors import ConformanceError
 

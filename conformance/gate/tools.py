@@ -27,7 +27,7 @@ import json
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from ..contract import AbortSignal, ToolCall, ToolError, ToolResult, ToolSpec
@@ -48,21 +48,6 @@ def _object(properties: Mapping[str, Any]) -> Mapping[str, Any]:
     }
 
 
-def _fresh(value: Any) -> Any:
-    """A copy of a JSON-shaped value (mappings, lists, scalars) a loop may change freely.
-
-    What ``copy.deepcopy`` gives, at a fraction of its cost: every case hands its loop
-    the four schemas afresh.
-    """
-    if isinstance(value, Mapping):
-        return {key: _fresh(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fresh(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(_fresh(item) for item in value)
-    return value
-
-
 @dataclass(frozen=True)
 class GateTool:
     """One deterministic tool: what the model is told about it."""
@@ -70,10 +55,17 @@ class GateTool:
     name: str
     description: str
     parameters: Mapping[str, Any]
+    #: The schema as JSON text, written once: each spec is parsed afresh from it.
+    _text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_text", json.dumps(self.parameters))
 
     def spec(self) -> ToolSpec:
         """The tool as the contract sends it, its strict schema unchanged."""
-        return ToolSpec(self.name, self.description, _fresh(self.parameters))
+        # A fresh copy for the loop to change as it likes; from JSON text, which costs a
+        # tenth of copy.deepcopy, and every case hands its loop the four schemas.
+        return ToolSpec(self.name, self.description, json.loads(self._text))
 
     def gemini_spec(self, *, upper: bool = True) -> ToolSpec:
         """The tool with its schema in the form Gemini's ``parameters`` accepts."""

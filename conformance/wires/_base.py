@@ -10,6 +10,7 @@ on every run.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -79,6 +80,7 @@ def _digest(data: bytes) -> bytes:
     return bytes(_SHA256(data).digest())
 
 
+@functools.lru_cache(maxsize=4096)  # a conversation asks for the same ids turn after turn
 def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM) -> str:
     """An id shaped like a provider's own (``call_`` + 24 characters), the same for a seed.
 
@@ -91,6 +93,7 @@ def provider_id(prefix: str, seed: str, length: int = 24, alphabet: str = _ALNUM
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:length])
 
 
+@functools.lru_cache(maxsize=1024)
 def signature(seed: str, size: int = 72) -> str:
     """An opaque signature as providers send one: ``size`` bytes in standard base64, padded,
     the same for a seed. Real signatures are base64 of binary data, and an SDK that holds

@@ -14,7 +14,8 @@ calling forces into ``required`` is the same property when its type admits
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Set
+from collections.abc import Mapping
+from typing import Any, List, Optional, Set
 
 __all__ = ["schema_difference"]
 
