@@ -39,7 +39,10 @@ from conformance.gate.stages import LOOP_MODES, STAGES
 from conformance.wires import WIRES
 
 from . import gate_zoo as zoo
-from .test_provider_support import LONG_TESTS
+from .test_provider_support import LONG_TESTS, asyncio_debug_off_for_module
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 TIMEOUT = 3.0
 _CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)

@@ -38,6 +38,11 @@ from conformance.gate.tools import tool_specs
 from conformance.reference.openai_chat import OpenAIChatBackend
 from tests.mutants.openai_chat import MUTANTS
 
+from .test_provider_support import asyncio_debug_off_for_module
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
+
 #: The reference openai-chat backend, with one case skipped by the target for a reason of its own.
 SKIP_REASON = "this backend is never cancelled by its callers"
 REFERENCE = BackendConformanceTarget(

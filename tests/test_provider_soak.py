@@ -27,7 +27,16 @@ from typing import Any, Callable, List, Optional, Set
 
 from conformance.provider import FakeProvider, JsonReply, RecordedRequest, StreamReply, start_fake_provider
 
-from .test_provider_support import LONG_TESTS, H2Client, RawConnection, http1_request
+from .test_provider_support import (
+    LONG_TESTS,
+    H2Client,
+    RawConnection,
+    asyncio_debug_off_for_module,
+    http1_request,
+)
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 try:
     import h2  # noqa: F401
@@ -111,8 +120,9 @@ class Batch:
                     return
                 if connection is None:
                     connection = RawConnection(port)
-                action = rng.choices(["json", "stream", "cut", "reset", "leave", "big"],
-                                     [40, 30, 8, 8, 7, 7])[0]
+                action = rng.choices(
+                    ["json", "stream", "cut", "reset", "leave", "big"], [40, 30, 8, 8, 7, 7]
+                )[0]
                 kind = {"cut": "hang", "reset": "hang", "leave": "json"}.get(action, action)
                 path = f"/{kind}/h1/{index}/{number}"
                 connection.send(http1_request("POST", path, b'{"n":%d}' % number))
@@ -138,13 +148,17 @@ class Batch:
                     return
                 if client is None:
                     client = H2Client(port)
-                action = rng.choices(["json", "stream", "reset-stream", "goaway", "rst", "leave", "big"],
-                                     [35, 25, 12, 8, 8, 6, 6])[0]
+                action = rng.choices(
+                    ["json", "stream", "reset-stream", "goaway", "rst", "leave", "big"],
+                    [35, 25, 12, 8, 8, 6, 6],
+                )[0]
                 kind = {"reset-stream": "hang", "goaway": "stream", "rst": "hang", "leave": "json"}.get(
-                    action, action)
+                    action, action
+                )
                 path = f"/{kind}/h2/{index}/{number}"
-                sid = client.request("POST", path, b'{"n":%d}' % number,
-                                     [("content-type", "application/json")])
+                sid = client.request(
+                    "POST", path, b'{"n":%d}' % number, [("content-type", "application/json")]
+                )
                 self._sent(path)
                 if action in ("json", "stream"):
                     client.response(sid)
@@ -299,7 +313,7 @@ class TestCloseInFlight(unittest.TestCase):
         def handler(request: RecordedRequest) -> Any:
             return never(request) if request.path == "/pending" else _handler(request)
 
-        for http2 in ((False, True) if HAVE_H2 else (False,)):
+        for http2 in (False, True) if HAVE_H2 else (False,):
             with self.subTest(http2=http2):
                 provider = start_fake_provider(http2=http2)
                 provider.reply(handler)
@@ -355,23 +369,29 @@ class TestH2FlowControl(unittest.TestCase):
         # flow control and a fifth of the time.
         body = os.urandom((10 if LONG_TESTS else 2) * 1024 * 1024)
         with start_fake_provider(http2=True) as provider:
-            provider.reply(StreamReply([body[i:i + (1 << 20)] for i in range(0, len(body), 1 << 20)],
-                                       content_type="application/octet-stream"))
+            provider.reply(
+                StreamReply(
+                    [body[i : i + (1 << 20)] for i in range(0, len(body), 1 << 20)],
+                    content_type="application/octet-stream",
+                )
+            )
             with socket.create_connection(("127.0.0.1", provider.port), timeout=10) as sock:
                 # The h2 state machine raises FlowControlError if the peer sends past a window.
                 conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
                 conn.initiate_connection()
                 sock.sendall(conn.data_to_send())
-                conn.send_headers(1, [(":method", "POST"), (":path", "/up"), (":scheme", "http"),
-                                      (":authority", "127.0.0.1")])
+                conn.send_headers(
+                    1,
+                    [(":method", "POST"), (":path", "/up"), (":scheme", "http"), (":authority", "127.0.0.1")],
+                )
                 received: List[bytes] = []
                 offset, ended, reads = 0, False, 0
                 while not ended and reads < 200000:
-                    size = min(len(body) - offset, conn.local_flow_control_window(1),
-                               conn.max_outbound_frame_size)
+                    size = min(
+                        len(body) - offset, conn.local_flow_control_window(1), conn.max_outbound_frame_size
+                    )
                     if offset < len(body) and size > 0:
-                        conn.send_data(1, body[offset:offset + size],
-                                       end_stream=offset + size == len(body))
+                        conn.send_data(1, body[offset : offset + size], end_stream=offset + size == len(body))
                         offset += size
                         sock.sendall(conn.data_to_send())
                         continue

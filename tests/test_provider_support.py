@@ -10,7 +10,7 @@ import contextlib
 import os
 import socket
 import struct
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 TIMEOUT = 10.0
 
@@ -40,6 +40,31 @@ def asyncio_debug_in_long_runs_only() -> Iterator[None]:
     # A new loop takes its mode from this function (asyncio 3.9 to 3.13).
     with mock.patch.object(asyncio.coroutines, "_is_debug_mode", return_value=False):
         yield
+
+
+class AsyncioDebugOff:
+    """:func:`asyncio_debug_in_long_runs_only` for a whole module, from its
+    ``setUpModule`` (:meth:`start`) to its ``tearDownModule`` (:meth:`stop`).
+
+    For the modules that run whole suites through a real SDK or a zoo of broken
+    loops: there debug mode triples the time of the gate's cases and adds a tenth to
+    the SDKs', and decides no verdict. CI (CONFORMANCE_LONG_TESTS=1) keeps it on.
+    """
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+
+    def start(self) -> None:
+        self._stack.enter_context(asyncio_debug_in_long_runs_only())
+
+    def stop(self) -> None:
+        self._stack.close()
+
+
+def asyncio_debug_off_for_module() -> Tuple[Callable[[], None], Callable[[], None]]:
+    """A module's ``setUpModule`` and ``tearDownModule`` when it needs no others."""
+    off = AsyncioDebugOff()
+    return off.start, off.stop
 
 
 #: GOAWAY(last_stream_id=0, NO_ERROR), as the AWS SDK for JavaScript sends it.
@@ -212,24 +237,32 @@ class H2Client:
         self.sock.shutdown(socket.SHUT_WR)
         self.write_shut = True
 
-    def request(self, method: str, path: str, body: bytes = b"",
-                headers: Optional[List[Tuple[str, str]]] = None) -> int:
+    def request(
+        self, method: str, path: str, body: bytes = b"", headers: Optional[List[Tuple[str, str]]] = None
+    ) -> int:
         sid: int = self.conn.get_next_available_stream_id()
         self.responses[sid] = H2Response()
-        head = [(":method", method), (":path", path), (":scheme", "http"),
-                (":authority", f"127.0.0.1:{self.port}")]
+        head = [
+            (":method", method),
+            (":path", path),
+            (":scheme", "http"),
+            (":authority", f"127.0.0.1:{self.port}"),
+        ]
         head.extend(headers or [])
         self.conn.send_headers(sid, head, end_stream=not body)
         self.flush()
         offset = 0
         while offset < len(body):
-            size = min(len(body) - offset, self.conn.local_flow_control_window(sid),
-                       self.conn.max_outbound_frame_size)
+            size = min(
+                len(body) - offset,
+                self.conn.local_flow_control_window(sid),
+                self.conn.max_outbound_frame_size,
+            )
             if size <= 0:
                 self.pump()
                 continue
             end = offset + size == len(body)
-            self.conn.send_data(sid, body[offset:offset + size], end_stream=end)
+            self.conn.send_data(sid, body[offset : offset + size], end_stream=end)
             offset += size
             self.flush()
         return sid
@@ -294,7 +327,9 @@ class H2Client:
         assert settings is not None
         self.sock.sendall(
             f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\n"
-            "Upgrade: h2c\r\nHTTP2-Settings: ".encode() + settings.rstrip(b"=") + b"\r\n\r\n"
+            "Upgrade: h2c\r\nHTTP2-Settings: ".encode()
+            + settings.rstrip(b"=")
+            + b"\r\n\r\n"
         )
         received = b""
         while b"\r\n\r\n" not in received:

@@ -18,6 +18,7 @@ from conformance.wires.anthropic import anthropic_wire
 from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
+from ..test_provider_support import AsyncioDebugOff
 from .framework_loops import HAVE_AGENTS, HAVE_TOOL_RUNNER, AnthropicToolRunnerLoop, OpenAIAgentsLoop, prime
 from .sdk_loops import LONG_TESTS, quick_suite
 
@@ -76,7 +77,11 @@ _AGENTS_LOG = logging.getLogger("openai.agents")
 _agents_level = _AGENTS_LOG.level
 
 
+_ASYNCIO_DEBUG = AsyncioDebugOff()  # unless CONFORMANCE_LONG_TESTS=1
+
+
 def tearDownModule() -> None:
+    _ASYNCIO_DEBUG.stop()
     _AGENTS_LOG.setLevel(_agents_level)
     if _saved is not None:
         _saved.__exit__(None, None, None)
@@ -84,6 +89,7 @@ def tearDownModule() -> None:
 
 def setUpModule() -> None:
     global _saved
+    _ASYNCIO_DEBUG.start()
     _saved = warnings.catch_warnings()
     _saved.__enter__()
     warnings.filterwarnings("ignore", message=_RUNNER_WARNING, category=UserWarning)

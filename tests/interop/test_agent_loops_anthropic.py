@@ -14,6 +14,7 @@ from typing import Any, Optional
 from conformance.gate import AgentLoopConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
+from ..test_provider_support import AsyncioDebugOff
 from ._support import HTTPX_H2_KEEPS_STREAM
 from .sdk_loops import (
     HAVE_ANTHROPIC,
@@ -43,9 +44,18 @@ def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: 
     return quick_suite(tests, QUICK)
 
 
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+_ASYNCIO_DEBUG = AsyncioDebugOff()
+
+
 def setUpModule() -> None:
+    _ASYNCIO_DEBUG.start()
     if HAVE_ANTHROPIC:
         warm_up("anthropic")
+
+
+def tearDownModule() -> None:
+    _ASYNCIO_DEBUG.stop()
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)

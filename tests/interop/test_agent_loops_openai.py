@@ -15,6 +15,7 @@ from conformance.gate import AgentLoopConformanceTestCase
 from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
+from ..test_provider_support import AsyncioDebugOff
 from ._support import HTTPX_H2_KEEPS_STREAM
 from .sdk_loops import (
     HAVE_OPENAI,
@@ -53,10 +54,19 @@ def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: 
     return quick_suite(tests, QUICK)
 
 
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+_ASYNCIO_DEBUG = AsyncioDebugOff()
+
+
 def setUpModule() -> None:
+    _ASYNCIO_DEBUG.start()
     if HAVE_OPENAI:
         warm_up("openai-chat")
         warm_up("openai-responses")
+
+
+def tearDownModule() -> None:
+    _ASYNCIO_DEBUG.stop()
 
 
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)

@@ -47,8 +47,12 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
+from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
 if HAVE_ANTHROPIC:  # imported once here: a first import inside a case's event loop is slow

@@ -17,7 +17,11 @@ from conformance.provider import start_fake_provider
 from conformance.wires._turns import play_turn
 from conformance.wires.anthropic import anthropic_wire
 
+from ..test_provider_support import asyncio_debug_off_for_module
 from ..turns_cases import REDACTED, SIGNATURE, scripted
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
 

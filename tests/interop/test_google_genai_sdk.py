@@ -55,6 +55,7 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.gemini import gemini_wire
 
+from ..test_provider_support import AsyncioDebugOff
 from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings
 
@@ -69,11 +70,16 @@ HAVE_H2 = importlib.util.find_spec("h2") is not None
 _SDK_WARNINGS = ThirdPartyWarnings(r"(google|pydantic)(\.|$)")
 
 
+_ASYNCIO_DEBUG = AsyncioDebugOff()  # unless CONFORMANCE_LONG_TESTS=1
+
+
 def setUpModule() -> None:
     _SDK_WARNINGS.start()
+    _ASYNCIO_DEBUG.start()
 
 
 def tearDownModule() -> None:
+    _ASYNCIO_DEBUG.stop()
     _SDK_WARNINGS.stop()
 
 

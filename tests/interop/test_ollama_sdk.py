@@ -40,8 +40,12 @@ from conformance.contract import (
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.ollama import ollama_wire
 
+from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
 from ._support import HTTPX_H2_SKIPS
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
 HAVE_H2 = importlib.util.find_spec("h2") is not None

@@ -14,8 +14,12 @@ from typing import Mapping
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.openai_chat import openai_chat_wire
 
+from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
 from .openai_chat_adapter import HAVE_OPENAI, AsyncOpenAIChatBackend, SyncOpenAIChatBackend
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 SKIP_REASON = "openai is not installed: pip install openai"
 

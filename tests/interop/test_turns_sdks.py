@@ -19,6 +19,11 @@ from conformance.wires._turns import ScriptedCall, ScriptedTurn, play_turn
 from conformance.wires.ollama import ollama_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
+from ..test_provider_support import asyncio_debug_off_for_module
+
+#: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
+
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 HAVE_OLLAMA = importlib.util.find_spec("ollama") is not None
 TIMEOUT = 10.0
