@@ -14,11 +14,13 @@ does (crewAI ``lib/crewai/tests/cassettes/llms/google/test_google_streaming_retu
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import JsonReply
 from ._base import Variant, http_date
+
+if TYPE_CHECKING:
+    from ..provider.replies import JsonReply
 
 __all__ = [
     "ERRORS",
@@ -189,6 +191,8 @@ def error_body(scenario: str, variant: str = "") -> Dict[str, Any]:
 
 def error_reply(scenario: str, variant: str = "", sse: bool = False) -> JsonReply:
     """The whole error response for ``scenario``; ``sse`` where the request asked for ``alt=sse``."""
+    from ..provider.replies import JsonReply
+
     body = error_body(scenario, variant)
     content_type = "text/event-stream" if sse else "application/json; charset=UTF-8"
     return JsonReply(

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from ..contract import Reasoning, ReasoningKind
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
     Variant,
     Wire,
@@ -41,7 +40,6 @@ from ._base import (
     fixture_tool_schema,
     json_object,
     provider_id,
-    schema_difference,
     signature,
     tcp_chunks,
 )
@@ -55,6 +53,7 @@ from ._gemini_errors import (
 )
 
 if TYPE_CHECKING:
+    from ..provider.replies import RecordedRequest, Reply, StreamReply
     from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["GeminiWire", "gemini_wire"]
@@ -202,6 +201,8 @@ class _Events:
         return out
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         content_type = "text/event-stream" if self.sse else "application/json; charset=UTF-8"
         chunks = self.encoded()
         if hang and not self.sse:
@@ -276,6 +277,8 @@ class GeminiWire(Wire):
         return request.path.endswith(":streamGenerateContent")
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
+        from ..provider.replies import JsonReply
+
         found = MODEL_PATH.search(request.path)
         if found and request.path.endswith(":countTokens") and request.method == "POST":
             # models.count_tokens
@@ -334,6 +337,8 @@ class GeminiWire(Wire):
         return self._stream(scenario, model, sse, variant)
 
     def _whole(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = generate_content_response(model, [candidate([text_part(FX.text)], "STOP")])
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -396,6 +401,7 @@ class GeminiWire(Wire):
         a call whose arguments are not a JSON object makes the turn
         ``MALFORMED_FUNCTION_CALL``, as Gemini answers one.
         """
+        from ..provider.replies import JsonReply
         from ._gemini_turns import (
             MALFORMED_CALL,
             call_parts,
@@ -480,6 +486,7 @@ class GeminiWire(Wire):
 
     def history_error(self, problems: Sequence[str]) -> Reply:
         """Gemini's 400 ``INVALID_ARGUMENT``, a ``google.rpc.Status`` quoting the first problem."""
+        from ..provider.replies import JsonReply
         from ._gemini_turns import history_error_body
 
         return JsonReply(
@@ -574,6 +581,8 @@ def _check_contents(contents: Any) -> List[str]:
 
 
 def _check_tools(tools: Any) -> List[str]:
+    from ._schema import schema_difference
+
     if not isinstance(tools, list):
         return [
             'expected tools to be [{"functionDeclarations": [{"name": "get_weather", ...}]}], '
