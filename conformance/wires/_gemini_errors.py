@@ -13,7 +13,6 @@ does (crewAI ``lib/crewai/tests/cassettes/llms/google/test_google_streaming_retu
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
@@ -48,6 +47,8 @@ def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str
 
 
 def pretty_json(body: Any) -> bytes:
+    import json
+
     # Google's front end indents whole JSON bodies by two spaces; SSE events stay on one line.
     return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8")
 

@@ -27,7 +27,6 @@ Usage is split: ``input_tokens`` in ``message_start``, the final ``output_tokens
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
@@ -350,6 +349,8 @@ TURN_STOP_REASONS: Mapping[str, str] = {
 
 
 def _turn_input(arguments: str) -> Dict[str, Any]:
+    import json
+
     # A whole reply carries input as an object; arguments scripted corrupt (a cut-off
     # call) have no object form, and arrive as the empty input a cut leaves.
     try:
@@ -845,6 +846,8 @@ class AnthropicWire(Wire):
         return JsonReply(body, headers=_headers())
 
     def _stream(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
+        import json
+
         seed = f"{self.name}/{scenario}"
         out = _Events(model)
         out.message_start()

@@ -29,11 +29,8 @@ its message.
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import unquote
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
 from ..fixture import CONFORMANCE_FIXTURE as FX
@@ -82,6 +79,8 @@ _ROUTE = re.compile(r"/model/(?P<model>[^/]+)/(?P<operation>converse|converse-st
 
 
 def _input_json() -> str:
+    import json
+
     # The fragments Bedrock streams spell the input as the model wrote it.
     return json.dumps(dict(FX.tool_arguments), ensure_ascii=False)
 
@@ -92,6 +91,8 @@ def _usage() -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    import uuid  # per reply, not per import: it costs a test module milliseconds
+
     # A fresh request id on every response, a UUID as AWS's own.
     headers = {"date": http_date(), "x-amzn-RequestId": str(uuid.uuid4())}
     headers.update(extra or {})
@@ -306,6 +307,8 @@ TURN_STOP_REASONS: Mapping[str, str] = {
 
 
 def _turn_input(arguments: str) -> Any:
+    import json
+
     # Converse's whole reply carries input as a JSON document; scripted arguments that
     # do not parse (a cut-off call) arrive as the empty object.
     try:
@@ -845,6 +848,8 @@ def _route(path: str) -> Optional[re.Match[str]]:
 
 
 def _check_model(segment: str, model: str) -> List[str]:
+    from urllib.parse import unquote  # per check, not per import, as uuid above
+
     if unquote(segment) != model:
         return [f"expected model {model!r} in the path, got {unquote(segment)!r}"]
     if not _ENCODED_SEGMENT.fullmatch(segment):

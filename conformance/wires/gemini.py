@@ -26,8 +26,7 @@ element; the wire serves that form too, since a backend that forgot the query me
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import binascii
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -36,6 +35,7 @@ from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
     Variant,
     Wire,
+    _digest,
     dumps,
     fixture_tool_schema,
     json_object,
@@ -69,8 +69,10 @@ RESPONSE_ID = provider_id("", "gemini/response", 23)
 #: The id some Gemini 3 replies put on a ``functionCall`` (8 mixed-case alphanumerics,
 #: as ``whZntcQw`` in simonw/llm-gemini's cassettes); Gemini 2.x sends none.
 FUNCTION_CALL_ID = provider_id("", "gemini/function-call", 8)
-#: An opaque ``thoughtSignature`` (base64, as the SDK insists) beside the call.
-THOUGHT_SIGNATURE = base64.b64encode(hashlib.sha256(b"gemini/thought-signature").digest() * 2).decode("ascii")
+#: An opaque ``thoughtSignature`` (base64, as the SDK insists) beside the call. Made
+#: with the SHA-256 every wire uses: hashlib's would load OpenSSL with the module.
+_THOUGHT_DIGEST = _digest(b"gemini/thought-signature")
+THOUGHT_SIGNATURE = binascii.b2a_base64(_THOUGHT_DIGEST * 2, newline=False).decode("ascii")
 
 
 def _usage(final: bool = True) -> Dict[str, Any]:

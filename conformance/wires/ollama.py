@@ -26,7 +26,6 @@ it, a value of the wrong type (see ``read_history``).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolResult
@@ -277,6 +276,8 @@ def _turn_parts(turn: ScriptedTurn) -> Tuple[str, str, List[Optional[Dict[str, A
     tool parser emits a call only once it parses, and passes text it cannot parse on
     as content (ollama/ollama-python#279 saw calls arrive as text).
     """
+    import json
+
     thinking = "".join(r.text for r in turn.reasoning if str(r.kind) == ReasoningKind.THINKING.value)
     entries: List[Optional[Dict[str, Any]]] = []
     for call in turn.calls:

@@ -35,7 +35,6 @@ Scripted turns add ``reasoning`` items (summary deltas, then the item whole with
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -81,6 +80,8 @@ CONTEXT_MESSAGE = (
 
 
 def _arguments() -> str:
+    import json
+
     # OpenAI spaces its argument JSON the way json.dumps does by default.
     return json.dumps(dict(FX.tool_arguments), ensure_ascii=False)
 
@@ -807,6 +808,8 @@ class _HistoryReader:
         self.waiting_reasoning.append(str(rid or where))
 
     def function_call(self, item: Mapping[str, Any], where: str) -> None:
+        import json
+
         self.start_assistant_item(where)
         self.satisfy_reasoning()
         call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
