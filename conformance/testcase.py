@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Mapping, Optional
 
-from .contract import ChatRequest
 from .errors import TargetDefinitionError
 from .scenarios import MODES, SCENARIOS
 from .wires._base import Wire
 
 if TYPE_CHECKING:
     from .cases import BackendConformanceTarget
+    from .contract import ChatRequest
 
 __all__ = ["BackendConformanceTestCase"]
 

@@ -9,6 +9,7 @@ import unittest
 from pathlib import Path
 
 import conformance
+import conformance.wires
 
 PACKAGE = Path(conformance.__file__).resolve().parent
 
@@ -54,10 +55,68 @@ class PublicApiTests(unittest.TestCase):
             "start_fake_provider().close(); print(before, 'h2' in sys.modules)"
         )
         done = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
             cwd=PACKAGE.parent,
         )
         self.assertEqual(done.stdout.strip(), "(False, False) False", done.stderr)
+
+    def test_naming_a_wire_loads_only_what_its_definitions_need(self) -> None:
+        """The tutorial's import with any wire leaves replies, encoders, turns and other wires unloaded."""
+        # What a case needs once it runs, not a test module when it is imported.
+        unwanted = (
+            "asyncio",
+            "socket",
+            "unittest",
+            "json",
+            "uuid",
+            "hashlib",
+            "urllib.parse",
+            "conformance.cases",
+            "conformance.encoders",
+            "conformance.provider",
+            "conformance.provider.replies",
+            "conformance.wires._schema",
+            "conformance.wires._turns",
+            "conformance.wires._tool_results",
+        )
+        wires = ("anthropic", "bedrock", "gemini", "ollama", "openai_chat", "openai_responses")
+        for name in conformance.wires._MODULES:
+            with self.subTest(wire=name):
+                code = (
+                    f"import sys; from conformance import BackendConformanceTestCase, {name}; "
+                    f"print(' '.join(m for m in {unwanted!r} if m in sys.modules) or '-'); "
+                    f"print(' '.join(w for w in {wires!r} if 'conformance.wires.' + w in sys.modules))"
+                )
+                done = subprocess.run(
+                    [sys.executable, "-c", code],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    cwd=PACKAGE.parent,
+                )
+                loaded, own = (done.stdout.splitlines() + ["", ""])[:2]
+                self.assertEqual(
+                    loaded,
+                    "-",
+                    f"importing {name} loaded {loaded}: import them where "
+                    f"a reply or check uses them ({done.stderr})",
+                )
+                self.assertEqual(own, conformance.wires._MODULES[name], "only the named wire loads")
+
+    def test_helpers_for_a_wire_of_ones_own_import_from_the_base(self) -> None:
+        """The turn and schema helpers wires._base passes on are the objects their modules define."""
+        from conformance.wires import _base, _schema, _turns
+
+        for name in ("History", "ScriptedCall", "ScriptedTurn", "TurnEvents", "split_text"):
+            with self.subTest(name=name):
+                self.assertIs(getattr(_base, name), getattr(_turns, name))
+        self.assertIs(_base.schema_difference, _schema.schema_difference)
+        self.assertLessEqual(set(_base.__all__), set(dir(_base)) | set(_base._REEXPORTS))
+        with self.assertRaisesRegex(AttributeError, "has no attribute 'Histroy'"):
+            _base.Histroy  # noqa: B018
 
 
 if __name__ == "__main__":

@@ -15,13 +15,27 @@ import importlib
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Collection,
+    Dict,
+    FrozenSet,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
-from ..contract import Reasoning
 from ..fixture import CONFORMANCE_FIXTURE
-from ..provider.replies import JsonReply, RecordedRequest, Reply
-from ._schema import schema_difference
-from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, first_problem, split_text
+
+if TYPE_CHECKING:
+    from ..contract import Reasoning
+    from ..provider.replies import RecordedRequest, Reply
+    from ._schema import schema_difference
+    from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, split_text
 
 __all__ = [
     "History",
@@ -45,6 +59,27 @@ __all__ = [
     "tcp_chunks",
     "text_of",
 ]
+
+#: Names this module passes on from where they live, loaded when first asked for: the
+#: turn and schema helpers serve a case's requests, not the import of a test module.
+_REEXPORTS = {
+    "History": "_turns",
+    "ScriptedCall": "_turns",
+    "ScriptedTurn": "_turns",
+    "TurnEvents": "_turns",
+    "split_text": "_turns",
+    "schema_difference": "_schema",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _REEXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -357,6 +392,8 @@ class Wire:
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         """The answer to a request that is not the generation call: a clear 404 by default."""
+        from ..provider.replies import JsonReply
+
         return JsonReply(
             {
                 "error": {
@@ -405,6 +442,9 @@ class Wire:
         By default a generic ``{"error": {"message", "type": "invalid_request_error"}}``
         400 quoting the first problem; each shipped wire gives its provider's shape.
         """
+        from ..provider.replies import JsonReply
+        from ._turns import first_problem
+
         return JsonReply(
             {"error": {"message": first_problem(problems), "type": "invalid_request_error"}},
             status=400,
@@ -554,6 +594,8 @@ def check_function_tool(tools: Any, normal: Callable[[Any], Any] = lambda schema
             'expected a tool {"type": "function", "function": {"name": "get_weather", ...}}, '
             f"got function names {names!r}"
         ]
+    from ._schema import schema_difference
+
     parameters = named[0].get("parameters")
     expected = dict(fixture_tool_schema())
     difference = schema_difference(expected, normal(parameters))

@@ -13,12 +13,13 @@ does (crewAI ``lib/crewai/tests/cassettes/llms/google/test_google_streaming_retu
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import JsonReply
 from ._base import Variant, http_date
+
+if TYPE_CHECKING:
+    from ..provider.replies import JsonReply
 
 __all__ = [
     "ERRORS",
@@ -46,6 +47,8 @@ def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str
 
 
 def pretty_json(body: Any) -> bytes:
+    import json
+
     # Google's front end indents whole JSON bodies by two spaces; SSE events stay on one line.
     return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8")
 
@@ -189,6 +192,8 @@ def error_body(scenario: str, variant: str = "") -> Dict[str, Any]:
 
 def error_reply(scenario: str, variant: str = "", sse: bool = False) -> JsonReply:
     """The whole error response for ``scenario``; ``sse`` where the request asked for ``alt=sse``."""
+    from ..provider.replies import JsonReply
+
     body = error_body(scenario, variant)
     content_type = "text/event-stream" if sse else "application/json; charset=UTF-8"
     return JsonReply(

@@ -11,7 +11,6 @@ provider only knows what the flag says.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Optional
 
 from ..contract import ToolError, ToolResult
@@ -21,6 +20,8 @@ __all__ = ["flagged_result"]
 
 def _structured(text: str) -> Optional[ToolError]:
     """The :class:`ToolError` ``text`` spells in :attr:`ToolResult.text`'s form, else ``None``."""
+    import json
+
     try:
         data: Any = json.loads(text)
     except ValueError:

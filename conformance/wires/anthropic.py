@@ -27,17 +27,11 @@ Usage is split: ``input_tokens`` in ``message_start``, the final ``output_tokens
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
-from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
-    History,
-    ScriptedTurn,
-    TurnEvents,
     Variant,
     Wire,
     check_json_post,
@@ -47,13 +41,14 @@ from ._base import (
     fresh_id,
     http_date,
     provider_id,
-    schema_difference,
     signature,
     tcp_chunks,
     text_of,
 )
-from ._tool_results import flagged_result
-from ._turns import first_problem
+
+if TYPE_CHECKING:
+    from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
+    from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["AnthropicWire", "anthropic_wire"]
 
@@ -148,6 +143,10 @@ class _Events:
     """Builds the events of one streamed message."""
 
     def __init__(self, model: str, message_id: str = MESSAGE_ID) -> None:
+        # Imported once per reply, not per event, nor with the module.
+        from ..encoders import sse
+
+        self.sse = sse
         self.model = model
         self.message_id = message_id
         self.events: List[bytes] = []
@@ -156,7 +155,7 @@ class _Events:
         self.pinged = False
 
     def emit(self, type_: str, **fields: Any) -> None:
-        self.events.append(sse(dumps({"type": type_, **fields}), event=type_))
+        self.events.append(self.sse(dumps({"type": type_, **fields}), event=type_))
 
     def message_start(self) -> None:
         start = message(self.model, [], None, _start_usage())
@@ -214,9 +213,11 @@ class _Events:
 
     def error(self, type_: str, message_: str) -> None:
         body = {"type": "error", "error": {"type": type_, "message": message_}}
-        self.events.append(sse(dumps({**body, "request_id": self.request_id}), event="error"))
+        self.events.append(self.sse(dumps({**body, "request_id": self.request_id}), event="error"))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         return StreamReply(
             tcp_chunks(self.events, seed),
             content_type="text/event-stream; charset=utf-8",
@@ -324,6 +325,8 @@ VARIANTS: Mapping[str, Any] = {
 
 def error_reply(scenario: str, variant: str = "") -> JsonReply:
     """The error body and headers Anthropic answers ``scenario`` (in ``variant``) with."""
+    from ..provider.replies import JsonReply
+
     status, type_, message_, details, extra = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     error: Dict[str, Any] = {"type": type_, "message": message_}
     if details is not None:
@@ -346,6 +349,8 @@ TURN_STOP_REASONS: Mapping[str, str] = {
 
 
 def _turn_input(arguments: str) -> Dict[str, Any]:
+    import json
+
     # A whole reply carries input as an object; arguments scripted corrupt (a cut-off
     # call) have no object form, and arrive as the empty input a cut leaves.
     try:
@@ -389,6 +394,8 @@ def turn_events(turn: ScriptedTurn, model: str) -> TurnEvents:
     in its ``content_block_start``. Each ``tool_use`` block opens with an empty
     ``partial_json``, as every real one does.
     """
+    from ._turns import TurnEvents
+
     out = _Events(model, turn_message_id(turn))
     out.message_start()
     for item in turn.reasoning:
@@ -576,6 +583,8 @@ class _HistoryReader:
         )
 
     def user(self, index: int, content: Any, pending: Sequence[str], pending_at: int) -> bool:
+        from ._tool_results import flagged_result
+
         if isinstance(content, str):
             if pending:
                 self.unanswered(pending_at, pending)
@@ -719,6 +728,8 @@ class _HistoryReader:
 
 def read_history(request: RecordedRequest) -> History:
     """The conversation a Messages request carried, in normal form, with every departure."""
+    from ._turns import History
+
     body = request.json if isinstance(request.json, dict) else {}
     reader = _HistoryReader(body)
     if not body:
@@ -742,6 +753,9 @@ def read_history(request: RecordedRequest) -> History:
 
 def history_error(problems: Sequence[str]) -> JsonReply:
     """Anthropic's 400 ``invalid_request_error`` for a malformed history, quoting the first problem."""
+    from ..provider.replies import JsonReply
+    from ._turns import first_problem
+
     rid = request_id()
     body = {
         "type": "error",
@@ -776,6 +790,8 @@ class AnthropicWire(Wire):
     variants_table = VARIANTS
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
+        from ..provider.replies import JsonReply
+
         # client.messages.count_tokens(): POST /v1/messages/count_tokens
         if request.method == "POST" and request.path.endswith("/v1/messages/count_tokens"):
             return JsonReply({"input_tokens": FX.usage.input_tokens}, headers=_headers())
@@ -807,6 +823,8 @@ class AnthropicWire(Wire):
         return self._stream(scenario, model, variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = message(model, [text_block(FX.text)], "end_turn")
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -828,6 +846,8 @@ class AnthropicWire(Wire):
         return JsonReply(body, headers=_headers())
 
     def _stream(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
+        import json
+
         seed = f"{self.name}/{scenario}"
         out = _Events(model)
         out.message_start()
@@ -856,6 +876,8 @@ class AnthropicWire(Wire):
     # -- multi-turn ---------------------------------------------------------------------
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        from ..provider.replies import JsonReply
+
         return JsonReply(turn_message(turn, _model(request)), headers=_headers())
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
@@ -913,6 +935,8 @@ def _check_messages(messages: Any) -> List[str]:
 
 
 def _check_tools(tools: Any) -> List[str]:
+    from ._schema import schema_difference
+
     if not isinstance(tools, list):
         return [f"expected tools to list get_weather, got {tools!r}"]
     named = [t for t in tools if isinstance(t, dict) and t.get("name") == FX.tool_name]

@@ -29,20 +29,12 @@ its message.
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
-from ..encoders import aws_event_stream_message
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
-    History,
-    ScriptedTurn,
-    TurnEvents,
     Variant,
     Wire,
     dumps,
@@ -50,12 +42,13 @@ from ._base import (
     http_date,
     json_object,
     provider_id,
-    schema_difference,
     signature,
     tcp_chunks,
 )
-from ._tool_results import flagged_result
-from ._turns import first_problem
+
+if TYPE_CHECKING:
+    from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
+    from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["BedrockConverseWire", "bedrock_converse_wire"]
 
@@ -86,6 +79,8 @@ _ROUTE = re.compile(r"/model/(?P<model>[^/]+)/(?P<operation>converse|converse-st
 
 
 def _input_json() -> str:
+    import json
+
     # The fragments Bedrock streams spell the input as the model wrote it.
     return json.dumps(dict(FX.tool_arguments), ensure_ascii=False)
 
@@ -96,6 +91,8 @@ def _usage() -> Dict[str, Any]:
 
 
 def _headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    import uuid  # per reply, not per import: it costs a test module milliseconds
+
     # A fresh request id on every response, a UUID as AWS's own.
     headers = {"date": http_date(), "x-amzn-RequestId": str(uuid.uuid4())}
     headers.update(extra or {})
@@ -157,33 +154,22 @@ def guardrail_trace() -> Dict[str, Any]:
 # -- streamed replies: ConverseStreamOutput events ---------------------------------------------
 
 
-def event_message(event_type: str, payload: Mapping[str, Any]) -> bytes:
-    """One ``:message-type: event`` message of the event stream."""
-    headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
-    return aws_event_stream_message(headers, dumps(payload).encode("utf-8"))
-
-
-def exception_message(exception_type: str, message: str) -> bytes:
-    """One ``:message-type: exception`` message: a modeled error after the 200."""
-    headers = {
-        ":exception-type": exception_type,
-        ":content-type": "application/json",
-        ":message-type": "exception",
-    }
-    return aws_event_stream_message(headers, dumps({"message": message}).encode("utf-8"))
-
-
 class _Events:
     """Builds the event-stream messages of one ConverseStream reply."""
 
     def __init__(self) -> None:
+        # Imported once per reply, not per event, nor with the module.
+        from ..encoders import aws_event_stream_message
+
+        self.encode = aws_event_stream_message
         self.events: List[bytes] = []
         self.block = -1
 
     def _event(self, event_type: str, payload: Dict[str, Any]) -> None:
         # The padding hides token lengths; its length varies from event to event.
         payload["p"] = _PADDING[: 1 + (len(self.events) * 17) % len(_PADDING)]
-        self.events.append(event_message(event_type, payload))
+        headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
+        self.events.append(self.encode(headers, dumps(payload).encode("utf-8")))
 
     def message_start(self) -> None:
         self._event("messageStart", {"role": "assistant"})
@@ -223,9 +209,17 @@ class _Events:
         self.metadata(trace)
 
     def exception(self, exception_type: str, message: str) -> None:
-        self.events.append(exception_message(exception_type, message))
+        """One ``:message-type: exception`` message: a modeled error after the 200."""
+        headers = {
+            ":exception-type": exception_type,
+            ":content-type": "application/json",
+            ":message-type": "exception",
+        }
+        self.events.append(self.encode(headers, dumps({"message": message}).encode("utf-8")))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         return StreamReply(
             tcp_chunks(self.events, seed), content_type=EVENT_STREAM, headers=_headers(), hang=hang
         )
@@ -280,6 +274,8 @@ STREAM_OVERLOADED = ("serviceUnavailableException", "Bedrock is unable to proces
 
 def error_reply(scenario: str) -> JsonReply:
     """The status, ``x-amzn-ErrorType`` and ``{"message": ...}`` Bedrock answers ``scenario`` with."""
+    from ..provider.replies import JsonReply
+
     status, name, message = ERRORS[scenario]
     headers = _headers({"x-amzn-ErrorType": f"{name}:{ERROR_NAMESPACE}"})
     return JsonReply({"message": message}, status=status, headers=headers)
@@ -311,6 +307,8 @@ TURN_STOP_REASONS: Mapping[str, str] = {
 
 
 def _turn_input(arguments: str) -> Any:
+    import json
+
     # Converse's whole reply carries input as a JSON document; scripted arguments that
     # do not parse (a cut-off call) arrive as the empty object.
     try:
@@ -347,6 +345,8 @@ def turn_events(turn: ScriptedTurn) -> TurnEvents:
     last ``reasoningContent.signature`` delta before ``contentBlockStop``; redacted
     reasoning is one ``reasoningContent.redactedContent`` delta.
     """
+    from ._turns import TurnEvents
+
     out = _Events()
     out.message_start()
     for item in turn.reasoning:
@@ -535,6 +535,8 @@ class _HistoryReader:
         )
 
     def user(self, index: int, content: List[Any], pending: Sequence[str]) -> None:
+        from ._tool_results import flagged_result
+
         texts: List[str] = []
         answered: List[str] = []
         for number, block in enumerate(content):
@@ -665,6 +667,8 @@ class _HistoryReader:
 
 def read_history(request: RecordedRequest, stream: bool) -> History:
     """The conversation a Converse request carried, in normal form, with every departure."""
+    from ._turns import History
+
     body = request.json if isinstance(request.json, dict) else {}
     reader = _HistoryReader(body)
     if not body:
@@ -679,6 +683,9 @@ def read_history(request: RecordedRequest, stream: bool) -> History:
 
 def history_error(problems: Sequence[str]) -> JsonReply:
     """Bedrock's 400 ``ValidationException`` for a malformed history, quoting the first problem."""
+    from ..provider.replies import JsonReply
+    from ._turns import first_problem
+
     headers = _headers({"x-amzn-ErrorType": f"ValidationException:{ERROR_NAMESPACE}"})
     return JsonReply({"message": first_problem(problems)}, status=400, headers=headers)
 
@@ -718,6 +725,8 @@ class BedrockConverseWire(Wire):
         return route is not None and route.group("operation") == "converse-stream"
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
+        from ..provider.replies import JsonReply
+
         message = (
             f"the {self.title} fake provider has no route for {request.method} {request.path}; "
             "only Converse and ConverseStream are scripted"
@@ -734,6 +743,8 @@ class BedrockConverseWire(Wire):
         return self._stream(scenario, variant)
 
     def _whole(self, scenario: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = converse_response([{"text": FX.text}], "end_turn")
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -793,6 +804,8 @@ class BedrockConverseWire(Wire):
     # -- multi-turn ---------------------------------------------------------------------
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        from ..provider.replies import JsonReply
+
         return JsonReply(turn_response(turn), headers=_headers())
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
@@ -835,6 +848,8 @@ def _route(path: str) -> Optional[re.Match[str]]:
 
 
 def _check_model(segment: str, model: str) -> List[str]:
+    from urllib.parse import unquote  # per check, not per import, as uuid above
+
     if unquote(segment) != model:
         return [f"expected model {model!r} in the path, got {unquote(segment)!r}"]
     if not _ENCODED_SEGMENT.fullmatch(segment):
@@ -877,6 +892,8 @@ def _check_system(system: Any) -> List[str]:
 
 
 def _check_tools(tool_config: Any) -> List[str]:
+    from ._schema import schema_difference
+
     tools = tool_config.get("tools") if isinstance(tool_config, dict) else None
     if not isinstance(tools, list):
         return [f"expected toolConfig.tools to list the get_weather toolSpec, got toolConfig={tool_config!r}"]

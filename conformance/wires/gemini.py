@@ -26,22 +26,20 @@ element; the wire serves that form too, since a backend that forgot the query me
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import binascii
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Reasoning, ReasoningKind
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
     Variant,
     Wire,
+    _digest,
     dumps,
     fixture_tool_schema,
     json_object,
     provider_id,
-    schema_difference,
     signature,
     tcp_chunks,
 )
@@ -55,6 +53,7 @@ from ._gemini_errors import (
 )
 
 if TYPE_CHECKING:
+    from ..provider.replies import RecordedRequest, Reply, StreamReply
     from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["GeminiWire", "gemini_wire"]
@@ -70,8 +69,10 @@ RESPONSE_ID = provider_id("", "gemini/response", 23)
 #: The id some Gemini 3 replies put on a ``functionCall`` (8 mixed-case alphanumerics,
 #: as ``whZntcQw`` in simonw/llm-gemini's cassettes); Gemini 2.x sends none.
 FUNCTION_CALL_ID = provider_id("", "gemini/function-call", 8)
-#: An opaque ``thoughtSignature`` (base64, as the SDK insists) beside the call.
-THOUGHT_SIGNATURE = base64.b64encode(hashlib.sha256(b"gemini/thought-signature").digest() * 2).decode("ascii")
+#: An opaque ``thoughtSignature`` (base64, as the SDK insists) beside the call. Made
+#: with the SHA-256 every wire uses: hashlib's would load OpenSSL with the module.
+_THOUGHT_DIGEST = _digest(b"gemini/thought-signature")
+THOUGHT_SIGNATURE = binascii.b2a_base64(_THOUGHT_DIGEST * 2, newline=False).decode("ascii")
 
 
 def _usage(final: bool = True) -> Dict[str, Any]:
@@ -202,6 +203,8 @@ class _Events:
         return out
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         content_type = "text/event-stream" if self.sse else "application/json; charset=UTF-8"
         chunks = self.encoded()
         if hang and not self.sse:
@@ -276,6 +279,8 @@ class GeminiWire(Wire):
         return request.path.endswith(":streamGenerateContent")
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
+        from ..provider.replies import JsonReply
+
         found = MODEL_PATH.search(request.path)
         if found and request.path.endswith(":countTokens") and request.method == "POST":
             # models.count_tokens
@@ -334,6 +339,8 @@ class GeminiWire(Wire):
         return self._stream(scenario, model, sse, variant)
 
     def _whole(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = generate_content_response(model, [candidate([text_part(FX.text)], "STOP")])
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -396,6 +403,7 @@ class GeminiWire(Wire):
         a call whose arguments are not a JSON object makes the turn
         ``MALFORMED_FUNCTION_CALL``, as Gemini answers one.
         """
+        from ..provider.replies import JsonReply
         from ._gemini_turns import (
             MALFORMED_CALL,
             call_parts,
@@ -480,6 +488,7 @@ class GeminiWire(Wire):
 
     def history_error(self, problems: Sequence[str]) -> Reply:
         """Gemini's 400 ``INVALID_ARGUMENT``, a ``google.rpc.Status`` quoting the first problem."""
+        from ..provider.replies import JsonReply
         from ._gemini_turns import history_error_body
 
         return JsonReply(
@@ -574,6 +583,8 @@ def _check_contents(contents: Any) -> List[str]:
 
 
 def _check_tools(tools: Any) -> List[str]:
+    from ._schema import schema_difference
+
     if not isinstance(tools, list):
         return [
             'expected tools to be [{"functionDeclarations": [{"name": "get_weather", ...}]}], '

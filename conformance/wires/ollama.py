@@ -26,17 +26,11 @@ it, a value of the wrong type (see ``read_history``).
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolResult
-from ..encoders import ndjson
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
-    History,
-    ScriptedTurn,
-    TurnEvents,
     Variant,
     Wire,
     check_function_tool,
@@ -44,10 +38,12 @@ from ._base import (
     check_question,
     http_date,
     provider_id,
-    split_text,
     tcp_chunks,
 )
-from ._turns import first_problem
+
+if TYPE_CHECKING:
+    from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
+    from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["OllamaWire", "ollama_wire"]
 
@@ -129,11 +125,15 @@ class _Lines:
     """Builds the NDJSON lines of one streamed ``/api/chat`` answer."""
 
     def __init__(self, model: str) -> None:
+        # Imported once per reply, not per event, nor with the module.
+        from ..encoders import ndjson
+
+        self.ndjson = ndjson
         self.model = model
         self.lines: List[bytes] = []
 
     def add(self, body: Dict[str, Any]) -> None:
-        self.lines.append(ndjson(body))
+        self.lines.append(self.ndjson(body))
 
     def text(self, text: str, pieces: int = 4) -> None:
         step = max(1, -(-len(text) // pieces))
@@ -147,9 +147,11 @@ class _Lines:
         self.add(chat_response(self.model, len(self.lines), "", done_reason))
 
     def error(self, message: str) -> None:
-        self.lines.append(ndjson({"error": message}))
+        self.lines.append(self.ndjson({"error": message}))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         return StreamReply(
             tcp_chunks(self.lines, seed), content_type=NDJSON_TYPE, headers=_headers(), hang=hang
         )
@@ -258,6 +260,8 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
 
 def error_reply(scenario: str, variant: str = "") -> JsonReply:
     """The ``{"error": ...}`` body and status Ollama answers ``scenario`` (in ``variant``) with."""
+    from ..provider.replies import JsonReply
+
     status, body = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     return JsonReply(body, status=status, headers=_headers(), content_type=JSON_TYPE)
 
@@ -272,6 +276,8 @@ def _turn_parts(turn: ScriptedTurn) -> Tuple[str, str, List[Optional[Dict[str, A
     tool parser emits a call only once it parses, and passes text it cannot parse on
     as content (ollama/ollama-python#279 saw calls arrive as text).
     """
+    import json
+
     thinking = "".join(r.text for r in turn.reasoning if str(r.kind) == ReasoningKind.THINKING.value)
     entries: List[Optional[Dict[str, Any]]] = []
     for call in turn.calls:
@@ -312,6 +318,9 @@ def _model(request: RecordedRequest) -> str:
 
 def _stream_turn(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     """The NDJSON lines of ``turn``: thinking, then text, then one line per whole call."""
+    from ..encoders import ndjson
+    from ._turns import TurnEvents, split_text
+
     model = _model(request)
     thinking, text, entries = _turn_parts(turn)
     lines: List[bytes] = []
@@ -433,6 +442,8 @@ def read_history(request: RecordedRequest, stream: bool) -> History:
     string. It matches results to calls by name and order and checks neither, so
     nothing else is refused here.
     """
+    from ._turns import History
+
     body = request.json
     if not isinstance(body, dict):
         return History((), (_unmarshal("body", body, "api.ChatRequest"),), stream=stream)
@@ -497,6 +508,8 @@ class OllamaWire(Wire):
         return not (isinstance(request.json, dict) and request.json.get("stream") is False)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
+        from ..provider.replies import JsonReply
+
         path = request.path
         if path in ("/", "") and request.method in ("GET", "HEAD"):
             return JsonReply(b"Ollama is running", content_type="text/plain; charset=utf-8")
@@ -532,6 +545,8 @@ class OllamaWire(Wire):
         return self._stream(scenario, model)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = chat_response(model, 0, FX.text, "stop")
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -581,6 +596,8 @@ class OllamaWire(Wire):
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
         """One ``ChatResponse``: ``thinking``, ``content``, the calls whole, ``done_reason``."""
+        from ..provider.replies import JsonReply
+
         thinking, text, entries = _turn_parts(turn)
         # A call the parser could not read stays in the text, as the server passes it on.
         text += "".join(turn.calls[n].arguments for n, entry in enumerate(entries) if entry is None)
@@ -596,6 +613,9 @@ class OllamaWire(Wire):
 
     def history_error(self, problems: Sequence[str]) -> Reply:
         """Ollama's 400 for a body it cannot decode: ``{"error": "<the decoder's text>"}``."""
+        from ..provider.replies import JsonReply
+        from ._turns import first_problem
+
         return JsonReply(
             {"error": first_problem(problems)}, status=400, headers=_headers(), content_type=JSON_TYPE
         )

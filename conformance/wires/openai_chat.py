@@ -14,12 +14,9 @@ carrying a top-level ``error`` object, with no ``[DONE]`` after it.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..contract import Message, ToolCall, ToolChoice, ToolResult
-from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
     Variant,
     Wire,
@@ -34,7 +31,11 @@ from ._base import (
     tcp_chunks,
     text_of,
 )
-from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, first_problem
+
+if TYPE_CHECKING:
+    from ..contract import Message, ToolCall, ToolChoice
+    from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
+    from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents
 
 __all__ = ["OpenAIChatWire", "openai_chat_wire"]
 
@@ -120,6 +121,10 @@ class _Chunks:
     """Builds the ``data:`` events of one streamed completion."""
 
     def __init__(self, model: str, include_usage: bool) -> None:
+        # Imported once per reply, not per event, nor with the module.
+        from ..encoders import sse
+
+        self.sse = sse
         self.model = model
         self.include_usage = include_usage
         self.events: List[bytes] = []
@@ -139,7 +144,7 @@ class _Chunks:
         # Real chunks end with random padding (vercel/ai
         # packages/openai/src/chat/__fixtures__/openai-text.chunks.txt).
         body["obfuscation"] = obfuscation(f"openai-chat/{len(self.events)}")
-        self.events.append(sse(dumps(body)))
+        self.events.append(self.sse(dumps(body)))
 
     def role(self, content: Optional[str] = "") -> None:
         self.chunk({"role": "assistant", "content": content, "refusal": None})
@@ -169,7 +174,7 @@ class _Chunks:
         self.chunk({}, finish_reason)
         if self.include_usage:
             self.events.append(
-                sse(
+                self.sse(
                     dumps(
                         {
                             "id": COMPLETION_ID,
@@ -184,14 +189,16 @@ class _Chunks:
                     )
                 )
             )
-        self.events.append(sse("[DONE]"))
+        self.events.append(self.sse("[DONE]"))
 
     def error(self, message: str, type_: str, code: Optional[str]) -> None:
         self.events.append(
-            sse(dumps({"error": {"message": message, "type": type_, "param": None, "code": code}}))
+            self.sse(dumps({"error": {"message": message, "type": type_, "param": None, "code": code}}))
         )
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         return StreamReply(
             tcp_chunks(self.events, seed),
             content_type="text/event-stream; charset=utf-8",
@@ -327,6 +334,8 @@ VARIANTS: Mapping[str, Any] = {
 
 def error_reply(scenario: str, variant: str = "") -> JsonReply:
     """The error body and headers OpenAI answers ``scenario`` (in ``variant``) with."""
+    from ..provider.replies import JsonReply
+
     status, type_, code, message, extra = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     param = "messages" if scenario == "context-overflow" else None
     body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
@@ -349,6 +358,8 @@ class OpenAIChatWire(Wire):
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}
         if request.method == "GET" and "/models/" in request.path:
+            from ..provider.replies import JsonReply
+
             model = request.path.rsplit("/models/", 1)[1]
             return JsonReply(
                 {"id": model, "object": "model", "created": CREATED, "owned_by": "system"},
@@ -369,6 +380,8 @@ class OpenAIChatWire(Wire):
         return self._stream(scenario, model, include_usage, variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = chat_completion(model, {"content": FX.text}, "stop")
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -425,6 +438,8 @@ class OpenAIChatWire(Wire):
     # -- multi-turn ---------------------------------------------------------------------
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        from ..provider.replies import JsonReply
+
         message: Dict[str, Any] = {"content": turn.text or None}
         if turn.calls:
             message["tool_calls"] = [_call_json(call, call.arguments) for call in turn.calls]
@@ -432,6 +447,8 @@ class OpenAIChatWire(Wire):
         return JsonReply(body, headers=_headers())
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        from ._turns import TurnEvents
+
         body = request.json if isinstance(request.json, dict) else {}
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -446,6 +463,8 @@ class OpenAIChatWire(Wire):
         )
 
     def read_history(self, request: RecordedRequest) -> Optional[History]:
+        from ._turns import History
+
         body = request.json if isinstance(request.json, dict) else {}
         problems: List[str] = []
         messages = _read_messages(body.get("messages"), problems)
@@ -464,6 +483,9 @@ class OpenAIChatWire(Wire):
         )
 
     def history_error(self, problems: Sequence[str]) -> Reply:
+        from ..provider.replies import JsonReply
+        from ._turns import first_problem
+
         param, message = _split_problem(first_problem(problems))
         code = None
         if message.startswith("Missing required parameter"):
@@ -563,6 +585,8 @@ def _split_problem(problem: str) -> Tuple[Optional[str], str]:
 
 
 def _read_tool_choice(raw: Any, problems: List[str]) -> Optional[ToolChoice]:
+    from ..contract import ToolChoice
+
     if raw is None:
         return None
     if raw in ("auto", "required"):
@@ -621,11 +645,15 @@ def _read_call(raw: Any, where: str, problems: List[str]) -> Optional[ToolCall]:
         return None
     if not isinstance(parsed, dict):
         parsed = {"": parsed}
+    from ..contract import ToolCall
+
     return ToolCall(str(call_id or ""), str(name or ""), parsed)
 
 
 def _read_messages(raw: Any, problems: List[str]) -> List[Message]:
     """The messages in normal form; every departure from what OpenAI accepts noted."""
+    from ..contract import Message, ToolResult
+
     if not isinstance(raw, list) or not raw:
         problems.append(_problem("messages", f"Invalid 'messages': expected a non-empty array, got {raw!r}."))
         return []

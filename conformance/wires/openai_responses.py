@@ -35,18 +35,12 @@ Scripted turns add ``reasoning`` items (summary deltas, then the item whole with
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolResult
-from ..encoders import sse
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..provider.replies import HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 from ._base import (
-    History,
-    ScriptedTurn,
-    TurnEvents,
     Variant,
     Wire,
     check_json_post,
@@ -56,13 +50,14 @@ from ._base import (
     http_date,
     obfuscation,
     provider_id,
-    schema_difference,
     signature,
-    split_text,
     tcp_chunks,
     text_of,
 )
-from ._turns import first_problem
+
+if TYPE_CHECKING:
+    from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
+    from ._turns import History, ScriptedTurn, TurnEvents
 
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
 
@@ -85,6 +80,8 @@ CONTEXT_MESSAGE = (
 
 
 def _arguments() -> str:
+    import json
+
     # OpenAI spaces its argument JSON the way json.dumps does by default.
     return json.dumps(dict(FX.tool_arguments), ensure_ascii=False)
 
@@ -216,6 +213,10 @@ class _Events:
     """Builds the events of one streamed response, numbering them as OpenAI does."""
 
     def __init__(self, model: str, response_id: str = RESPONSE_ID, tools: Optional[List[Any]] = None) -> None:
+        # Imported once per reply, not per event, nor with the module.
+        from ..encoders import sse
+
+        self.sse = sse
         self.model = model
         self.response_id = response_id
         self.tools = tools
@@ -229,7 +230,7 @@ class _Events:
 
     def emit(self, type_: str, **fields: Any) -> None:
         body = {"type": type_, "sequence_number": len(self.events), **fields}
-        self.events.append(sse(dumps(body), event=type_))
+        self.events.append(self.sse(dumps(body), event=type_))
 
     def created(self) -> None:
         self.emit("response.created", response=self.response("in_progress", [], usage=False))
@@ -308,6 +309,8 @@ class _Events:
         self.emit("response.failed", response=self.response("failed", self.output, error=failed))
 
     def reply(self, seed: str, hang: bool = False) -> StreamReply:
+        from ..provider.replies import StreamReply
+
         return StreamReply(
             tcp_chunks(self.events, seed),
             content_type="text/event-stream; charset=utf-8",
@@ -459,6 +462,8 @@ VARIANTS: Mapping[str, Any] = {
 
 def error_reply(scenario: str, variant: str = "") -> JsonReply:
     """The error body and headers OpenAI answers ``scenario`` (in ``variant``) with."""
+    from ..provider.replies import JsonReply
+
     status, type_, code, param, message_, extra = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
     body = {"error": {"message": message_, "type": type_, "param": param, "code": code}}
     return JsonReply(body, status=status, headers=_headers(extra))
@@ -568,6 +573,8 @@ def _model(request: RecordedRequest) -> str:
 
 
 def _stream_turn(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+    from ._turns import TurnEvents
+
     t = _Turn(wire, turn)
     out = _Events(_model(request), t.response_id, _request_tools(request))
     out.created()
@@ -599,6 +606,8 @@ def _stream_turn(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> Tur
 
 def _stream_reasoning(out: _Events, t: _Turn, n: int) -> None:
     """A reasoning item as streamed: its summary parts, then the item with its encrypted content."""
+    from ._turns import split_text
+
     index = len(out.output)
     where = {"item_id": t.reasoning_ids[n], "output_index": index}
     out.emit("response.output_item.added", output_index=index, item=t.reasoning_item(n, done=False))
@@ -799,6 +808,8 @@ class _HistoryReader:
         self.waiting_reasoning.append(str(rid or where))
 
     def function_call(self, item: Mapping[str, Any], where: str) -> None:
+        import json
+
         self.start_assistant_item(where)
         self.satisfy_reasoning()
         call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
@@ -942,6 +953,8 @@ def _tool_names(tools: Any, problems: List[str]) -> Tuple[str, ...]:
 
 def read_history(request: RecordedRequest) -> History:
     """The conversation a Responses request carried, and what the API would refuse in it."""
+    from ._turns import History
+
     body = request.json
     if not isinstance(body, dict):
         return History((), ("We could not parse the JSON body of your request: send one JSON object.",))
@@ -976,6 +989,9 @@ _PARAM = re.compile(r"'((?:input|tools|tool_choice)[^']*)'")
 
 def history_error(problems: Sequence[str]) -> JsonReply:
     """OpenAI's 400 for a malformed input: ``invalid_request_error``, the offending ``param``."""
+    from ..provider.replies import JsonReply
+    from ._turns import first_problem
+
     message_ = first_problem(problems)
     found = _PARAM.search(message_)
     param = found.group(1) if found else "input"
@@ -1031,6 +1047,8 @@ class OpenAIResponsesWire(Wire):
         return self._stream(scenario, model, variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        from ..provider.replies import HangReply, JsonReply
+
         if scenario == "text":
             body = response(model, "completed", [message([output_text(FX.text)])])
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -1093,6 +1111,8 @@ class OpenAIResponsesWire(Wire):
         without, and only a ``length`` finish shows, as ``incomplete`` with
         ``max_output_tokens``.
         """
+        from ..provider.replies import JsonReply
+
         t = _Turn(self.name, turn)
         reason = "max_output_tokens" if t.incomplete else None
         body = response(
@@ -1144,6 +1164,8 @@ def _check_input(input_: Any) -> List[str]:
 
 
 def _check_tools(tools: Any) -> List[str]:
+    from ._schema import schema_difference
+
     if not isinstance(tools, list):
         return [f"expected tools to list the get_weather function, got {tools!r}"]
     functions = [t for t in tools if isinstance(t, dict) and t.get("type") == "function"]
