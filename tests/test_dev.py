@@ -111,3 +111,52 @@ class DevScriptTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DefaultSubsetTests(unittest.TestCase):
+    """The default run's share-out of the async adapters' cases (tests/interop/_support.py)."""
+
+    @staticmethod
+    def _suite() -> unittest.TestSuite:
+        def case(self: unittest.TestCase) -> None:
+            pass
+
+        methods = {f"test_{n}": case for n in ("a", "b", "c", "d", "e")}
+        plain = type("Plain", (unittest.TestCase,), {"test_only": case})
+        first = type("First", (unittest.TestCase,), methods)
+        second = type("Second", (unittest.TestCase,), methods)
+        loader = unittest.TestLoader()
+        return unittest.TestSuite([loader.loadTestsFromTestCase(c) for c in (plain, first, second)])
+
+    @staticmethod
+    def _names(suite: unittest.TestSuite) -> list:
+        from tests.interop._support import _flatten
+
+        return sorted(f"{type(t).__name__}.{t._testMethodName}" for t in _flatten(suite))
+
+    def test_each_case_runs_in_one_of_the_classes_and_the_rest_whole(self) -> None:
+        from tests.interop._support import shared_between
+
+        with mock.patch("tests.test_provider_support.LONG_TESTS", False):
+            names = self._names(shared_between(self._suite(), ["First", "Second"]))
+        self.assertEqual(
+            names,
+            [
+                *("First.test_a", "First.test_c", "First.test_e"),
+                "Plain.test_only",
+                *("Second.test_b", "Second.test_d"),
+            ],
+        )
+
+    def test_the_long_run_keeps_every_case(self) -> None:
+        from tests.interop._support import shared_between
+
+        with mock.patch("tests.test_provider_support.LONG_TESTS", True):
+            self.assertEqual(len(self._names(shared_between(self._suite(), ["First", "Second"]))), 11)
+
+    def test_a_class_the_module_lacks_is_an_error(self) -> None:
+        from tests.interop._support import shared_between
+
+        with mock.patch("tests.test_provider_support.LONG_TESTS", False):
+            with self.assertRaisesRegex(LookupError, "Renamed"):
+                shared_between(self._suite(), ["First", "Renamed"])

@@ -5,7 +5,7 @@ about themselves. (Racing an SDK's await against the abort is the library's own
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Sequence, Type
+from typing import Any, Iterator, Optional, Sequence, Type
 
 #: Why the SDKs built on httpx skip abort and cancel over h2c: the verdict is right, and
 #: known upstream.
@@ -52,3 +52,45 @@ class ThirdPartyWarnings:
         if self._saved is not None:
             self._saved.__exit__(None, None, None)
             self._saved = None
+
+
+def shared_between(tests: Any, classes: Sequence[str]) -> Any:
+    """The module's tests, each case of ``classes`` run by one of them only, unless
+    CONFORMANCE_LONG_TESTS=1 (CI), which runs every class whole.
+
+    For the async adapter over HTTP/1.1 and over h2c: the same adapter code reads the
+    same answers, so by default the cases are dealt out between the two in turn (in
+    order of name), and every case still runs through the async adapter once, beside
+    the sync adapter's full run. Called from a test module's ``load_tests``; a class
+    named here that the module lacks is an error, so a rename cannot silently drop it.
+    A class named on the command line runs whole (``load_tests`` is not consulted).
+    """
+    import unittest
+
+    from ..test_provider_support import LONG_TESTS
+
+    if LONG_TESTS:
+        return tests
+    flat = list(_flatten(tests))
+    found = {type(test).__name__ for test in flat}
+    missing = [name for name in classes if name not in found]
+    if missing:
+        raise LookupError(f"shared_between names classes the module does not have: {', '.join(missing)}")
+    methods = sorted({test._testMethodName for test in flat if type(test).__name__ in classes})
+    owner = {method: classes[index % len(classes)] for index, method in enumerate(methods)}
+    chosen = unittest.TestSuite()
+    for test in flat:
+        name = type(test).__name__
+        if name not in classes or owner[test._testMethodName] == name:
+            chosen.addTest(test)
+    return chosen
+
+
+def _flatten(suite: Any) -> Iterator[Any]:
+    import unittest
+
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            yield from _flatten(test)
+        else:
+            yield test

@@ -57,7 +57,7 @@ from conformance.wires.gemini import gemini_wire
 
 from ..test_provider_support import AsyncioDebugOff
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings
+from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings, shared_between
 
 HAVE_GENAI = (
     importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
@@ -730,3 +730,8 @@ class GoogleGenAIAsyncH2CRoundTrip(GoogleGenAIRoundTrip):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
+    # By default each case runs through the async adapter once, over HTTP/1.1 or h2c in turn.
+    return shared_between(tests, ["GoogleGenAIAsyncConformance", "GoogleGenAIAsyncH2CConformance"])

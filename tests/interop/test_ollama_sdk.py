@@ -42,7 +42,7 @@ from conformance.wires.ollama import ollama_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS
+from ._support import HTTPX_H2_SKIPS, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -337,3 +337,8 @@ class OllamaAsyncH2CRoundTrip(OllamaRoundTrip):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
+    # By default each case runs through the async adapter once, over HTTP/1.1 or h2c in turn.
+    return shared_between(tests, ["OllamaAsyncConformance", "OllamaAsyncH2CConformance"])

@@ -48,7 +48,7 @@ from conformance.wires.openai_responses import openai_responses_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS
+from ._support import HTTPX_H2_SKIPS, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -449,3 +449,8 @@ class OpenAIResponsesAsyncH2CRoundTrip(OpenAIResponsesRoundTrip):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
+    # By default each case runs through the async adapter once, over HTTP/1.1 or h2c in turn.
+    return shared_between(tests, ["OpenAIResponsesAsyncConformance", "OpenAIResponsesAsyncH2CConformance"])
