@@ -22,7 +22,7 @@ from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
 
-from .test_provider_support import asyncio_debug_in_long_runs_only
+from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 
 def reference_target(wire: str, http2: bool, limit: Optional[int] = 4096) -> AgentLoopTarget:
@@ -44,13 +44,19 @@ def outcome(case: AgentLoopCase) -> Tuple[str, str]:
 
 class ReferenceLoopTests(unittest.TestCase):
     def test_the_reference_loop_passes_every_stage_on_every_wire_that_scripts_turns(self) -> None:
-        """Every case runs and passes wherever the wire plays scripted conversations, h1 and h2c."""
+        """Every case runs and passes wherever the wire plays scripted conversations, h1 and h2c.
+
+        Over h2c, by default, the stages whose verdict the transport can change (a cancel
+        or a fault: how the request ends); every stage with CONFORMANCE_LONG_TESTS=1 (CI),
+        and the main job (``python -m conformance``) runs them all as well.
+        """
         cases = [
             case
             for name, wire in WIRES.items()
             if wire.scripts_turns()
             for http2 in (False, True)
             for case in agent_loop_cases(reference_target(name, http2))
+            if LONG_TESTS or not http2 or case.stage.cancel or case.stage.fault
         ]
         self.assertTrue(cases, "no wire scripts turns")
         with asyncio_debug_in_long_runs_only(), ThreadPoolExecutor(max_workers=4) as pool:
