@@ -54,13 +54,7 @@ class PublicApiTests(unittest.TestCase):
             "from conformance import BackendConformanceTestCase, openai_chat_wire, start_fake_provider; "
             "start_fake_provider().close(); print(before, 'h2' in sys.modules)"
         )
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=PACKAGE.parent,
-        )
+        done = _fresh_python(code)
         self.assertEqual(done.stdout.strip(), "(False, False) False", done.stderr)
 
     def test_naming_a_wire_loads_only_what_its_definitions_need(self) -> None:
@@ -90,13 +84,7 @@ class PublicApiTests(unittest.TestCase):
                     f"print(' '.join(m for m in {unwanted!r} if m in sys.modules) or '-'); "
                     f"print(' '.join(w for w in {wires!r} if 'conformance.wires.' + w in sys.modules))"
                 )
-                done = subprocess.run(
-                    [sys.executable, "-c", code],
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    cwd=PACKAGE.parent,
-                )
+                done = _fresh_python(code)
                 loaded, own = (done.stdout.splitlines() + ["", ""])[:2]
                 self.assertEqual(
                     loaded,
@@ -117,6 +105,13 @@ class PublicApiTests(unittest.TestCase):
         self.assertLessEqual(set(_base.__all__), set(dir(_base)) | set(_base._REEXPORTS))
         with self.assertRaisesRegex(AttributeError, "has no attribute 'Histroy'"):
             _base.Histroy  # noqa: B018
+
+
+def _fresh_python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a fresh interpreter from the checkout: what an import loads shows there."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=PACKAGE.parent
+    )
 
 
 if __name__ == "__main__":
