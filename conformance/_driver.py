@@ -99,6 +99,10 @@ def in_thread(
             return
         if error is not None:
             future.set_exception(error)
+            # Read at once, not in a done callback: where the case gave up and its loop
+            # is winding down, a callback scheduled now may never run, and asyncio would
+            # log the error as never retrieved. Awaiting the future still raises it.
+            future.exception()
         else:
             future.set_result(result)
 
@@ -113,8 +117,6 @@ def in_thread(
         except RuntimeError:  # the case gave up and its loop is gone
             pass
 
-    # Read the outcome even where nobody awaits it any more (the case gave up).
-    future.add_done_callback(lambda done: done.cancelled() or done.exception())
     thread = threading.Thread(target=work, name=name, daemon=True)
     if threads is not None:
         threads.append(thread)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import logging
 import os
 import threading
 import time
@@ -213,3 +214,50 @@ class Hygiene(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class _Collected(logging.Handler):
+    """Keeps the messages logged to it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+class InThreadTests(unittest.TestCase):
+    def test_an_error_nobody_awaits_is_not_logged_as_never_retrieved(self) -> None:
+        """A sync call's error that lands while the case's loop winds down is read, not logged."""
+        import gc
+
+        from conformance._driver import in_thread
+
+        go = threading.Event()
+
+        def fails() -> None:
+            go.wait(5)
+            raise ValueError("from the abandoned call")
+
+        threads: List[threading.Thread] = []
+        loop = asyncio.new_event_loop()
+
+        async def start() -> asyncio.Future[Any]:
+            return in_thread(fails, name="abandoned call", threads=threads)
+
+        collected = _Collected()
+        logging.getLogger("asyncio").addHandler(collected)
+        self.addCleanup(logging.getLogger("asyncio").removeHandler, collected)
+        future = loop.run_until_complete(start())
+        go.set()
+        threads[0].join(5)
+        # The settling is queued; the loop's last batch runs it and stops, so what the
+        # settling schedules in turn never runs, as when a case's loop winds down.
+        loop.call_soon(loop.stop)
+        loop.run_forever()
+        loop.close()
+        self.assertTrue(future.done())
+        del future
+        gc.collect()
+        self.assertEqual(collected.messages, [])
