@@ -185,19 +185,17 @@ def wind_down(loop: asyncio.AbstractEventLoop) -> None:
     The executor's shutdown waits for threads a backend or loop started; the provider's
     close ends them.
     """
-    # One run of the loop for all three: each run costs a case more than the work in it.
-    loop.run_until_complete(_wind_down(loop))
+    _cancel_all(loop)
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.run_until_complete(loop.shutdown_default_executor())
 
 
-async def _wind_down(loop: asyncio.AbstractEventLoop) -> None:
-    current = asyncio.current_task()
-    tasks = [task for task in asyncio.all_tasks(loop) if task is not current and not task.done()]
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in tasks:
         task.cancel()
     if tasks:
-        await asyncio.gather(*tasks, return_exceptions=True)
-    await loop.shutdown_asyncgens()
-    await loop.shutdown_default_executor()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 class Driver:
