@@ -37,9 +37,13 @@ T = TypeVar("T")
 HEADERS = {"x-gateway-key": "mutant-matrix"}
 
 
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+async def _outcome(awaitable: Awaitable[T]) -> Tuple[bool, Any]:
+    """``(True, value)`` or ``(False, error)``: a task that never ends with an error of its own,
+    so a leaked one is never logged as "never retrieved", whenever the case ends."""
+    try:
+        return True, await awaitable
+    except BaseException as error:  # noqa: BLE001 - handed to whoever awaits, if anyone
+        return False, error
 
 
 class Leak:
@@ -56,18 +60,19 @@ class Leak:
             if callable(close):
                 close()
             signal.raise_reason()
-        work = asyncio.ensure_future(awaitable)
         if signal is None:
-            return await work
+            return await awaitable
+        work = asyncio.ensure_future(_outcome(awaitable))
         waiter = asyncio.ensure_future(signal.wait())
         done, _ = await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if work in done:
             waiter.cancel()
-            return work.result()
+            ok, value = work.result()
+            if not ok:
+                raise value
+            return value  # type: ignore[no-any-return]
+        # Left running: its error, when the provider closes under it, is part of the bug.
         self.parked.append(work)
-        # Its error, when the provider closes under it, is part of the bug, not news: taken
-        # here, so asyncio does not log it as never retrieved if the case ends first.
-        work.add_done_callback(_retrieved)
         assert signal.reason is not None
         raise signal.reason
 
