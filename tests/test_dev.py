@@ -130,9 +130,9 @@ class DefaultSubsetTests(unittest.TestCase):
 
     @staticmethod
     def _names(suite: unittest.TestSuite) -> list:
-        from tests.interop._support import _flatten
+        from tests.interop._support import flatten
 
-        return sorted(f"{type(t).__name__}.{t._testMethodName}" for t in _flatten(suite))
+        return sorted(f"{type(t).__name__}.{t._testMethodName}" for t in flatten(suite))
 
     def test_each_case_runs_in_one_of_the_classes_and_the_rest_whole(self) -> None:
         from tests.interop._support import shared_between

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 import urllib.request
-from contextlib import ExitStack, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Dict, List
 from unittest import mock
@@ -22,19 +22,11 @@ from conformance.__main__ import main
 from conformance._targets import cases_of
 from conformance.gate import STAGES
 
-from .test_provider_support import asyncio_debug_in_long_runs_only
+from .test_provider_support import asyncio_debug_off_for_module
 
 ROOT = Path(__file__).resolve().parent.parent
-_MODULE = ExitStack()
-
-
-def setUpModule() -> None:
-    # The matrices here run hundreds of cases in this process and the ones it forks.
-    _MODULE.enter_context(asyncio_debug_in_long_runs_only())
-
-
-def tearDownModule() -> None:
-    _MODULE.close()
+#: The matrices here run hundreds of cases in this process and the ones it forks.
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
 
 
 class Broken:
@@ -168,8 +160,10 @@ class MatrixTests(unittest.TestCase):
 
     def test_help_lists_the_wires_and_scenarios(self) -> None:
         """--help names every wire, and serve --help every scenario."""
-        for argv, names in ((["--help"], ["openai-chat", "bedrock-converse"]),
-                            (["serve", "--help"], ["tool-call-with-stop", "context-overflow", "ollama"])):
+        for argv, names in (
+            (["--help"], ["openai-chat", "bedrock-converse"]),
+            (["serve", "--help"], ["tool-call-with-stop", "context-overflow", "ollama"]),
+        ):
             shown = io.StringIO()
             with redirect_stdout(shown), self.assertRaises(SystemExit) as done:
                 main(argv, out=io.StringIO())
@@ -274,8 +268,10 @@ class ServeTests(unittest.TestCase):
             started.append(provider)
             return provider
 
-        with mock.patch.object(conformance.provider, "start_fake_provider", start), \
-                mock.patch.object(time, "sleep", side_effect=KeyboardInterrupt):
+        with (
+            mock.patch.object(conformance.provider, "start_fake_provider", start),
+            mock.patch.object(time, "sleep", side_effect=KeyboardInterrupt),
+        ):
             main(["serve", "--wire", "openai-chat", "--scenario", "text"], out=io.StringIO())
         self.assertEqual(started[0]._hub.max_requests, 1000)
 
@@ -328,10 +324,26 @@ class ServeTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as folder, start_fake_provider() as upstream:
             upstream.reply(JsonReply({"object": "chat.completion"}))
             process = subprocess.Popen(
-                [sys.executable, "-m", "conformance", "record", "--wire", "openai-chat",
-                 "--upstream", upstream.url, "--out", folder, "--scenario", "forced-tool",
-                 "--run-id", "gate-run-7"],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "conformance",
+                    "record",
+                    "--wire",
+                    "openai-chat",
+                    "--upstream",
+                    upstream.url,
+                    "--out",
+                    folder,
+                    "--scenario",
+                    "forced-tool",
+                    "--run-id",
+                    "gate-run-7",
+                ],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             try:
                 assert process.stdout is not None
@@ -339,7 +351,8 @@ class ServeTests(unittest.TestCase):
                 self.assertIn("recording openai-chat at http://127.0.0.1:", first)
                 url = first.split(" at ", 1)[1].split(" ", 1)[0]
                 request = urllib.request.Request(
-                    f"{url}/v1/chat/completions", b'{"model": "m"}',
+                    f"{url}/v1/chat/completions",
+                    b'{"model": "m"}',
                     {"content-type": "application/json", "authorization": "Bearer sk-secret"},
                 )
                 with urllib.request.urlopen(request, timeout=10) as response:
@@ -359,14 +372,19 @@ class ServeTests(unittest.TestCase):
 
     def test_record_checks_its_arguments(self) -> None:
         """An unknown wire or scenario, or a bad upstream, stops with a message."""
-        for argv in (["--wire", "nope", "--upstream", "http://127.0.0.1:1"],
-                     ["--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"],
-                     ["--wire", "openai-chat", "--upstream", "ftp://x"]):
+        for argv in (
+            ["--wire", "nope", "--upstream", "http://127.0.0.1:1"],
+            ["--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"],
+            ["--wire", "openai-chat", "--upstream", "ftp://x"],
+        ):
             with self.subTest(argv=argv):
                 self.assertIn("python -m conformance record", usage_error(["record", *argv]))
-        self.assertIn("or an agent-loop stage: text, forced-tool", usage_error(
-            ["record", "--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"]
-        ))
+        self.assertIn(
+            "or an agent-loop stage: text, forced-tool",
+            usage_error(
+                ["record", "--wire", "openai-chat", "--upstream", "http://127.0.0.1:1", "--scenario", "txt"]
+            ),
+        )
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def shared_between(tests: Any, classes: Sequence[str]) -> Any:
 
     if LONG_TESTS:
         return tests
-    flat = list(_flatten(tests))
+    flat = list(flatten(tests))
     found = {type(test).__name__ for test in flat}
     missing = [name for name in classes if name not in found]
     if missing:
@@ -86,11 +86,12 @@ def shared_between(tests: Any, classes: Sequence[str]) -> Any:
     return chosen
 
 
-def _flatten(suite: Any) -> Iterator[Any]:
+def flatten(suite: Any) -> Iterator[Any]:
+    """Every test in ``suite``, nested suites opened, in order."""
     import unittest
 
     for test in suite:
         if isinstance(test, unittest.TestSuite):
-            yield from _flatten(test)
+            yield from flatten(test)
         else:
             yield test

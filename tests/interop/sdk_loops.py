@@ -60,7 +60,6 @@ from __future__ import annotations
 import email.utils
 import importlib.util
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -69,6 +68,9 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Seq
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import AbortSignal, ToolCall, ToolChoice, ToolError, ToolResult, ToolSpec
 from conformance.gate import LoopResult, LoopTask
+
+from ..test_provider_support import LONG_TESTS
+from ._support import flatten
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 HAVE_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
@@ -877,10 +879,9 @@ class AsyncAnthropicLoop(_AnthropicBase, AsyncDriver):
 
 # -- which cases run by default ---------------------------------------------------------------
 
-#: ``CONFORMANCE_LONG_TESTS=1`` (CI sets it) runs every loop class on every stage and
-#: mode; without it each loop module runs its ``QUICK`` subset, which keeps the default
-#: test run short. A class or test named on the command line always runs whole.
-LONG_TESTS = os.environ.get("CONFORMANCE_LONG_TESTS", "") == "1"
+# ``CONFORMANCE_LONG_TESTS=1`` (CI sets it, LONG_TESTS) runs every loop class on every
+# stage and mode; without it each loop module runs its ``QUICK`` subset, which keeps the
+# default test run short. A class or test named on the command line always runs whole.
 #: The stages besides the fault stages, every one in both modes.
 PLAIN_STAGES = (
     "text",
@@ -935,7 +936,7 @@ def quick_suite(tests: Any, quick: Mapping[str, Collection[str]]) -> Any:
             wanted.add((name, f"test_{stage.replace('-', '_')}_{mode}"))
     chosen = unittest.TestSuite()
     found = set()
-    for test in _flatten(tests):
+    for test in flatten(tests):
         key = (type(test).__name__, getattr(test, "_testMethodName", ""))
         if key in wanted:
             found.add(key)
@@ -949,15 +950,6 @@ def quick_suite(tests: Any, quick: Mapping[str, Collection[str]]) -> Any:
             "fix the module's QUICK table"
         )
     return chosen
-
-
-def _flatten(suite: Any) -> List[Any]:
-    import unittest
-
-    out: List[Any] = []
-    for test in suite:
-        out.extend(_flatten(test) if isinstance(test, unittest.TestSuite) else [test])
-    return out
 
 
 # -- the first stream in a process ------------------------------------------------------------
