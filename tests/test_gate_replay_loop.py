@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import unittest
 from dataclasses import replace
-from typing import Any, Tuple
+from typing import Any
 
 from conformance.contract import AbortController, ToolCall, ToolResult
 from conformance.errors import TargetDefinitionError
@@ -22,6 +22,8 @@ from conformance.gate.stages import STAGES
 from conformance.provider import start_fake_provider
 from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import openai_chat_wire
+
+from .test_gate_loop import outcome
 
 RUN_ID = "rec1"
 STAGE = "parallel-calls"
@@ -70,16 +72,6 @@ def target(folder: str, loop: type = ReferenceLoop) -> AgentLoopTarget:
         return loop(REFERENCE_BACKENDS["openai-chat"](url, False), max_result_chars=4096)
 
     return AgentLoopTarget("replayed loop", ReplayWire(folder), create, max_result_chars=4096)
-
-
-def outcome(case: AgentLoopCase) -> Tuple[str, str]:
-    try:
-        case.run()
-    except unittest.SkipTest as skipped:
-        return "skip", str(skipped)
-    except AssertionError as failed:
-        return "FAIL", str(failed)
-    return "pass", ""
 
 
 class ReplayedConversationTests(unittest.TestCase):
