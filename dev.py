@@ -54,6 +54,7 @@ WEIGHTS: Dict[str, float] = {
     "tests.interop.test_openai_responses_sdk": 7,
     "tests.interop.test_agent_loops_anthropic": 6,
     "tests.interop.test_openai_chat_sdk": 6,
+    "tests.test_stall": 6,
     "tests.test_provider_faults": 5,
     "tests.test_typing": 4,
     "tests.test_provider_attacks": 4,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
+from ._stall import not_counted
 from .contract import ERROR_KINDS
 from .fixture import CONFORMANCE_FIXTURE as FX
 from .provider import RecordedRequest, Reply, events_around
@@ -217,8 +218,12 @@ def _abort_promptly(seen: Seen) -> List[str]:
     if seen.scenario != "abort" or outcome.abort_at is None or outcome.error_at is None or outcome.hung:
         return []
     took = outcome.error_at - outcome.abort_at
-    if took > ABORT_RAISE_WITHIN:
-        return [f"expected the abort reason within {ABORT_RAISE_WITHIN} s, got it after {took:.3f} s"]
+    stalled = outcome.stalled_after_abort
+    if took - stalled > ABORT_RAISE_WITHIN:
+        return [
+            f"expected the abort reason within {ABORT_RAISE_WITHIN} s, "
+            f"got it after {took:.3f} s{not_counted(stalled)}"
+        ]
     return []
 
 

@@ -26,9 +26,10 @@ import inspect
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, List, Optional, Tuple
 
 from ._bounds import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, RECLAIM_WITHIN, ConformanceAbort
+from ._stall import WATCH
 from .contract import AbortController, ChatRequest
 from .fixture import conformance_request
 from .provider import RecordedRequest
@@ -61,6 +62,9 @@ class Outcome:
     closed_after: Optional[float] = None
     #: What the case could not reclaim once the provider closed, in words.
     left_behind: Optional[str] = None
+    #: Seconds between the abort and the backend's error in which this whole process
+    #: could not run (``conformance._stall``): not counted against the bound.
+    stalled_after_abort: float = 0.0
 
 
 def _default_chat(backend: Any, request: ChatRequest) -> Any:
@@ -122,6 +126,37 @@ def in_thread(
         threads.append(thread)
     thread.start()
     return future
+
+
+async def observe_close(
+    request: Optional[RecordedRequest],
+    abort_at: float,
+    wait: Callable[[Callable[[float], Any], float], Awaitable[Any]],
+) -> Optional[float]:
+    """Watch ``request`` from the abort on; the seconds until the provider saw it closed.
+
+    ``wait(request.wait_closed, seconds)`` blocks elsewhere than the running loop, which
+    stays free for whatever the backend or loop still has going. The bound,
+    :data:`ABORT_CLOSE_WITHIN`, is stretched by what stalled the whole process meanwhile
+    (:mod:`conformance._stall`). ``None`` where no close came within it.
+    """
+    while request is not None and not request.closed:
+        now = time.monotonic()
+        left = abort_at + ABORT_CLOSE_WITHIN + WATCH.between(abort_at, now, settle=0.0) - now
+        if left <= 0:
+            break
+        await wait(request.wait_closed, left)
+    return closed_after(request, abort_at)
+
+
+def closed_after(request: Optional[RecordedRequest], abort_at: float) -> Optional[float]:
+    """Seconds from the abort until the provider saw ``request`` closed, if within the bound."""
+    if request is None or request.closed_at is None:
+        return None
+    after = request.closed_at - abort_at
+    if after > ABORT_CLOSE_WITHIN + WATCH.between(abort_at, request.closed_at):
+        return None
+    return max(0.0, after)
 
 
 async def close_quietly(subject: Any) -> Optional[BaseException]:
@@ -223,6 +258,19 @@ class Driver:
     # -- the caller's side ----------------------------------------------------------------------
 
     def run(self) -> Outcome:
+        if self.case.scenario not in ("abort", "cancel"):
+            return self._run()
+        # The abort and cancel bounds do not count what stalled the whole process.
+        WATCH.start()
+        try:
+            outcome = self._run()
+            if outcome.abort_at is not None and outcome.error_at is not None:
+                outcome.stalled_after_abort = WATCH.between(outcome.abort_at, outcome.error_at)
+            return outcome
+        finally:
+            WATCH.stop()
+
+    def _run(self) -> Outcome:
         started = time.monotonic()
         timeout = self.case.target.timeout
         self.worker = threading.Thread(target=self._work, name=f"conformance {self.case.name}", daemon=True)
@@ -273,12 +321,9 @@ class Driver:
                 pass
 
     def _note_close(self) -> None:
-        request, abort_at = self.generation, self.outcome.abort_at
-        if request is None or abort_at is None or request.closed_at is None:
-            return
-        after = request.closed_at - abort_at
-        if after <= ABORT_CLOSE_WITHIN:
-            self.outcome.closed_after = max(0.0, after)
+        abort_at = self.outcome.abort_at
+        if abort_at is not None:
+            self.outcome.closed_after = closed_after(self.generation, abort_at)
 
     def _ended(self, error: Optional[BaseException]) -> None:
         with self.lock:
@@ -376,14 +421,13 @@ class Driver:
 
     async def _observe_close(self) -> None:
         """Watch the connection from the abort on, while the backend is alive and unclosed."""
-        request, abort_at = self.generation, self.outcome.abort_at
+        abort_at = self.outcome.abort_at
         assert abort_at is not None
-        left = abort_at + ABORT_CLOSE_WITHIN - time.monotonic()
-        if request is not None and not request.closed and left > 0:
-            # A blocking wait in a thread of its own costs nothing while it waits, and
-            # leaves this loop free to run whatever the backend still has going.
-            await self._in_thread(request.wait_closed, left, track=False)
-        self._note_close()
+        # A blocking wait in a thread of its own costs nothing while it waits, and
+        # leaves this loop free to run whatever the backend still has going.
+        self.outcome.closed_after = await observe_close(
+            self.generation, abort_at, lambda wait, left: self._in_thread(wait, left, track=False)
+        )
 
     def _in_thread(self, function: Callable[..., Any], *args: Any, track: bool = True) -> asyncio.Future[Any]:
         threads = self.threads if track else None

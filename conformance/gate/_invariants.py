@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
+from .._stall import not_counted
 from ..provider import RecordedRequest, WireEvent, events_around
 from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in
 from .log import ExecutionRecord
@@ -348,11 +349,12 @@ def check_budget(seen: LoopSeen) -> List[LoopProblem]:
                 seen.events_of(seen.exchanges[case.max_requests - 1]),
             )
         )
-    if o.ended_at is not None and o.ended_at - o.started > case.max_seconds + BUDGET_GRACE:
+    if o.ended_at is not None and o.ended_at - o.started - o.stalled_in_run > case.max_seconds + BUDGET_GRACE:
         problems.append(
             LoopProblem(
                 "budget",
-                f"the loop ran {o.ended_at - o.started:.2f} s; task.max_seconds was {case.max_seconds}",
+                f"the loop ran {o.ended_at - o.started:.2f} s{not_counted(o.stalled_in_run)}; "
+                f"task.max_seconds was {case.max_seconds}",
             )
         )
     if seen.stage.budget and seen.finished_cleanly and _value(seen.outcome.result.stopped) != "budget":
@@ -530,12 +532,12 @@ def check_abort_reason(seen: LoopSeen) -> List[LoopProblem]:
                 seen.events_before(o.abort_at),
             )
         ]
-    if o.error_at is not None and o.error_at - o.abort_at > ABORT_RAISE_WITHIN:
+    if o.error_at is not None and o.error_at - o.abort_at - o.stalled_after_abort > ABORT_RAISE_WITHIN:
         return [
             LoopProblem(
                 "abort-reason",
-                f"raised the abort reason {o.error_at - o.abort_at:.2f} s after the abort; expected within "
-                f"{ABORT_RAISE_WITHIN} s",
+                f"raised the abort reason {o.error_at - o.abort_at:.2f} s after the abort"
+                f"{not_counted(o.stalled_after_abort)}; expected within {ABORT_RAISE_WITHIN} s",
             )
         ]
     return []

@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from .._bounds import ABORT_CLOSE_WITHIN, RECLAIM_WITHIN, ConformanceAbort
-from .._driver import _is_async, close_quietly, in_thread, reclaim, wind_down
+from .._bounds import RECLAIM_WITHIN, ConformanceAbort
+from .._driver import _is_async, close_quietly, in_thread, observe_close, reclaim, wind_down
+from .._stall import WATCH
 from ..contract import AbortController
 from .loop import LoopTask
 
@@ -54,6 +55,12 @@ class LoopOutcome:
     closed_after: Optional[float] = None
     close_error: Optional[BaseException] = None
     left_behind: Optional[str] = None
+    #: Seconds in which this whole process could not run (``conformance._stall``),
+    #: between the abort and the loop's error, and between the start and the end: not
+    #: counted against the abort bound and the task's ``max_seconds``. Watched in the
+    #: stages those bounds are about (cancel, and a stage with a budget of its own).
+    stalled_after_abort: float = 0.0
+    stalled_in_run: float = 0.0
 
 
 def _default_run(loop: Any, task: LoopTask) -> Any:
@@ -98,6 +105,21 @@ class LoopDriver:
     # -- the caller's side ----------------------------------------------------------------
 
     def run(self) -> LoopOutcome:
+        stage = self.case.stage
+        if not stage.cancel and stage.max_seconds is None:
+            return self._run()
+        WATCH.start()
+        try:
+            outcome = self._run()
+            if outcome.abort_at is not None and outcome.error_at is not None:
+                outcome.stalled_after_abort = WATCH.between(outcome.abort_at, outcome.error_at)
+            if outcome.ended_at is not None:
+                outcome.stalled_in_run = WATCH.between(outcome.started, outcome.ended_at)
+            return outcome
+        finally:
+            WATCH.stop()
+
+    def _run(self) -> LoopOutcome:
         timeout = self.case.target.timeout
         self.outcome.started = time.monotonic()
         self.worker = threading.Thread(target=self._work, name=f"gate {self.case.name}", daemon=True)
@@ -225,13 +247,9 @@ class LoopDriver:
         abort_at = self.outcome.abort_at
         assert abort_at is not None
         request = self.conversation.exchanges[0].request if self.conversation.exchanges else None
-        left = abort_at + ABORT_CLOSE_WITHIN - time.monotonic()
-        if request is not None and not request.closed and left > 0:
-            await self._in_thread(request.wait_closed, left, track=False)
-        if request is not None and request.closed_at is not None:
-            after = request.closed_at - abort_at
-            if after <= ABORT_CLOSE_WITHIN:
-                self.outcome.closed_after = max(0.0, after)
+        self.outcome.closed_after = await observe_close(
+            request, abort_at, lambda wait, left: self._in_thread(wait, left, track=False)
+        )
 
     def _in_thread(self, function: Any, *args: Any, track: bool = True) -> asyncio.Future[Any]:
         return in_thread(function, *args, name="gate sync loop", threads=self.threads if track else None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
@@ -476,6 +477,31 @@ class SlowAbort(ReferenceBackend):
             raise
 
 
+class BlocksLoopOnAbort(ReferenceBackend):
+    """Closes at once on abort, then blocks its own event loop before it raises the reason.
+
+    A blocking call holds up the backend, not the process: the stall watch must not
+    excuse it (``conformance._stall``).
+    """
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        try:
+            return await super().chat(chat)
+        except BaseException as exc:
+            if chat.signal is not None and exc is chat.signal.reason:
+                time.sleep(SLOW_ABORT)
+            raise
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except BaseException as exc:
+            if chat.signal is not None and exc is chat.signal.reason:
+                time.sleep(SLOW_ABORT)
+            raise
+
+
 #: What the "sleeps out the delay" mutant waits where the provider named none.
 RETRY_SLEEP = 7.0
 
@@ -774,6 +800,13 @@ SLOW_ABORT_BUG = SharedBug(
     ("abort-promptly",),
     ("abort/chat", "abort/stream"),
 )
+BLOCKS_LOOP_ON_ABORT_BUG = SharedBug(
+    "blocks-loop-on-abort",
+    f"closes on abort but blocks its event loop for {SLOW_ABORT} s before it raises the reason",
+    BlocksLoopOnAbort,
+    ("abort-promptly",),
+    ("abort/chat", "abort/stream"),
+)
 ABORTS_WITHOUT_CLOSING = SharedBug(
     "aborts-without-closing",
     "raises the reason but leaves the connection open until it is closed",
@@ -862,6 +895,7 @@ EVERY_WIRE = (
     IGNORES_ABORT,
     WRAPS_ABORT_REASON,
     SLOW_ABORT_BUG,
+    BLOCKS_LOOP_ON_ABORT_BUG,
     ABORTS_WITHOUT_CLOSING,
     KEEPS_H2_CONNECTION_ON_ABORT,
     SHIELDS_REQUEST,
