@@ -10,6 +10,8 @@ import contextlib
 import os
 import socket
 import struct
+import time
+import unittest
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 TIMEOUT = 10.0
@@ -65,6 +67,28 @@ def asyncio_debug_off_for_module() -> Tuple[Callable[[], None], Callable[[], Non
     """A module's ``setUpModule`` and ``tearDownModule`` when it needs no others."""
     off = AsyncioDebugOff()
     return off.start, off.stop
+
+
+class StallWatched(unittest.TestCase):
+    """Runs each test with the stall watch on, for bounds on how soon something happens.
+
+    :meth:`unstalled` is the time between two ``time.monotonic()`` readings less what
+    held up the whole process meanwhile (``conformance._stall``), as the library's own
+    abort bounds count it: a loaded machine must not fail a test of promptness.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        from conformance._stall import WATCH
+
+        WATCH.start()
+        self.addCleanup(WATCH.stop)
+
+    def unstalled(self, since: float, until: Optional[float] = None) -> float:
+        from conformance._stall import WATCH
+
+        until = time.monotonic() if until is None else until
+        return until - since - WATCH.between(since, until)
 
 
 #: GOAWAY(last_stream_id=0, NO_ERROR), as the AWS SDK for JavaScript sends it.
