@@ -12,7 +12,14 @@ from typing import Any
 
 from conformance.contract import AbortController, ToolCall, ToolResult
 from conformance.errors import TargetDefinitionError
-from conformance.gate import GateToolset, LoopTask, ReferenceLoop, ReplayWire, agent_loop_cases
+from conformance.gate import (
+    AgentLoopConformanceTestCase,
+    GateToolset,
+    LoopTask,
+    ReferenceLoop,
+    ReplayWire,
+    agent_loop_cases,
+)
 from conformance.gate._conversation import Conversation
 from conformance.gate.cases import MAX_REQUESTS, AgentLoopCase
 from conformance.gate.loop import AgentLoopTarget
@@ -136,6 +143,57 @@ class ReplayedConversationTests(unittest.TestCase):
             replace(replayed, skip={"replay/": "no conversation named"})
         with self.assertRaisesRegex(TargetDefinitionError, "needs a reason"):
             replace(replayed, skip={"replay/forced-tool": " "})
+
+    def test_the_mixin_generates_a_test_per_recorded_conversation(self) -> None:
+        """A mixin class on a ReplayWire gets test_replay_<conversation>_<mode>, which replays it."""
+        folder = self.folder
+
+        class Replayed(AgentLoopConformanceTestCase, unittest.TestCase):
+            wire = ReplayWire(folder)
+            max_result_chars = 4096
+            skip = {"replay/forced-tool": "left out by its key"}
+
+            def create_loop(self, url: str) -> Any:
+                return ReferenceLoop(REFERENCE_BACKENDS["openai-chat"](url, False), max_result_chars=4096)
+
+        replays = sorted(name for name in dir(Replayed) if name.startswith("test_replay_"))
+        self.assertEqual(replays, ["test_replay_forced_tool_chat", "test_replay_parallel_calls_stream"])
+        self.assertIn(
+            "replay/parallel-calls/stream: the loop must play",
+            Replayed.test_replay_parallel_calls_stream.__doc__,
+        )
+        result = unittest.TestResult()
+        unittest.TestSuite([Replayed(name) for name in replays]).run(result)
+        self.assertEqual((result.testsRun, result.failures, result.errors), (2, [], []))
+        self.assertEqual([reason for _, reason in result.skipped], ["left out by its key"])
+
+        class Twice(Replayed):
+            def create_loop(self, url: str) -> Any:
+                return RunsEachCallTwice(REFERENCE_BACKENDS["openai-chat"](url, False), max_result_chars=4096)
+
+        result = unittest.TestResult()
+        Twice("test_replay_parallel_calls_stream").run(result)
+        [(_, failure)] = result.failures
+        self.assertIn("was executed 2 times", failure)
+
+    def test_the_mixin_refuses_a_clash_or_an_override_of_a_replayed_test(self) -> None:
+        """Two conversations that make one method name, or a class defining one, fail at class creation."""
+        recorded = ReplayWire(self.folder).fixtures
+        [fixture, *_] = [f for f in recorded if f.stamp.scenario == "forced-tool"]
+        twin = replace(fixture, stamp=replace(fixture.stamp, scenario="forced_tool"))
+        with self.assertRaisesRegex(TargetDefinitionError, "'forced-tool' and 'forced_tool' would both be"):
+
+            class Clash(AgentLoopConformanceTestCase, unittest.TestCase):
+                wire = ReplayWire([*recorded, twin])
+
+        folder = self.folder
+        with self.assertRaisesRegex(TargetDefinitionError, "skip = {'replay/forced-tool': 'the reason'}"):
+
+            class Overrides(AgentLoopConformanceTestCase, unittest.TestCase):
+                wire = ReplayWire(folder)
+
+                def test_replay_forced_tool_chat(self) -> None:
+                    pass
 
     def test_the_scripted_stages_still_run_on_a_replayed_wire(self) -> None:
         replayed = target(self.folder)

@@ -4,12 +4,15 @@ Strategy: as for :class:`~conformance.BackendConformanceTestCase`, settings are 
 attributes checked in ``__init_subclass__`` (a misdeclared class fails at import),
 and every stage and mode becomes a generated ``test_<stage>_<mode>`` method that
 builds an :class:`~conformance.gate.AgentLoopTarget` from the class and runs the one
-case. The mixin itself has no tests, so runners collect only subclasses that name a
-wire.
+case. Where ``wire`` is a :class:`~conformance.gate.ReplayWire`, each recorded
+conversation and mode becomes a ``test_replay_<conversation>_<mode>`` too: the
+recordings are read when the wire is made, so their names are known at class creation.
+The mixin itself has no tests, so runners collect only subclasses that name a wire.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, ClassVar, Mapping, Optional
 
 from ..errors import TargetDefinitionError
@@ -33,6 +36,21 @@ def _make_test(stage: str, mode: str) -> Callable[[Any], None]:
     test.__name__ = f"test_{stage.replace('-', '_')}_{mode}"
     hint = f"If this fails: {row.hint}. See docs/gate-stages.md#{stage}."
     test.__doc__ = f"{stage}/{mode}: the loop must {row.must}.\n\n{hint}"
+    return test
+
+
+def _make_replay_test(conversation: str, mode: str) -> Callable[[Any], None]:
+    def test(self: AgentLoopConformanceTestCase) -> None:
+        self.run_replayed_conversation(conversation, mode)
+
+    test.__name__ = f"test_replay_{re.sub(r'[^0-9A-Za-z_]', '_', conversation)}_{mode}"
+    test.__doc__ = (
+        f"replay/{conversation}/{mode}: the loop must play its recorded conversation again: the "
+        "recorded requests, each recorded call executed once and never before its last event, "
+        "and a finished result.\n\nIf this fails: a changed request is named with the fields "
+        "that differ; record again where the change is meant. See "
+        "docs/recording.md#replaying-a-recorded-agent-loop-conversation."
+    )
     return test
 
 
@@ -93,6 +111,7 @@ class AgentLoopConformanceTestCase:
                         f"skip = {{{stage!r}: 'the reason'}} instead of overriding it"
                     )
                 setattr(cls, test.__name__, test)
+        _add_replay_tests(cls, where)
 
     def create_loop(self, url: str) -> Any:
         """Build a fresh agent loop pointed at the fake provider's base ``url``."""
@@ -126,3 +145,35 @@ class AgentLoopConformanceTestCase:
     def run_agent_loop_case(self, stage: str, mode: str) -> None:
         """Run one case; a breach fails the test with the case's message, a skip skips it."""
         AgentLoopCase(self.agent_loop_target(), stage, mode).run()
+
+    def run_replayed_conversation(self, conversation: str, mode: str) -> None:
+        """Replay one recorded conversation (``wire`` is a ReplayWire) in ``mode`` to the loop."""
+        from .replay_cases import ReplayLoopCase
+
+        ReplayLoopCase(self.agent_loop_target(), conversation, mode).run()
+
+
+def _add_replay_tests(cls: type, where: str) -> None:
+    """Where ``wire`` is a :class:`~conformance.gate.ReplayWire`: a ``test_replay_<conversation>_<mode>``
+    per recorded conversation and mode, named after the scenario it is stamped with."""
+    from .replay import ReplayWire
+
+    wire = getattr(cls, "wire", None)
+    if not isinstance(wire, ReplayWire):
+        return
+    made: dict[str, str] = {}
+    for conversation, mode in sorted(wire.conversations()):
+        test = _make_replay_test(conversation, mode)
+        name = test.__name__
+        if name in made:
+            raise TargetDefinitionError(
+                f"{where}: the recorded conversations {made[name]!r} and {conversation!r} would both "
+                f"be {name}; stamp one with another scenario when you record it"
+            )
+        if name in vars(cls):
+            raise TargetDefinitionError(
+                f"{where}: {name} is generated from the recordings; to leave it out, put "
+                f"skip = {{'replay/{conversation}': 'the reason'}} instead of overriding it"
+            )
+        made[name] = conversation
+        setattr(cls, name, test)
