@@ -422,7 +422,10 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
         for operation in OPERATIONS:
             with self.subTest(operation=operation):
                 _, reply = self.sent(FOLLOW_UP, operation)
-                follow_up = self.result("parallel-tool-calls", operation)["followUp"]
+                first = self.result("parallel-tool-calls", operation)
+                follow_up = first.get("followUp")
+                if follow_up is None:
+                    self.fail(f"the second call was never made: the first failed with {first['error']}")
                 self.assertEqual(follow_up["scenario"], FOLLOW_UP)
                 self.assert_answer(follow_up, reply, FX.tool_result_answer, "end_turn")
 
