@@ -6,6 +6,12 @@ the response headers are in. The Node script in ``js/`` makes every call the SDK
 meet, one per scenario and operation, and prints what it saw as JSON; these tests
 check it against what the wire sent. Install the SDK with ``npm ci --prefix
 tests/interop/js`` (see ``js/install.sh``).
+
+The two multi-turn scenarios go through the SDK's own serializer: ``tool-result``
+sends the earlier call and its result (or its error, or the reasoning tied to it) as
+the backend suite does, and ``parallel-tool-calls`` is a loop of two calls, the
+second sending back the message the SDK returned with a ``toolResult`` per call. The
+wire reads each history as Bedrock would and answers a malformed one with its 400.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
 from urllib.parse import quote
 
+from conformance._multiturn import MULTI_TURN, expected_history, history_problems, parallel_calls
+from conformance.cases import scenario_reply
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.provider import RecordedRequest, Reply, StreamReply, start_fake_provider
 from conformance.reference._decoders import EventStreamDecoder
@@ -57,14 +65,11 @@ SCENARIOS = (
     CORRUPT_FRAME,
 )
 STREAM_ONLY = ("stream-error", CORRUPT_FRAME)
-#: Scenarios of the backend suite the Node script does not plan, and why.
-NOT_PLANNED: Dict[str, str] = {
-    scenario: (
-        "the Node script sends the fixture question alone, with no earlier turn to render; "
-        "the Bedrock history through an SDK is held by the boto3 adapter over HTTP/1.1"
-    )
-    for scenario in ("tool-result", "parallel-tool-calls")
-}
+#: The variants of ``tool-result``, each an earlier turn the backend suite sends.
+HISTORIES = tuple(variant.name for variant in WIRE.variants("tool-result", "chat"))
+#: The second call of ``parallel-tool-calls``: the wire reads its history as it reads a
+#: ``tool-result`` one, and answers it with text.
+FOLLOW_UP = "tool-result:parallel-results"
 
 #: scenario -> (the SDK's error name, HTTP status)
 ERRORS: Dict[str, Tuple[str, int]] = {
@@ -79,13 +84,49 @@ ERRORS: Dict[str, Tuple[str, int]] = {
 USAGE = {"inputTokens": 31, "outputTokens": 17, "totalTokens": 48}
 
 
-def plan() -> List[Dict[str, str]]:
-    return [
+def history(variant: str) -> Dict[str, Any]:
+    """The earlier turn of a ``tool-result`` case, as the Node script takes it."""
+    turn, answer = expected_history(WIRE, variant)
+    result = answer.tool_result
+    assert result is not None
+    return {
+        "calls": [{"toolUseId": c.id, "name": c.name, "input": dict(c.arguments)} for c in turn.tool_calls],
+        "reasoning": [{"text": r.text, "signature": r.signature} for r in turn.reasoning],
+        "results": [{"toolUseId": result.call_id, "text": result.text, "error": result.is_error}],
+    }
+
+
+def plan() -> List[Dict[str, Any]]:
+    calls: List[Dict[str, Any]] = [
         {"scenario": scenario, "operation": operation}
         for scenario in SCENARIOS
         for operation in OPERATIONS
         if not (scenario in STREAM_ONLY and operation == "converse")
     ]
+    for operation in OPERATIONS:
+        for variant in HISTORIES:
+            calls.append(
+                {"scenario": f"tool-result:{variant}", "operation": operation, "history": history(variant)}
+            )
+        calls.append({"scenario": "parallel-tool-calls", "operation": operation, "followUp": FOLLOW_UP})
+    return calls
+
+
+def headers_sent() -> List[str]:
+    """The scenario header of every request the plan makes, follow-ups included."""
+    sent = [p["scenario"] for p in plan()]
+    return sent + [p["followUp"] for p in plan() if "followUp" in p]
+
+
+def event_names(chunks: List[bytes]) -> List[str]:
+    """The event names in ``chunks`` of an AWS event stream, in order, decoded independently."""
+    decoder = EventStreamDecoder()
+    names = []
+    for chunk in chunks:
+        for message in decoder.feed(chunk):
+            if message.headers.get(":message-type") == "event":
+                names.append(str(message.headers[":event-type"]))
+    return names
 
 
 def sent_events(scenario: str) -> List[str]:
@@ -96,13 +137,7 @@ def sent_events(scenario: str) -> List[str]:
     name, _, variant = scenario.partition(":")
     reply = WIRE.reply(name, "stream", request, variant)
     assert isinstance(reply, StreamReply)
-    decoder = EventStreamDecoder()
-    names = []
-    for chunk in reply.chunks:
-        for message in decoder.feed(chunk):
-            if message.headers.get(":message-type") == "event":
-                names.append(str(message.headers[":event-type"]))
-    return names
+    return event_names(list(reply.chunks))
 
 
 def skip_reason() -> Optional[str]:
@@ -130,18 +165,25 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
 
     report: ClassVar[Dict[str, Any]]
     requests: ClassVar[List[RecordedRequest]]
+    replies: ClassVar[List[Tuple[RecordedRequest, Reply]]]
+    refusals: ClassVar[List[str]]
     stderr: ClassVar[str]
 
     @classmethod
     def setUpClass(cls) -> None:
+        cls.replies, cls.refusals = [], []
         with start_fake_provider(http2=True) as provider:
 
             def handler(request: RecordedRequest) -> Reply:
                 if not WIRE.is_generation(request):
                     return WIRE.aux_reply(request)
                 scenario, _, variant = request.headers.get(SCENARIO_HEADER, "").partition(":")
-                reply = WIRE.reply(scenario, "chat", request, variant)
+                mode = "stream" if WIRE.wants_stream(request) else "chat"
+                # The multi-turn scenarios read the history and refuse a malformed one with
+                # Bedrock's 400, noting why in ``refusals``.
+                reply = scenario_reply(WIRE, scenario, mode, request, variant, cls.refusals)
                 assert reply is not None, request
+                cls.replies.append((request, reply))
                 return reply
 
             provider.reply(handler)
@@ -166,6 +208,33 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
                 return dict(result)
         raise AssertionError(f"no result for {scenario}/{operation}")
 
+    def sent(self, scenario: str, operation: str) -> Tuple[RecordedRequest, Reply]:
+        """The one request the SDK sent with ``scenario`` on ``operation``, and the wire's reply."""
+        found = [
+            (request, reply)
+            for request, reply in self.replies
+            if request.headers.get(SCENARIO_HEADER) == scenario and request.path.endswith(f"/{operation}")
+        ]
+        self.assertEqual(len(found), 1, f"expected one {scenario}/{operation} request, got {len(found)}")
+        return found[0]
+
+    def assert_history_accepted(self, request: RecordedRequest) -> None:
+        """The wire reads the history the SDK serialized as Bedrock would, and finds nothing wrong."""
+        read = WIRE.read_history(request)
+        assert read is not None
+        self.assertEqual(
+            list(read.problems), [], f"the wire would refuse the SDK's history: {request.json!r}"
+        )
+
+    def assert_answer(self, result: Dict[str, Any], reply: Reply, text: str, stop: str) -> None:
+        """The SDK read the wire's answer turn: the text, the stop reason, the usage, every event."""
+        self.assertIsNone(result["error"])
+        self.assertEqual(result["text"], text)
+        self.assertEqual(result["stopReason"], stop)
+        self.assertEqual(result["usage"], USAGE)
+        if isinstance(reply, StreamReply):
+            self.assertEqual(result["events"], event_names(list(reply.chunks)))
+
     def test_client_uses_the_http2_handler(self) -> None:
         """The client was left with its default NodeHttp2Handler."""
         self.assertEqual(self.report["handler"], "NodeHttp2Handler")
@@ -173,7 +242,7 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
     def test_every_call_sent_one_well_formed_h2_request(self) -> None:
         """Each call made exactly one HTTP/2 request that the wire's request check accepts."""
         scenarios = [r.headers.get(SCENARIO_HEADER) for r in self.requests]
-        self.assertEqual(sorted(scenarios), sorted(p["scenario"] for p in plan()))
+        self.assertEqual(sorted(scenarios), sorted(headers_sent()))
         for request in self.requests:
             with self.subTest(request=str(request), scenario=request.headers.get(SCENARIO_HEADER)):
                 self.assertEqual(request.http_version, "HTTP/2")
@@ -261,11 +330,104 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
                 with self.subTest(path=request.path):
                     self.assertTrue(request.wait_closed(1.0), "the provider never saw the stream closed")
 
-    def test_multi_turn_scenarios_are_not_planned(self) -> None:
-        """The plan leaves out the multi-turn scenarios, each for the reason NOT_PLANNED gives."""
-        planned = {p["scenario"].partition(":")[0] for p in plan()}
-        self.assertEqual(planned & set(NOT_PLANNED), set())
-        self.skipTest("; ".join(f"{name}: {why}" for name, why in NOT_PLANNED.items()))
+    def test_plan_holds_the_multi_turn_scenarios(self) -> None:
+        """Both multi-turn scenarios are planned on both operations, tool-result in every variant."""
+        planned = {(p["scenario"], p["operation"]) for p in plan()}
+        for operation in OPERATIONS:
+            self.assertIn(("parallel-tool-calls", operation), planned)
+            for variant in HISTORIES:
+                self.assertIn((f"tool-result:{variant}", operation), planned)
+        self.assertEqual({p["scenario"].partition(":")[0] for p in plan()} & set(MULTI_TURN), set(MULTI_TURN))
+
+    def test_no_history_was_refused(self) -> None:
+        """The wire refused none of the histories the SDK serialized with Bedrock's 400."""
+        self.assertEqual(self.refusals, [])
+
+    def test_tool_result_history(self) -> None:
+        """Each tool-result history reads back as the backend suite's: the call, its id, its result."""
+        for variant in WIRE.variants("tool-result", "chat"):
+            for operation in OPERATIONS:
+                with self.subTest(variant=variant.name, operation=operation):
+                    request, _ = self.sent(f"tool-result:{variant.name}", operation)
+                    self.assert_history_accepted(request)
+                    read = WIRE.read_history(request)
+                    assert read is not None
+                    self.assertEqual(history_problems(WIRE, variant, read), [])
+                    turn, answer = expected_history(WIRE, variant.name)
+                    result = answer.tool_result
+                    assert result is not None
+                    body = request.json
+                    assert isinstance(body, dict)
+                    sent = [block["toolResult"] for block in body["messages"][-1]["content"]]
+                    expected = {"toolUseId": turn.tool_calls[0].id, "content": [{"text": result.text}]}
+                    if result.is_error:
+                        expected["status"] = "error"
+                    self.assertEqual(sent, [expected])
+
+    def test_tool_result_answer(self) -> None:
+        """The answer to each tool-result history reads as the wire's text turn, whole and streamed."""
+        for variant in HISTORIES:
+            for operation in OPERATIONS:
+                with self.subTest(variant=variant, operation=operation):
+                    _, reply = self.sent(f"tool-result:{variant}", operation)
+                    result = self.result(f"tool-result:{variant}", operation)
+                    self.assert_answer(result, reply, FX.tool_result_answer, "end_turn")
+                    self.assertEqual(result["toolCalls"], [])
+
+    def test_parallel_tool_calls(self) -> None:
+        """The parallel turn reads as both calls, each with its own toolUseId, in order."""
+        expected = [
+            {"id": call.id, "name": call.name, "input": json.loads(call.arguments)}
+            for call in parallel_calls(WIRE)
+        ]
+        for operation in OPERATIONS:
+            with self.subTest(operation=operation):
+                _, reply = self.sent("parallel-tool-calls", operation)
+                result = self.result("parallel-tool-calls", operation)
+                self.assert_answer(result, reply, "", "tool_use")
+                self.assertEqual(result["toolCalls"], expected)
+
+    def test_parallel_results_history(self) -> None:
+        """The SDK sends both calls back and answers each under its own toolUseId, in order."""
+        calls = parallel_calls(WIRE)
+        for operation in OPERATIONS:
+            with self.subTest(operation=operation):
+                request, _ = self.sent(FOLLOW_UP, operation)
+                self.assert_history_accepted(request)
+                body = request.json
+                assert isinstance(body, dict)
+                turn, answers = body["messages"][-2:]
+                uses = [block["toolUse"] for block in turn["content"] if "toolUse" in block]
+                self.assertEqual(
+                    [(u["toolUseId"], u["name"], u["input"]) for u in uses],
+                    [(c.id, c.name, json.loads(c.arguments)) for c in calls],
+                )
+                # Each result's JSON document holds its own call's input: a result filed
+                # under the other call's id shows as the wrong city.
+                self.assertEqual(
+                    [block["toolResult"] for block in answers["content"]],
+                    [
+                        {
+                            "toolUseId": c.id,
+                            "content": [
+                                {"json": {"request": json.loads(c.arguments), "conditions": "sunny"}}
+                            ],
+                        }
+                        for c in calls
+                    ],
+                )
+
+    def test_parallel_results_answer(self) -> None:
+        """The answer to the parallel results reads as the wire's text turn, whole and streamed."""
+        for operation in OPERATIONS:
+            with self.subTest(operation=operation):
+                _, reply = self.sent(FOLLOW_UP, operation)
+                first = self.result("parallel-tool-calls", operation)
+                follow_up = first.get("followUp")
+                if follow_up is None:
+                    self.fail(f"the second call was never made: the first failed with {first['error']}")
+                self.assertEqual(follow_up["scenario"], FOLLOW_UP)
+                self.assert_answer(follow_up, reply, FX.tool_result_answer, "end_turn")
 
     def test_corrupt_frame_is_refused(self) -> None:
         """The SDK refuses the frame whose CRC does not match, after the frames before it."""

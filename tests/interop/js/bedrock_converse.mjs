@@ -1,7 +1,15 @@
 // Drives the AWS SDK for JavaScript v3 BedrockRuntimeClient against the fake provider.
 //
 // Usage: node bedrock_converse.mjs <provider url> <model id> <plan as JSON>
-// The plan is a list of {"scenario": ..., "operation": "converse" | "converse-stream"}.
+// The plan is a list of {"scenario": ..., "operation": "converse" | "converse-stream"},
+// and optionally:
+//   "history": an earlier turn to send after the question, as a loop would have kept it:
+//     {"calls": [{toolUseId, name, input}], "reasoning": [{text, signature}],
+//      "results": [{toolUseId, text, error}]}
+//   "followUp": the scenario of a second call that answers every tool call the first
+//     one returned: the assistant message as the SDK gave it back, then one user turn
+//     with a toolResult per call, under the call's own toolUseId, whose content is a
+//     JSON document holding the call's input.
 // Each call carries its scenario in an x-conformance-scenario header, so one provider
 // can script them all. The client keeps its default request handler, NodeHttp2Handler,
 // which speaks h2c with prior knowledge to an http:// endpoint and closes its session
@@ -9,7 +17,8 @@
 //
 // Prints one JSON object on stdout: {"handler": ..., "results": [...]}, with per call
 // the text, the tool calls, the stop reason, the usage, the event names in the order
-// they arrived, and the error's name, message and HTTP status if the call failed.
+// they arrived, and the error's name, message and HTTP status if the call failed; a
+// call with a follow-up reports the second call the same way under "followUp".
 
 import {
   BedrockRuntimeClient,
@@ -49,14 +58,38 @@ function makeClient(endpoint) {
   });
 }
 
-function input(model) {
+const QUESTION_TURN = { role: "user", content: [{ text: QUESTION }] };
+
+function input(model, messages) {
   return {
     modelId: model,
     system: [{ text: SYSTEM }],
-    messages: [{ role: "user", content: [{ text: QUESTION }] }],
+    messages,
     inferenceConfig: { maxTokens: 256 },
     toolConfig: { tools: [TOOL] },
   };
+}
+
+// The question, then the earlier assistant turn (its reasoning, then its toolUse
+// blocks) and the user turn answering each call with a toolResult.
+function historyMessages({ calls, reasoning = [], results }) {
+  const assistant = [
+    ...reasoning.map(({ text, signature }) => ({ reasoningContent: { reasoningText: { text, signature } } })),
+    ...calls.map(({ toolUseId, name, input: args }) => ({ toolUse: { toolUseId, name, input: args } })),
+  ];
+  const answers = results.map(({ toolUseId, text, error }) => ({
+    toolResult: { toolUseId, content: [{ text }], ...(error ? { status: "error" } : {}) },
+  }));
+  return [QUESTION_TURN, { role: "assistant", content: assistant }, { role: "user", content: answers }];
+}
+
+// The turn after `assistant` (the message the first call returned): one toolResult per
+// call, its content a JSON document, so the SDK serializes documents both ways.
+function followUpMessages(assistant, calls) {
+  const answers = calls.map(({ id, input: args }) => ({
+    toolResult: { toolUseId: id, content: [{ json: { request: args, conditions: "sunny" } }] },
+  }));
+  return [QUESTION_TURN, assistant, { role: "user", content: answers }];
 }
 
 function withScenario(command, scenario) {
@@ -79,8 +112,9 @@ function describeError(error) {
   };
 }
 
-async function converse(client, model, scenario, signal, result) {
-  const out = await client.send(withScenario(new ConverseCommand(input(model)), scenario), {
+// Returns the assistant message exactly as the SDK gave it back.
+async function converse(client, model, scenario, messages, signal, result) {
+  const out = await client.send(withScenario(new ConverseCommand(input(model, messages)), scenario), {
     abortSignal: signal,
   });
   result.stopReason = out.stopReason;
@@ -92,11 +126,13 @@ async function converse(client, model, scenario, signal, result) {
       result.toolCalls.push({ id: toolUseId, name, input: args });
     }
   }
+  return out.output?.message;
 }
 
-// Fills `result` as events arrive, so what came before a failure is kept.
-async function converseStream(client, model, scenario, signal, result, onEvent) {
-  const out = await client.send(withScenario(new ConverseStreamCommand(input(model)), scenario), {
+// Fills `result` as events arrive, so what came before a failure is kept, and returns
+// the assistant message a loop builds from the stream: its text, then its calls.
+async function converseStream(client, model, scenario, messages, signal, result, onEvent) {
+  const out = await client.send(withScenario(new ConverseStreamCommand(input(model, messages)), scenario), {
     abortSignal: signal,
   });
   const open = new Map();
@@ -131,9 +167,18 @@ async function converseStream(client, model, scenario, signal, result, onEvent) 
       result.usage = event.metadata.usage;
     }
   }
+  const content = result.text ? [{ text: result.text }] : [];
+  for (const { id, name, input: args } of result.toolCalls) {
+    content.push({ toolUse: { toolUseId: id, name, input: args } });
+  }
+  return { role: "assistant", content };
 }
 
-async function runOne(endpoint, model, { scenario, operation }) {
+function emptyResult(scenario, operation) {
+  return { scenario, operation, text: "", toolCalls: [], stopReason: null, usage: null, events: [] };
+}
+
+async function runOne(endpoint, model, { scenario, operation, history, followUp }) {
   const client = makeClient(endpoint);
   const controller = new AbortController();
   const timers = [setTimeout(() => controller.abort(new Error("call timed out")), CALL_TIMEOUT_MS)];
@@ -141,12 +186,24 @@ async function runOne(endpoint, model, { scenario, operation }) {
   // stream as soon as its first event is in.
   const abort = scenario === "abort" ? () => controller.abort() : () => {};
   if (operation === "converse") timers.push(setTimeout(abort, ABORT_AFTER_MS));
-  const result = { scenario, operation, text: "", toolCalls: [], stopReason: null, usage: null, events: [] };
+  const result = emptyResult(scenario, operation);
+  const call = (current, header, messages) =>
+    operation === "converse"
+      ? converse(client, model, header, messages, controller.signal, current)
+      : converseStream(client, model, header, messages, controller.signal, current, abort);
   const started = Date.now();
   try {
-    if (operation === "converse") await converse(client, model, scenario, controller.signal, result);
-    else await converseStream(client, model, scenario, controller.signal, result, abort);
+    const assistant = await call(result, scenario, history ? historyMessages(history) : [QUESTION_TURN]);
     result.error = null;
+    if (followUp) {
+      result.followUp = emptyResult(followUp, operation);
+      try {
+        await call(result.followUp, followUp, followUpMessages(assistant, result.toolCalls));
+        result.followUp.error = null;
+      } catch (error) {
+        result.followUp.error = describeError(error);
+      }
+    }
   } catch (error) {
     result.error = describeError(error);
   } finally {
