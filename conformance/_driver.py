@@ -261,14 +261,10 @@ class Driver:
         if self.case.scenario not in ("abort", "cancel"):
             return self._run()
         # The abort and cancel bounds do not count what stalled the whole process.
-        WATCH.start()
-        try:
+        with WATCH:
             outcome = self._run()
-            if outcome.abort_at is not None and outcome.error_at is not None:
-                outcome.stalled_after_abort = WATCH.between(outcome.abort_at, outcome.error_at)
-            return outcome
-        finally:
-            WATCH.stop()
+            outcome.stalled_after_abort = WATCH.between(outcome.abort_at, outcome.error_at)
+        return outcome
 
     def _run(self) -> Outcome:
         started = time.monotonic()

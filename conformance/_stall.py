@@ -64,14 +64,21 @@ class StallWatch:
                 raise RuntimeError("StallWatch.stop() without a start(): every stop() closes one start()")
             self._users -= 1
 
-    def between(self, start: float, end: float, settle: float = 1.0) -> float:
+    def __enter__(self) -> StallWatch:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def between(self, start: Optional[float], end: Optional[float], settle: float = 1.0) -> float:
         """Seconds of ``[start, end]`` (``time.monotonic()`` readings) in which the process stalled.
 
         Waits, at most ``settle`` seconds, for the watch to have woken after ``end``: a
         stall that ``end`` came right after is on record only once the watch has run.
-        At most :data:`MAX_EXCUSED`.
+        At most :data:`MAX_EXCUSED`; 0 where either end is ``None`` (never reached).
         """
-        if end <= start:
+        if start is None or end is None or end <= start:
             return 0.0
         with self._lock:
             if self._thread is not None:

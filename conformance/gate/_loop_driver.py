@@ -108,16 +108,11 @@ class LoopDriver:
         stage = self.case.stage
         if not stage.cancel and stage.max_seconds is None:
             return self._run()
-        WATCH.start()
-        try:
+        with WATCH:
             outcome = self._run()
-            if outcome.abort_at is not None and outcome.error_at is not None:
-                outcome.stalled_after_abort = WATCH.between(outcome.abort_at, outcome.error_at)
-            if outcome.ended_at is not None:
-                outcome.stalled_in_run = WATCH.between(outcome.started, outcome.ended_at)
-            return outcome
-        finally:
-            WATCH.stop()
+            outcome.stalled_after_abort = WATCH.between(outcome.abort_at, outcome.error_at)
+            outcome.stalled_in_run = WATCH.between(outcome.started, outcome.ended_at)
+        return outcome
 
     def _run(self) -> LoopOutcome:
         timeout = self.case.target.timeout

@@ -459,12 +459,15 @@ SLOW_ABORT = 0.7
 class SlowAbort(ReferenceBackend):
     """Closes the connection at once on abort, but raises the reason only after a while."""
 
+    async def delay(self) -> None:
+        await asyncio.sleep(SLOW_ABORT)
+
     async def chat(self, chat: ChatRequest) -> ChatResponse:
         try:
             return await super().chat(chat)
         except BaseException as exc:
             if chat.signal is not None and exc is chat.signal.reason:
-                await asyncio.sleep(SLOW_ABORT)
+                await self.delay()
             raise
 
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -473,33 +476,19 @@ class SlowAbort(ReferenceBackend):
                 yield chunk
         except BaseException as exc:
             if chat.signal is not None and exc is chat.signal.reason:
-                await asyncio.sleep(SLOW_ABORT)
+                await self.delay()
             raise
 
 
-class BlocksLoopOnAbort(ReferenceBackend):
+class BlocksLoopOnAbort(SlowAbort):
     """Closes at once on abort, then blocks its own event loop before it raises the reason.
 
     A blocking call holds up the backend, not the process: the stall watch must not
     excuse it (``conformance._stall``).
     """
 
-    async def chat(self, chat: ChatRequest) -> ChatResponse:
-        try:
-            return await super().chat(chat)
-        except BaseException as exc:
-            if chat.signal is not None and exc is chat.signal.reason:
-                time.sleep(SLOW_ABORT)
-            raise
-
-    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
-        try:
-            async for chunk in super().chat_stream(chat):
-                yield chunk
-        except BaseException as exc:
-            if chat.signal is not None and exc is chat.signal.reason:
-                time.sleep(SLOW_ABORT)
-            raise
+    async def delay(self) -> None:
+        time.sleep(SLOW_ABORT)
 
 
 #: What the "sleeps out the delay" mutant waits where the provider named none.
