@@ -106,7 +106,8 @@ class OllamaStreamTest(unittest.TestCase):
                     text += chunk.message.content or ""
                     thinking += chunk.message.thinking or ""
             finally:
-                client.close()
+                # Client.close() came in ollama 0.6.2; the httpx client beneath is older.
+                client._client.close()
         self.assertEqual(
             [(c.function.name, dict(c.function.arguments)) for c in calls],
             [(c.name, json.loads(c.arguments)) for c in turn.calls],
