@@ -392,6 +392,25 @@ class WrapsTheAbort(ReferenceLoop):
             raise RuntimeError(f"the agent was cancelled: {exc}") from exc
 
 
+#: How long ``RaisesTheAbortLate`` waits: twice the bound, so a stall of the process
+#: taken off the time still leaves it late.
+LATE_ABORT = 1.0
+
+
+class RaisesTheAbortLate(ReferenceLoop):
+    """Raises the caller's abort reason, but only after tidying up for a second."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        import asyncio
+
+        try:
+            return await super().run(task)
+        except BaseException as exc:
+            if exc is task.signal.reason:
+                await asyncio.sleep(LATE_ABORT)
+            raise
+
+
 class LeavesTheRequestRunning(ReferenceLoop):
     """Watches the signal itself and raises its reason, but never tells the client: the request
     (and its connection) carries on in a task of its own."""

@@ -157,6 +157,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     ),
     LoopMutant("mangles-arguments", zoo.MangledArguments, both("fragmented-arguments", {"arguments"})),
     LoopMutant("wraps-the-abort", zoo.WrapsTheAbort, both("cancel", {"abort-reason"})),
+    LoopMutant("raises-the-abort-late", zoo.RaisesTheAbortLate, both("cancel", {"abort-reason"})),
     LoopMutant(
         "leaves-the-request-running", zoo.LeavesTheRequestRunning, both("cancel", {"connection-closed"})
     ),
