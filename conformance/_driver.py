@@ -131,22 +131,32 @@ def in_thread(
 async def observe_close(
     request: Optional[RecordedRequest],
     abort_at: float,
-    wait: Callable[[Callable[[float], Any], float], Awaitable[Any]],
+    wait: Callable[..., Awaitable[Any]],
 ) -> Optional[float]:
     """Watch ``request`` from the abort on; the seconds until the provider saw it closed.
 
-    ``wait(request.wait_closed, seconds)`` blocks elsewhere than the running loop, which
-    stays free for whatever the backend or loop still has going. The bound,
-    :data:`ABORT_CLOSE_WITHIN`, is stretched by what stalled the whole process meanwhile
-    (:mod:`conformance._stall`). ``None`` where no close came within it.
+    ``wait(function, *args)`` calls the blocking :func:`wait_closed_within` elsewhere
+    than the running loop, which stays free for whatever the backend or loop still has
+    going. ``None`` where no close came within the bound.
     """
-    while request is not None and not request.closed:
-        now = time.monotonic()
-        left = abort_at + ABORT_CLOSE_WITHIN + WATCH.between(abort_at, now, settle=0.0) - now
-        if left <= 0:
-            break
-        await wait(request.wait_closed, left)
+    if request is not None and not request.closed:
+        await wait(wait_closed_within, request, abort_at)
     return closed_after(request, abort_at)
+
+
+def wait_closed_within(request: RecordedRequest, abort_at: float) -> None:
+    """Block until the provider saw ``request`` closed, or :data:`ABORT_CLOSE_WITHIN` passed.
+
+    The bound is stretched by what stalled the whole process meanwhile
+    (:mod:`conformance._stall`), read once the watch has run past each moment asked
+    about: a stall that just ended is on record before the bound is judged over.
+    """
+    while not request.closed:
+        now = time.monotonic()
+        left = abort_at + ABORT_CLOSE_WITHIN + WATCH.between(abort_at, now) - now
+        if left <= 0:
+            return
+        request.wait_closed(left)
 
 
 def closed_after(request: Optional[RecordedRequest], abort_at: float) -> Optional[float]:
@@ -422,7 +432,7 @@ class Driver:
         # A blocking wait in a thread of its own costs nothing while it waits, and
         # leaves this loop free to run whatever the backend still has going.
         self.outcome.closed_after = await observe_close(
-            self.generation, abort_at, lambda wait, left: self._in_thread(wait, left, track=False)
+            self.generation, abort_at, lambda *call: self._in_thread(*call, track=False)
         )
 
     def _in_thread(self, function: Callable[..., Any], *args: Any, track: bool = True) -> asyncio.Future[Any]:

@@ -243,7 +243,7 @@ class LoopDriver:
         assert abort_at is not None
         request = self.conversation.exchanges[0].request if self.conversation.exchanges else None
         self.outcome.closed_after = await observe_close(
-            request, abort_at, lambda wait, left: self._in_thread(wait, left, track=False)
+            request, abort_at, lambda *call: self._in_thread(*call, track=False)
         )
 
     def _in_thread(self, function: Any, *args: Any, track: bool = True) -> asyncio.Future[Any]:
