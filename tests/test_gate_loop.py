@@ -170,6 +170,62 @@ class BrokenLoopMessageTests(unittest.TestCase):
         )
 
 
+class LateFirstTurn:
+    """A backend that sends its first request only 0.55 s in, then reads the reply for a second."""
+
+    def __init__(self, url: str) -> None:
+        self.inner = REFERENCE_BACKENDS["openai-chat"](url, False)
+        self.calls = 0
+
+    async def chat(self, request: Any) -> Any:
+        import asyncio
+
+        self.calls += 1
+        if self.calls > 1:
+            return await self.inner.chat(request)
+        await asyncio.sleep(0.55)
+        response = await self.inner.chat(request)
+        await asyncio.sleep(1.0)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class BudgetStageTests(unittest.TestCase):
+    def test_a_call_that_came_as_the_budget_ran_out_need_not_run(self) -> None:
+        """In the timeout stage, a turn sent after the loop's budget was nearly spent owes no run."""
+        target = AgentLoopTarget(
+            "late first turn", openai_chat_wire, lambda url: ReferenceLoop(LateFirstTurn(url))
+        )
+        case = next(c for c in agent_loop_cases(target) if c.name == "timeout/chat")
+        self.assertEqual(outcome(case), ("pass", ""))
+
+    def test_a_call_that_came_in_time_must_still_run(self) -> None:
+        """A loop that had the call at once and stopped at "budget" without running it fails executions."""
+
+        class Skip(Exception):
+            pass
+
+        class SkipsTheCall(ReferenceLoop):
+            async def _execute(self, task: Any, tracker: Any, call: Any, schema: Any) -> Any:
+                raise Skip
+
+            async def run(self, task: Any) -> LoopResult:
+                try:
+                    return await super().run(task)
+                except Skip:
+                    return LoopResult("", "tool_calls", stopped="budget")
+
+        target = AgentLoopTarget(
+            "skips", openai_chat_wire, lambda url: SkipsTheCall(REFERENCE_BACKENDS["openai-chat"](url, False))
+        )
+        case = next(c for c in agent_loop_cases(target) if c.name == "timeout/chat")
+        status, message = outcome(case)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("never executed; the model called it and waited for its result [executions]", message)
+
+
 class TargetTests(unittest.TestCase):
     def test_each_misdeclaration_is_named(self) -> None:
         """A bad wire, factory, limit, timeout or skip key is refused with what to do."""
