@@ -539,6 +539,14 @@ class GenAIAsyncBackend:
             )
             try:
                 while True:
+                    if request.signal is not None and request.signal.aborted:
+                        # The abort landed between two chunks, with no read of ours to
+                        # cancel. Closing the SDK's stream then leaves its HTTP response
+                        # open (httpx's generators below it report "already running"
+                        # and stay unclosed until the loop ends): close the client's
+                        # connections instead.
+                        await self.client.aio.aclose()
+                        request.signal.raise_reason()
                     try:
                         response = await race_abort(stream.__anext__(), request.signal)
                     except StopAsyncIteration:
