@@ -104,14 +104,8 @@ class AgentLoopConformanceTestCase:
             for mode in LOOP_MODES:
                 if mode not in row.modes:
                     continue
-                test = _make_test(stage, mode)
-                if test.__name__ in own:
-                    raise TargetDefinitionError(
-                        f"{where}: {test.__name__} is generated; to leave it out, put "
-                        f"skip = {{{stage!r}: 'the reason'}} instead of overriding it"
-                    )
-                setattr(cls, test.__name__, test)
-        _add_replay_tests(cls, where)
+                _install(cls, own, where, _make_test(stage, mode), stage)
+        _add_replay_tests(cls, own, where)
 
     def create_loop(self, url: str) -> Any:
         """Build a fresh agent loop pointed at the fake provider's base ``url``."""
@@ -153,7 +147,18 @@ class AgentLoopConformanceTestCase:
         ReplayLoopCase(self.agent_loop_target(), conversation, mode).run()
 
 
-def _add_replay_tests(cls: type, where: str) -> None:
+def _install(cls: type, own: Mapping[str, Any], where: str, test: Callable[[Any], None], key: str) -> None:
+    """Set a generated test on ``cls``; one the class defines itself (``own``) is refused,
+    with the ``skip`` key that leaves the case out instead."""
+    if test.__name__ in own:
+        raise TargetDefinitionError(
+            f"{where}: {test.__name__} is generated; to leave it out, put "
+            f"skip = {{{key!r}: 'the reason'}} instead of overriding it"
+        )
+    setattr(cls, test.__name__, test)
+
+
+def _add_replay_tests(cls: type, own: Mapping[str, Any], where: str) -> None:
     """Where ``wire`` is a :class:`~conformance.gate.ReplayWire`: a ``test_replay_<conversation>_<mode>``
     per recorded conversation and mode, named after the scenario it is stamped with."""
     from .replay import ReplayWire
@@ -170,10 +175,5 @@ def _add_replay_tests(cls: type, where: str) -> None:
                 f"{where}: the recorded conversations {made[name]!r} and {conversation!r} would both "
                 f"be {name}; stamp one with another scenario when you record it"
             )
-        if name in vars(cls):
-            raise TargetDefinitionError(
-                f"{where}: {name} is generated from the recordings; to leave it out, put "
-                f"skip = {{'replay/{conversation}': 'the reason'}} instead of overriding it"
-            )
         made[name] = conversation
-        setattr(cls, name, test)
+        _install(cls, own, where, test, f"replay/{conversation}")
