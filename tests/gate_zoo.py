@@ -650,6 +650,17 @@ class RepairsBrokenJson(ReferenceLoop):
         return await super()._execute(task, tracker, call, schema)
 
 
+#: The budget ``OverstaysItsBudget`` keeps to instead of the task's.
+OWN_BUDGET = 2.5
+
+
+class OverstaysItsBudget(ReferenceLoop):
+    """Stops at a budget of its own, seconds past the task's ``max_seconds``."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, max_seconds=OWN_BUDGET))
+
+
 class NoDeadline(ReferenceLoop):
     """Waits as long as the provider takes: it never bounds a request by its budget."""
 

@@ -207,6 +207,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "MALFORMED_FUNCTION_CALL with no call, Ollama passes the text on as content)",
     ),
     LoopMutant("never-stops", zoo.NoDeadline, both("timeout", {"recovered"}), timeout=1.5),
+    LoopMutant("overstays-its-budget", zoo.OverstaysItsBudget, both("timeout", {"budget"}), timeout=4.0),
 )
 
 
