@@ -2,10 +2,14 @@
 
     python -m conformance                       both suites, reference targets, all wires, h1 and h2c
     python -m conformance --suite backend       the backend suite alone (--suite loop: the agent loops)
-    python -m conformance run MODULE:NAME       a user's BackendConformanceTarget or TestCase class
+    python -m conformance run MODULE:NAME       a user's target (backend or agent loop) or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
-    python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--smoke] [--jobs N]
+    python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--junit PATH] [--smoke]
+
+Every command that runs cases takes --json PATH and --junit PATH (JUnit XML), written
+whether the cases pass or not; options shared with the top level (--jobs, --processes,
+--json, --junit) may stand before the command's name or after it.
 
 Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
 usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
@@ -28,20 +32,22 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from ._results import CaseRecord, check_writable, write_reports
 from ._targets import (
     AnyCase,
     AnyTarget,
     TargetSpec,
     UsageError,
     cases_of,
+    is_target,
     load,
-    outcome,
     reference_loop_targets,
     reference_targets,
     run_unit,
+    timed_outcome,
     units,
 )
-from .cases import BackendConformanceTarget, ConformanceCase
+from .cases import ConformanceCase
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
@@ -106,6 +112,8 @@ def run_matrix(
     *,
     processes: int = 1,
     specs: Optional[Sequence[TargetSpec]] = None,
+    reports: Optional[Dict[str, Any]] = None,
+    command: str = "python -m conformance",
 ) -> int:
     """Run every case of every target; print progress, the matrix and the failures; return the exit status.
 
@@ -113,7 +121,9 @@ def run_matrix(
     backend hangs shows what it is doing long before the case's bound is reached.
     With ``processes`` above 1 (and ``specs`` to rebuild each target from), the
     targets are spread over that many worker processes, each running ``jobs`` cases
-    at a time: the cases' own work then uses more than one core.
+    at a time: the cases' own work then uses more than one core. ``reports`` maps
+    ``--json`` and ``--junit`` to the files to write every case's outcome to (see
+    ``_results``), written whether the cases passed or not.
     """
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in cases_of(target)]
@@ -123,13 +133,15 @@ def run_matrix(
     out.write(f"running {len(cases)} cases of {len(targets)} {noun}, {how}\n")
     out.flush()
     results: List[Tuple[str, str]] = [("", "")] * len(cases)
+    seconds: List[float] = [0.0] * len(cases)
     position = {(id(case.target), case.name): index for index, (_, case) in enumerate(cases)}
     left = {id(target): 0 for _, target in targets}
     for _, case in cases:
         left[id(case.target)] += 1
 
-    def done(target: AnyTarget, name: str, result: Tuple[str, str]) -> None:
+    def done(target: AnyTarget, name: str, result: Tuple[str, str], took: float) -> None:
         results[position[(id(target), name)]] = result
+        seconds[position[(id(target), name)]] = took
         left[id(target)] -= 1
         if left[id(target)] == 0:
             mine = [r[0] for (_, c), r in zip(cases, results) if c.target is target]
@@ -159,14 +171,15 @@ def run_matrix(
             }
             for finished in as_completed(work):
                 target = targets[work[finished]][1]
-                for name, result in finished.result():
-                    done(target, name, result)
+                for name, result, took in finished.result():
+                    done(target, name, result, took)
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(outcome, case): case for _, case in cases}
+            futures = {pool.submit(timed_outcome, case): case for _, case in cases}
             for future in as_completed(futures):
                 case = futures[future]
-                done(case.target, case.name, future.result())
+                status, detail, took = future.result()
+                done(case.target, case.name, (status, detail), took)
     elapsed = time.perf_counter() - started
     out.write("\n")
 
@@ -223,30 +236,135 @@ def run_matrix(
         f"\n{len(results)} cases: {counts['pass']} passed, {counts['FAIL'] + counts['ERROR']} failed, "
         f"{counts['skip']} skipped in {elapsed:.2f} s ({how}); {runs} variant runs\n"
     )
+    if reports:
+        records = [
+            CaseRecord(
+                target=case.target.name,
+                case=case.name,
+                outcome=status,
+                detail=detail,
+                seconds=took,
+                suite="backend" if isinstance(case, ConformanceCase) else "loop",
+                wire=case.target.wire.name,
+            )
+            for (_, case), (status, detail), took in zip(cases, results, seconds)
+        ]
+        _write(records, reports, command, elapsed, out)
     return 1 if failures else 0
 
 
+def _write(
+    records: List[CaseRecord], reports: Dict[str, Any], command: str, elapsed: float, out: TextIO
+) -> None:
+    """Write the ``--json`` and ``--junit`` files asked for, and say so."""
+    try:
+        written = write_reports(
+            records,
+            json_path=reports.get("--json"),
+            junit_path=reports.get("--junit"),
+            command=command,
+            seconds=elapsed,
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot write the results: {exc}") from None
+    for kind, path in written:
+        out.write(f"wrote {kind} to {path}\n")
+    out.flush()
+
+
+def report_paths(args: argparse.Namespace) -> Dict[str, Any]:
+    """The ``--json`` and ``--junit`` files asked for, checked before any case runs."""
+    try:
+        asked = {option: getattr(args, option[2:], None) for option in ("--json", "--junit")}
+        return check_writable(asked)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class _RecordingResult(unittest.TextTestResult):
+    """unittest's own result, which also keeps each test's outcome and time for the reports."""
+
+    records: List[CaseRecord]
+
+    def startTest(self, test: unittest.TestCase) -> None:  # noqa: N802 - unittest's name
+        self._started = time.perf_counter()
+        super().startTest(test)
+
+    def _keep(self, test: Any, outcome: str, detail: str = "") -> None:
+        took = time.perf_counter() - getattr(self, "_started", time.perf_counter())
+        name = test.id()
+        target, _, case = name.rpartition(".")
+        self.records.append(CaseRecord(target or name, case or name, outcome, detail, took))
+
+    def addSuccess(self, test: unittest.TestCase) -> None:  # noqa: N802
+        super().addSuccess(test)
+        self._keep(test, "pass")
+
+    def addFailure(self, test: unittest.TestCase, err: Any) -> None:  # noqa: N802
+        super().addFailure(test, err)
+        self._keep(test, "FAIL", self.failures[-1][1])
+
+    def addError(self, test: unittest.TestCase, err: Any) -> None:  # noqa: N802
+        super().addError(test, err)
+        self._keep(test, "ERROR", self.errors[-1][1])
+
+    def addSkip(self, test: unittest.TestCase, reason: str) -> None:  # noqa: N802
+        super().addSkip(test, reason)
+        self._keep(test, "skip", reason)
+
+    def addExpectedFailure(self, test: unittest.TestCase, err: Any) -> None:  # noqa: N802
+        super().addExpectedFailure(test, err)
+        self._keep(test, "pass", "expected failure: " + self.expectedFailures[-1][1])
+
+    def addUnexpectedSuccess(self, test: unittest.TestCase) -> None:  # noqa: N802
+        super().addUnexpectedSuccess(test)
+        self._keep(test, "FAIL", "unexpected success: the test is marked as an expected failure")
+
+    def addSubTest(self, test: Any, subtest: Any, err: Any) -> None:  # noqa: N802
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            failed = issubclass(err[0], test.failureException)
+            listed = self.failures if failed else self.errors
+            self._keep(subtest, "FAIL" if failed else "ERROR", listed[-1][1])
+
+
 def command_run(args: argparse.Namespace, out: TextIO) -> int:
+    reports = report_paths(args)
     obj = load(args.target)
-    if isinstance(obj, BackendConformanceTarget):
+    command = f"python -m conformance run {args.target}"
+    if is_target(obj):
         column = "http/2" if obj.http2 else "http/1.1"
         return run_matrix(
             [(column, obj)],
             args.jobs,
             out,
             use_colour(out),
-            processes=args.processes,
+            processes=args.processes or 1,
             specs=[("load", args.target)],
+            reports=reports,
+            command=command,
         )
     if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(obj)
         out.write(f"running {suite.countTestCases()} tests of {obj.__qualname__}\n")
         out.flush()
-        result = unittest.TextTestRunner(stream=out, verbosity=2).run(suite)
+        records: List[CaseRecord] = []
+
+        def recording(*a: Any, **k: Any) -> _RecordingResult:
+            result = _RecordingResult(*a, **k)
+            result.records = records
+            return result
+
+        started = time.perf_counter()
+        runner = unittest.TextTestRunner(stream=out, verbosity=2, resultclass=recording)
+        result = runner.run(suite)
+        if reports:
+            _write(records, reports, command, time.perf_counter() - started, out)
         return 0 if result.wasSuccessful() else 1
     raise UsageError(
-        f"{args.target} is a {type(obj).__name__}; expected a BackendConformanceTarget or a "
-        "unittest.TestCase subclass using BackendConformanceTestCase"
+        f"{args.target} is a {type(obj).__name__}; expected a BackendConformanceTarget, an "
+        "AgentLoopTarget, or a unittest.TestCase subclass using BackendConformanceTestCase or "
+        "AgentLoopConformanceTestCase"
     )
 
 
@@ -420,14 +538,24 @@ def _gate_parser(sub: Any) -> argparse.ArgumentParser:
     gate.add_argument(
         "target", metavar="MODULE:NAME", help="an AgentLoopTarget or a BackendConformanceTarget"
     )
+    # SUPPRESS: the same options given before "gate" stand unless given again after it.
     gate.add_argument(
-        "--json", metavar="PATH", help="default: conformance-report.json in the working directory"
+        "--json",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="default: conformance-report.json in the working directory",
+    )
+    gate.add_argument(
+        "--junit",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="also write every case's outcome as JUnit XML, the form CI systems show",
     )
     gate.add_argument(
         "--markdown", metavar="PATH", help="default: conformance-report.md in the working directory"
     )
     gate.add_argument("--smoke", action="store_true", help="the short set, for a configuration change")
-    gate.add_argument("--jobs", type=int, default=_default_jobs(), metavar="N", help="cases run at once")
+    gate.add_argument("--jobs", type=int, default=argparse.SUPPRESS, metavar="N", help="cases run at once")
     gate.add_argument(
         "--client",
         metavar="PACKAGE",
@@ -439,9 +567,11 @@ def _gate_parser(sub: Any) -> argparse.ArgumentParser:
 def command_gate(args: argparse.Namespace, out: TextIO) -> int:
     from .gate.report import DEFAULT_JSON, DEFAULT_MARKDOWN, command
 
+    junit = report_paths(argparse.Namespace(junit=getattr(args, "junit", None))).get("--junit")
     return command(
         args.target,
-        json_path=args.json or DEFAULT_JSON,
+        json_path=getattr(args, "json", None) or DEFAULT_JSON,
+        junit_path=junit,
         markdown_path=args.markdown or DEFAULT_MARKDOWN,
         smoke=args.smoke,
         jobs=args.jobs,
@@ -450,24 +580,79 @@ def command_gate(args: argparse.Namespace, out: TextIO) -> int:
     )
 
 
+#: Options every command that runs cases takes, before or after the command's name.
+_RESULT_OPTIONS = (
+    ("--json", "write every case's outcome to this file as JSON (written even when cases fail)"),
+    ("--junit", "write every case's outcome to this file as JUnit XML, the form CI systems show"),
+)
+
+
+def _shared_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """The options a command shares with the top level.
+
+    Under a command they default to :data:`argparse.SUPPRESS`, so that one given
+    before the command's name (``--jobs 2 run X``) is not undone by the command's
+    own default.
+    """
+    default: Any = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=argparse.SUPPRESS if suppress else _default_jobs(),
+        metavar="N",
+        help="cases run at once (per process)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=default,
+        metavar="N",
+        help="spread the targets over this many worker processes (default: two per CPU, up to "
+        f"{MAX_PROCESSES}, for a matrix of at least {AUTO_PROCESSES_FROM} targets, else none)",
+    )
+    for option, text in _RESULT_OPTIONS:
+        parser.add_argument(option, default=default, metavar="PATH", help=text)
+
+
+def _misplaced(
+    argv: Sequence[str], parser: argparse.ArgumentParser, commands: Dict[str, Any]
+) -> Optional[str]:
+    """Why an option given before the command's name cannot stand there, or ``None``.
+
+    argparse reads such an option's value as the command (``invalid choice: 'x.json'``);
+    this names the option and where it goes instead.
+    """
+    known = {s for action in parser._actions for s in action.option_strings}
+    named = next((i for i, a in enumerate(argv) if a in commands), None)
+    before = list(argv[:named]) if named is not None else list(argv)
+    for arg in before:
+        if not arg.startswith("--"):
+            continue
+        option = arg.split("=", 1)[0]
+        if option in known:
+            continue
+        owners = [
+            name
+            for name, sub in commands.items()
+            if option in {s for action in sub._actions for s in action.option_strings}
+        ]
+        if owners:
+            return f"{option} belongs to the {' and '.join(owners)} command: put it after the command's name"
+        return f"unknown option {option}; see --help"
+    return None
+
+
 def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     from .wires import WIRES
 
     wires = ", ".join(WIRES)
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="python -m conformance",
         description=__doc__.split("\n\n")[0],
         epilog="exit status: 0 all passed (or skipped), 1 a case failed, 2 a usage error",
     )
-    parser.add_argument("--jobs", type=int, default=_default_jobs(), help="cases run at once (per process)")
-    parser.add_argument(
-        "--processes",
-        type=int,
-        default=None,
-        help="spread the targets over this many worker processes (default: two per CPU, up to "
-        f"{MAX_PROCESSES}, "
-        f"for a matrix of at least {AUTO_PROCESSES_FROM} targets, else none)",
-    )
+    _shared_options(parser, suppress=False)
     parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
     parser.add_argument(
@@ -477,10 +662,13 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         help="the backend suite, the agent-loop suite, or both (the default)",
     )
     sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="run a user's target or TestCase class")
-    run.add_argument("target", metavar="MODULE:NAME")
-    run.add_argument("--jobs", type=int, default=_default_jobs())
-    run.add_argument("--processes", type=int, default=1, help="split a target's cases over worker processes")
+    run = sub.add_parser("run", help="run a user's target or TestCase class (either suite)")
+    run.add_argument(
+        "target",
+        metavar="MODULE:NAME",
+        help="a BackendConformanceTarget, an AgentLoopTarget, or a TestCase class using either mixin",
+    )
+    _shared_options(run, suppress=True)
     serve = sub.add_parser("serve", help="serve one scenario to any client, logging each request")
     serve.add_argument("--wire", required=True, help=f"one of {wires}")
     serve.add_argument("--scenario", required=True, help=f"one of {', '.join(SCENARIOS)}")
@@ -507,6 +695,10 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     record.add_argument("--port", type=int, default=0)
     record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
     gate = _gate_parser(sub)
+    commands = {"run": run, "serve": serve, "record": record, "gate": gate}
+    misplaced = _misplaced(argv, parser, commands)
+    if misplaced is not None:
+        parser.error(misplaced)
     args = parser.parse_args(argv)
     try:
         if args.command == "gate":
@@ -517,6 +709,7 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
             return command_run(args, out)
         if args.command == "serve":
             return command_serve(args, out)
+        reports = report_paths(args)
         transports = list(args.transport or TRANSPORTS)
         if "h2c" in transports and importlib.util.find_spec("h2") is None:
             out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
@@ -532,9 +725,11 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
             targets += loops
             specs += [("reference-loop", t.wire.name, column) for column, t in loops]
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
-        return run_matrix(targets, args.jobs, out, use_colour(out), processes=processes, specs=specs)
+        return run_matrix(
+            targets, args.jobs, out, use_colour(out), processes=processes, specs=specs, reports=reports
+        )
     except UsageError as exc:
-        chosen = {"serve": serve, "run": run, "record": record, "gate": gate}.get(args.command, parser)
+        chosen = commands.get(args.command, parser)
         chosen.error(str(exc))
     return 2  # parser.error() exits; this line is for the type checker
 

@@ -11,6 +11,7 @@ import functools
 import importlib
 import os
 import sys
+import time
 import traceback
 import unittest
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,8 @@ __all__ = [
     "AnyTarget",
     "TargetSpec",
     "cases_of",
+    "is_target",
+    "timed_outcome",
     "reference_loop_targets",
     "UsageError",
     "load",
@@ -108,6 +111,13 @@ def outcome(case: AnyCase) -> Tuple[str, str]:
     return "pass", ""
 
 
+def timed_outcome(case: AnyCase) -> Tuple[str, str, float]:
+    """:func:`outcome`, and how long the case took in seconds."""
+    started = time.perf_counter()
+    status, detail = outcome(case)
+    return status, detail, time.perf_counter() - started
+
+
 def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
     return create(url, http2)
 
@@ -150,16 +160,32 @@ def target_from(spec: TargetSpec) -> AnyTarget:
     if spec[0] == "reference-loop":
         return reference_loop_targets([spec[1]], [spec[2]])[0][1]
     obj = load(spec[1])
-    if not isinstance(obj, BackendConformanceTarget):
-        raise UsageError(f"{spec[1]} is not a BackendConformanceTarget")
-    return obj
+    if not is_target(obj):
+        raise UsageError(f"{spec[1]} is not a BackendConformanceTarget or an AgentLoopTarget")
+    return obj  # type: ignore[no-any-return]
 
 
-def run_unit(spec: TargetSpec, names: Sequence[str], jobs: int) -> List[Tuple[str, Tuple[str, str]]]:
-    """In a worker process: rebuild the target, run the named cases, ``jobs`` at a time."""
+def is_target(obj: Any) -> bool:
+    """Whether ``obj`` is a target of either suite (the gate's is looked for only once loaded)."""
+    if isinstance(obj, BackendConformanceTarget):
+        return True
+    gate = sys.modules.get(f"{__package__}.gate.loop")
+    return gate is not None and isinstance(obj, gate.AgentLoopTarget)
+
+
+def run_unit(
+    spec: TargetSpec, names: Sequence[str], jobs: int
+) -> List[Tuple[str, Tuple[str, str], float]]:
+    """In a worker process: rebuild the target, run the named cases, ``jobs`` at a time.
+
+    Each case comes back as its name, its :func:`outcome`, and its time in seconds.
+    """
     cases = [c for c in cases_of(target_from(spec)) if c.name in names]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return [(case.name, result) for case, result in zip(cases, pool.map(outcome, cases))]
+        return [
+            (case.name, (status, detail), seconds)
+            for case, (status, detail, seconds) in zip(cases, pool.map(timed_outcome, cases))
+        ]
 
 
 def units(targets: Sequence[Tuple[str, AnyTarget]], processes: int) -> List[Tuple[int, List[str]]]:

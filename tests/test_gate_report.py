@@ -323,6 +323,30 @@ class GateCommandTests(unittest.TestCase):
             self.assertEqual(status, 0)
             self.assertEqual(sorted(os.listdir(folder)), ["conformance-report.json", "conformance-report.md"])
 
+    def test_junit_beside_the_report_with_a_failing_case(self) -> None:
+        """--junit writes every case of the gate as JUnit XML, a failure with its text, exit 1 kept."""
+        import xml.etree.ElementTree as ET
+
+        with tempfile.TemporaryDirectory() as folder:
+            junit = os.path.join(folder, "gate.xml")
+            status, out, report, _ = gate(["tests.test_gate_report:SKIPS_SMOKE", "--junit", junit], folder)
+            root = ET.parse(junit).getroot()
+        self.assertIn(f"JUnit XML to {junit}", out)
+        assert report is not None
+        self.assertEqual(root.get("tests"), str(report["totals"]["cases"]))
+        self.assertEqual(root.get("skipped"), str(report["totals"]["skipped"]))
+        self.assertEqual(root.get("failures"), str(report["totals"]["failed"]))
+        self.assertEqual(status, 1 if report["totals"]["failed"] else 0)
+
+    def test_options_before_gate_stand(self) -> None:
+        """--json and --jobs given before "gate" are the gate's, not undone by its defaults."""
+        with tempfile.TemporaryDirectory() as folder:
+            path, md = os.path.join(folder, "early.json"), os.path.join(folder, "r.md")
+            argv = ["--json", path, "--jobs", "2", "gate", "tests.test_gate_report:REFERENCE", "--smoke"]
+            status = main([*argv, "--markdown", md], out=io.StringIO())
+            self.assertEqual(status, 0)
+            self.assertTrue(os.path.exists(path))
+
     def test_bad_input_is_a_usage_error_that_says_what_to_fix(self) -> None:
         """An unknown target, an object that is no target, a bad path or --jobs 0 exit 2 with the reason."""
         with tempfile.TemporaryDirectory() as folder:

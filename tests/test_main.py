@@ -6,12 +6,15 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
 import urllib.request
+import xml.etree.ElementTree as ET
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Dict, List
@@ -19,7 +22,7 @@ from unittest import mock
 
 from conformance import BackendConformanceTarget, openai_chat_wire
 from conformance.__main__ import main
-from conformance._targets import cases_of
+from conformance._targets import cases_of, reference_loop_targets
 from conformance.gate import STAGES
 
 from .test_provider_support import asyncio_debug_off_for_module
@@ -237,6 +240,81 @@ class RunTests(unittest.TestCase):
         finally:
             RELEASE.set()
             worker.join(60)
+
+
+#: The reference loop over Ollama, HTTP/1.1: an AgentLoopTarget for ``run``.
+REFERENCE_LOOP = reference_loop_targets(["ollama"], ["http/1.1"])[0][1]
+
+
+class ResultFileTests(unittest.TestCase):
+    """--json and --junit on every command that runs cases, and options before the command."""
+
+    def setUp(self) -> None:
+        self.folder = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.folder)
+
+    def test_a_failing_run_still_writes_both_files(self) -> None:
+        """run with --json and --junit exits 1 on a broken target and writes every case to both."""
+        junit, results = self.folder / "r.xml", self.folder / "r.json"
+        out = io.StringIO()
+        argv = ["run", "tests.test_main:BROKEN_TARGET", "--junit", str(junit), "--json", str(results)]
+        status = main(argv, out=out)
+        self.assertEqual(status, 1)
+        root = ET.parse(junit).getroot()
+        cases = len(cases_of(BROKEN_TARGET))
+        self.assertEqual(root.get("tests"), str(cases))
+        self.assertGreater(int(root.get("failures") or 0), 0)
+        failure = root.find("testsuite/testcase[@name='text/chat']/failure")
+        assert failure is not None
+        self.assertIn("expected a reply, got NotImplementedError", failure.text or "")
+        document = json.loads(results.read_text(encoding="utf-8"))
+        self.assertEqual(document["verdict"], "fail")
+        self.assertEqual(document["counts"]["cases"], cases)
+        self.assertIn(f"wrote JUnit XML to {junit}", out.getvalue())
+
+    def test_options_before_the_command_are_taken(self) -> None:
+        """--json, --junit and --jobs given before the command's name count as if given after it."""
+        junit = self.folder / "r.xml"
+        argv = ["--jobs", "2", "--junit", str(junit), "run", "tests.test_main:BROKEN_TARGET"]
+        status = main(argv, out=io.StringIO())
+        self.assertEqual(status, 1)
+        self.assertTrue(junit.exists())
+        results = self.folder / "m.json"
+        out = io.StringIO()
+        argv = ["--json", str(results), "--suite", "backend", "--wire", "ollama", "--transport", "http/1.1"]
+        self.assertEqual(main(argv, out=out), 0, out.getvalue())
+        self.assertEqual(json.loads(results.read_text(encoding="utf-8"))["verdict"], "pass")
+
+    def test_an_option_of_a_command_before_its_name_is_named(self) -> None:
+        """An option only a command has, given before the command, is named with where it goes."""
+        self.assertIn("--smoke belongs to the gate command", usage_error(["--smoke", "gate", "x:y"]))
+        self.assertIn("unknown option --frobnicate", usage_error(["--frobnicate", "run", "x:y"]))
+
+    def test_a_report_path_that_cannot_be_written_is_refused_first(self) -> None:
+        """A --junit in a missing folder is a usage error before any case runs."""
+        missing = str(self.folder / "no" / "r.xml")
+        argv = ["run", "tests.test_main:BROKEN_TARGET", "--junit", missing]
+        self.assertIn("does not exist", usage_error(argv))
+
+    def test_run_takes_an_agent_loop_target(self) -> None:
+        """run MODULE:NAME runs an AgentLoopTarget's stages, as gate does."""
+        junit = self.folder / "loop.xml"
+        out = io.StringIO()
+        status = main(["run", "tests.test_main:REFERENCE_LOOP", "--junit", str(junit)], out=out)
+        self.assertEqual(status, 0, out.getvalue())
+        names = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase")]
+        self.assertEqual(sorted(names), sorted(c.name for c in cases_of(REFERENCE_LOOP)))
+
+    def test_run_a_testcase_class_writes_junit(self) -> None:
+        """A TestCase class run with --junit gets a testcase per test, named by its id."""
+        junit = self.folder / "tc.xml"
+        argv = ["run", "tests.test_testcase:HookedConformance", "--junit", str(junit)]
+        status = main(argv, out=io.StringIO())
+        self.assertEqual(status, 0)
+        root = ET.parse(junit).getroot()
+        names = [c.get("name") for c in root.iter("testcase")]
+        self.assertIn("test_text_chat", names)
+        self.assertEqual(root.get("failures"), "0")
 
 
 class ServeTests(unittest.TestCase):

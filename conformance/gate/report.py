@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
+from .._version import kit_version
+
 __all__ = [
     "BACKEND_SMOKE",
     "DEFAULT_JSON",
@@ -166,24 +168,6 @@ def client_version(package: Optional[str]) -> Optional[str]:
             except metadata.PackageNotFoundError:
                 continue
     return NOT_INSTALLED
-
-
-def kit_version() -> str:
-    """This library's version: the installed distribution's, else the source tree's ``pyproject.toml``."""
-    import importlib.metadata as metadata
-
-    try:
-        return metadata.version("llm-backend-conformance")
-    except metadata.PackageNotFoundError:
-        pass
-    pyproject = Path(__file__).resolve().parent.parent.parent / "pyproject.toml"
-    try:
-        text = pyproject.read_text(encoding="utf-8")
-    except OSError:
-        return "unknown"
-    project = text.split("[project]", 1)[-1].split("\n[", 1)[0]
-    found = re.search(r'^version\s*=\s*"([^"]+)"', project, re.MULTILINE)
-    return f"{found.group(1)} (source tree)" if found else "unknown"
 
 
 @dataclass(frozen=True)
@@ -331,6 +315,26 @@ class GateReport:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    def junit(self) -> str:
+        """Every case as JUnit XML, one ``<testsuite>`` for the target, as CI systems show it."""
+        from .._results import CaseRecord, junit_xml
+
+        outcomes = {"pass": "pass", "skip": "skip"}
+        records = [
+            CaseRecord(
+                target=self.stamp.target,
+                case=r.name,
+                outcome=outcomes.get(r.verdict, "ERROR" if r.crashed else "FAIL"),
+                detail=r.detail,
+                seconds=r.seconds,
+                suite=self.stamp.suite,
+                wire=self.stamp.wire,
+            )
+            for r in self.results
+        ]
+        name = f"gate {self.stamp.target} ({self.stamp.selection})"
+        return junit_xml(records, name=name, seconds=self.seconds)
 
     def markdown(self) -> str:
         """A summary for a pull request: verdict, stamp, stage x mode, then each failure."""
@@ -546,6 +550,7 @@ def command(
     json_path: str,
     markdown_path: str,
     smoke: bool,
+    junit_path: Optional[Path] = None,
     jobs: int,
     client: Optional[str],
     out: Any,
@@ -572,8 +577,11 @@ def command(
     try:
         json_file.write_text(report.to_json(), encoding="utf-8")
         markdown_file.write_text(report.markdown(), encoding="utf-8")
+        if junit_path is not None:
+            junit_path.write_text(report.junit(), encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}") from None
     out.write(report.summary() + "\n")
-    out.write(f"wrote {json_file} and {markdown_file}\n")
+    also = f" and JUnit XML to {junit_path}" if junit_path is not None else ""
+    out.write(f"wrote {json_file} and {markdown_file}{also}\n")
     return 0 if report.passed else 1
