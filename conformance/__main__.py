@@ -3,7 +3,8 @@
     python -m conformance                       both suites, reference targets, all wires, h1 and h2c
     python -m conformance --suite backend       the backend suite alone (--suite loop: the agent loops)
     python -m conformance run MODULE:NAME       a user's target (backend or agent loop) or TestCase class
-    python -m conformance serve --wire W --scenario S [--mode M] [--port P] [--http2]
+    python -m conformance serve --wire W --scenario S [--mode M] [--variant V] [--port P] [--http2]
+    python -m conformance serve --list [--wire W] [--scenario S]
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
     python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--junit PATH] [--smoke]
 
@@ -405,16 +406,24 @@ def served(reply: Any) -> Any:
 
 
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from .provider import start_fake_provider
+    from .cases import scenario_reply
+    from .provider import JsonReply, start_fake_provider
     from .provider._server import is_loopback
     from .wires import WIRES
 
-    if args.wire not in WIRES:
+    if args.wire is not None and args.wire not in WIRES:
         raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+    if args.list:
+        listing(out, [WIRES[args.wire]] if args.wire else list(WIRES.values()), args.scenario)
+        return 0
+    if args.wire is None or args.scenario is None:
+        missing = " and ".join(f"--{n}" for n in ("wire", "scenario") if getattr(args, n) is None)
+        raise UsageError(f"serve needs {missing} (or --list, to see what each wire plays)")
     if args.scenario not in SCENARIOS:
         raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
     if args.mode not in SCENARIOS[args.scenario].modes:
         raise UsageError(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
+    variant = chosen_variant(WIRES[args.wire], args.scenario, args.mode, args.variant)
     if not is_loopback(args.host) and not args.allow_remote:
         raise UsageError(
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
@@ -428,7 +437,11 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
         out.flush()
         if wire.is_generation(request):
-            return served(wire.reply(args.scenario, args.mode, request))
+            reply = scenario_reply(wire, args.scenario, args.mode, request, variant.name)
+            if reply is None:
+                reason = f"{wire.name} has no {args.scenario} case"
+                return JsonReply({"error": {"message": reason, "type": "not_implemented"}}, status=501)
+            return served(reply)
         return served(wire.aux_reply(request))
 
     if not is_loopback(args.host):
@@ -444,8 +457,9 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     )
     with provider:
         provider.reply(handler)
+        shape = f" [{variant.name}: {variant.title}]" if variant.name else ""
         out.write(
-            f"serving {wire.title} {args.scenario}/{args.mode} at {provider.url}"
+            f"serving {wire.title} {args.scenario}/{args.mode}{shape} at {provider.url}"
             f"{' (h2c only)' if args.http2 else ''}; Ctrl-C stops\n"
         )
         out.flush()
@@ -457,6 +471,50 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
         except KeyboardInterrupt:
             out.write("stopped\n")
     return 0
+
+
+def chosen_variant(wire: Any, scenario: str, mode: str, name: Optional[str]) -> Any:
+    """The variant ``serve --variant`` names (the first shape when none is named)."""
+    variants = wire.variants(scenario, mode)
+    if not name:
+        return variants[0]
+    for variant in variants:
+        if variant.name == name:
+            return variant
+    import difflib
+
+    names = [v.name for v in variants if v.name]
+    if not names:
+        raise UsageError(f"{wire.name} answers {scenario}/{mode} in one shape only: leave --variant out")
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"its variants: {', '.join(names)}"
+    raise UsageError(f"{wire.name} has no variant {name!r} of {scenario}/{mode}; {hint}")
+
+
+def listing(out: TextIO, wires: Sequence[Any], scenario: Optional[str] = None) -> None:
+    """``serve --list``: every scenario and mode each wire plays, with each variant and its source."""
+    if scenario is not None and scenario not in SCENARIOS:
+        raise UsageError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    for wire in wires:
+        out.write(f"{wire.name} ({wire.title}):\n")
+        for name, row in SCENARIOS.items():
+            if scenario is not None and name != scenario:
+                continue
+            absent = wire.absent(name)
+            if absent is not None:
+                out.write(f"  {name}: not played ({absent})\n")
+                continue
+            for mode in row.modes:
+                variants = wire.variants(name, mode)
+                named = [v for v in variants if v.name]
+                if not named:
+                    out.write(f"  {name} --mode {mode}\n")
+                    continue
+                for index, v in enumerate(named):
+                    first = " (the default)" if index == 0 else ""
+                    source = f"; seen in {v.source}" if v.source else ""
+                    out.write(f"  {name} --mode {mode} --variant {v.name}{first}: {v.title}{source}\n")
+    out.flush()
 
 
 def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> None:
@@ -670,9 +728,19 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     )
     _shared_options(run, suppress=True)
     serve = sub.add_parser("serve", help="serve one scenario to any client, logging each request")
-    serve.add_argument("--wire", required=True, help=f"one of {wires}")
-    serve.add_argument("--scenario", required=True, help=f"one of {', '.join(SCENARIOS)}")
+    serve.add_argument("--wire", help=f"one of {wires}")
+    serve.add_argument("--scenario", help=f"one of {', '.join(SCENARIOS)}")
     serve.add_argument("--mode", default="chat", choices=MODES)
+    serve.add_argument(
+        "--variant",
+        metavar="NAME",
+        help="the real shape to answer in, where the scenario has several (default: the first; see --list)",
+    )
+    serve.add_argument(
+        "--list",
+        action="store_true",
+        help="list every scenario, mode and variant the wire plays (every wire without --wire), and exit",
+    )
     serve.add_argument("--port", type=int, default=0)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")

@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from contextlib import redirect_stderr, redirect_stdout
@@ -331,6 +332,55 @@ class ServeTests(unittest.TestCase):
             "stream-error runs in stream mode only",
             usage_error(["serve", "--wire", "openai-chat", "--scenario", "stream-error"]),
         )
+
+    def test_serve_list_shows_every_variant_with_its_source(self) -> None:
+        """serve --list names each scenario's variants per mode, the default first, and their sources."""
+        out = io.StringIO()
+        self.assertEqual(main(["serve", "--list", "--wire", "anthropic"], out=out), 0)
+        shown = out.getvalue()
+        self.assertIn("quota --mode chat --variant credit-balance-400 (the default): ", shown)
+        self.assertIn("quota --mode stream --variant spend-limit-429: ", shown)
+        self.assertIn("seen in ", shown)
+        self.assertIn("  text --mode chat\n", shown)
+        everything = io.StringIO()
+        self.assertEqual(main(["serve", "--list"], out=everything), 0)
+        self.assertIn("ollama (Ollama", everything.getvalue())
+        self.assertIn("content-filter: not played (", everything.getvalue())
+
+    def test_serve_refuses_a_variant_the_scenario_lacks(self) -> None:
+        """--variant is checked against the scenario's variants in that mode, and --wire is asked for."""
+        argv = ["serve", "--wire", "anthropic", "--scenario", "quota", "--variant", "spend-limit-42"]
+        self.assertIn("did you mean 'spend-limit-429'?", usage_error(argv))
+        argv = ["serve", "--wire", "anthropic", "--scenario", "text", "--variant", "x"]
+        self.assertIn("one shape only", usage_error(argv))
+        self.assertIn("serve needs --wire (or --list", usage_error(["serve", "--scenario", "text"]))
+
+    def test_serve_plays_the_variant_named(self) -> None:
+        """serve --variant answers in that shape: Anthropic's spend limit as its 429, not the default 400."""
+        argv = ["serve", "--wire", "anthropic", "--scenario", "quota", "--variant", "spend-limit-429"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "conformance", *argv],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            self.assertIn("quota/chat [spend-limit-429: ", first)
+            url = first.split(" at ", 1)[1].split(";", 1)[0]
+            body = json.dumps({"model": "m", "max_tokens": 10, "messages": []}).encode()
+            request = urllib.request.Request(f"{url}/v1/messages", body, {"content-type": "application/json"})
+            with self.assertRaises(urllib.error.HTTPError) as raised:
+                urllib.request.urlopen(request, timeout=10)
+            self.assertEqual(raised.exception.code, 429)
+            answer = json.loads(raised.exception.read())
+            raised.exception.close()
+            self.assertEqual(answer["error"]["type"], "rate_limit_error")
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)
 
     def test_serve_caps_the_request_record(self) -> None:
         """serve starts its provider with max_requests, so a long session keeps a bounded record."""
