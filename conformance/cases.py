@@ -97,10 +97,9 @@ class BackendConformanceTarget:
     client: Optional[str] = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.wire, Wire):
-            raise TargetDefinitionError(
-                f"target {self.name!r}: wire must be a Wire such as openai_chat_wire, got {self.wire!r}"
-            )
+        from .wires._adapt import as_wire
+
+        object.__setattr__(self, "wire", as_wire(self.wire, f"target {self.name!r}"))
         if not callable(self.create_backend):
             raise TargetDefinitionError(
                 f"target {self.name!r}: create_backend must be a callable taking the provider "

@@ -87,8 +87,9 @@ class BackendConformanceTestCase:
                     "or abstract = True on a shared base class"
                 )
             return
-        if not isinstance(cls.wire, Wire):
-            raise TargetDefinitionError(f"{where}: wire must be a Wire, got {cls.wire!r}")
+        from .wires._adapt import as_wire
+
+        cls.wire = as_wire(cls.wire, where)
         if cls.skip or not isinstance(cls.skip, dict):
             # The cases module (the targets, the driver's bounds) loads when a case runs,
             # or here where there are skip keys to check: not with every test module.

@@ -16,6 +16,7 @@ from conformance import (
     ChatResponse,
     LLMError,
     StreamChunk,
+    TargetDefinitionError,
     Usage,
     Wire,
     aws_event_stream_message,
@@ -23,6 +24,7 @@ from conformance import (
     ndjson,
     sse,
 )
+from conformance.wires import WireLike
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "own-wire.md"
 
@@ -140,6 +142,90 @@ class OwnWireTests(unittest.TestCase):
         outcomes = self._outcomes(wire)
         self.assertEqual(outcomes["text/chat"], "pass")
         self.assertEqual(outcomes["rate-limit/chat"], "skip: minimal has no rate-limit case")
+
+    def test_an_object_that_is_no_wire_subclass_runs(self) -> None:
+        """A plain class with a name and reply() is a wire, and the settings it defines are used."""
+        inner = _doc_wire()
+
+        class Plain:
+            name = "plain"
+            rate_limit_retry_after = None
+
+            def reply(self, scenario: str, mode: str, request: Any) -> Any:
+                return inner.reply(scenario, mode, request) if scenario in ("text", "rate-limit") else None
+
+        plain = Plain()
+        self.assertIsInstance(plain, WireLike)
+        target = BackendConformanceTarget("own", plain, CohereLikeBackend)  # type: ignore[arg-type]
+        self.assertIsInstance(target.wire, Wire)
+        self.assertIs(target.wire.inner, plain)  # type: ignore[attr-defined]
+        self.assertIsNone(target.wire.rate_limit_retry_after)
+        outcomes = self._outcomes(target.wire)
+        self.assertEqual(outcomes["text/stream"], "pass")
+        self.assertEqual(outcomes["tool-call/chat"], "skip: plain has no tool-call case")
+        # The page's backend reports the fixture's 7 s, which this wire says is not sent.
+        self.assertIn("expected retry_after None", outcomes["rate-limit/chat"])
+
+    def test_a_plain_wire_works_in_both_mixins_and_the_loop_target(self) -> None:
+        """The test-class mixins and AgentLoopTarget take a WireLike object as well."""
+        from conformance import BackendConformanceTestCase
+        from conformance.gate import AgentLoopConformanceTestCase, AgentLoopTarget
+
+        class Plain:
+            name = "plain"
+
+            def reply(self, scenario: str, mode: str, request: Any) -> Any:
+                return None
+
+        class Backend(BackendConformanceTestCase, unittest.TestCase):
+            wire = Plain()  # type: ignore[assignment]
+
+            def create_backend(self, url: str) -> Any:
+                return CohereLikeBackend(url)
+
+        class Loop(AgentLoopConformanceTestCase, unittest.TestCase):
+            wire = Plain()  # type: ignore[assignment]
+
+            def create_loop(self, url: str) -> Any:
+                raise AssertionError("never built: the wire scripts no turns")
+
+        self.assertIsInstance(Backend.wire, Wire)
+        self.assertIsInstance(Loop.wire, Wire)
+        target = AgentLoopTarget("loop", Plain(), lambda url: None)  # type: ignore[arg-type]
+        self.assertEqual(target.wire.name, "plain")
+
+    def test_what_is_not_a_wire_is_refused_with_what_it_lacks(self) -> None:
+        """A class instead of an instance, no name, or no reply() is refused when the target is made."""
+
+        class NoReply:
+            name = "no-reply"
+
+        class NoName:
+            def reply(self, scenario: str, mode: str, request: Any) -> Any:
+                return None
+
+        table = [
+            (NoReply, "got the class NoReply: use NoReply()"),
+            (NoReply(), "has no reply() method"),
+            (NoName(), "has no name (got None)"),
+            (42, "has no name"),
+        ]
+        for wire, message in table:
+            with self.subTest(wire=wire):
+                with self.assertRaisesRegex(TargetDefinitionError, re.escape(message)):
+                    BackendConformanceTarget("own", wire, CohereLikeBackend)  # type: ignore[arg-type]
+
+    def test_the_page_plain_wire_runs(self) -> None:
+        """The page's wire that subclasses nothing runs its text cases as shown."""
+        text = DOC.read_text(encoding="utf-8")
+        section = text.split("### Without subclassing `Wire`", 1)[1]
+        code = re.search(r"```python\n(.*?)```", section, re.S)
+        assert code is not None, "docs/own-wire.md lost its plain wire example"
+        namespace: Dict[str, Any] = {"cohere_like_wire": _doc_wire()}
+        exec(compile(code.group(1), str(DOC), "exec"), namespace)  # noqa: S102 - our own docs
+        outcomes = self._outcomes(namespace["PlainWire"]())
+        self.assertEqual(outcomes["text/chat"], "pass")
+        self.assertEqual(outcomes["text/stream"], "pass")
 
     def test_a_title_set_in_the_class_stands(self) -> None:
         """A wire's own title is kept, also by a subclass that renames the wire."""

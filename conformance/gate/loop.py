@@ -127,10 +127,9 @@ class AgentLoopTarget:
         from .stages import check_stage_keys
 
         where = f"agent-loop target {self.name!r}"
-        if not isinstance(self.wire, Wire):
-            raise TargetDefinitionError(
-                f"{where}: wire must be a Wire such as openai_chat_wire, got {self.wire!r}"
-            )
+        from ..wires._adapt import as_wire
+
+        object.__setattr__(self, "wire", as_wire(self.wire, where))
         if not callable(self.create_loop):
             raise TargetDefinitionError(
                 f"{where}: create_loop must be a callable taking the provider URL, got {self.create_loop!r}"

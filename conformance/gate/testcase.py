@@ -97,8 +97,9 @@ class AgentLoopConformanceTestCase:
                     "or abstract = True on a shared base class"
                 )
             return
-        if not isinstance(cls.wire, Wire):
-            raise TargetDefinitionError(f"{where}: wire must be a Wire, got {cls.wire!r}")
+        from ..wires._adapt import as_wire
+
+        cls.wire = as_wire(cls.wire, where)
         check_stage_keys(cls.skip, where)
         for stage, row in STAGES.items():
             for mode in LOOP_MODES:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Dict
 
+from ._adapt import WireLike
 from ._base import Variant, Wire
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ __all__ = [
     "Variant",
     "WIRES",
     "Wire",
+    "WireLike",
     "anthropic_wire",
     "bedrock_converse_wire",
     "gemini_wire",
