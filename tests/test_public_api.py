@@ -57,6 +57,32 @@ class PublicApiTests(unittest.TestCase):
         done = _fresh_python(code)
         self.assertEqual(done.stdout.strip(), "(False, False) False", done.stderr)
 
+    def test_the_gate_import_loads_neither_asyncio_nor_ssl(self) -> None:
+        """import conformance.gate, and the mixin with a wire, leave asyncio and ssl for a case to load."""
+        code = (
+            "import sys, conformance.gate; a = [m for m in ('asyncio', 'ssl') if m in sys.modules]; "
+            "from conformance import openai_chat_wire; "
+            "from conformance.gate import AgentLoopConformanceTestCase, AgentLoopTarget, STAGES; "
+            "b = [m for m in ('asyncio', 'ssl') if m in sys.modules]; print(a, b)"
+        )
+        done = _fresh_python(code)
+        self.assertEqual(done.stdout.strip(), "[] []", done.stderr)
+
+    def test_the_gate_names_are_its_modules_own(self) -> None:
+        """Each name conformance.gate lists loads from the module defining it; a typo is an AttributeError."""
+        import importlib
+
+        import conformance.gate as gate
+
+        self.assertEqual(sorted(gate.__all__), sorted(gate._EXPORTS))
+        for name, module in gate._EXPORTS.items():
+            with self.subTest(name=name):
+                defined = getattr(importlib.import_module(f"conformance.gate.{module}"), name)
+                self.assertIs(getattr(gate, name), defined)
+        self.assertLessEqual(set(gate.__all__), set(dir(gate)))
+        with self.assertRaisesRegex(AttributeError, "has no attribute 'ReferenceLop'"):
+            gate.ReferenceLop  # noqa: B018
+
     def test_naming_a_wire_loads_only_what_its_definitions_need(self) -> None:
         """The tutorial's import with any wire leaves replies, encoders, turns and other wires unloaded."""
         # What a case needs once it runs, not a test module when it is imported.

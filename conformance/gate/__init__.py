@@ -12,37 +12,89 @@ from a real provider, and the :class:`ReplayWire` that serves them.
 
 from __future__ import annotations
 
-from .cases import AgentLoopCase, agent_loop_cases
-from .fixture_format import Fixture, Stamp
-from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
-from .loop import AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
-from .record import Recorder
-from .reference_loop import ReferenceLoop
-from .replay import ReplayWire
-from .sandbox import SANDBOX_FILES, Sandbox
-from .schema import (
-    SchemaViolation,
-    UnsupportedSchemaError,
-    check_schema,
-    gemini_schema,
-    strict_problems,
-    validate,
-)
-from .stages import STAGES, Stage
-from .state import (
-    REFUSALS,
-    TRANSITIONS,
-    AlreadyExecuted,
-    CallCancelled,
-    CallEvent,
-    CallState,
-    ToolCallStateError,
-    ToolCallTracker,
-    TrackedCall,
-    Transition,
-)
-from .testcase import AgentLoopConformanceTestCase
-from .tools import ALWAYS_ERROR, TOOLS, GateTool, GateToolset, tool_specs
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, List
+
+if TYPE_CHECKING:
+    from .cases import AgentLoopCase, agent_loop_cases
+    from .fixture_format import Fixture, Stamp
+    from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
+    from .loop import AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
+    from .record import Recorder
+    from .reference_loop import ReferenceLoop
+    from .replay import ReplayWire
+    from .sandbox import SANDBOX_FILES, Sandbox
+    from .schema import (
+        SchemaViolation,
+        UnsupportedSchemaError,
+        check_schema,
+        gemini_schema,
+        strict_problems,
+        validate,
+    )
+    from .stages import STAGES, Stage
+    from .state import (
+        REFUSALS,
+        TRANSITIONS,
+        AlreadyExecuted,
+        CallCancelled,
+        CallEvent,
+        CallState,
+        ToolCallStateError,
+        ToolCallTracker,
+        TrackedCall,
+        Transition,
+    )
+    from .testcase import AgentLoopConformanceTestCase
+    from .tools import ALWAYS_ERROR, TOOLS, GateTool, GateToolset, tool_specs
+
+#: Each public name, and the module of this package that defines it: imported on first use,
+#: so that ``import conformance.gate`` (a test module naming the mixin) loads neither
+#: asyncio nor ssl, which the recorder, the replay and the loop driver need only once at work.
+_EXPORTS: Dict[str, str] = {
+    "ALWAYS_ERROR": "tools",
+    "AgentLoop": "loop",
+    "AgentLoopCase": "cases",
+    "AgentLoopConformanceTestCase": "testcase",
+    "AgentLoopTarget": "loop",
+    "AlreadyExecuted": "state",
+    "AsyncAgentLoop": "loop",
+    "CallCancelled": "state",
+    "CallEvent": "state",
+    "CallState": "state",
+    "ExecutionLog": "log",
+    "ExecutionRecord": "log",
+    "ExecutionStatus": "log",
+    "Fixture": "fixture_format",
+    "GateTool": "tools",
+    "GateToolset": "tools",
+    "InFlight": "log",
+    "LoopResult": "loop",
+    "LoopTask": "loop",
+    "REFUSALS": "state",
+    "Recorder": "record",
+    "ReferenceLoop": "reference_loop",
+    "ReplayWire": "replay",
+    "SANDBOX_FILES": "sandbox",
+    "STAGES": "stages",
+    "Sandbox": "sandbox",
+    "SchemaViolation": "schema",
+    "Stage": "stages",
+    "Stamp": "fixture_format",
+    "TOOLS": "tools",
+    "TRANSITIONS": "state",
+    "ToolCallStateError": "state",
+    "ToolCallTracker": "state",
+    "TrackedCall": "state",
+    "Transition": "state",
+    "UnsupportedSchemaError": "schema",
+    "agent_loop_cases": "cases",
+    "check_schema": "schema",
+    "gemini_schema": "schema",
+    "strict_problems": "schema",
+    "tool_specs": "tools",
+    "validate": "schema",
+}
 
 __all__ = [
     "ALWAYS_ERROR",
@@ -88,3 +140,16 @@ __all__ = [
     "tool_specs",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
