@@ -201,6 +201,15 @@ class ReplayedConversationTests(unittest.TestCase):
         self.assertIsNone(case.skip)
         self.assertEqual(outcome(case), ("pass", ""))
 
+    def test_the_rate_limited_stage_runs_on_a_replayed_wire(self) -> None:
+        """The 429 the rate-limited stage sends is the recorded wire's own: a replay plays it too."""
+        replayed = target(self.folder)
+        for mode in ("chat", "stream"):
+            with self.subTest(mode):
+                case = AgentLoopCase(replayed, "rate-limited", mode)
+                self.assertIsNone(case.skip)
+                self.assertEqual(outcome(case), ("pass", ""))
+
 
 if __name__ == "__main__":
     unittest.main()

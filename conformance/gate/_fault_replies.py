@@ -116,6 +116,15 @@ def fault_reply(
 _DELAY = re.compile(rb'("retryDelay"\s*:\s*")[0-9.]+s(")')
 
 
+def scripting_wire(wire: Wire) -> Wire:
+    """The wire that plays the gate's scripted turns and faults on ``wire``: itself, or, for a
+    replay, the wire its recordings were made with (a recording holds one conversation, not
+    the 429 a fault stage asks for, and the replay plays the scripted stages through it too)."""
+    from .replay import ReplayWire
+
+    return wire.base if isinstance(wire, ReplayWire) else wire
+
+
 def rate_limit_reply(wire: Wire, request: RecordedRequest, seconds: float) -> Optional[Reply]:
     """``wire``'s own 429 for ``request``, asking for ``seconds`` instead of its usual delay.
 
@@ -124,6 +133,7 @@ def rate_limit_reply(wire: Wire, request: RecordedRequest, seconds: float) -> Op
     Gemini's ``RetryInfo.retryDelay`` (``"0.2s"``). A provider that sends no delay
     (Bedrock) still sends none. ``None`` where the wire has no rate-limit reply.
     """
+    wire = scripting_wire(wire)
     mode = "stream" if wire.wants_stream(request) else "chat"
     reply = wire.reply("rate-limit", mode, request)
     if not isinstance(reply, JsonReply):

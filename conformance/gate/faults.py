@@ -239,7 +239,9 @@ def _rows() -> Dict[str, Stage]:
 def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
     """Why ``wire`` cannot play ``stage``'s fault in ``mode``, or ``None``."""
     if stage.name == "rate-limited":
-        absent = wire.absent("rate-limit")
+        from ._fault_replies import scripting_wire
+
+        absent = scripting_wire(wire).absent("rate-limit")
         if absent:
             return f"{wire.name} has no rate-limit reply: {absent}"
     if stage.name == "corrupt-arguments" and wire.name in _NO_CORRUPT_CALL:
