@@ -210,6 +210,47 @@ class ReplayedConversationTests(unittest.TestCase):
                 self.assertIsNone(case.skip)
                 self.assertEqual(outcome(case), ("pass", ""))
 
+    def test_smoke_replays_the_recordings_and_the_report_says_where_they_came_from(self) -> None:
+        """Smoke on a replayed target replays every recording, and its stamp says where they came from."""
+        from conformance.gate.report import run_gate
+
+        report = run_gate(target(self.folder), smoke=True, jobs=2)
+        names = sorted(r.name for r in report.results)
+        self.assertIn("replay/forced-tool/chat", names)
+        self.assertIn(f"replay/{STAGE}/stream", names)
+        self.assertIn("forced-tool/stream", names)
+        self.assertTrue(report.passed, [r.detail for r in report.results if r.verdict == "fail"])
+        recording = report.stamp.recording
+        assert recording is not None
+        wire = target(self.folder).wire
+        assert isinstance(wire, ReplayWire)
+        self.assertEqual(recording["fixtures"], len(wire.fixtures))
+        self.assertEqual(recording["wires"], ["openai-chat"])
+        self.assertEqual(recording["models"], ["conformance-model"])
+        # The two conversations were recorded from two fake upstreams, each on a port of its own.
+        self.assertEqual(len(recording["base_urls"]), 2)
+        self.assertTrue(all(url.startswith("http://127.0.0.1:") for url in recording["base_urls"]))
+        self.assertEqual(recording["disagreements"], ["base_url"])
+        self.assertLessEqual(recording["recorded_at"]["first"], recording["recorded_at"]["last"])
+        markdown = report.markdown()
+        self.assertIn("| recorded model | `conformance-model` |", markdown)
+        self.assertIn("| replayed from | ", markdown)
+
+    def test_fixtures_that_disagree_are_named_in_the_report(self) -> None:
+        """Fixtures stamped with two models are reported as disagreeing, in the JSON and the Markdown."""
+        from conformance.gate.report import run_gate
+
+        fixtures = ReplayWire(self.folder).fixtures
+        first, *rest = fixtures
+        mixed = [replace(first, stamp=replace(first.stamp, model="other-model")), *rest]
+        replayed = AgentLoopTarget("mixed", ReplayWire(mixed), target(self.folder).create_loop)
+        report = run_gate(replayed, smoke=True, jobs=2)
+        recording = report.stamp.recording
+        assert recording is not None
+        self.assertEqual(recording["models"], ["conformance-model", "other-model"])
+        self.assertEqual(recording["disagreements"], ["model", "base_url"])
+        self.assertIn("| ⚠️ fixtures disagree | on model:", report.markdown())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import h2.connection
+
 from conformance import BackendConformanceTarget, backend_conformance_cases, openai_chat_wire
 from conformance.__main__ import main
 from conformance._targets import reference_targets
@@ -67,6 +69,16 @@ class ClientTarget(BackendConformanceTarget):
 
 
 WITH_CLIENT = ClientTarget("reference with a client", openai_chat_wire, REFERENCE.create_backend)
+
+
+def _backend_on_h2(url: str) -> Any:
+    """A backend factory in a module that imports its client package (h2, here), as a user's does."""
+    assert h2.connection.H2Connection is not None
+    return REFERENCE.create_backend(url)
+
+
+#: A target whose own code imports the client package it declares.
+USES_ITS_CLIENT = ClientTarget("reference that imports its client", openai_chat_wire, _backend_on_h2)
 
 
 @dataclass(frozen=True)
@@ -185,7 +197,15 @@ class FullRunTests(unittest.TestCase):
         self.assertEqual(stamp["tools"], ["get_weather"])
         self.assertEqual(stamp["stream"], [False, True])
         self.assertEqual(stamp["kit_version"], kit_version())
-        self.assertEqual(stamp["client"], {"package": None, "version": None})
+        self.assertEqual(
+            stamp["client"],
+            {
+                "package": None,
+                "version": None,
+                "verified": False,
+                "evidence": "the target names no client package",
+            },
+        )
         when = datetime.datetime.strptime(stamp["timestamp"], "%Y-%m-%dT%H:%M:%SZ")
         now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         self.assertLess(abs((now - when).total_seconds()), 300)
@@ -296,20 +316,30 @@ class GateCommandTests(unittest.TestCase):
         self.assertIn("| wire | `openai-chat` over h2c |", markdown)
         self.assertIn("| base URL | `https://llm-gateway.example/v1` |", markdown)
 
-    def test_the_client_version_is_read_from_the_installed_package(self) -> None:
-        """A target's client package is stamped with its installed version, or 'not installed'."""
+    def test_the_client_version_is_stated_only_where_the_code_imports_it(self) -> None:
+        """A client the target's code imports gets its installed version; one only declared does not."""
+        version = importlib.metadata.version("h2")
         with tempfile.TemporaryDirectory() as folder:
+            _, _, report, markdown = gate(["tests.test_gate_report:USES_ITS_CLIENT", "--smoke"], folder)
+            assert report is not None
+            client = report["stamp"]["client"]
+            shown = (client["package"], client["version"], client["verified"])
+            self.assertEqual(shown, ("h2", version, True))
+            self.assertEqual(client["evidence"], "imported by tests.test_gate_report")
+            self.assertIn(f"| client | `h2` {version} (imported by tests.test_gate_report) |", markdown)
+            # The reference backend's factory lives in the kit, which never imports h2 at module level.
             _, _, report, markdown = gate(["tests.test_gate_report:WITH_CLIENT", "--smoke"], folder)
             assert report is not None
-            h2 = importlib.metadata.version("h2")
-            self.assertEqual(report["stamp"]["client"], {"package": "h2", "version": h2})
-            self.assertIn(f"| client | `h2` {h2} |", markdown)
+            client = report["stamp"]["client"]
+            self.assertEqual(client["version"], "declared, not verified")
+            self.assertFalse(client["verified"])
+            said = f"h2 {version} is installed, but the target's code (conformance._targets)"
+            self.assertIn(said, markdown)
             argv = ["tests.test_gate_report:WITH_CLIENT", "--smoke", "--client", "no-such-client-package"]
             _, _, report, _ = gate(argv, folder)
         assert report is not None
-        self.assertEqual(
-            report["stamp"]["client"], {"package": "no-such-client-package", "version": "not installed"}
-        )
+        self.assertEqual(report["stamp"]["client"]["version"], "not installed")
+        self.assertFalse(report["stamp"]["client"]["verified"])
 
     def test_defaults_write_into_the_working_directory(self) -> None:
         """Without --json and --markdown the files are conformance-report.json and .md where it runs."""

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .._version import kit_version
+from .provenance import client_evidence, recording_provenance
 
 __all__ = [
     "BACKEND_SMOKE",
@@ -245,10 +246,23 @@ class Stamp:
     kit_version: str
     python: str
     timestamp: str
+    #: Whether the target's own code imports the client package (see ``provenance``).
+    client_verified: bool = False
+    #: What the client's version rests on: the module that imports it, or why none does.
+    client_evidence: str = ""
+    #: For a replayed target, what its recordings were made against (``recording_provenance``).
+    recording: Optional[Mapping[str, Any]] = None
 
     def as_dict(self) -> Dict[str, Any]:
         out = dataclasses.asdict(self)  # tuples stay tuples; json writes them as arrays
-        out["client"] = {"package": out.pop("client"), "version": out.pop("client_version")}
+        out["client"] = {
+            "package": out.pop("client"),
+            "version": out.pop("client_version"),
+            "verified": out.pop("client_verified"),
+            "evidence": out.pop("client_evidence"),
+        }
+        if out["recording"] is None:
+            del out["recording"]
         return out
 
 
@@ -364,12 +378,13 @@ def run_gate(
         )
     cases = list(chosen.cases(target))
     if smoke:
-        cases = [case for case in cases if _stage_and_mode(case)[0] in chosen.smoke]
+        cases = [case for case in cases if _stage_and_mode(case)[0] in chosen.smoke or _replays(case)]
     timestamp = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     started = time.perf_counter()
     results = run_cases(cases, jobs)
     seconds = time.perf_counter() - started
     package = client or getattr(target, "client", None) or None
+    evidence = client_evidence(target, package)
     tools = chosen.tools(target)
     stamp = Stamp(
         target=str(target.name),
@@ -383,12 +398,30 @@ def run_gate(
         tools=tuple(sorted(str(t.name) for t in tools)),
         stream=tuple(sorted({r.stream for r in results})),
         client=package,
-        client_version=client_version(package),
+        client_version=evidence.version,
         kit_version=kit_version(),
         python=platform.python_version(),
         timestamp=timestamp.isoformat().replace("+00:00", "Z"),
+        client_verified=evidence.verified,
+        client_evidence=evidence.reason,
+        recording=recording_provenance(target.wire),
     )
     return GateReport(stamp, tuple(results), seconds)
+
+
+def _replays(case: Any) -> bool:
+    """Whether ``case`` replays a recording: a recorded conversation of the agent-loop suite, or
+    a backend case whose scenario the replayed fixtures are stamped with. Smoke runs these too:
+    they are what the recording was made for."""
+    from .replay import ReplayWire
+
+    wire = case.target.wire
+    if not isinstance(wire, ReplayWire):
+        return False
+    scenario = getattr(case, "scenario", None)
+    if isinstance(scenario, str):
+        return scenario in wire.scenarios
+    return str(case.name).startswith("replay/")
 
 
 def load_schema() -> Dict[str, Any]:
@@ -450,6 +483,7 @@ def _markdown(report: GateReport) -> str:
         f"| client | {_client_cell(s)} |",
         f"| kit | llm-backend-conformance {_cell(s.kit_version)} |",
         f"| time | {s.timestamp} |",
+        *_recording_rows(s),
         "",
     ]
     modes: List[str] = []
@@ -500,7 +534,35 @@ def _headline(detail: str, limit: int = 160) -> str:
 def _client_cell(stamp: Stamp) -> str:
     if not stamp.client:
         return "not declared (the target names no client package)"
-    return f"{_code(stamp.client)} {_cell(stamp.client_version or NOT_INSTALLED)}"
+    why = f" ({_cell(stamp.client_evidence)})" if stamp.client_evidence else ""
+    return f"{_code(stamp.client)} {_cell(stamp.client_version or NOT_INSTALLED)}{why}"
+
+
+def _recording_rows(stamp: Stamp) -> List[str]:
+    """The Markdown rows of a replayed run: what its recordings were made against."""
+    recording = stamp.recording
+    if not recording:
+        return []
+
+    def listed(key: str) -> str:
+        values = list(recording.get(key) or ())
+        return ", ".join(_code(v) for v in values) if values else "not stamped"
+
+    when = recording["recorded_at"]
+    span = when["first"] if when["first"] == when["last"] else f"{when['first']} to {when['last']}"
+    rows = [
+        f"| replayed from | {_cell(str(recording['source']))}: {recording['fixtures']} recorded exchanges |",
+        f"| recorded model | {listed('models')} |",
+        f"| recorded base URL | {listed('base_urls')} |",
+        f"| recorded at | {span} |",
+        f"| recorded tool schema sha256 | {listed('schema_hashes')} |",
+        f"| recorded client | {listed('user_agents')} |",
+    ]
+    for field_name in recording.get("disagreements") or ():
+        rows.append(
+            f"| ⚠️ fixtures disagree | on {_cell(field_name)}: re-record them together, or split the folder |"
+        )
+    return rows
 
 
 # --- The command --------------------------------------------------------------------------
