@@ -56,6 +56,7 @@ WEIGHTS: Dict[str, float] = {
     "tests.interop.test_openai_chat_sdk": 6,
     "tests.test_stall": 6,
     "tests.test_provider_faults": 5,
+    "tests.test_gate_record_attacks": 5,
     "tests.test_typing": 4,
     "tests.test_provider_attacks": 4,
     "tests.interop.test_anthropic_turns": 4,

@@ -202,7 +202,8 @@ class TestMatching(ReplayTestCase):
             ReplayWire(self.folder)
         with open(os.path.join(self.folder, "0001-x.json"), "w", encoding="utf-8") as handle:
             json.dump({"format": "cassette/9"}, handle)
-        with self.assertRaisesRegex(ProviderInputError, "expected format"):
+        format_error = r"\$.format: expected .conformance-fixture/1., got .cassette/9."
+        with self.assertRaisesRegex(ProviderInputError, format_error):
             ReplayWire(self.folder)
         os.remove(os.path.join(self.folder, "0001-x.json"))
         self.record(StreamReply(CHUNKS), BODY)

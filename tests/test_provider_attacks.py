@@ -124,8 +124,8 @@ class TestBackPressure(unittest.TestCase):
 
 
 class TestBlockingHandler(unittest.TestCase):
-    def test_close_warns_naming_the_handler_when_the_loop_is_blocked(self) -> None:
-        """A sync handler that blocks the loop: close() says so with a RuntimeWarning naming it."""
+    def test_close_refuses_the_port_and_raises_naming_the_handler_when_the_loop_is_blocked(self) -> None:
+        """A sync handler that blocks the loop: close() shuts the port and raises naming the handler."""
         entered, release = threading.Event(), threading.Event()
 
         def slow_handler(request: RecordedRequest) -> JsonReply:
@@ -140,15 +140,29 @@ class TestBlockingHandler(unittest.TestCase):
                 connection.send(http1_request("GET", "/slow"))
                 self.assertTrue(entered.wait(5.0))
                 with mock.patch.object(_server, "_JOIN_SECONDS", 0.2):
-                    with self.assertWarns(RuntimeWarning) as caught:
+                    with self.assertRaises(ProviderInputError) as caught:
                         provider.close()
-                self.assertIn("slow_handler", str(caught.warning))
-                self.assertIn("still", str(caught.warning))
+                self.assertIn("slow_handler", str(caught.exception))
+                self.assertIn("refuses new connections", str(caught.exception))
+                assert provider._thread is not None
+                self.assertTrue(provider._thread.is_alive())
+                # close() did not return while the port still accepted: it now refuses.
+                with self.assertRaises(ConnectionRefusedError):
+                    socket.create_connection(("127.0.0.1", provider.port), timeout=2.0).close()
         finally:
             release.set()
-            assert provider._thread is not None
-            provider._thread.join(5.0)
+        provider.close()  # the handler returned: this close finishes, and returns
+        assert provider._thread is not None
         self.assertFalse(provider._thread.is_alive())
+
+    def test_the_request_record_is_bounded_by_default(self) -> None:
+        """A provider keeps the newest DEFAULT_MAX_REQUESTS requests unless a test asks for every one."""
+        from conformance.provider._server import DEFAULT_MAX_REQUESTS
+
+        with start_fake_provider() as provider:
+            self.assertEqual(provider._hub.max_requests, DEFAULT_MAX_REQUESTS)
+        with start_fake_provider(max_requests=None) as provider:
+            self.assertIsNone(provider._hub.max_requests)
 
 
 class TestSlowBody(unittest.TestCase):

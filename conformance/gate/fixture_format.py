@@ -2,35 +2,36 @@
 
 Strategy: a fixture is written once, by the recorder, and read by the replay wire;
 both go through this module, so the format has one definition. Secrets are removed
-here, when the fixture is built, deny by default: a header is kept only if it is on
-an allow list (:data:`REQUEST_HEADERS`, :data:`RESPONSE_HEADERS`), a query parameter
-named in :data:`SECRET_PARAMS` keeps its name but not its value, and a request body's
-JSON keeps everything but the fields in :data:`SECRET_FIELDS`. What was removed is
-listed by name in ``redacted``, never by value. The response body is kept byte for
-byte, chunk by chunk: its boundaries are what a replay must reproduce.
+when the fixture is built (:mod:`.redact`: deny by default, and every credential value
+masked wherever the exchange repeats it); what was removed is listed by name in
+``redacted`` and ``masked``, never by value. The response body is kept byte for byte
+otherwise, chunk by chunk: its boundaries are what a replay must reproduce. Reading
+checks every field's type and range when the folder is opened (never coercing
+``"false"`` to false or ``200.7`` to 200), and each error names the file, the JSON path
+of the field and, for a syntax error, the line.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime as _dt
 import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderInputError
+from .redact import REQUEST_HEADERS, RESPONSE_HEADER_PREFIXES, RESPONSE_HEADERS, Redaction
 
 __all__ = [
     "FORMAT",
     "REQUEST_HEADERS",
     "RESPONSE_HEADERS",
     "RESPONSE_HEADER_PREFIXES",
-    "SECRET_FIELDS",
-    "SECRET_PARAMS",
     "Fixture",
     "Stamp",
     "model_of",
@@ -40,29 +41,8 @@ __all__ = [
 
 #: The ``format`` every fixture carries; a reader refuses one it does not know.
 FORMAT = "conformance-fixture/1"
-
-#: Request headers a fixture keeps: what says how the body is to be read and which
-#: API version was asked for. Everything else (credentials, cookies, organisation and
-#: project, AWS signing, SDK telemetry, host) is dropped and named in ``redacted``.
-REQUEST_HEADERS = frozenset({
-    "accept", "content-type", "anthropic-version", "anthropic-beta", "openai-beta", "x-amz-target",
-})
-#: Response headers a fixture keeps: the body's type and what a backend's retry and
-#: error handling read. Request ids, organisation, project, cookies are dropped.
-RESPONSE_HEADERS = frozenset({
-    "content-type", "retry-after", "retry-after-ms", "x-should-retry", "x-amzn-errortype",
-})
-#: Response header prefixes kept: rate-limit counters.
-RESPONSE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
-#: Query parameters whose value is a credential (Gemini's ``key``, AWS presigning).
-SECRET_PARAMS = frozenset({
-    "key", "api_key", "apikey", "access_token", "x-amz-signature", "x-amz-credential",
-    "x-amz-security-token",
-})
-#: Top-level request body fields whose value is a credential.
-SECRET_FIELDS = frozenset({"api_key", "apikey", "access_token", "secret", "client_secret", "token"})
-
-REDACTED = "[redacted]"
+#: The HTTP versions a recorded response can have been answered in.
+HTTP_VERSIONS = ("HTTP/1.0", "HTTP/1.1", "HTTP/2")
 
 
 def strip_url(url: str) -> str:
@@ -117,56 +97,6 @@ def _bytes_field(data: bytes) -> Dict[str, str]:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def _read_bytes(obj: Mapping[str, Any], where: str) -> bytes:
-    if isinstance(obj.get("text"), str):
-        return str(obj["text"]).encode("utf-8")
-    if isinstance(obj.get("base64"), str):
-        return base64.b64decode(obj["base64"], validate=True)
-    raise ProviderInputError(f"{where}: expected a 'text' or 'base64' field, got {sorted(obj)}")
-
-
-def _kept_headers(
-    headers: Mapping[str, str],
-    side: str,
-    allowed: FrozenSet[str],
-    prefixes: Tuple[str, ...],
-    redacted: List[str],
-) -> Dict[str, str]:
-    kept: Dict[str, str] = {}
-    for name, value in headers.items():
-        lower = name.lower()
-        if lower in allowed or lower.startswith(prefixes):
-            kept[lower] = value
-        else:
-            redacted.append(f"{side} header {lower}")
-    return kept
-
-
-def _clean_query(query: str, redacted: List[str]) -> str:
-    pairs = parse_qsl(query, keep_blank_values=True)
-    out = []
-    for name, value in pairs:
-        if name.lower() in SECRET_PARAMS:
-            redacted.append(f"request query {name}")
-            value = REDACTED
-        out.append((name, value))
-    return urlencode(out)
-
-
-def _clean_body(body: bytes, redacted: List[str]) -> bytes:
-    try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return body
-    if not isinstance(parsed, dict) or not SECRET_FIELDS & {k.lower() for k in parsed}:
-        return body
-    for key in list(parsed):
-        if key.lower() in SECRET_FIELDS:
-            redacted.append(f"request body {key}")
-            parsed[key] = REDACTED
-    return json.dumps(parsed, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
 @dataclass(frozen=True)
 class Stamp:
     """What a fixture was recorded against, so a replay can tell when it no longer fits."""
@@ -214,6 +144,11 @@ class Fixture:
     complete: bool = True
     #: Whether the body came in HTTP chunked encoding (a stream), not as one sized body.
     chunked: bool = True
+    #: Where each credential value was masked in what was kept (by where, never the value).
+    masked: Sequence[str] = ()
+    #: Why the recorder stopped reading before the response's end (its size cap, its time
+    #: limit), or ``""``; a truncated fixture is also not ``complete``.
+    truncated: str = ""
     #: Where it was read from, if it was.
     source: str = field(default="", compare=False)
 
@@ -247,18 +182,45 @@ class Fixture:
         events: Sequence[Mapping[str, Any]] = (),
         complete: bool = True,
         chunked: bool = True,
+        truncated: str = "",
     ) -> Fixture:
-        """A fixture built from a raw exchange, secrets removed (deny by default)."""
-        redacted: List[str] = []
+        """A fixture built from a raw exchange, secrets removed (deny by default, see :mod:`.redact`)."""
+        redaction = Redaction()
         path, _, query = target.partition("?")
-        kept_request = _kept_headers(request_headers, "request", REQUEST_HEADERS, (), redacted)
-        kept_response = _kept_headers(
-            response_headers, "response", RESPONSE_HEADERS, RESPONSE_HEADER_PREFIXES, redacted
+        kept_request = redaction.headers(request_headers, "request", REQUEST_HEADERS)
+        kept_response = redaction.headers(
+            response_headers, "response", RESPONSE_HEADERS, RESPONSE_HEADER_PREFIXES
         )
+        cleaned_query = redaction.query(query)
+        cleaned_body = redaction.body(request_body)
+        # Every credential found above, wherever else the exchange repeats it.
+        if redaction.secrets:
+            kept_request = redaction.mask_headers(kept_request, "request")
+            cleaned_body = redaction.mask_text(
+                cleaned_body.decode("utf-8", "surrogateescape"), "request body"
+            ).encode("utf-8", "surrogateescape")
+            path = redaction.mask_text(path, "request path")
+            kept_response = redaction.mask_headers(kept_response, "response")
+            content_type = str(kept_response.get("content-type", ""))
+            chunks = redaction.mask_chunks(chunks, content_type)
+            events = [_masked_event(e, redaction) for e in events]
         return cls(
-            stamp, method, path, _clean_query(query, redacted), kept_request,
-            _clean_body(request_body, redacted), status, http_version, kept_response,
-            tuple(chunks), tuple(events), tuple(sorted(set(redacted))), complete, chunked,
+            stamp,
+            method,
+            path,
+            cleaned_query,
+            kept_request,
+            cleaned_body,
+            status,
+            http_version,
+            kept_response,
+            tuple(chunks),
+            tuple(events),
+            tuple(sorted(set(redaction.redacted))),
+            complete,
+            chunked,
+            tuple(redaction.masked),
+            truncated,
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -279,6 +241,7 @@ class Fixture:
                 "headers": dict(self.response_headers),
                 "complete": self.complete,
                 "chunked": self.chunked,
+                "truncated": self.truncated,
                 "chunks": [
                     {"offset": offset, "at": round(at, 6), **_bytes_field(data)}
                     for offset, at, data in self.chunks
@@ -286,6 +249,7 @@ class Fixture:
             },
             "events": [dict(e) for e in self.events],
             "redacted": list(self.redacted),
+            "masked": list(self.masked),
         }
 
     def dumps(self) -> str:
@@ -293,46 +257,199 @@ class Fixture:
 
     @classmethod
     def from_json(cls, doc: Any, source: str = "") -> Fixture:
-        """Read a fixture document; a wrong format or a missing field is an error that names it."""
-        where = source or "fixture"
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-            raise ProviderInputError(f"{where}: expected format {FORMAT!r}, got {found!r}")
-        try:
-            stamp = Stamp(**doc["stamp"])
-            request, response = doc["request"], doc["response"]
-            chunks = []
-            offset = 0
-            for index, chunk in enumerate(response["chunks"]):
-                data = _read_bytes(chunk, f"{where}: response chunk {index}")
-                if chunk.get("offset", offset) != offset:
-                    raise ProviderInputError(
-                        f"{where}: response chunk {index} says offset {chunk.get('offset')}, "
-                        f"but the chunks before it hold {offset} bytes"
-                    )
-                chunks.append((offset, float(chunk.get("at", 0.0)), data))
-                offset += len(data)
-            return cls(
-                stamp, request["method"], request["path"], request.get("query", ""),
-                dict(request.get("headers", {})), _read_bytes(request["body"], f"{where}: request body"),
-                int(response["status"]), response.get("http_version", "HTTP/1.1"),
-                dict(response.get("headers", {})), tuple(chunks), tuple(doc.get("events", ())),
-                tuple(doc.get("redacted", ())), bool(response.get("complete", True)),
-                bool(response.get("chunked", True)), source,
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, ProviderInputError):
-                raise
-            raise ProviderInputError(f"{where}: not a valid fixture ({type(exc).__name__}: {exc})") from None
+        """Read a fixture document, every field checked; an error names the file and the field's path."""
+        return _Reader(source or "fixture").fixture(doc, source)
 
     @classmethod
     def load(cls, path: str) -> Fixture:
-        with open(path, encoding="utf-8") as handle:
-            try:
-                doc = json.load(handle)
-            except ValueError as exc:
-                raise ProviderInputError(f"{path}: not JSON ({exc})") from None
+        """Read and check the fixture at ``path``; a syntax error names its line and column."""
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            raise ProviderInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ProviderInputError(f"{path}: not UTF-8 at byte {exc.start}") from None
+        except json.JSONDecodeError as exc:
+            raise ProviderInputError(
+                f"{path}: line {exc.lineno}, column {exc.colno}: not JSON ({exc.msg})"
+            ) from None
+        except RecursionError:
+            raise ProviderInputError(f"{path}: nested too deeply to be a fixture") from None
         return cls.from_json(doc, source=path)
+
+
+def _masked_event(event: Mapping[str, Any], redaction: Redaction) -> Mapping[str, Any]:
+    """An event log entry with any credential in its text fields masked too."""
+    out: Dict[str, Any] = {}
+    for key, value in event.items():
+        out[key] = redaction.mask_text(value, f"event {key}") if isinstance(value, str) else value
+    return out
+
+
+_STAMP_FIELDS = {f.name for f in fields(Stamp)}
+_STAMP_REQUIRED = ("wire", "model", "base_url", "recorded_at", "schema_hash", "stream", "user_agent")
+_OPTIONAL_STR = ("model", "schema_hash", "user_agent", "scenario", "run_id")
+_TOP = frozenset({"format", "stamp", "request", "response", "events", "redacted", "masked"})
+_REQUEST = frozenset({"method", "path", "query", "headers", "body"})
+_RESPONSE = frozenset({"status", "http_version", "headers", "complete", "chunked", "truncated", "chunks"})
+_METHOD = re.compile(r"^[A-Z][A-Z-]{0,19}$")
+
+
+class _Reader:
+    """Checks a fixture document field by field, naming the file and the JSON path of what is wrong."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, path: str, expected: str, got: Any) -> ProviderInputError:
+        shown = repr(got)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        return ProviderInputError(f"{self.where}: {path}: expected {expected}, got {shown}")
+
+    def object(self, value: Any, path: str, known: Optional[frozenset] = None) -> Dict[str, Any]:  # type: ignore[type-arg]
+        if not isinstance(value, dict):
+            raise self.fail(path, "an object", value)
+        if known is not None:
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise self.fail(
+                    f"{path}.{unknown[0]}",
+                    f"one of the known fields ({', '.join(sorted(known))})",
+                    unknown[0],
+                )
+        return value
+
+    def string(self, value: Any, path: str, *, optional: bool = False) -> Any:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(path, "a string or null" if optional else "a string", value)
+        return value
+
+    def boolean(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, "true or false (a JSON boolean, not a string)", value)
+        return value
+
+    def integer(self, value: Any, path: str, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(path, f"a whole number from {low} to {high}", value)
+        return value
+
+    def number(self, value: Any, path: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+            raise self.fail(path, "a number of seconds, 0 or more", value)
+        return float(value)
+
+    def headers(self, value: Any, path: str) -> Dict[str, str]:
+        headers = self.object(value, path)
+        for name, text in headers.items():
+            self.string(text, f"{path}.{name}")
+        return dict(headers)
+
+    def strings(self, value: Any, path: str) -> Tuple[str, ...]:
+        if not isinstance(value, list):
+            raise self.fail(path, "a list of strings", value)
+        return tuple(self.string(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+    def data(self, value: Any, path: str) -> bytes:
+        shape = self.object(value, path)
+        keys = sorted(set(shape) & {"text", "base64"})
+        if len(keys) != 1:
+            raise self.fail(path, 'exactly one of "text" or "base64"', sorted(shape))
+        text = self.string(shape[keys[0]], f"{path}.{keys[0]}")
+        if keys[0] == "text":
+            return bytes(text.encode("utf-8", "surrogatepass"))
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise self.fail(f"{path}.base64", "standard base64", text) from None
+
+    def stamp(self, value: Any) -> Stamp:
+        doc = self.object(value, "$.stamp", frozenset(_STAMP_FIELDS))
+        for name in _STAMP_REQUIRED:
+            if name not in doc:
+                raise self.fail(f"$.stamp.{name}", "a field every stamp has", "nothing")
+        for name in ("wire", "base_url", "recorded_at"):
+            self.string(doc[name], f"$.stamp.{name}")
+        for name in _OPTIONAL_STR:
+            self.string(doc.get(name), f"$.stamp.{name}", optional=True)
+        self.boolean(doc["stream"], "$.stamp.stream")
+        stamp = Stamp(**doc)
+        try:
+            stamp.recorded()
+        except ValueError:
+            raise self.fail(
+                "$.stamp.recorded_at", "an ISO 8601 time such as 2026-11-30T10:41:07Z", doc["recorded_at"]
+            ) from None
+        return stamp
+
+    def fixture(self, doc: Any, source: str) -> Fixture:
+        top = self.object(doc, "$")
+        if top.get("format") != FORMAT:
+            raise self.fail("$.format", repr(FORMAT), top.get("format"))
+        self.object(top, "$", _TOP)
+        for name in ("stamp", "request", "response"):
+            if name not in top:
+                raise self.fail(f"$.{name}", "a field every fixture has", "nothing")
+        stamp = self.stamp(top["stamp"])
+        request = self.object(top["request"], "$.request", _REQUEST)
+        response = self.object(top["response"], "$.response", _RESPONSE)
+        method = self.string(request.get("method"), "$.request.method")
+        if not _METHOD.match(method):
+            raise self.fail("$.request.method", "an HTTP method such as POST", method)
+        path = self.string(request.get("path"), "$.request.path")
+        if not path.startswith("/"):
+            raise self.fail("$.request.path", "a path starting with /", path)
+        query = self.string(request.get("query", ""), "$.request.query")
+        if "body" not in request:
+            raise self.fail("$.request.body", "the request body", "nothing")
+        status = self.integer(response.get("status"), "$.response.status", 100, 599)
+        version = self.string(response.get("http_version", "HTTP/1.1"), "$.response.http_version")
+        if version not in HTTP_VERSIONS:
+            raise self.fail("$.response.http_version", f"one of {', '.join(HTTP_VERSIONS)}", version)
+        raw_chunks = response.get("chunks")
+        if not isinstance(raw_chunks, list):
+            raise self.fail("$.response.chunks", "a list of chunks", raw_chunks)
+        chunks = []
+        offset = 0
+        for index, chunk in enumerate(raw_chunks):
+            where = f"$.response.chunks[{index}]"
+            self.object(chunk, where, frozenset({"offset", "at", "text", "base64"}))
+            data = self.data({k: v for k, v in chunk.items() if k in ("text", "base64")}, where)
+            if "offset" in chunk and self.integer(chunk["offset"], f"{where}.offset", 0, 2**62) != offset:
+                raise ProviderInputError(
+                    f"{self.where}: {where}.offset: says {chunk['offset']}, but the chunks before it hold "
+                    f"{offset} bytes"
+                )
+            chunks.append((offset, self.number(chunk.get("at", 0.0), f"{where}.at"), data))
+            offset += len(data)
+        events = top.get("events", [])
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            raise self.fail("$.events", "a list of event objects", events)
+        return Fixture(
+            stamp,
+            method,
+            path,
+            query,
+            self.headers(request.get("headers", {}), "$.request.headers"),
+            self.data(request["body"], "$.request.body"),
+            status,
+            version,
+            self.headers(response.get("headers", {}), "$.response.headers"),
+            tuple(chunks),
+            tuple(events),
+            self.strings(top.get("redacted", []), "$.redacted"),
+            self.boolean(response.get("complete", True), "$.response.complete"),
+            self.boolean(response.get("chunked", True), "$.response.chunked"),
+            self.strings(top.get("masked", []), "$.masked"),
+            self.string(response.get("truncated", ""), "$.response.truncated"),
+            source,
+        )
 
 
 def load_folder(folder: str) -> List[Fixture]:

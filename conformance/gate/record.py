@@ -4,11 +4,20 @@ Strategy: point a backend's base URL at :attr:`Recorder.url`; each request is
 forwarded to the upstream (``http`` or ``https``, standard library ``http.client``
 and ``ssl``), and the response is streamed back as it comes, one upstream transfer
 chunk at a time, each flushed on its own, so the backend sees the provider's own
-chunking. When the exchange ends, one JSON fixture is written
-(:mod:`.fixture_format`): the request and the response, every chunk with its offset
-and time, and the raw event log, with secrets removed at write time. The proxy
-asks the upstream for ``accept-encoding: identity`` so that the chunks are the
-events' own bytes, not a compressed stream.
+chunking. Each chunk goes to a spool file beside the fixtures as it arrives, so an
+exchange holds no more than one chunk in memory however long it runs. When it ends,
+one JSON fixture is written (:mod:`.fixture_format`): the request and the response,
+every chunk with its offset and time, and the raw event log, with secrets removed at
+write time (:mod:`.redact`). The proxy asks the upstream for ``accept-encoding:
+identity`` so that the chunks are the events' own bytes, not a compressed stream.
+
+Bounds, each ending the exchange with the fixture marked ``truncated`` (and not
+``complete``) with what was kept: ``max_response_bytes`` (past it the recorder stops
+reading the upstream and closes both sides), ``max_seconds`` for the whole exchange
+beside ``timeout`` between two reads. A watcher sees the client go away while the
+upstream is silent and closes the upstream at once, so the provider stops generating.
+Fixture numbers are chosen when the file is written and taken with an exclusive
+create, so recorders writing to one folder at once never overwrite one another.
 
 The proxy binds loopback only: it forwards whatever reaches it with the caller's
 credentials.
@@ -22,6 +31,7 @@ import http.server
 import json
 import os
 import re
+import select
 import socket
 import ssl
 import threading
@@ -45,6 +55,14 @@ _HOP_BY_HOP = frozenset({
     "trailer", "proxy-authorization", "proxy-authenticate",
 })
 _MAX_BODY = 64 * 1024 * 1024
+#: The default cap on one response: far above any real LLM reply (a long stream is a few MB).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: The default limit on one exchange, from the request to the response's last byte.
+MAX_SECONDS = 600.0
+#: How often the watcher looks for a client that went away, in seconds.
+_WATCH_EVERY = 0.05
+#: How many numbers a write tries past the highest in the folder before it gives up.
+_NAME_TRIES = 10000
 
 
 class Recorder:
@@ -54,7 +72,8 @@ class Recorder:
     system's authorities); ``scenario`` stamps each fixture with the conformance
     scenario it was recorded for; ``run_id`` stamps it with the fixed
     :class:`~conformance.gate.GateToolset` run id an agent loop ran its tools with
-    (its fixture ids are then the same on replay). ``timeout`` bounds each upstream read, in seconds.
+    (its fixture ids are then the same on replay). ``timeout`` bounds each upstream read, in seconds;
+    ``max_seconds`` the whole exchange; ``max_response_bytes`` the response's body.
     """
 
     def __init__(
@@ -69,6 +88,8 @@ class Recorder:
         scenario: Optional[str] = None,
         run_id: Optional[str] = None,
         timeout: float = 120.0,
+        max_seconds: float = MAX_SECONDS,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -84,7 +105,15 @@ class Recorder:
         self.folder = folder
         self.scenario = scenario
         self.run_id = run_id
+        for name, value in (("timeout", timeout), ("max_seconds", max_seconds)):
+            if not value > 0:
+                raise ProviderInputError(f"{name} must be a positive number of seconds, got {value!r}")
+        cap = max_response_bytes
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise ProviderInputError(f"max_response_bytes must be a positive whole number, got {cap!r}")
         self.timeout = timeout
+        self.max_seconds = max_seconds
+        self.max_response_bytes = max_response_bytes
         self._parts = parts
         self._context = ssl_context
         self._lock = threading.Lock()
@@ -93,7 +122,6 @@ class Recorder:
         self._written: List[str] = []
         self._sockets: Set[socket.socket] = set()
         os.makedirs(folder, exist_ok=True)
-        self._next = 1 + max((_number(n) for n in os.listdir(folder)), default=0)
         self._server = _Server((host, port), _Handler, self)
         self._thread: Optional[threading.Thread] = None
 
@@ -186,26 +214,38 @@ class Recorder:
         """Forward one request, stream the response back, write the fixture."""
         prefix = self._parts.path.rstrip("/")
         connection = self._connect()
+        watch = _Watch(handler.connection, connection, time.monotonic() + self.max_seconds)
         try:
             sent_at = time.monotonic()
             try:
                 upstream_headers = self._upstream_headers(headers)
                 connection.request(method, prefix + target, body=body, headers=upstream_headers)
+                watch.start()
                 response = connection.getresponse()
             except (OSError, http.client.HTTPException) as exc:
-                reason = f"{type(exc).__name__}: {exc}"
+                reason = watch.reason or f"{type(exc).__name__}: {exc}"
                 handler.fail(502, f"the recorder could not reach {self.base_url}: {reason}")
                 return
-            chunks, complete = self._relay(handler, response, sent_at)
-            version = "HTTP/1.0" if response.version == 10 else "HTTP/1.1"
-            self._write(method, target, headers, body, response, version, chunks, complete)
+            with _Spool(self.folder) as spool:
+                complete, truncated = self._relay(handler, response, sent_at, spool, watch)
+                version = "HTTP/1.0" if response.version == 10 else "HTTP/1.1"
+                self._write(method, target, headers, body, response, version, spool, complete, truncated)
         finally:
+            watch.stop()
             connection.close()
 
     def _relay(
-        self, handler: _Handler, response: http.client.HTTPResponse, sent_at: float
-    ) -> Tuple[List[Tuple[int, float, bytes]], bool]:
-        """Pass the response on, one upstream chunk per write; returns the chunks and whether it ended."""
+        self,
+        handler: _Handler,
+        response: http.client.HTTPResponse,
+        sent_at: float,
+        spool: _Spool,
+        watch: _Watch,
+    ) -> Tuple[bool, str]:
+        """Pass the response on, one upstream chunk per write, each spooled as it comes.
+
+        Returns whether it ended normally, and why it was cut short where the recorder cut it.
+        """
         chunked = bool(response.chunked)
         head = [f"HTTP/1.1 {response.status} {response.reason}\r\n"]
         for name, value in response.getheaders():
@@ -215,36 +255,53 @@ class Recorder:
             head.append("transfer-encoding: chunked\r\n")
         head.append("connection: close\r\n\r\n")
         handler.close_connection = True
-        chunks: List[Tuple[int, float, bytes]] = []
-        offset = 0
-        pending = b""
+        # The parts of one upstream chunk still coming: joined once, never added to in place.
+        parts: List[bytes] = []
+        size = 0
         try:
             handler.wfile.write("".join(head).encode("latin-1"))
             handler.wfile.flush()
             while True:
                 data = response.read1(65536)
                 if data:
-                    pending += data
+                    room = self.max_response_bytes - spool.size - size
+                    if len(data) > room:
+                        parts.append(data[: max(0, room)])
+                        self._pass_on(handler, spool, parts, sent_at, chunked)
+                        watch.cut()
+                        return False, f"the response passed max_response_bytes ({self.max_response_bytes})"
+                    parts.append(data)
+                    size += len(data)
                     # Within an HTTP chunk that has not all come yet: wait for the rest,
                     # so the chunk is recorded and passed on whole, as the upstream framed it.
                     if chunked and getattr(response, "chunk_left", None):
                         continue
-                at = time.monotonic() - sent_at
-                if pending:
-                    framed = b"%x\r\n%s\r\n" % (len(pending), pending) if chunked else pending
-                    handler.wfile.write(framed)
-                    handler.wfile.flush()
-                    chunks.append((offset, at, pending))
-                    offset += len(pending)
-                    pending = b""
+                if parts:
+                    self._pass_on(handler, spool, parts, sent_at, chunked)
+                    parts, size = [], 0
                 if not data:
                     break
             if chunked:
                 handler.wfile.write(b"0\r\n\r\n")
                 handler.wfile.flush()
         except (OSError, http.client.HTTPException):
-            return chunks, False  # the client or the upstream left mid-way
-        return chunks, True
+            if parts:
+                spool.add(b"".join(parts), time.monotonic() - sent_at)
+            # The client or the upstream left mid-way, or the watcher cut it.
+            return False, watch.reason if watch.reason != _CLIENT_LEFT else ""
+        if watch.reason:
+            return False, watch.reason if watch.reason != _CLIENT_LEFT else ""
+        return True, ""
+
+    @staticmethod
+    def _pass_on(handler: _Handler, spool: _Spool, parts: List[bytes], sent_at: float, chunked: bool) -> None:
+        pending = b"".join(parts)
+        if not pending:
+            return
+        spool.add(pending, time.monotonic() - sent_at)
+        framed = b"%x\r\n%s\r\n" % (len(pending), pending) if chunked else pending
+        handler.wfile.write(framed)
+        handler.wfile.flush()
 
     def _write(
         self,
@@ -254,8 +311,9 @@ class Recorder:
         body: bytes,
         response: http.client.HTTPResponse,
         version: str,
-        chunks: List[Tuple[int, float, bytes]],
+        spool: _Spool,
         complete: bool,
+        truncated: str,
     ) -> None:
         path, _, query = target.partition("?")
         request = RecordedRequest(method, path, query, headers, body, "HTTP/1.1")
@@ -272,6 +330,8 @@ class Recorder:
             scenario=self.scenario,
             run_id=self.run_id,
         )
+        # The spool is read back once, here: the response is never in memory while it streams.
+        chunks = spool.chunks()
         with self._lock:
             first_seq = self._seq
             events = timed_events(
@@ -279,21 +339,147 @@ class Recorder:
                 [data for _, _, data in chunks], [at for _, at, _ in chunks], first_seq,
             )
             self._seq += len(events)
-            number = self._next
-            self._next += 1
         fixture = Fixture.redacted_from(
             stamp, method, target, headers, body, response.status, version, response_headers,
-            chunks, [e.as_dict() for e in events], complete, bool(response.chunked),
+            chunks, [e.as_dict() for e in events], complete and not truncated, bool(response.chunked),
+            truncated,
         )
-        name = f"{number:04d}-{_slug(method, path)}.json"
-        destination = os.path.join(self.folder, name)
-        temporary = destination + ".partial"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(fixture.dumps())
-        os.replace(temporary, destination)
+        del chunks, events
+        destination = _write_exclusive(self.folder, _slug(method, path), fixture.dumps())
         with self._lock:
             self._written.append(destination)
             self._changed.notify_all()
+
+
+_CLIENT_LEFT = "the client went away"
+
+
+class _Watch:
+    """Ends an exchange the moment its client goes away or its time runs out, by closing the upstream.
+
+    A thread per exchange, bounded by it: it looks at the client's socket every
+    :data:`_WATCH_EVERY` seconds (readable with nothing to read is a closed connection)
+    and at the clock. Either way it shuts the upstream socket, which wakes the relay's
+    blocked read, so the provider stops generating and no thread waits out ``timeout``.
+    """
+
+    def __init__(self, client: socket.socket, upstream: http.client.HTTPConnection, deadline: float) -> None:
+        self.client = client
+        self.upstream = upstream
+        self.deadline = deadline
+        self.reason = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="conformance-recorder-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join(1.0)
+
+    def cut(self) -> None:
+        """End the exchange now (the recorder's own bound was reached): close both sides."""
+        self._close_upstream()
+        try:
+            self.client.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _close_upstream(self) -> None:
+        sock = getattr(self.upstream, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _client_gone(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.client], [], [], 0)
+            if not readable:
+                return False
+            return self.client.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _run(self) -> None:
+        while not self._done.wait(_WATCH_EVERY):
+            if time.monotonic() >= self.deadline:
+                self.reason = "the exchange passed max_seconds"
+                self.cut()
+                return
+            if self._client_gone():
+                self.reason = _CLIENT_LEFT
+                self._close_upstream()
+                return
+
+
+class _Spool:
+    """A response's chunks on disk as they arrive: their bytes in a temporary file, only offsets in memory."""
+
+    def __init__(self, folder: str) -> None:
+        import tempfile
+
+        self._file = tempfile.TemporaryFile(dir=folder, prefix=".spool-")
+        self._index: List[Tuple[int, float, int]] = []
+        self.size = 0
+
+    def add(self, data: bytes, at: float) -> None:
+        self._file.write(data)
+        self._index.append((self.size, at, len(data)))
+        self.size += len(data)
+
+    def chunks(self) -> List[Tuple[int, float, bytes]]:
+        self._file.flush()
+        self._file.seek(0)
+        return [(offset, at, self._file.read(length)) for offset, at, length in self._index]
+
+    def __enter__(self) -> _Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+
+def _write_exclusive(folder: str, slug: str, text: str) -> str:
+    """Write ``text`` as the next numbered fixture in ``folder``, never over another; its path.
+
+    The number is chosen now, from what the folder holds now, and taken with a hard link
+    (which fails where the name exists): a file appears whole under its name or not at all,
+    and two recorders, threads or processes writing at once each get a number of their own.
+    """
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".partial-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        number = 1 + max((_number(n) for n in os.listdir(folder)), default=0)
+        for _ in range(_NAME_TRIES):
+            destination = os.path.join(folder, f"{number:04d}-{slug}.json")
+            try:
+                os.link(temporary, destination)
+                return destination
+            except FileExistsError:
+                number += 1
+            except OSError:
+                # A file system without hard links: an exclusive create, then the content.
+                try:
+                    fd = os.open(destination, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                except FileExistsError:
+                    number += 1
+                    continue
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    out.write(text)
+                return destination
+        raise ProviderInputError(f"no free fixture number in {folder} after {_NAME_TRIES} tries")
+    finally:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
 
 
 def _number(name: str) -> int:

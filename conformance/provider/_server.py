@@ -14,7 +14,6 @@ import math
 import os
 import socket
 import threading
-import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Type, Union
 
@@ -30,6 +29,9 @@ __all__ = ["FakeProvider", "start_fake_provider"]
 _MIB = 1024 * 1024
 #: How long close() waits for the loop thread; it normally takes well under 1 ms.
 _JOIN_SECONDS = 5.0
+#: The requests a provider keeps by default, the oldest dropped first: far more than any
+#: case sends, and a bound for one that serves for days. ``max_requests=None`` keeps all.
+DEFAULT_MAX_REQUESTS = 10_000
 
 
 class FakeProvider:
@@ -51,7 +53,7 @@ class FakeProvider:
         header_timeout: float = 30.0,
         body_idle_timeout: float = 30.0,
         body_timeout: float = 300.0,
-        max_requests: Optional[int] = None,
+        max_requests: Optional[int] = DEFAULT_MAX_REQUESTS,
         allow_remote: bool = False,
     ) -> None:
         if not is_loopback(host) and not allow_remote:
@@ -199,28 +201,45 @@ class FakeProvider:
     def close(self) -> None:
         """Stop serving: close every connection and the listening socket, join the thread.
 
-        Idempotent; returns in well under a millisecond when nothing misbehaves. If
-        the loop is blocked (a sync reply handler that does not return), it cannot
-        stop: after a few seconds this warns with a :class:`RuntimeWarning` that
-        names the handler, and the port and thread stay until the handler returns.
+        Returns in well under a millisecond when nothing misbehaves, and only once the
+        port no longer accepts and the thread has ended. If the loop is blocked (a sync
+        reply handler that does not return), the thread cannot end: the listening
+        socket is shut at once, so the port refuses new connections, and after a few
+        seconds this raises :class:`~conformance.errors.ProviderInputError` naming the
+        handler. Calling it again, once the handler has returned, finishes the close.
         """
         with self._lock:
-            if self._closed:
-                return
+            again = self._closed
             self._closed = True
             self._hub.close()
             if not self._started:
                 return
         loop, stop, thread = self._loop, self._stop, self._thread
         assert loop is not None and stop is not None and thread is not None
+        if again and not thread.is_alive():
+            return
         try:
             loop.call_soon_threadsafe(_resolve, stop)
         except RuntimeError:  # the loop already ended
             pass
-        if threading.current_thread() is not thread:
-            thread.join(_JOIN_SECONDS)
-            if thread.is_alive():
-                warnings.warn(self._blocked(), RuntimeWarning, stacklevel=2)
+        if threading.current_thread() is thread:
+            return  # a handler closing its own provider: the loop stops once it returns
+        thread.join(_JOIN_SECONDS if not again else _JOIN_SECONDS / 5)
+        if thread.is_alive():
+            self._refuse_new_connections()
+            thread.join(_JOIN_SECONDS / 5)
+        if thread.is_alive():
+            raise ProviderInputError(self._blocked())
+
+    def _refuse_new_connections(self) -> None:
+        """Shut the listening socket from this thread, while its loop cannot: the port then refuses."""
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def _blocked(self) -> str:
         running = self._hub.running
@@ -231,9 +250,10 @@ class FakeProvider:
             culprit = "code on its loop (an async handler that blocks without awaiting?) has not returned"
         return (
             f"the fake provider at {self.url} could not stop within {_JOIN_SECONDS:g} s: {culprit}. "
-            "Its port still accepts connections and its thread is alive until that returns. "
-            "Reply handlers run on the provider's loop and must not block: return a reply "
-            "at once, or make the handler async and await instead of sleeping or waiting"
+            "Its port now refuses new connections, but its thread lives until that returns "
+            "(call close() again then). Reply handlers run on the provider's loop and must not "
+            "block: return a reply at once, or make the handler async and await instead of "
+            "sleeping or waiting"
         )
 
     async def aclose(self) -> None:
@@ -377,7 +397,7 @@ def start_fake_provider(
     header_timeout: float = 30.0,
     body_idle_timeout: float = 30.0,
     body_timeout: float = 300.0,
-    max_requests: Optional[int] = None,
+    max_requests: Optional[int] = DEFAULT_MAX_REQUESTS,
     allow_remote: bool = False,
 ) -> FakeProvider:
     """Start a :class:`FakeProvider` and return it, serving.
@@ -389,8 +409,10 @@ def start_fake_provider(
     Limits on what clients send: ``max_header_bytes`` (431), ``max_body_bytes``
     (413); ``header_timeout`` for a request head to arrive, ``body_idle_timeout`` for
     the next byte of a body and ``body_timeout`` for the whole of it (408).
-    ``max_requests`` caps the record: the oldest requests are dropped and counted in
-    :attr:`FakeProvider.dropped_requests` (``None``, the default, keeps them all).
+    ``max_requests`` caps the record: past it the oldest requests are dropped and counted
+    in :attr:`FakeProvider.dropped_requests`. By default the newest 10,000 are kept
+    (:data:`DEFAULT_MAX_REQUESTS`: far more than a case sends, and a bound for a provider
+    that serves for days); ``None`` keeps every one.
     """
     return FakeProvider(
         http2,
