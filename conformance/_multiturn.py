@@ -114,6 +114,21 @@ def multi_turn_reply(
     return play_turn(wire, ScriptedTurn(text=FX.tool_result_answer, seed=seed), request)
 
 
+def reasoning_reply(wire: Wire, mode: str, request: RecordedRequest, variant: str) -> Optional[Reply]:
+    """The provider's answer in a ``reasoning`` case: the fixture's text after the reasoning
+    ``variant`` carries, played by the wire's own turn builders; ``None`` where it has none."""
+    if not wire.scripts_turns():
+        return None
+    try:
+        shape = wire.variant("reasoning", mode, variant) if variant else wire.variants("reasoning", mode)[0]
+    except KeyError:
+        return None
+    if not shape.reasoning:
+        return None
+    turn = ScriptedTurn(text=FX.text, reasoning=shape.reasoning, seed=f"reasoning/{shape.name or 'default'}")
+    return play_turn(wire, turn, request)
+
+
 def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wire: Wire) -> List[str]:
     if got is None:
         return [f"expected result {index + 1} to be a tool result, got none"]

@@ -222,6 +222,15 @@ VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
 RUNNER_ERROR = "an error was encountered while running the model: unexpected EOF"
 
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "reasoning": (
+        Variant(
+            "thinking",
+            "message.thinking before message.content (streamed: thinking lines, then content lines)",
+            "ollama/ollama docs/api.md (the thinking field of a chat message); "
+            "https://docs.ollama.com/capabilities/thinking",
+            reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="ollama"),),
+        ),
+    ),
     "quota": (
         Variant(
             "weekly-usage-limit",

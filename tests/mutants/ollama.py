@@ -106,6 +106,8 @@ MUTANTS = [
         if bug is not shared.SWAPS_CALL_IDS
     ),
     zoo.shared(shared.DROPS_REASONING, "leaves the thinking out of the turn it sends back"),
+    zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(
         "output-as-total",
         "reports eval_count as the total",
