@@ -89,8 +89,8 @@ SCENARIOS: Mapping[str, Scenario] = {
         Scenario(
             "reasoning",
             "return the reasoning the provider sent with its answer in ChatResponse.reasoning (stream: "
-            "StreamChunk.reasoning, each item once, complete), byte for byte with its signature, apart "
-            "from the answer, and the answer text exactly",
+            "StreamChunk.reasoning, each item once, complete), byte for byte, signatures and encrypted "
+            "payloads included, apart from the answer, and the answer text exactly",
             "keep thinking blocks, reasoning items and thought parts out of the text; gather each item "
             "until its end (a signature or encrypted payload comes last) and pass it on as one "
             "Reasoning, its opaque strings unaltered",
