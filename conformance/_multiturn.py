@@ -7,7 +7,9 @@ that already holds a ``get_weather`` call and its result (or its structured erro
 or the reasoning the provider tied to the call) and reads back what the backend
 made of it: a history the real API would refuse is answered with that API's 400,
 as production would answer it. ``parallel-tool-calls`` answers with two calls in
-one turn, their argument fragments interleaved where the format allows.
+one turn, their argument fragments interleaved where the format allows. The
+``reasoning`` scenario is played here too, by the same turn builders: the fixture's
+text after the reasoning its variant carries.
 """
 
 from __future__ import annotations
