@@ -39,6 +39,7 @@ _REPLY_SCENARIOS = (
     "parallel-tool-calls",
     "truncated-tool-call",
     "content-filter",
+    "reasoning",
 )
 _MISSING: Any = object()
 _REFUSED_HINT = (
@@ -280,6 +281,8 @@ def _content(seen: Seen) -> List[str]:
     content = seen.collected()[0]
     if content == expected:
         return []
+    if _reasoning_mixed_in(seen, content) and _without_reasoning(seen, content) == expected:
+        return []  # the answer is whole; the reasoning-apart check names what was added to it
     if seen.scenario == "truncated-tool-call":
         return [f"expected the text sent before the cut, {expected!r}, got {content!r}"]
     return [f"expected the text {expected!r}, got {content!r}"]
@@ -293,6 +296,7 @@ _FINISH = {
     "parallel-tool-calls": ("tool_calls",),
     "truncated-tool-call": ("length",),
     "content-filter": ("content_filter", "refusal"),
+    "reasoning": ("stop",),
 }
 
 
@@ -400,6 +404,126 @@ def _usage(seen: Seen) -> List[str]:
     if _usage_tuple(usage) == _usage_tuple(FX.usage):
         return []
     return [f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}"]
+
+
+# -- reasoning the provider returned -----------------------------------------------------------
+
+
+def _reasoning_kind(item: Any) -> Any:
+    kind = getattr(item, "kind", None)
+    return getattr(kind, "value", kind)
+
+
+def _reasoning_sent(seen: Seen) -> Tuple[Any, ...]:
+    """The reasoning items the provider sent with the answer, where the case is about them."""
+    return tuple(seen.variant.reasoning) if seen.scenario == "reasoning" and seen.got_reply else ()
+
+
+def _reasoning_got(seen: Seen) -> List[Any]:
+    """The reasoning items the backend passed on: the response's, or every chunk's in order."""
+    if seen.case.mode == "chat":
+        return list(getattr(seen.outcome.response, "reasoning", None) or ())
+    items: List[Any] = []
+    for chunk in seen.outcome.chunks:
+        items.extend(getattr(chunk, "reasoning", None) or ())
+    return items
+
+
+def _reasoning_texts(seen: Seen) -> List[str]:
+    """The readable parts of the reasoning sent: thinking text and summary texts."""
+    texts: List[str] = []
+    for item in _reasoning_sent(seen):
+        texts.extend(t for t in (item.text, *item.summary) if t)
+    return texts
+
+
+def _reasoning_mixed_in(seen: Seen, content: Any) -> List[str]:
+    """The reasoning texts that turned up inside the answer's text."""
+    if not isinstance(content, str):
+        return []
+    return [text for text in _reasoning_texts(seen) if text in content]
+
+
+def _without_reasoning(seen: Seen, content: str) -> str:
+    for text in _reasoning_mixed_in(seen, content):
+        content = content.replace(text, "", 1)
+    return content
+
+
+def _reasoning(seen: Seen) -> List[str]:
+    sent = _reasoning_sent(seen)
+    if not sent:
+        return []
+    got = _reasoning_got(seen)
+    want_kinds = [_reasoning_kind(r) for r in sent]
+    got_kinds = [_reasoning_kind(r) for r in got]
+    if got_kinds == want_kinds:
+        return []
+    where = "ChatResponse.reasoning" if seen.case.mode == "chat" else "StreamChunk.reasoning"
+    if not got:
+        return [
+            f"expected the {len(sent)} reasoning item(s) the provider sent ({want_kinds}) in {where}, "
+            "got none: the backend dropped them, and the next turn cannot send them back"
+        ]
+    return [
+        f"expected the reasoning items {want_kinds} in {where}, each once and complete, got "
+        f"{len(got)}: {got_kinds} (an item is passed on whole at its end, not per delta, and "
+        "keeps the provider's kind)"
+    ]
+
+
+_REASONING_FIELDS = ("text", "signature", "data", "id", "summary")
+
+
+def _reasoning_exact(seen: Seen) -> List[str]:
+    from .wires._turns import reasoning_key
+
+    sent = _reasoning_sent(seen)
+    got = _reasoning_got(seen)
+    if not sent or [_reasoning_kind(r) for r in got] != [_reasoning_kind(r) for r in sent]:
+        return []  # the reasoning check speaks for missing or extra items
+    problems = []
+    for number, (want, item) in enumerate(zip(sent, got), start=1):
+        try:
+            same = reasoning_key(want) == reasoning_key(item)
+        except (AttributeError, TypeError):
+            same = False
+        if same:
+            continue
+        changed = [
+            f"{name} {_shown(getattr(want, name))} became {_shown(getattr(item, name, '<missing>'))}"
+            for name in _REASONING_FIELDS
+            if _field(getattr(want, name)) != _field(getattr(item, name, None))
+        ]
+        problems.append(
+            f"expected reasoning item {number} ({_reasoning_kind(want)}) byte for byte as the provider "
+            f"sent it, got it altered: {'; '.join(changed) or repr(item)} (the provider refuses a turn "
+            "whose reasoning or signature changed)"
+        )
+    return problems
+
+
+def _shown(value: Any) -> str:
+    """A field for a failure line: whole when short, else its start and its length."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"{value[:24]!r}... ({len(value)} characters)"
+    return repr(_field(value))
+
+
+def _field(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def _reasoning_apart(seen: Seen) -> List[str]:
+    content = seen.collected()[0] if _reasoning_sent(seen) else None
+    mixed = _reasoning_mixed_in(seen, content)
+    if not mixed:
+        return []
+    return [
+        f"expected the answer {seen.wire.texts.get(seen.scenario)!r} alone as the content, got "
+        f"{content!r}, which holds the reasoning text {mixed[0]!r}: keep thinking out of the content "
+        "and pass it on as reasoning"
+    ]
 
 
 def _corrupt_frame(seen: Seen) -> List[str]:
@@ -582,6 +706,9 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "tool-calls": _tool_calls,
     "call-id": _call_id,
     "usage": _usage,
+    "reasoning": _reasoning,
+    "reasoning-exact": _reasoning_exact,
+    "reasoning-apart": _reasoning_apart,
     "corrupt-frame": _corrupt_frame,
     "error-raised": _error_raised,
     "error-kind": _error_kind,

@@ -7,7 +7,9 @@ that already holds a ``get_weather`` call and its result (or its structured erro
 or the reasoning the provider tied to the call) and reads back what the backend
 made of it: a history the real API would refuse is answered with that API's 400,
 as production would answer it. ``parallel-tool-calls`` answers with two calls in
-one turn, their argument fragments interleaved where the format allows.
+one turn, their argument fragments interleaved where the format allows. The
+``reasoning`` scenario is played here too, by the same turn builders: the fixture's
+text after the reasoning its variant carries.
 """
 
 from __future__ import annotations
@@ -112,6 +114,21 @@ def multi_turn_reply(
         refusals.extend(history.problems)
         return wire.history_error(history.problems)
     return play_turn(wire, ScriptedTurn(text=FX.tool_result_answer, seed=seed), request)
+
+
+def reasoning_reply(wire: Wire, mode: str, request: RecordedRequest, variant: str) -> Optional[Reply]:
+    """The provider's answer in a ``reasoning`` case: the fixture's text after the reasoning
+    ``variant`` carries, played by the wire's own turn builders; ``None`` where it has none."""
+    if not wire.scripts_turns():
+        return None
+    try:
+        shape = wire.variant("reasoning", mode, variant) if variant else wire.variants("reasoning", mode)[0]
+    except KeyError:
+        return None
+    if not shape.reasoning:
+        return None
+    turn = ScriptedTurn(text=FX.text, reasoning=shape.reasoning, seed=f"reasoning/{shape.name or 'default'}")
+    return play_turn(wire, turn, request)
 
 
 def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wire: Wire) -> List[str]:

@@ -244,6 +244,10 @@ def scenario_reply(
         from ._multiturn import multi_turn_reply
 
         return multi_turn_reply(wire, scenario, request, variant, [] if refusals is None else refusals)
+    if scenario == "reasoning":
+        from ._multiturn import reasoning_reply
+
+        return reasoning_reply(wire, mode, request, variant)
     # The unnamed shape is asked for as before variants, so a wire of one's own
     # whose reply() takes no variant keeps working.
     if variant:

@@ -39,6 +39,9 @@ class ConformanceFixture:
     partial_text: str = "It is 18 °C and sun"
     #: What a ``truncated-tool-call`` turn says before the call that is cut off.
     preamble: str = "Let me check the weather."
+    #: The thinking a ``reasoning`` turn returns before its answer (the answer is :attr:`text`):
+    #: a line break and multi-byte characters, as real thinking has.
+    thinking: str = "The user asks for the weather in Paris today.\n\nOne line will do: 18 °C, sunny ☀."
     tool_name: str = "get_weather"
     tool_description: str = "Get the current weather for a city."
     tool_parameters: Mapping[str, Any] = field(default_factory=_weather_schema)

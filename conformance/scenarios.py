@@ -87,6 +87,15 @@ SCENARIOS: Mapping[str, Scenario] = {
             'map the provider\'s safety stop reason instead of passing it through or calling it "stop"',
         ),
         Scenario(
+            "reasoning",
+            "return the reasoning the provider sent with its answer in ChatResponse.reasoning (stream: "
+            "StreamChunk.reasoning, each item once, complete), byte for byte, signatures and encrypted "
+            "payloads included, apart from the answer, and the answer text exactly",
+            "keep thinking blocks, reasoning items and thought parts out of the text; gather each item "
+            "until its end (a signature or encrypted payload comes last) and pass it on as one "
+            "Reasoning, its opaque strings unaltered",
+        ),
+        Scenario(
             "stream-error",
             "yield the text streamed before the provider failed, then fail as a retryable overloaded error",
             "check every event for the provider's mid-stream error shape and raise after "

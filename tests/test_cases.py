@@ -108,6 +108,8 @@ class CaseListTests(unittest.TestCase):
             skips,
             {
                 "corrupt-frame/stream": openai_chat_wire.absent("corrupt-frame"),
+                "reasoning/chat": openai_chat_wire.absent("reasoning"),
+                "reasoning/stream": openai_chat_wire.absent("reasoning"),
                 "content-filter/chat": "no safety system",
                 "content-filter/stream": "no safety system",
                 "abort/stream": "no streaming abort",

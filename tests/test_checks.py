@@ -3,17 +3,20 @@ schema rule still fails a tool that would take other calls."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import dataclasses
 import http.client
 import unittest
-from typing import Any, Dict, List, Optional
+from typing import Any, AsyncIterator, Dict, List, Optional
 from urllib.parse import urlsplit
 
 from conformance._checks import CHECKS, Problem
 from conformance.cases import BackendConformanceTarget, ConformanceCase
-from conformance.contract import ChatRequest, ToolCall
+from conformance.contract import ChatRequest, Reasoning, StreamChunk, ToolCall
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.reference import REFERENCE_BACKENDS
+from conformance.reference.anthropic import AnthropicBackend
 from conformance.reference.gemini import GeminiBackend
 from conformance.wires import WIRES
 from conformance.wires.gemini import gemini_wire
@@ -131,6 +134,56 @@ class CallIdTests(unittest.TestCase):
         for mode in ("chat", "stream"):
             with self.subTest(mode=mode):
                 self.assertEqual(problems_of(ConformanceCase(target, "tool-call", mode)), [])
+
+
+class ReencodesSignature(GeminiBackend):
+    """Hands thought signatures on URL-safe and unpadded, as an SDK that holds them as bytes may."""
+
+    def signature(self, signature: str, text: str = "") -> Reasoning:
+        item = super().signature(signature, text)
+        encoded = base64.urlsafe_b64encode(base64.b64decode(item.signature)).decode("ascii").rstrip("=")
+        return dataclasses.replace(item, signature=encoded)
+
+
+def split_items(items: Any) -> Any:
+    """Each reasoning item with text as two items, a half of the text each."""
+    out = []
+    for item in items:
+        half = len(item.text) // 2
+        if half:
+            out += [
+                dataclasses.replace(item, text=item.text[:half]),
+                dataclasses.replace(item, text=item.text[half:]),
+            ]
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+class YieldsThinkingPieces(AnthropicBackend):
+    """Passes a thinking block on as pieces, as a stream that yields per delta does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):
+            yield dataclasses.replace(chunk, reasoning=split_items(chunk.reasoning))
+
+
+class ReasoningTests(unittest.TestCase):
+    def test_a_gemini_signature_reencoded_passes(self) -> None:
+        """A thought signature re-encoded URL-safe without padding is the same bytes, and passes."""
+        target = BackendConformanceTarget("g", gemini_wire, lambda url: ReencodesSignature(url))
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                self.assertEqual(problems_of(ConformanceCase(target, "reasoning", mode)), [])
+
+    def test_reasoning_in_pieces_fails_the_reasoning_check(self) -> None:
+        """A thinking block yielded as two items is not the one item sent, and says so."""
+        target = BackendConformanceTarget("a", WIRES["anthropic"], lambda url: YieldsThinkingPieces(url))
+        lines = problems_of(ConformanceCase(target, "reasoning", "stream"))
+        lines = [line for line in lines if line.startswith("  - ")]
+        self.assertTrue(lines)
+        self.assertTrue(all(line.endswith("[reasoning]") for line in lines), lines)
+        self.assertIn("each once and complete", lines[0])
 
 
 class RootCauseTests(unittest.TestCase):

@@ -72,6 +72,8 @@ class GenerationTests(unittest.TestCase):
             [
                 ("test_content_filter_stream", "left out to show a skip by mode"),
                 ("test_corrupt_frame_stream", openai_chat_wire.absent("corrupt-frame")),
+                ("test_reasoning_chat", openai_chat_wire.absent("reasoning")),
+                ("test_reasoning_stream", openai_chat_wire.absent("reasoning")),
             ],
         )
 

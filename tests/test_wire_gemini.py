@@ -352,3 +352,35 @@ class GeminiRequestCheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReasoningShapeTests(unittest.TestCase):
+    def parts(self, body: Dict[str, Any]) -> List[Dict[str, Any]]:
+        return list(body["candidates"][0]["content"]["parts"])
+
+    def test_gemini_3_signs_the_answer_on_its_last_part(self) -> None:
+        """Whole, the signature sits on the text part; streamed, on one last empty part with the finish."""
+        signature = gemini_wire.variant("reasoning", "chat", "signature").reasoning[0].signature
+        whole = scenario_reply(gemini_wire, "reasoning", "chat", request(), "signature")
+        assert isinstance(whole, JsonReply)
+        body = json.loads(whole.body)
+        self.assertEqual(self.parts(body), [{"text": FX.text, "thoughtSignature": signature}])
+        streamed = scenario_reply(gemini_wire, "reasoning", "stream", request(stream=True), "signature")
+        assert isinstance(streamed, StreamReply)
+        events = sse_events(streamed)
+        self.assertEqual(self.parts(events[-1]), [{"text": "", "thoughtSignature": signature}])
+        self.assertEqual(events[-1]["candidates"][0]["finishReason"], "STOP")
+        self.assertEqual("".join(texts(e) for e in events), FX.text)
+        self.assertTrue(all("finishReason" not in e["candidates"][0] for e in events[:-1]))
+
+    def test_a_thought_summary_comes_before_the_answer(self) -> None:
+        """The thought parts, the signature on the last, come first; the answer after them."""
+        item = gemini_wire.variant("reasoning", "stream", "thought-summary").reasoning[0]
+        streamed = scenario_reply(gemini_wire, "reasoning", "stream", request(stream=True), "thought-summary")
+        assert isinstance(streamed, StreamReply)
+        parts = [p for e in sse_events(streamed) for p in self.parts(e)]
+        thoughts = [p for p in parts if p.get("thought")]
+        self.assertEqual("".join(p["text"] for p in thoughts), item.text)
+        self.assertEqual(thoughts[-1]["thoughtSignature"], item.signature)
+        self.assertEqual(parts[: len(thoughts)], thoughts)
+        self.assertEqual("".join(p["text"] for p in parts[len(thoughts) :]), FX.text)

@@ -8,6 +8,7 @@ import unittest
 from typing import Any, Dict, List
 
 from conformance._multiturn import MULTI_TURN, multi_turn_reply
+from conformance.cases import scenario_reply
 from conformance.contract import ChatRequest, Message, ToolCall, ToolChoice, ToolError, ToolResult
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.gate import tool_specs
@@ -16,7 +17,7 @@ from conformance.reference._decoders import SSEDecoder
 from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires._turns import ScriptedCall, ScriptedTurn, play_turn
-from conformance.wires.openai_chat import TOOL_CALL_ID, openai_chat_wire
+from conformance.wires.openai_chat import TOOL_CALL_ID, OpenAIChatWire, openai_chat_wire
 
 WIRE = openai_chat_wire
 
@@ -469,3 +470,43 @@ class PlayTurnTests(unittest.TestCase):
                             ToolCall(CALL_B, "read_fixture", {"path": "weather.json"}),
                         ],
                     )
+
+
+class ReasoningContentTests(unittest.TestCase):
+    def test_api_openai_com_has_no_reasoning_case(self) -> None:
+        """The official wire skips reasoning, saying why and how to opt in."""
+        reason = WIRE.absent("reasoning")
+        self.assertIsNotNone(reason)
+        self.assertIn("OpenAIChatWire(reasoning_content=True)", str(reason))
+
+    def test_an_opted_in_wire_sends_reasoning_content_first(self) -> None:
+        """Whole, the message carries reasoning_content; streamed, its deltas come before the content."""
+        wire = OpenAIChatWire(reasoning_content=True)
+        self.assertIsNone(wire.absent("reasoning"))
+        variant = wire.variants("reasoning")[0]
+        whole = scenario_reply(wire, "reasoning", "chat", request(good_body()), variant.name)
+        assert isinstance(whole, JsonReply)
+        message = whole.body["choices"][0]["message"]
+        self.assertEqual((message["reasoning_content"], message["content"]), (FX.thinking, FX.text))
+        streamed = scenario_reply(wire, "reasoning", "stream", request(good_body(True)), variant.name)
+        assert isinstance(streamed, StreamReply)
+        chunks = [json.loads(d) for d in events(streamed) if d != "[DONE]"]
+        deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+        thinking = [d["reasoning_content"] for d in deltas if d.get("reasoning_content") is not None]
+        text = [d["content"] for d in deltas if d.get("content")]
+        self.assertEqual(("".join(thinking), "".join(text)), (FX.thinking, FX.text))
+        first_text = next(i for i, d in enumerate(deltas) if d.get("content"))
+        self.assertTrue(all(d.get("reasoning_content") is None for d in deltas[first_text:]))
+
+    def test_the_reference_backend_passes_the_opted_in_case(self) -> None:
+        """The reference backend returns reasoning_content as one thinking item, both modes and transports."""
+        from conformance.cases import BackendConformanceTarget, ConformanceCase
+        from conformance.reference import REFERENCE_BACKENDS
+
+        create = REFERENCE_BACKENDS["openai-chat"]
+        for http2 in (False, True):
+            wire = OpenAIChatWire(reasoning_content=True)
+            target = BackendConformanceTarget("ref", wire, lambda url, h=http2: create(url, h), http2=http2)
+            for mode in ("chat", "stream"):
+                with self.subTest(http2=http2, mode=mode):
+                    ConformanceCase(target, "reasoning", mode).run()

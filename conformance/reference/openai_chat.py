@@ -14,6 +14,8 @@ plainest account of how to read it:
   a ``length`` turn keeps no call that was cut off.
 - A ``data: {"error": ...}`` event is a failure after the 200; a stream that ends
   without ``[DONE]`` or a finish reason was cut and is a failure too.
+- An OpenAI-compatible server's ``reasoning_content`` (DeepSeek's; api.openai.com sends
+  none) is reasoning, never text: it is passed on whole once the answer starts.
 - Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
 - Send a conversation back as OpenAI wrote it: the assistant turn with its
   ``tool_calls`` (arguments as JSON text), then one ``tool`` message per result,
@@ -26,7 +28,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
-from ..contract import ChatRequest, ChatResponse, Message, StreamChunk, ToolCall, ToolChoice, Usage
+from ..contract import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Reasoning,
+    ReasoningKind,
+    StreamChunk,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from ._base import call_from_text
 from ._decoders import SSEDecoder
 from ._errors import decode_json
@@ -162,12 +174,20 @@ class OpenAIChatBackend(OpenAIBase):
             for c in message.get("tool_calls") or ()
         ]
         calls = self.complete_calls(partials, reason)
+        thinking = message.get("reasoning_content")
         return ChatResponse(
             content=message.get("content") or "",
             finish_reason=self.finish_reason(reason, calls),
             tool_calls=tuple(calls),
             usage=self.usage(body.get("usage")),
+            reasoning=self.reasoning(thinking if isinstance(thinking, str) else ""),
         )
+
+    def reasoning(self, thinking: str) -> Any:
+        """An OpenAI-compatible server's ``reasoning_content`` as one thinking item, or nothing."""
+        if not thinking:
+            return ()
+        return (Reasoning(ReasoningKind.THINKING.value, text=thinking, provider=self.provider),)
 
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Text deltas as they come, then one last chunk with the calls, reason and usage."""
@@ -177,6 +197,8 @@ class OpenAIChatBackend(OpenAIBase):
         reason: Optional[str] = None
         usage: Optional[Usage] = None
         done = False
+        #: reasoning_content gathered until the answer starts (or the turn ends).
+        thinking: List[str] = []
         try:
             async for data in response:
                 for event in decoder.feed(data):
@@ -189,8 +211,13 @@ class OpenAIChatBackend(OpenAIBase):
                         usage = self.usage(chunk["usage"])
                     for choice in chunk.get("choices") or ():
                         reason = choice.get("finish_reason") or reason
-                    if text:
-                        yield StreamChunk(content=text)
+                        piece = (choice.get("delta") or {}).get("reasoning_content")
+                        if isinstance(piece, str):
+                            thinking.append(piece)
+                    if text or (partials and thinking):
+                        # The reasoning is whole once anything else comes.
+                        reasoning, thinking = self.reasoning("".join(thinking)), []
+                        yield StreamChunk(content=text, reasoning=reasoning)
                 if done:
                     break
         finally:
@@ -199,7 +226,10 @@ class OpenAIChatBackend(OpenAIBase):
             raise self.make_error("server_error", {"message": "the stream ended before [DONE]"}, status=None)
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
-            tool_calls=tuple(calls), finish_reason=self.finish_reason(reason, calls), usage=usage
+            tool_calls=tuple(calls),
+            finish_reason=self.finish_reason(reason, calls),
+            usage=usage,
+            reasoning=self.reasoning("".join(thinking)),
         )
 
     def sse_decoder(self) -> SSEDecoder:

@@ -269,6 +269,9 @@ class Variant:
     retry_after: Optional[float] = None
     call_id: Optional[str] = None
     error_kind: Optional[str] = None
+    #: The reasoning the provider returns with its answer in this shape (a ``reasoning``
+    #: variant), which the backend must pass on unaltered.
+    reasoning: Tuple[Reasoning, ...] = ()
 
     def label(self, wire: Wire) -> str:
         """``anthropic: 400 credit balance too low``."""
@@ -321,6 +324,7 @@ class Wire:
         "text": CONFORMANCE_FIXTURE.text,
         "truncated-tool-call": CONFORMANCE_FIXTURE.preamble,
         "tool-result": CONFORMANCE_FIXTURE.tool_result_answer,
+        "reasoning": CONFORMANCE_FIXTURE.text,
     }
     #: The scenarios whose reply reports usage, which the backend must pass on.
     reports_usage: FrozenSet[str] = frozenset(
@@ -503,6 +507,16 @@ class Wire:
             return (
                 f"{self.title or self.name} has no {scenario} case (it scripts no multi-turn "
                 "conversations: give it turn_stream, turn_whole and read_history)"
+            )
+        if scenario == "reasoning" and not self.variants_table.get("reasoning"):
+            return (
+                f"{self.title or self.name} has no reasoning case (its provider returns no reasoning: "
+                "give it variants_table['reasoning'], each Variant with the reasoning it returns)"
+            )
+        if scenario == "reasoning" and not self.scripts_turns():
+            return (
+                f"{self.title or self.name} has no reasoning case (it scripts no turns: give it "
+                "turn_stream, turn_whole and read_history)"
             )
         if SCENARIOS[scenario].optional and scenario not in self.optional_scenarios:
             return f"{self.title or self.name} has no {scenario} case (its format has nothing to corrupt)"

@@ -287,7 +287,39 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
     ),
 }
 
+#: What a thinking model returns before its answer: a signed thinking block, and the
+#: encrypted form Claude sends for thinking its safety systems flagged.
+THINKING = Reasoning(
+    ReasoningKind.THINKING.value,
+    text=FX.thinking,
+    signature=signature("anthropic/reasoning/signature", 180),
+    provider="anthropic",
+)
+REDACTED_THINKING = Reasoning(
+    ReasoningKind.REDACTED_THINKING.value,
+    data=signature("anthropic/reasoning/redacted", 240),
+    provider="anthropic",
+)
+
 VARIANTS: Mapping[str, Any] = {
+    # A thinking model's answer: its thinking blocks first, then the text.
+    "reasoning": (
+        Variant(
+            "thinking",
+            "a thinking block and its signature (streamed as thinking_delta, then signature_delta), "
+            "then text",
+            "vercel/ai packages/anthropic/src/__fixtures__/anthropic-clear-thinking.1.chunks.txt "
+            "(claude-sonnet-4-5); https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
+            reasoning=(THINKING,),
+        ),
+        Variant(
+            "redacted-thinking",
+            "a thinking block, then a redacted_thinking block (its data, whole in content_block_start), "
+            "then text",
+            "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
+            reasoning=(THINKING, REDACTED_THINKING),
+        ),
+    ),
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
     # message_delta (45 of 79 in pydantic-ai tests/models/cassettes/test_anthropic); the
     # older ones count only the output there (34 of 79).

@@ -227,7 +227,39 @@ class _Events:
 
 # -- variants ----------------------------------------------------------------------------
 
+#: What a thinking model (Claude on Bedrock) returns before its answer: reasoningText with
+#: its signature, and the redactedContent blob (base64) Bedrock sends for flagged thinking.
+THINKING = Reasoning(
+    ReasoningKind.THINKING.value,
+    text=FX.thinking,
+    signature=signature("bedrock/reasoning/signature", 180),
+    provider="bedrock",
+)
+REDACTED_THINKING = Reasoning(
+    ReasoningKind.REDACTED_THINKING.value,
+    data=signature("bedrock/reasoning/redacted", 240),
+    provider="bedrock",
+)
+
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "reasoning": (
+        Variant(
+            "reasoning-text",
+            "a reasoningContent block, reasoningText {text, signature} (streamed as text deltas, then a "
+            "signature delta), then text",
+            "vercel/ai packages/amazon-bedrock/src/__fixtures__/bedrock-reasoning.chunks.txt and "
+            "amazon-bedrock-reasoning.json; https://docs.aws.amazon.com/bedrock/latest/APIReference/"
+            "API_runtime_ReasoningContentBlock.html",
+            reasoning=(THINKING,),
+        ),
+        Variant(
+            "redacted-content",
+            "a reasoningContent.redactedContent block (one delta in a stream), then text",
+            "vercel/ai packages/amazon-bedrock/src/__fixtures__/amazon-bedrock-redacted-content.chunks.txt "
+            "and amazon-bedrock-redacted-content.json",
+            reasoning=(REDACTED_THINKING,),
+        ),
+    ),
     "content-filter/stream": (
         Variant(
             "guardrail-intervened",

@@ -248,6 +248,53 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
 }
 
 
+def _signature_last(turn: ScriptedTurn) -> Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]:
+    """The turn's reasoning that comes before its text, and the bare signatures that come after.
+
+    Gemini 3 signs a text answer (no calls) on its last part: a whole reply puts the
+    ``thoughtSignature`` on the text part itself, a stream sends it in one last event
+    with an empty text part (vercel/ai packages/google/src/__fixtures__/
+    google-reasoning-gemini3.json and google-reasoning-gemini3.chunks.txt). Thoughts,
+    and every signature of a turn with calls, come first.
+    """
+    if turn.calls or not turn.text:
+        return tuple(turn.reasoning), ()
+    bare = tuple(r for r in turn.reasoning if r.signature and not r.text)
+    return tuple(r for r in turn.reasoning if r not in bare), bare
+
+
+#: The reasoning a Gemini thinking model returns with an answer: the bare signature
+#: Gemini 3 always sends, and a thought summary (``includeThoughts``) with its signature.
+SIGNATURE_ONLY = Reasoning(
+    ReasoningKind.THOUGHT_SIGNATURE.value,
+    signature=signature("gemini/reasoning/signature", 180),
+    provider="gemini",
+)
+THOUGHT_SUMMARY = Reasoning(
+    ReasoningKind.THOUGHT_SIGNATURE.value,
+    text=FX.thinking,
+    signature=signature("gemini/reasoning/thought", 180),
+    provider="gemini",
+)
+REASONING_VARIANTS = (
+    Variant(
+        "signature",
+        "the answer, its last part signed with a thoughtSignature (a stream: one last empty text part)",
+        "vercel/ai packages/google/src/__fixtures__/google-reasoning-gemini3.chunks.txt and "
+        "google-reasoning-gemini3.json (gemini-3-pro-preview); issue-18073-empty-text-thought-signature."
+        "chunks.txt (gemini-3-flash-preview)",
+        reasoning=(SIGNATURE_ONLY,),
+    ),
+    Variant(
+        "thought-summary",
+        'thought parts ("thought": true) with a thoughtSignature on the last, then the answer',
+        "https://ai.google.dev/gemini-api/docs/thinking#summaries (includeThoughts); "
+        "https://ai.google.dev/gemini-api/docs/thought-signatures",
+        reasoning=(THOUGHT_SUMMARY,),
+    ),
+)
+
+
 # -- the wire ----------------------------------------------------------------------------
 
 
@@ -261,7 +308,7 @@ class GeminiWire(Wire):
     # (Gemini 3); tool-call-with-stop sends neither (Gemini 2.x): the backend keeps the id
     # where there is one and makes one up otherwise.
     tool_call_id = None
-    variants_table = VARIANTS
+    variants_table = {**VARIANTS, "reasoning": REASONING_VARIANTS}
     marks_tool_errors = True
     tool_error_marker = '"response": {"error": ...}'
     call_reasoning = (
@@ -418,9 +465,15 @@ class GeminiWire(Wire):
             body = self._turn_body(model, turn, candidate(None, MALFORMED_CALL), True)
             body["candidates"][0]["finishMessage"] = malformed_message(turn)
         else:
-            parts = [p for item in reasoning_parts(turn.reasoning) for p in item]
+            leading, trailing = _signature_last(turn)
+            parts = [p for item in reasoning_parts(leading) for p in item]
             if turn.text:
                 parts.append(text_part(turn.text))
+            for number, item in enumerate(trailing):
+                if number == 0:
+                    parts[-1]["thoughtSignature"] = item.signature
+                else:
+                    parts.extend(reasoning_parts((item,))[0])
             parts.extend(calls)
             body = self._turn_body(model, turn, candidate(parts, _turn_finish(turn)), True)
         text = splice_arguments(pretty_json(body).decode("utf-8"), turn)
@@ -453,7 +506,8 @@ class GeminiWire(Wire):
         def event(parts: Optional[List[Dict[str, Any]]], finish: Optional[str] = None) -> None:
             bodies.append(self._turn_body(model, turn, candidate(parts, finish), finish is not None))
 
-        for item in reasoning_parts(turn.reasoning, pieces=2):
+        leading, trailing = _signature_last(turn)
+        for item in reasoning_parts(leading, pieces=2):
             for part in item:
                 event([part])
         texts = split_text(turn.text, 4)
@@ -467,8 +521,12 @@ class GeminiWire(Wire):
         else:
             finish = _turn_finish(turn)
             for number, piece in enumerate(texts):
-                last = number == len(texts) - 1 and not calls
+                last = number == len(texts) - 1 and not calls and not trailing
                 event([text_part(piece)], finish if last else None)
+            for number, item in enumerate(reasoning_parts(trailing)):
+                # Gemini 3 signs a text answer in one last event, an empty text part
+                # that carries the signature and the finish.
+                event(item, finish if number == len(trailing) - 1 else None)
             for position, part in enumerate(calls):
                 arguments[position] = (len(bodies), len(bodies))
                 event([part])

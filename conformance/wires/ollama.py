@@ -222,6 +222,15 @@ VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
 RUNNER_ERROR = "an error was encountered while running the model: unexpected EOF"
 
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "reasoning": (
+        Variant(
+            "thinking",
+            "message.thinking before message.content (streamed: thinking lines, then content lines)",
+            "ollama/ollama docs/api.md (the thinking field of a chat message); "
+            "https://docs.ollama.com/capabilities/thinking",
+            reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="ollama"),),
+        ),
+    ),
     "quota": (
         Variant(
             "weekly-usage-limit",
@@ -316,6 +325,20 @@ def _model(request: RecordedRequest) -> str:
     return str(body.get("model") or "conformance-model")
 
 
+def _word_pieces(text: str, pieces: int) -> List[str]:
+    """``text`` in up to ``pieces`` runs of whole words, each but the first led by the
+    whitespace before it, as a model's tokens stream (``" weather"``, ``"\n\nOne"``)."""
+    import re
+
+    from ._turns import split_text
+
+    words = re.findall(r"\s*\S+\s*$|\s*\S+", text)
+    if "".join(words) != text:  # only whitespace: no words to keep whole
+        return list(split_text(text, pieces))
+    step = max(1, -(-len(words) // max(1, pieces)))
+    return ["".join(words[start : start + step]) for start in range(0, len(words), step)]
+
+
 def _stream_turn(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     """The NDJSON lines of ``turn``: thinking, then text, then one line per whole call."""
     from ..encoders import ndjson
@@ -325,7 +348,7 @@ def _stream_turn(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     thinking, text, entries = _turn_parts(turn)
     lines: List[bytes] = []
     spans: Dict[int, Tuple[int, int]] = {}
-    for piece in split_text(thinking, 3):
+    for piece in _word_pieces(thinking, 3):
         lines.append(ndjson(_turn_line(model, len(lines), thinking=piece)))
     for piece in split_text(text, 4):
         lines.append(ndjson(_turn_line(model, len(lines), content=piece)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..contract import Reasoning, ReasoningKind
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
     Variant,
@@ -345,8 +346,32 @@ def error_reply(scenario: str, variant: str = "") -> JsonReply:
 # -- the wire ----------------------------------------------------------------------------
 
 
+#: The ``reasoning`` shape of an OpenAI-compatible server: DeepSeek's ``reasoning_content``,
+#: which vLLM, SGLang and LM Studio send too. api.openai.com itself sends no reasoning.
+REASONING_VARIANTS = (
+    Variant(
+        "reasoning-content",
+        "message.reasoning_content before the content (streamed as reasoning_content deltas)",
+        "vercel/ai packages/deepseek/src/chat/__fixtures__/deepseek-reasoning.chunks.txt and "
+        "deepseek-reasoning.json (deepseek-v4-flash); https://api-docs.deepseek.com/guides/reasoning_model",
+        reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="openai"),),
+    ),
+)
+NO_REASONING = (
+    "OpenAI Chat Completions has no reasoning case: api.openai.com returns none on this API (its "
+    "reasoning models keep it server-side; the Responses API returns it). For an OpenAI-compatible "
+    "server that sends reasoning_content (DeepSeek, vLLM, SGLang, LM Studio), use "
+    "OpenAIChatWire(reasoning_content=True)"
+)
+
+
 class OpenAIChatWire(Wire):
-    """OpenAI Chat Completions, whole and streamed."""
+    """OpenAI Chat Completions, whole and streamed.
+
+    ``reasoning_content=True`` makes it the wire of an OpenAI-compatible server that
+    returns its reasoning as ``reasoning_content`` (DeepSeek and the servers that copy
+    it), and so gives it the ``reasoning`` case that api.openai.com has no part in.
+    """
 
     name = "openai-chat"
     provider = "openai"
@@ -354,6 +379,17 @@ class OpenAIChatWire(Wire):
     tool_call_id = TOOL_CALL_ID
     generation_path = "/chat/completions"
     variants_table = VARIANTS
+    unsupported = {"reasoning": NO_REASONING}
+
+    def __init__(self, *, reasoning_content: bool = False) -> None:
+        self.reasoning_content = reasoning_content
+        if reasoning_content:
+            self.variants_table = {**VARIANTS, "reasoning": REASONING_VARIANTS}
+            self.unsupported = {}
+
+    def __repr__(self) -> str:
+        shown = ", reasoning_content=True" if self.reasoning_content else ""
+        return f"<{type(self).__name__} {self.name!r}{shown}>"
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}
@@ -441,20 +477,30 @@ class OpenAIChatWire(Wire):
         from ..provider.replies import JsonReply
 
         message: Dict[str, Any] = {"content": turn.text or None}
+        thinking = _thinking(turn)
+        if thinking:
+            message["reasoning_content"] = thinking
         if turn.calls:
             message["tool_calls"] = [_call_json(call, call.arguments) for call in turn.calls]
         body = chat_completion(_model(request), message, _finish(turn.finish_reason))
         return JsonReply(body, headers=_headers())
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
-        from ._turns import TurnEvents
+        from ._turns import TurnEvents, split_text
 
         body = request.json if isinstance(request.json, dict) else {}
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
         out = _Chunks(_model(request), include_usage)
+        thinking = _thinking(turn)
+        if thinking:
+            # DeepSeek opens the message with an empty reasoning delta, then streams it.
+            out.chunk({"role": "assistant", "content": None, "reasoning_content": ""})
+            for piece in split_text(thinking, 4):
+                out.chunk({"content": None, "reasoning_content": piece})
         if turn.text or not turn.calls:
-            out.role()
+            if not thinking:
+                out.role()
             out.text(turn.text)
         arguments = _stream_calls(out, turn, role=not out.events)
         out.finish(_finish(turn.finish_reason))
@@ -515,6 +561,11 @@ class OpenAIChatWire(Wire):
 
 #: The contract's finish reasons as Chat Completions spells them.
 _FINISH = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "content_filter": "content_filter"}
+
+
+def _thinking(turn: ScriptedTurn) -> str:
+    """The turn's ``reasoning_content``: its thinking items' text (none on api.openai.com)."""
+    return "".join(r.text for r in turn.reasoning if str(r.kind) == ReasoningKind.THINKING.value)
 
 
 def _finish(reason: str) -> str:

@@ -406,7 +406,43 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
     ),
 }
 
+def _reasoning_item(seed: str, summary: Tuple[str, ...]) -> Reasoning:
+    """A ``reasoning`` output item as a reasoning model returns it with its encrypted content."""
+    return Reasoning(
+        ReasoningKind.REASONING_ITEM.value,
+        id=provider_id("rs_", f"openai-responses/reasoning/{seed}", 48, _HEX),
+        summary=summary,
+        data=signature(f"openai-responses/reasoning/{seed}/encrypted", 240),
+        provider="openai",
+    )
+
+
+_FIRST, _, _SECOND = FX.thinking.partition("\n\n")
+
 VARIANTS: Mapping[str, Any] = {
+    "reasoning": (
+        Variant(
+            "summary",
+            "a reasoning item with a summary text and its encrypted_content, then the message",
+            "vercel/ai packages/openai/src/responses/__fixtures__/openai-reasoning-encrypted-content.1."
+            "chunks.txt; https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items",
+            reasoning=(_reasoning_item("summary", (FX.thinking,)),),
+        ),
+        Variant(
+            "multi-summary",
+            "a reasoning item with two summary parts and its encrypted_content, then the message",
+            "vercel/ai packages/openai/src/responses/__fixtures__/"
+            "azure-gpt5-reasoning-multi-summary-with-encryption.chunks.txt",
+            reasoning=(_reasoning_item("multi-summary", (_FIRST, _SECOND)),),
+        ),
+        Variant(
+            "encrypted-only",
+            "a reasoning item with an empty summary and its encrypted_content (no summary asked for)",
+            "https://platform.openai.com/docs/api-reference/responses/object (reasoning.summary is "
+            "empty unless a summary is requested)",
+            reasoning=(_reasoning_item("encrypted-only", ()),),
+        ),
+    ),
     "overloaded": (
         Variant(
             "server-error-503",

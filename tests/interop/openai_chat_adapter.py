@@ -7,8 +7,12 @@ They map the SDK's models and exceptions into the contract's types:
 - a conversation goes back as the SDK's message params: an assistant turn with its
   ``tool_calls`` (arguments as JSON text), then one ``tool`` message per result naming
   the ``tool_call_id`` it answers, a ``ToolError`` as its JSON text (Chat Completions
-  has no error flag); Chat Completions returns no reasoning and takes none back, so a
-  turn's reasoning is not sent;
+  has no error flag); api.openai.com's Chat Completions returns no reasoning and takes
+  none back, so a turn's reasoning is not sent;
+- an OpenAI-compatible server's ``reasoning_content`` (DeepSeek's) is not in the SDK's
+  models, which keep it as an extra field (``message.reasoning_content``,
+  ``delta.reasoning_content``): it is read from there as one thinking item, whole at
+  the end of a stream;
 - a stream asks for usage with ``stream_options={"include_usage": True}``; tool-call
   deltas are gathered by ``index`` and handed out only once the turn has ended;
 - a turn with calls is a ``tool_calls`` turn whatever ``finish_reason`` said, and a
@@ -35,7 +39,7 @@ import importlib.util
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import (
@@ -44,6 +48,8 @@ from conformance.contract import (
     ChatResponse,
     LLMError,
     Message,
+    Reasoning,
+    ReasoningKind,
     StreamChunk,
     ToolCall,
     ToolChoice,
@@ -257,7 +263,15 @@ def read_completion(completion: Any) -> ChatResponse:
         finish_reason=finish_reason(choice.finish_reason, calls),
         tool_calls=tuple(calls),
         usage=usage_of(completion.usage),
+        reasoning=reasoning_of(getattr(message, "reasoning_content", None)),
     )
+
+
+def reasoning_of(thinking: Any) -> Tuple[Reasoning, ...]:
+    """``reasoning_content``, an extra field the SDK keeps as it came, as one thinking item."""
+    if not isinstance(thinking, str) or not thinking:
+        return ()
+    return (Reasoning(ReasoningKind.THINKING.value, text=thinking, provider="openai"),)
 
 
 @dataclass
@@ -274,6 +288,7 @@ class _Gather:
         self.partials: Dict[int, _PartialCall] = {}
         self.reason: Optional[str] = None
         self.usage: Optional[Usage] = None
+        self.thinking: List[str] = []
 
     def feed(self, chunk: Any) -> str:
         """Gather one chunk; return its text."""
@@ -282,6 +297,9 @@ class _Gather:
         text = []
         for choice in chunk.choices:
             delta = choice.delta
+            thinking = getattr(delta, "reasoning_content", None)
+            if isinstance(thinking, str):
+                self.thinking.append(thinking)
             if delta.content:
                 text.append(delta.content)
             for fragment in delta.tool_calls or ():
@@ -310,7 +328,10 @@ class _Gather:
                 if parsed is not None:
                     calls.append(parsed)
         return StreamChunk(
-            tool_calls=tuple(calls), finish_reason=finish_reason(self.reason, calls), usage=self.usage
+            tool_calls=tuple(calls),
+            finish_reason=finish_reason(self.reason, calls),
+            usage=self.usage,
+            reasoning=reasoning_of("".join(self.thinking)),
         )
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import unittest
 from typing import Mapping
 
+from conformance.scenarios import SCENARIOS
 from conformance.testcase import BackendConformanceTestCase
-from conformance.wires.openai_chat import openai_chat_wire
+from conformance.wires.openai_chat import OpenAIChatWire, openai_chat_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
@@ -45,6 +46,38 @@ class OpenAIChatAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     wire = openai_chat_wire
     headers = {"x-gateway-key": "test"}
+
+    def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
+        return AsyncOpenAIChatBackend(f"{url}/v1", self.headers)
+
+
+#: An OpenAI-compatible server that returns reasoning_content (DeepSeek's shape): the
+#: reasoning case alone, the others being the official wire's, run above.
+COMPATIBLE_WIRE = OpenAIChatWire(reasoning_content=True)
+ONLY_REASONING: Mapping[str, str] = {
+    name: "run against api.openai.com's wire by the suites above" for name in SCENARIOS if name != "reasoning"
+}
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatSyncCompatibleConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``OpenAI().chat.completions.create`` against a server that sends ``reasoning_content``."""
+
+    wire = COMPATIBLE_WIRE
+    headers = {"x-gateway-key": "test"}
+    skip = ONLY_REASONING
+
+    def create_backend(self, url: str) -> SyncOpenAIChatBackend:
+        return SyncOpenAIChatBackend(f"{url}/v1", self.headers)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatAsyncCompatibleConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``AsyncOpenAI().chat.completions.create`` against a server that sends ``reasoning_content``."""
+
+    wire = COMPATIBLE_WIRE
+    headers = {"x-gateway-key": "test"}
+    skip = ONLY_REASONING
 
     def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
         return AsyncOpenAIChatBackend(f"{url}/v1", self.headers)

@@ -22,6 +22,7 @@ from conformance.contract import (
     ChatResponse,
     LLMError,
     Message,
+    Reasoning,
     StreamChunk,
     ToolCall,
     ToolResult,
@@ -618,6 +619,59 @@ class KeepsFirstCall(EditsCalls):
         return calls[:1]
 
 
+class EditsReasoning(ReferenceBackend):
+    """Changes the reasoning a turn returned after the fact; subclasses say how."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        return self.edit_response(response)
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):
+            for edited in self.edit_chunk(chunk):
+                yield edited
+
+    def edit_response(self, response: ChatResponse) -> ChatResponse:
+        return dataclasses.replace(response, reasoning=tuple(self.edit(list(response.reasoning))))
+
+    def edit_chunk(self, chunk: StreamChunk) -> List[StreamChunk]:
+        if not chunk.reasoning:
+            return [chunk]
+        return [dataclasses.replace(chunk, reasoning=tuple(self.edit(list(chunk.reasoning))))]
+
+    def edit(self, items: List[Reasoning]) -> List[Reasoning]:
+        return items
+
+
+class DropsReturnedReasoning(EditsReasoning):
+    """Reads the answer and leaves the reasoning that came with it behind."""
+
+    def edit(self, items: List[Reasoning]) -> List[Reasoning]:
+        return []
+
+
+class LosesSignature(EditsReasoning):
+    """Keeps the reasoning's text but not its opaque part: the signature, the encrypted data."""
+
+    def edit(self, items: List[Reasoning]) -> List[Reasoning]:
+        return [dataclasses.replace(r, signature="", data="") for r in items]
+
+
+def _thinking_text(items: Any) -> str:
+    return "".join(t for r in items for t in (r.text, *r.summary) if t)
+
+
+class ThinkingAsText(EditsReasoning):
+    """Passes the reasoning on, and puts its text in front of the answer too."""
+
+    def edit_response(self, response: ChatResponse) -> ChatResponse:
+        return dataclasses.replace(response, content=_thinking_text(response.reasoning) + response.content)
+
+    def edit_chunk(self, chunk: StreamChunk) -> List[StreamChunk]:
+        thinking = _thinking_text(chunk.reasoning)
+        return [StreamChunk(content=thinking), chunk] if thinking else [chunk]
+
+
 ERRORS = ("error-kind", "error-details")
 DROPS_USAGE = SharedBug(
     "drops-usage", "reports no usage", DropsUsage, ("usage",), ("text/chat", "text/stream", "tool-call/chat")
@@ -850,6 +904,27 @@ DROPS_REASONING = SharedBug(
     DropsReasoning,
     ("history",),
     ("tool-result/chat", "tool-result/stream"),
+)
+DROPS_RETURNED_REASONING = SharedBug(
+    "drops-returned-reasoning",
+    "returns the answer without the reasoning the provider sent with it",
+    DropsReturnedReasoning,
+    ("reasoning",),
+    ("reasoning/chat", "reasoning/stream"),
+)
+LOSES_SIGNATURE = SharedBug(
+    "loses-signature",
+    "keeps the reasoning's text but drops its signature or encrypted content",
+    LosesSignature,
+    ("reasoning-exact",),
+    ("reasoning/chat", "reasoning/stream"),
+)
+THINKING_AS_TEXT = SharedBug(
+    "thinking-as-text",
+    "puts the thinking text in front of the answer",
+    ThinkingAsText,
+    ("reasoning-apart",),
+    ("reasoning/chat", "reasoning/stream"),
 )
 SWAPS_CALL_IDS = SharedBug(
     "swaps-call-ids",

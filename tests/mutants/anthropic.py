@@ -140,6 +140,9 @@ class AddsDeltaUsage(AnthropicBackend):
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING),
+    zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.LOSES_SIGNATURE),
+    zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(
         "usage-from-delta-only",
         "loses the input tokens of message_start",

@@ -200,6 +200,9 @@ class ContentFilteredAsStop(BedrockConverseBackend):
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING),
+    zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.LOSES_SIGNATURE),
+    zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(
         "stops-at-message-stop",
         "stops at messageStop, before the usage in metadata",

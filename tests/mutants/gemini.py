@@ -139,6 +139,9 @@ class ErrorBodyOnlyAsJson(GeminiBackend):
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING, "leaves the thought signature off the call it sends back"),
+    zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.LOSES_SIGNATURE),
+    zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(
         "first-usage-only",
         "keeps the first event's usage, which counts only the prompt",

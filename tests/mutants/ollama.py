@@ -21,6 +21,23 @@ class PerChunkNDJSONDecoder(NDJSONDecoder):
         return super().feed(chunk.decode("utf-8", errors="replace").encode("utf-8"))
 
 
+class StripsThinkingDecoder(NDJSONDecoder):
+    """Trims the whitespace off each streamed thinking piece, as a client that tidies deltas does."""
+
+    def feed(self, chunk: bytes) -> List[Any]:
+        lines = super().feed(chunk)
+        for line in lines:
+            message = line.get("message") if isinstance(line, dict) else None
+            if isinstance(message, dict) and isinstance(message.get("thinking"), str):
+                message["thinking"] = message["thinking"].strip()
+        return lines
+
+
+class StripsThinking(OllamaBackend):
+    def ndjson_decoder(self) -> NDJSONDecoder:
+        return StripsThinkingDecoder()
+
+
 class CountsOutputAsTotal(OllamaBackend):
     """Reports eval_count as the total, forgetting the prompt's tokens."""
 
@@ -106,6 +123,15 @@ MUTANTS = [
         if bug is not shared.SWAPS_CALL_IDS
     ),
     zoo.shared(shared.DROPS_REASONING, "leaves the thinking out of the turn it sends back"),
+    zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.THINKING_AS_TEXT),
+    zoo.mutant(
+        "strips-thinking",
+        "trims the whitespace off each streamed thinking piece, so the words run together",
+        StripsThinking,
+        checks=("reasoning-exact",),
+        cases=("reasoning/stream",),
+    ),
     zoo.mutant(
         "output-as-total",
         "reports eval_count as the total",

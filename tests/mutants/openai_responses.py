@@ -118,6 +118,9 @@ class ChatShapedTools(OpenAIResponsesBackend):
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING),
+    zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.LOSES_SIGNATURE),
+    zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(
         "stop-on-tool-turn",
         'calls a completed tool turn "stop"',
