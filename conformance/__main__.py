@@ -430,19 +430,13 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             "add --allow-remote if you mean it"
         )
     wire = WIRES[args.wire]
-    if args.scenario in wire.unsupported:
-        raise UsageError(f"{wire.name} has no {args.scenario} scenario: {wire.unsupported[args.scenario]}")
-    if args.scenario == "reasoning" and wire.absent("reasoning"):
-        raise UsageError(f"{wire.name} has no reasoning scenario: {wire.absent('reasoning')}")
+    absent = wire.absent(args.scenario)
+    if absent is not None:
+        raise UsageError(f"{wire.name} has no {args.scenario} scenario: {absent}")
 
     def handler(request: Any) -> Any:
         out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
         out.flush()
-        if wire.is_generation(request) and args.scenario == "reasoning":
-            from .cases import scenario_reply
-
-            # The reasoning turn is played by the wire's turn builders, in its first shape.
-            return served(scenario_reply(wire, args.scenario, args.mode, request))
         if wire.is_generation(request):
             reply = scenario_reply(wire, args.scenario, args.mode, request, variant.name)
             if reply is None:

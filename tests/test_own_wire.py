@@ -123,6 +123,11 @@ class OwnWireTests(unittest.TestCase):
             expected = f"skip: cohere-like has no {scenario} case"
             if scenario == "cancel" and outcome.startswith("skip: cancel applies to async"):
                 expected = outcome  # a sync backend is never cancelled, whatever the wire
+            if scenario == "reasoning":
+                expected = (
+                    "skip: cohere-like has no reasoning case (its provider returns no reasoning: give it "
+                    "variants_table['reasoning'], each Variant with the reasoning it returns)"
+                )
             if scenario == "corrupt-frame":
                 expected = "skip: cohere-like has no corrupt-frame case (its format has nothing to corrupt)"
             if scenario in ("tool-result", "parallel-tool-calls"):
