@@ -116,6 +116,16 @@ class ReferenceBackend(ABC):
             details={"transport": str(error)},
         )
 
+    def check_ended(self, ended: bool, terminal: str) -> None:
+        """Raise unless the stream reached ``terminal``, the provider's end of a turn.
+
+        A stream that stops short of it was cut, however cleanly the connection closed:
+        a retryable ``server_error``, never a short success with a finish reason.
+        """
+        if not ended:
+            message = f"the stream ended before {terminal}"
+            raise self.build_error("server_error", message, status=None, details={"terminal": terminal})
+
     def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
         """``retry-after-ms``, then ``retry-after`` (seconds or an HTTP-date)."""
         return retry_after_seconds(headers)
