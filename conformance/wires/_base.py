@@ -290,7 +290,7 @@ def stream_cut_variants(
     dies mid-answer (a proxy's idle timeout, a load balancer draining, a crash) is a
     network failure every provider's clients meet.
     """
-    source = f"{docs} (a turn ends with {terminal}); {seen} (a stream cut before it)"
+    source = f"{docs} (a turn ends with {terminal}); {seen}"
     body = f"{docs}; a connection that dies mid-body leaves fewer bytes than its Content-Length"
     return {
         "stream-cut/stream": (
