@@ -591,13 +591,13 @@ class H2Test(TransportTestCase):
             await response.read()
 
     async def test_reset_with_the_headers_comes_after_the_data(self) -> None:
-        """A reset that arrives with the headers is raised only after the data before it, as on_error says."""
+        """A reset that comes with the headers is raised only after the data before it, as on_error says."""
         server = await self.h2("reset-at-once")
         response = await request(server.url, "GET", http2=True, headers={})
         self.assertEqual(response.status, 200)
         self.assertEqual(await response.__anext__(), H2Server.PARTS[0])
         response.on_error = lambda error: LookupError(f"translated: {error}")
-        """A reset that comes with the headers is raised only after the data before it, as on_error says."""
+        with self.assertRaisesRegex(LookupError, r"translated: .*reset the h2 stream \(error code NO_ERROR\)"):
             await response.__anext__()
 
     async def test_abort_before_headers(self) -> None:
