@@ -291,7 +291,11 @@ def stream_cut_variants(
     network failure every provider's clients meet.
     """
     source = f"{docs} (a turn ends with {terminal}); {seen}"
-    body = f"{docs}; a connection that dies mid-body leaves fewer bytes than its Content-Length"
+    body = (
+        f"{docs}; Azure/azure-sdk-for-python#20888 (a client made to raise when the peer "
+        "closes before the whole body: a connection that dies mid-body leaves fewer bytes "
+        "than its Content-Length)"
+    )
     return {
         "stream-cut/stream": (
             Variant(
