@@ -518,11 +518,13 @@ class _H2Exchange:
 
     async def next_chunk(self) -> Optional[bytes]:
         while True:
+            # An abort comes first; the reset that closed the connection only after its data.
+            if self._failed is None or self.conn.abort_reason is not None:
+                self.conn.check()
             if self._data:
                 return self._data.popleft()
             if self._failed is not None:
                 raise self._failed
-            self.conn.check()
             if self.done:
                 return None
             await self._receive("reading the response body")
