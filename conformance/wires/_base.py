@@ -281,18 +281,19 @@ def cut_short(reply: JsonReply, inside: str) -> JsonReply:
 
 
 def stream_cut_variants(
-    terminal: str, docs: str, seen: str, call: str = "a call's first argument fragment"
+    terminal: str, docs: str, seen: str, whole: str, call: str = "a call's first argument fragment"
 ) -> Dict[str, Tuple[Variant, ...]]:
     """The shapes of ``stream-cut`` in each mode, for a provider whose turn ends with ``terminal``.
 
     ``docs`` is where the provider documents that end, ``seen`` a client's thread about a
-    stream cut before it, ``call`` what of a call comes before the cut. A connection that
+    stream cut before it, ``whole`` where it documents the whole reply, ``call`` what of
+    a call comes before the cut. A connection that
     dies mid-answer (a proxy's idle timeout, a load balancer draining, a crash) is a
     network failure every provider's clients meet.
     """
-    source = f"{docs} (a turn ends with {terminal}); {seen}"
+    source = f"{docs}; {seen}"
     body = (
-        f"{docs}; Azure/azure-sdk-for-python#20888 (a client made to raise when the peer "
+        f"{whole}; Azure/azure-sdk-for-python#20888 (a client made to raise when the peer "
         "closes before the whole body: a connection that dies mid-body leaves fewer bytes "
         "than its Content-Length)"
     )

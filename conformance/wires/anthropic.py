@@ -300,6 +300,7 @@ VARIANTS: Mapping[str, Any] = {
         "https://docs.anthropic.com/en/docs/build-with-claude/streaming (the event flow)",
         "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a stream that reached EOF "
         "without message_stop taken for a finished turn)",
+        "https://docs.anthropic.com/en/api/messages",
     ),
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
     # message_delta (45 of 79 in pydantic-ai tests/models/cassettes/test_anthropic); the

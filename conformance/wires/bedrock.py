@@ -244,6 +244,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         "(the stream's events, messageStop and metadata last)",
         "NousResearch/hermes-agent#109988 and langchain-ai/langchain-aws#1287 (a ConverseStream "
         "that ended before messageStop taken for a finished turn)",
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html",
     ),
     "content-filter/stream": (
         Variant(

@@ -233,6 +233,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         "the reason the model stopped; unset while it is generating)",
         "SamSaffron/term-llm#954 and tashfeenahmed/freellmapi#1288 (a Gemini stream that "
         "reached EOF without a finishReason taken for a finished turn)",
+        "https://ai.google.dev/api/generate-content#method:-models.generatecontent",
         call="the whole functionCall part (Gemini never splits one)",
     ),
     "rate-limit": RATE_LIMIT_VARIANTS,

@@ -236,6 +236,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         'the "done": true line',
         "https://github.com/ollama/ollama/blob/main/docs/api.md (the final response of a stream)",
         "Growth-Circle/cadis#2950 (an Ollama stream that ended before done:true reported as complete)",
+        "https://github.com/ollama/ollama/blob/main/docs/api.md (a reply with \"stream\": false)",
         call="the whole call on its line (Ollama never splits one)",
     ),
     "quota": (

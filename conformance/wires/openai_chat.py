@@ -303,8 +303,9 @@ SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/w
 VARIANTS: Mapping[str, Any] = {
     **stream_cut_variants(
         "data: [DONE]",
-        "https://platform.openai.com/docs/api-reference/chat-streaming",
+        "https://platform.openai.com/docs/api-reference/chat-streaming (a stream ends with data: [DONE])",
         "openai/openai-python#2065 and #2356 (a stream cut short: incomplete chunked read)",
+        "https://platform.openai.com/docs/api-reference/chat/create",
     ),
     "overloaded": (
         Variant(

@@ -448,9 +448,11 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
 VARIANTS: Mapping[str, Any] = {
     **stream_cut_variants(
         "response.completed",
-        "https://platform.openai.com/docs/api-reference/responses-streaming",
+        "https://platform.openai.com/docs/api-reference/responses-streaming (a stream ends with "
+        "response.completed, .incomplete or .failed)",
         "ollama/ollama#17118 (a Responses stream closed without a terminal event); "
         "DevDock-AI/claude-unlimited#1 (a close accepted only after response.completed)",
+        "https://platform.openai.com/docs/api-reference/responses/create",
     ),
     "overloaded": (
         Variant(
