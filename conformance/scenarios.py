@@ -104,6 +104,16 @@ SCENARIOS: Mapping[str, Scenario] = {
             error_kind="overloaded",
         ),
         Scenario(
+            "stream-cut",
+            "fail with a retryable server_error (or overloaded) error when the connection ends before "
+            "the provider's terminal event, or a whole body before its end, never yielding a finish "
+            "reason or a tool call first",
+            "a turn is over only at the provider's terminal event ([DONE], message_stop, "
+            'response.completed, a finishReason, "done": true, messageStop) and a body only at its '
+            "Content-Length: treat an end before it, or the transport's error, as a retryable "
+            "server_error, and hand out calls and the finish reason only after the terminal event",
+        ),
+        Scenario(
             "corrupt-frame",
             "fail instead of reading on past a frame whose checksum does not match",
             "check the prelude CRC and the message CRC of every event-stream frame before "

@@ -5,15 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 import unittest
-from typing import Any, Iterator
+from typing import Any, Iterator, Tuple
 
 from conformance.cases import (
     ABORT_RAISE_WITHIN,
     BackendConformanceTarget,
     ConformanceCase,
     backend_conformance_cases,
+    scenario_reply,
 )
-from conformance.contract import ChatRequest, ChatResponse, StreamChunk
+from conformance.contract import ChatRequest, ChatResponse, LLMError, StreamChunk
 from conformance.errors import TargetDefinitionError
 from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.scenarios import SCENARIOS
@@ -272,6 +273,83 @@ class FailureTests(unittest.TestCase):
     def test_abort_bound_is_half_a_second(self) -> None:
         """The abort bound is the one the contract states."""
         self.assertEqual(ABORT_RAISE_WITHIN, 0.5)
+
+
+class OverloadOnCut(OpenAIChatBackend):
+    """Calls a cut connection an overload: as defensible as a server_error."""
+
+    def cut_error(self, error: Any) -> BaseException:
+        return LLMError.from_kind("overloaded", f"cut: {error}", provider="openai")
+
+
+#: What ends a turn on each wire, as the bytes spell it.
+TERMINAL_MARKERS = {
+    "openai-chat": b"data: [DONE]",
+    "openai-responses": b"response.completed",
+    "anthropic": b"message_stop",
+    "gemini": b"finishReason",
+    "ollama": b'"done":true',
+    "bedrock-converse": b"messageStop",
+}
+
+
+class StreamCutTests(unittest.TestCase):
+    def test_every_wire_cuts_before_its_terminal_event(self) -> None:
+        """Each stream-cut reply ends cleanly, short of its body or of every complete terminal event."""
+        import json
+        from urllib.parse import urlsplit
+
+        from conformance.fixture import conformance_request
+        from conformance.provider import JsonReply, RecordedRequest, StreamReply
+        from conformance.reference import REFERENCE_BACKENDS
+        from conformance.wires import WIRES
+
+        for name, wire in WIRES.items():
+            backend = REFERENCE_BACKENDS[name]("http://127.0.0.1:1", False)
+            for mode in ("chat", "stream"):
+                request = conformance_request("conformance-model")
+                url = urlsplit(backend.url(request, mode == "stream"))
+                body = json.dumps(backend.body(request, mode == "stream")).encode()
+                recorded = RecordedRequest("POST", url.path, url.query, {}, body, "HTTP/1.1")
+                for variant in wire.variants("stream-cut", mode):
+                    with self.subTest(wire=name, mode=mode, variant=variant.name):
+                        reply = scenario_reply(wire, "stream-cut", mode, recorded, variant.name)
+                        self.assertEqual(getattr(reply, "end", None), "close")
+                        if isinstance(reply, JsonReply):
+                            whole = reply.encoded()
+                            sent = reply.sent_body(whole)
+                            self.assertLess(len(sent), len(whole))
+                            with self.assertRaises(ValueError):
+                                json.loads(sent)
+                            continue
+                        assert isinstance(reply, StreamReply)
+                        data = b"".join(reply.chunks)
+                        # Only the events sent whole count: a half event may spell the marker.
+                        whole_events, cut_inside = self.whole_events(name, data)
+                        self.assertNotIn(TERMINAL_MARKERS[name], whole_events)
+                        self.assertEqual(cut_inside, variant.name != "between-events")
+
+    @staticmethod
+    def whole_events(wire: str, data: bytes) -> Tuple[bytes, bool]:
+        """The bytes of the events sent whole, and whether half an event came after them."""
+        if wire == "bedrock-converse":
+            from conformance.reference._decoders import EventStreamDecoder, EventStreamError
+
+            decoder = EventStreamDecoder()
+            names = b" ".join(str(m.headers.get(":event-type")).encode() for m in decoder.feed(data))
+            try:
+                decoder.close()
+            except EventStreamError:
+                return names, True
+            return names, False
+        end = max(data.rfind(sep) + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\n"))
+        return data[:end], end < len(data)
+
+    def test_an_overloaded_cut_passes_too(self) -> None:
+        """A backend that calls the cut an overload passes: the bytes cannot tell it from a server error."""
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                case("stream-cut", mode, lambda url: OverloadOnCut(f"{url}/v1")).run()
 
 
 if __name__ == "__main__":

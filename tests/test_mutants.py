@@ -56,9 +56,21 @@ MUTANTS = load_mutants()
 
 
 #: The checks whose verdict can differ between HTTP/1.1 and h2c: how a backend ends a
-#: request (a reset stream or a closed connection) and how soon.
+#: request (a reset stream or a closed connection) and how soon, and how it reads a
+#: reply the provider cut short (a FIN without the last chunk, or RST_STREAM).
 TRANSPORT_CHECKS = frozenset(
-    {"connection-closed", "abort-reason", "abort-promptly", "cancel-propagates", "finished"}
+    {
+        "connection-closed",
+        "abort-reason",
+        "abort-promptly",
+        "cancel-propagates",
+        "finished",
+        "cut-raised",
+        "cut-retryable",
+        "cut-kind",
+        "cut-finish",
+        "cut-tool-call",
+    }
 )
 
 

@@ -118,6 +118,24 @@ class TestReplyValues(unittest.TestCase):
                 with self.assertRaisesRegex(ProviderInputError, expected.replace("(", r"\(")):
                     StreamReply(CHUNKS, **kwargs)
 
+    def test_bad_cut_of_a_whole_reply_names_what_was_wrong(self) -> None:
+        """A JsonReply cut without a place to cut, past its body, or said to complete, is refused."""
+        cases: List[Tuple[Dict[str, Any], str]] = [
+            ({"end": "closed"}, "did you mean 'close'"),
+            ({"end": "close"}, "needs cut_at"),
+            ({"end": "reset", "cut_at": 10}, r"0 to 9 \(the body has 10\), got 10"),
+            ({"end": "close", "cut_at": -1}, "got -1"),
+            ({"end": "close", "cut_at": True}, "got True"),
+            ({"cut_at": 3}, "does not complete"),
+        ]
+        for kwargs, expected in cases:
+            with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
+                with self.assertRaisesRegex(ProviderInputError, expected):
+                    JsonReply(b"0123456789", **kwargs)
+        reply = JsonReply(b"0123456789", end="close", cut_at=4)
+        self.assertEqual((reply.sent_body(reply.encoded()), reply.end), (b"0123", "close"))
+        self.assertEqual(JsonReply(b"ab").sent_body(b"ab"), b"ab")
+
     def test_good_values_are_kept(self) -> None:
         """Every end, and a pause at each chunk and after the last one, are accepted."""
         for end in ("complete", "close", "reset"):
@@ -301,6 +319,25 @@ class TestHttp1Endings(Http1TestCase):
         log = response_of(request)
         self.assertEqual(log.end, "reset")
         self.assertGreaterEqual(time.monotonic() - log.times[2], PAUSE - SLACK)
+
+    def test_whole_reply_cut_short_of_its_content_length(self) -> None:
+        """A JsonReply cut with end='close' promises the whole body, sends part of it, then EOF."""
+        body = b'{"choices":[{"message":{"content":"Hello"}}]}'
+        request, reads, how = self.stream(JsonReply(body, end="close", cut_at=20), until=b"\0")
+        self.assertEqual(how, "eof")
+        data = joined(reads)
+        head, _, sent = data.partition(b"\r\n\r\n")
+        self.assertIn(b"content-length: %d" % len(body), head)
+        self.assertEqual(sent, body[:20])
+        log = response_of(request)
+        self.assertEqual((log.end, log.incomplete, log.written, log.chunks), ("close", True, 1, [body[:20]]))
+
+    def test_whole_reply_cut_by_a_reset(self) -> None:
+        """A JsonReply cut with end='reset' sends part of its body, then a TCP reset."""
+        body = b'{"choices":[{"message":{"content":"Hello"}}]}'
+        request, reads, how = self.stream(JsonReply(body, end="reset", cut_at=20), until=b"\0")
+        self.assertEqual(how, "reset")
+        self.assertEqual(response_of(request).end, "reset")
 
     def test_complete_keeps_the_connection(self) -> None:
         """The default end completes the response and the connection serves the next request."""
@@ -496,6 +533,21 @@ class TestH2(StallWatched):
                 self.assertTrue(self.read(client, again)[0].ended)
                 self.provider.next_request(timeout=5)
 
+    def test_whole_reply_cut_short_ends_with_rst_stream(self) -> None:
+        """A cut JsonReply sends its headers and part of its body, then RST_STREAM by its end."""
+        body = b'{"choices":[{"message":{"content":"Hello"}}]}'
+        for end, code in (("close", 0), ("reset", 2)):
+            with self.subTest(end=end):
+                self.provider.reply(JsonReply(body, end=end, cut_at=20))
+                client = self.client()
+                sid = client.request("POST", "/v1/chat", b"{}")
+                response, _ = self.read(client, sid)
+                self.assertEqual((response.reset, response.ended, response.reset_code), (True, False, code))
+                self.assertEqual(response.body, body[:20])
+                self.assertEqual(response.headers.get("content-length"), str(len(body)))
+                log = response_of(self.provider.next_request(timeout=5))
+                self.assertEqual((log.end, log.written), (end, 1))
+
     def test_wait_flushed_over_h2(self) -> None:
         """wait_flushed sees h2 DATA frames go out, and not the one a pause holds."""
         self.provider.reply(StreamReply(CHUNKS, pauses={1: PAUSE}))
@@ -530,6 +582,18 @@ class TestHttpxSeesTheEndings(unittest.TestCase):
                         with client.stream("POST", f"{provider.url}/v1/stream", json={}) as response:
                             got.extend(response.iter_raw())
                 self.assertEqual(b"".join(got), b"".join(CHUNKS))
+
+    def test_httpx_fails_on_a_whole_reply_cut_short(self) -> None:
+        """httpx reads a JsonReply cut short as an error, never as a shorter body, over both transports."""
+        import httpx
+
+        body = b'{"choices":[{"message":{"content":"Hello"}}]}'
+        for http2 in (False, True):
+            with self.subTest(http2=http2), start_fake_provider(http2=http2) as provider:
+                provider.reply(JsonReply(body, end="close", cut_at=20))
+                with self.assertRaises(httpx.RemoteProtocolError):
+                    with httpx.Client(http1=not http2, http2=http2, timeout=5) as client:
+                        client.post(f"{provider.url}/v1/chat", json={})
 
 
 if __name__ == "__main__":

@@ -150,7 +150,8 @@ class H2Server(_Server):
     Modes: ``json`` (a whole reply), ``stream`` (several DATA frames), ``big`` (more
     than the flow-control window, so the client must acknowledge), ``hang`` (headers,
     then nothing), ``silent`` (nothing at all), ``reset`` (one frame, then
-    RST_STREAM).
+    RST_STREAM), ``reset-at-once`` (the headers, one frame and RST_STREAM(NO_ERROR) in
+    one write).
     """
 
     BODY = b'{"ok":true,"text":"caf\xc3\xa9"}'
@@ -216,6 +217,12 @@ class H2Server(_Server):
             flush()
             return
         conn.send_headers(stream_id, [(":status", "200"), ("content-type", "text/event-stream")])
+        if self.mode == "reset-at-once":
+            # Headers, a frame and the reset in one write, as a small cut reply arrives.
+            conn.send_data(stream_id, self.PARTS[0])
+            conn.reset_stream(stream_id, h2.errors.ErrorCodes.NO_ERROR)
+            flush()
+            return
         flush()
         if self.mode == "hang":
             return
@@ -582,6 +589,16 @@ class H2Test(TransportTestCase):
         response = await request(server.url, "GET", http2=True, headers={})
         with self.assertRaisesRegex(TransportError, "reset the h2 stream"):
             await response.read()
+
+    async def test_reset_with_the_headers_comes_after_the_data(self) -> None:
+        """A reset that comes with the headers is raised only after the data before it, as on_error says."""
+        server = await self.h2("reset-at-once")
+        response = await request(server.url, "GET", http2=True, headers={})
+        self.assertEqual(response.status, 200)
+        self.assertEqual(await response.__anext__(), H2Server.PARTS[0])
+        response.on_error = lambda error: LookupError(f"translated: {error}")
+        with self.assertRaisesRegex(LookupError, r"translated: .*reset the h2 stream \(error code NO_ERROR"):
+            await response.__anext__()
 
     async def test_abort_before_headers(self) -> None:
         """Aborting while the server is silent raises the very reason and closes the connection."""

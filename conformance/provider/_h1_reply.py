@@ -134,6 +134,9 @@ class ReplyWriter:
                     head, body = encode_json(reply)
                 else:
                     hub.h1_cache = (reply, (head, body))
+            if reply.end != "complete":
+                self._respond_cut(reply, request, head, body)
+                return
             end = _END_KEEP if self.keep_alive else _END_CLOSE
             if self.head_only:
                 self.transport.write(head + end)
@@ -182,6 +185,25 @@ class ReplyWriter:
             self.hanging = True
             if self.eof:
                 self.transport.close()
+
+    def _respond_cut(self, reply: JsonReply, request: RecordedRequest, head: bytes, body: bytes) -> None:
+        """A whole reply cut short: its full ``content-length``, part of its body, then the end.
+
+        The client is left with a body shorter than the head promised, as when a
+        connection dies mid-body; a HEAD request gets the head and the same end.
+        """
+        self.keep_alive = False
+        request.response = log = ResponseLog(reply, self.hub)
+        sent = b"" if self.head_only else reply.sent_body(body)
+        log.times.append(monotonic())
+        self.transport.write(head + _END_CLOSE + sent)
+        log.written = 1
+        if reply.end == "close":
+            log.end = "close"
+            WATCH.notify()
+            self._half_close()
+        else:
+            self._reset(log)
 
     def _drop(self, reply: DropReply) -> None:
         """End the connection before any byte of a response: a FIN, or a reset."""

@@ -239,6 +239,9 @@ class H2ReplyWriter:
         headers, body = self._encode(reply)
         conn = self.conn
         sid = stream.stream_id
+        if reply.end != "complete":  # cut short: through the task, which waits on the windows
+            stream.task = self.hub.spawn(self._send(stream, reply))
+            return
         try:
             if not body:
                 conn.send_headers(sid, headers, end_stream=True)
@@ -289,6 +292,8 @@ class H2ReplyWriter:
                 errors = h2.errors.ErrorCodes
                 conn.reset_stream(sid, errors.NO_ERROR if reply.end == "close" else errors.INTERNAL_ERROR)
                 self._flush()
+            elif isinstance(reply, JsonReply) and reply.end != "complete":
+                await self._send_cut(stream, reply)
             elif isinstance(reply, JsonReply):
                 headers, body = self._encode(reply)
                 conn.send_headers(sid, headers, end_stream=not body)
@@ -303,6 +308,27 @@ class H2ReplyWriter:
         except h2.exceptions.ProtocolError:
             pass  # the client reset the stream or the connection went away
         self._finish(stream)
+
+    async def _send_cut(self, stream: Stream, reply: JsonReply) -> None:
+        """A whole reply cut short: its headers with the full ``content-length``, part of
+        its body, then ``RST_STREAM`` (``NO_ERROR`` for a clean close, ``INTERNAL_ERROR``
+        for a reset) where END_STREAM should have come."""
+        headers, body = self._encode(reply)
+        sid = stream.stream_id
+        self.conn.send_headers(sid, headers)
+        self._flush()
+        log = self._log(stream, reply)
+        sent = reply.sent_body(body)
+        if sent:
+            await self._data(sid, sent, False, log)
+        else:
+            log.times.append(monotonic())
+        log.written = 1
+        errors = h2.errors.ErrorCodes
+        self.conn.reset_stream(sid, errors.NO_ERROR if reply.end == "close" else errors.INTERNAL_ERROR)
+        log.end = reply.end
+        self._flush()
+        WATCH.notify()
 
     async def _data(self, sid: int, data: bytes, end: bool, log: Optional[ResponseLog] = None) -> None:
         """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.

@@ -390,6 +390,8 @@ class ResponseLog:
                 self._chunks = [bytes(c) for c in chunks if c]
             else:
                 body = self.reply.encoded()
+                if getattr(self.reply, "cut_at", None) is not None:
+                    body = self.reply.sent_body(body)
                 self._chunks = [body] if body else []
         return self._chunks
 

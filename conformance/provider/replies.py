@@ -64,17 +64,45 @@ def _did_you_mean(value: object, choices: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class JsonReply:
-    """A whole reply: ``body`` is JSON-encoded unless it is already ``bytes``."""
+    """A whole reply: ``body`` is JSON-encoded unless it is already ``bytes``.
+
+    ``end`` says how it ends: ``"complete"``, or cut short after its first ``cut_at``
+    bytes although its ``content-length`` names the whole body, the way a connection
+    that dies mid-body leaves a client: ``"close"`` (HTTP/1.1 closes the connection
+    cleanly with a FIN, h2 sends ``RST_STREAM(NO_ERROR)``) or ``"reset"`` (HTTP/1.1
+    resets the TCP connection, h2 sends ``RST_STREAM(INTERNAL_ERROR)``).
+    """
 
     body: Any
     status: int = 200
     headers: Optional[Mapping[str, str]] = None
     content_type: str = "application/json"
+    end: str = "complete"
+    cut_at: Optional[int] = None
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
             raise ProviderInputError(f"reply status must be 100-599, got {self.status!r}")
         _header_items(self.headers)
+        if self.end not in STREAM_ENDS:
+            raise ProviderInputError(
+                f"JsonReply end must be one of {', '.join(map(repr, STREAM_ENDS))}, "
+                f"got {self.end!r}{_did_you_mean(self.end, STREAM_ENDS)}"
+            )
+        if self.end == "complete":
+            if self.cut_at is not None:
+                raise ProviderInputError(
+                    f"JsonReply(cut_at={self.cut_at!r}) with end='complete': a body cut short "
+                    "does not complete; say end='close' or end='reset'"
+                )
+            return
+        size = len(self.encoded())
+        cut = self.cut_at
+        if isinstance(cut, bool) or not isinstance(cut, int) or not 0 <= cut < size:
+            raise ProviderInputError(
+                f"JsonReply(end={self.end!r}) needs cut_at, the bytes of the body sent before "
+                f"the cut: 0 to {size - 1} (the body has {size}), got {cut!r}"
+            )
 
     def encoded(self) -> bytes:
         """The body as it goes on the wire."""
@@ -83,6 +111,10 @@ class JsonReply:
         import json as _json  # per reply, not per import
 
         return _json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def sent_body(self, body: bytes) -> bytes:
+        """What of the encoded ``body`` goes on the wire: all of it, or what comes before the cut."""
+        return body if self.cut_at is None else body[: self.cut_at]
 
     def header_items(self) -> Tuple[Tuple[str, str], ...]:
         """The extra headers, validated."""

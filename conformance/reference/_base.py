@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator, ClassVar, Dict, Mapping, Optional
 
 from ..contract import ERROR_KINDS, ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall
 from ._errors import retry_after_seconds
-from ._transport import Response, request
+from ._transport import Response, TransportError, request
 
 __all__ = ["ReferenceBackend", "call_from_text"]
 
@@ -96,6 +96,7 @@ class ReferenceBackend(ABC):
             finally:
                 await response.aclose()
             raise self.status_error(response.status, response.headers, raw)
+        response.on_error = self.cut_error
         return response
 
     # -- errors -----------------------------------------------------------------------
@@ -103,6 +104,27 @@ class ReferenceBackend(ABC):
     @abstractmethod
     def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
         """The error for a failure status; ``raw`` is the whole body, JSON or not."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        """The error for a body the connection cut short (a stream before its terminal
+        event, a whole body before its Content-Length, an h2 stream reset): a retryable
+        ``server_error``. Nothing in the bytes says more: no status, no error type."""
+        return self.build_error(
+            "server_error",
+            f"the response was cut short: {error}",
+            status=None,
+            details={"transport": str(error)},
+        )
+
+    def check_ended(self, ended: bool, terminal: str) -> None:
+        """Raise unless the stream reached ``terminal``, the provider's end of a turn.
+
+        A stream that stops short of it was cut, however cleanly the connection closed:
+        a retryable ``server_error``, never a short success with a finish reason.
+        """
+        if not ended:
+            message = f"the stream ended before {terminal}"
+            raise self.build_error("server_error", message, status=None, details={"terminal": terminal})
 
     def retry_after(self, headers: Mapping[str, str]) -> Optional[float]:
         """``retry-after-ms``, then ``retry-after`` (seconds or an HTTP-date)."""

@@ -405,6 +405,9 @@ class _H2Exchange:
         self._headers: dict[str, str] = {}
         self._data: deque[bytes] = deque()
         self._stream_open = False
+        #: Why the stream ended short, once the response headers are in: raised after
+        #: the data that came before it has been handed out.
+        self._failed: Optional[TransportError] = None
 
     async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> None:
         h2, conn = self.h2, self.conn
@@ -479,20 +482,32 @@ class _H2Exchange:
             elif isinstance(event, h2.events.StreamReset) and event.stream_id == self.stream_id:
                 self._stream_open = False
                 conn.close_now()
-                raise TransportError(
-                    f"{conn.authority} reset the h2 stream (error code {_error_name(event.error_code)})"
+                self._fail(
+                    TransportError(
+                        f"{conn.authority} reset the h2 stream (error code {_error_name(event.error_code)})"
+                    )
                 )
+                return
             elif isinstance(event, h2.events.ConnectionTerminated):
                 if not self.done and (
                     event.error_code != 0 or (event.last_stream_id or 0) < self.stream_id
                 ):
                     self._stream_open = False
                     conn.close_now()
-                    raise TransportError(
-                        f"{conn.authority} ended the h2 connection with GOAWAY "
-                        f"({_error_name(event.error_code)}) before the stream ended"
+                    self._fail(
+                        TransportError(
+                            f"{conn.authority} ended the h2 connection with GOAWAY "
+                            f"({_error_name(event.error_code)}) before the stream ended"
+                        )
                     )
+                    return
         self._flush()
+
+    def _fail(self, error: TransportError) -> None:
+        """The stream ended short: raise now if no response came yet, else after its data."""
+        if self._status is None:
+            raise error
+        self._failed = error
 
     async def receive_headers(self, method: str) -> tuple[int, dict[str, str]]:
         while self._status is None:
@@ -503,16 +518,20 @@ class _H2Exchange:
 
     async def next_chunk(self) -> Optional[bytes]:
         while True:
-            self.conn.check()
+            # An abort comes first; the reset that closed the connection only after its data.
+            if self._failed is None or self.conn.abort_reason is not None:
+                self.conn.check()
             if self._data:
                 return self._data.popleft()
+            if self._failed is not None:
+                raise self._failed
             if self.done:
                 return None
             await self._receive("reading the response body")
 
     def exhausted(self) -> bool:
         """Whether the body is over and nothing of it is left to hand out."""
-        return self.done and not self._data
+        return self.done and not self._data and self._failed is None
 
     def cancel_bytes(self) -> bytes:
         """RST_STREAM(CANCEL) for a stream still open, so the server stops at once."""
@@ -561,6 +580,9 @@ class Response:
         self._conn = conn
         self._unregister = unregister
         self._complete = False
+        #: What a failure while reading the body is raised as: the transport's own
+        #: error by default; a backend translates it into its error type here.
+        self.on_error: Callable[[TransportError], BaseException] = lambda error: error
         if exchange.exhausted():
             self._finish(complete=True)
 
@@ -576,6 +598,12 @@ class Response:
             raise StopAsyncIteration
         try:
             chunk = await self._exchange.next_chunk()
+        except TransportError as error:
+            self._finish(complete=False)
+            translated = self.on_error(error)
+            if translated is error:
+                raise
+            raise translated from error
         except BaseException:
             self._finish(complete=False)
             raise

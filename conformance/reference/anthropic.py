@@ -363,10 +363,7 @@ class AnthropicBackend(ReferenceBackend):
                     break
         finally:
             await response.aclose()
-        if not turn.stopped:
-            raise self.make_error(
-                "server_error", {"message": "the stream ended before message_stop"}, status=None
-            )
+        self.check_ended(turn.stopped, "message_stop")
         blocks = [turn.blocks[i] for i in sorted(turn.blocks)]
         calls = self.complete_calls(blocks, turn.stop_reason)
         yield StreamChunk(

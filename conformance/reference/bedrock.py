@@ -421,8 +421,7 @@ class BedrockConverseBackend(ReferenceBackend):
                 ) from exc
         finally:
             await response.aclose()
-        if turn.stop_reason is None:
-            raise self.make_error("server_error", "the stream ended before messageStop", name="", status=None)
+        self.check_ended(turn.stop_reason is not None, "messageStop")
         calls = self.complete_calls([turn.tool_uses[i] for i in sorted(turn.tool_uses)], turn.stop_reason)
         yield StreamChunk(
             tool_calls=tuple(calls),

@@ -422,10 +422,7 @@ class GeminiBackend(ReferenceBackend):
         rest = thoughts.close()
         if rest:
             yield StreamChunk(reasoning=tuple(rest))
-        if reason is None:
-            raise self.make_error(
-                "server_error", {"message": "the stream ended before a finishReason"}, status=None
-            )
+        self.check_ended(reason is not None, "a finishReason")
         calls = self.keep_calls(calls, reason)
         yield StreamChunk(
             tool_calls=tuple(calls), finish_reason=self.finish_reason(reason, calls), usage=usage

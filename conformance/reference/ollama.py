@@ -265,8 +265,8 @@ class OllamaBackend(ReferenceBackend):
                     break
         finally:
             await response.aclose()
-        if final is None:
-            raise self.make_error("server_error", 'the stream ended before the "done" line', status=None)
+        self.check_ended(final is not None, 'the "done" line')
+        final = final or {}
         reason = final.get("done_reason")
         calls = self.keep_calls(calls, reason)
         yield StreamChunk(

@@ -222,8 +222,7 @@ class OpenAIChatBackend(OpenAIBase):
                     break
         finally:
             await response.aclose()
-        if not done and reason is None:
-            raise self.make_error("server_error", {"message": "the stream ended before [DONE]"}, status=None)
+        self.check_ended(done or reason is not None, "[DONE]")
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
             tool_calls=tuple(calls),

@@ -284,10 +284,7 @@ class OpenAIResponsesBackend(OpenAIBase):
                     break
         finally:
             await response.aclose()
-        if turn.status is None:
-            raise self.make_error(
-                "server_error", {"message": "the stream ended before the response did"}, status=None
-            )
+        self.check_ended(turn.status is not None, "response.completed (or .incomplete, .failed)")
         calls = self.complete_calls(items, turn)
         yield StreamChunk(
             tool_calls=tuple(calls), finish_reason=self.finish_reason(turn, calls), usage=turn.usage

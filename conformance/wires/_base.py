@@ -33,7 +33,7 @@ from ..fixture import CONFORMANCE_FIXTURE
 
 if TYPE_CHECKING:
     from ..contract import Reasoning
-    from ..provider.replies import RecordedRequest, Reply
+    from ..provider.replies import JsonReply, RecordedRequest, Reply
     from ._schema import schema_difference
     from ._turns import History, ScriptedCall, ScriptedTurn, TurnEvents, split_text
 
@@ -47,6 +47,10 @@ __all__ = [
     "Variant",
     "Wire",
     "check_function_tool",
+    "CUT_IN_CALL",
+    "cut_events",
+    "cut_short",
+    "stream_cut_variants",
     "check_question",
     "dumps",
     "event_chunks",
@@ -246,6 +250,74 @@ def _cut(data: bytes, cuts: Collection[int]) -> List[bytes]:
     return [data[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
+#: The ``stream-cut`` variants cut inside a tool call, in either mode (a case in one mode
+#: whose backend asks for the other form gets the same place to cut).
+CUT_IN_CALL = frozenset({"inside-tool-call", "tool-call-body"})
+
+
+def cut_events(events: Sequence[bytes], keep: int, inside: bool = True) -> List[bytes]:
+    """A stream cut short: its first ``keep`` events whole, then, where ``inside``, the first
+    half of the next one (the cut falls inside an event rather than between two).
+
+    The provider then ends it without its terminal event (``StreamReply(end="close")``).
+    """
+    kept = [bytes(e) for e in events[:keep]]
+    if inside and keep < len(events):
+        following = bytes(events[keep])
+        kept.append(following[: max(1, len(following) // 2)])
+    return kept
+
+
+def cut_short(reply: JsonReply, inside: str) -> JsonReply:
+    """A whole ``reply`` cut short in the middle of ``inside`` (its first place in the body)
+    and closed cleanly: its ``content-length`` still names the whole body."""
+    import dataclasses
+
+    body = reply.encoded()
+    needle = inside.encode("utf-8")
+    at = body.find(needle)
+    cut = at + max(1, len(needle) // 2) if at >= 0 else len(body) // 2
+    return dataclasses.replace(reply, end="close", cut_at=cut)
+
+
+def stream_cut_variants(
+    terminal: str, docs: str, seen: str, whole: str, call: str = "a call's first argument fragment"
+) -> Dict[str, Tuple[Variant, ...]]:
+    """The shapes of ``stream-cut`` in each mode, for a provider whose turn ends with ``terminal``.
+
+    ``docs`` is where the provider documents that end, ``seen`` a client's thread about a
+    stream cut before it, ``whole`` where it documents the whole reply, ``call`` what of
+    a call comes before the cut. A connection that
+    dies mid-answer (a proxy's idle timeout, a load balancer draining, a crash) is a
+    network failure every provider's clients meet.
+    """
+    source = f"{docs}; {seen}"
+    body = (
+        f"{whole}; Azure/azure-sdk-for-python#20888 (a client made to raise when the peer "
+        "closes before the whole body: a connection that dies mid-body leaves fewer bytes "
+        "than its Content-Length)"
+    )
+    return {
+        "stream-cut/stream": (
+            Variant(
+                "after-text", f"text, then the stream cut inside an event, before {terminal}", source
+            ),
+            Variant(
+                "inside-tool-call",
+                f"{call}, then the stream cut inside an event, before {terminal}",
+                source,
+            ),
+            Variant(
+                "between-events", f"text, then the stream cut between two events, before {terminal}", source
+            ),
+        ),
+        "stream-cut/chat": (
+            Variant("text-body", "a text reply's body cut short inside the text", body),
+            Variant("tool-call-body", "a tool call reply's body cut short inside the arguments", body),
+        ),
+    }
+
+
 @dataclass(frozen=True)
 class Variant:
     """One real shape a provider answers a scenario with, and where it was seen.
@@ -326,6 +398,9 @@ class Wire:
         "tool-result": CONFORMANCE_FIXTURE.tool_result_answer,
         "reasoning": CONFORMANCE_FIXTURE.text,
     }
+    #: What ends a streamed turn on this wire, for messages: ``data: [DONE]``. A stream
+    #: that stops before it was cut (``stream-cut``).
+    terminal_event: str = "the provider's terminal event"
     #: The scenarios whose reply reports usage, which the backend must pass on.
     reports_usage: FrozenSet[str] = frozenset(
         {"text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter"}

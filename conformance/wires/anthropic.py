@@ -32,16 +32,20 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
+    CUT_IN_CALL,
     Variant,
     Wire,
     check_json_post,
     check_question,
+    cut_events,
+    cut_short,
     dumps,
     fixture_tool_schema,
     fresh_id,
     http_date,
     provider_id,
     signature,
+    stream_cut_variants,
     tcp_chunks,
     text_of,
 )
@@ -215,14 +219,17 @@ class _Events:
         body = {"type": "error", "error": {"type": type_, "message": message_}}
         self.events.append(self.sse(dumps({**body, "request_id": self.request_id}), event="error"))
 
-    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``message_stop``."""
         from ..provider.replies import StreamReply
 
+        events = self.events if cut is None else cut_events(self.events, *cut)
         return StreamReply(
-            tcp_chunks(self.events, seed),
+            tcp_chunks(events, seed),
             content_type="text/event-stream; charset=utf-8",
             headers=_headers({"cache-control": "no-cache"}, self.request_id),
             hang=hang,
+            end="complete" if cut is None else "close",
         )
 
 
@@ -319,6 +326,13 @@ VARIANTS: Mapping[str, Any] = {
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
         ),
+    ),
+    **stream_cut_variants(
+        "message_stop",
+        "https://docs.anthropic.com/en/docs/build-with-claude/streaming (the event flow)",
+        "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a stream that reached EOF "
+        "without message_stop taken for a finished turn)",
+        "https://docs.anthropic.com/en/api/messages",
     ),
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
     # message_delta (45 of 79 in pydantic-ai tests/models/cassettes/test_anthropic); the
@@ -820,6 +834,7 @@ class AnthropicWire(Wire):
     tool_call_id = TOOL_USE_ID
     generation_path = "/v1/messages"
     variants_table = VARIANTS
+    terminal_event = "message_stop"
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ..provider.replies import JsonReply
@@ -850,9 +865,47 @@ class AnthropicWire(Wire):
         variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
             return error_reply(scenario, variant)
+        if scenario == "stream-cut":
+            return self._cut(model, variant, self.wants_stream(request))
         if not self.wants_stream(request):
             return self._whole(scenario, model)
         return self._stream(scenario, model, variant)
+
+    def _cut(self, model: str, variant: str, stream: bool) -> Reply:
+        """A turn cut short: its body before its end, or its stream before ``message_stop``."""
+        import json
+
+        from ..provider.replies import JsonReply
+
+        in_call = variant in CUT_IN_CALL
+        if not stream:
+            if in_call:
+                body = message(model, [tool_use_block(FX.tool_arguments)], "tool_use")
+                return cut_short(JsonReply(body, headers=_headers()), next(iter(FX.tool_arguments)))
+            body = message(model, [text_block(FX.text)], "end_turn")
+            return cut_short(JsonReply(body, headers=_headers()), FX.text)
+        out = _Events(model)
+        out.message_start()
+        if in_call:
+            pieces = _pieces(json.dumps(dict(FX.tool_arguments), ensure_ascii=False), 4)
+            out.content_block_start(tool_use_block({}))
+            for number, piece in enumerate(["", *pieces]):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                out.emit("content_block_delta", index=out.index, delta=delta)
+                if number == 1:
+                    keep = len(out.events)  # the call's first real argument fragment is out
+            out.content_block_stop()
+            out.message_delta("tool_use")
+        else:
+            out.content_block_start(text_block(""))
+            for piece in _pieces(FX.partial_text, 3):
+                out.emit("content_block_delta", index=out.index, delta={"type": "text_delta", "text": piece})
+            keep = len(out.events)
+            rest = FX.text[len(FX.partial_text) :]
+            out.emit("content_block_delta", index=out.index, delta={"type": "text_delta", "text": rest})
+            out.content_block_stop()
+            out.message_delta("end_turn")
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply

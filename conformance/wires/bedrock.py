@@ -35,14 +35,18 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
+    CUT_IN_CALL,
     Variant,
     Wire,
+    cut_events,
+    cut_short,
     dumps,
     fixture_tool_schema,
     http_date,
     json_object,
     provider_id,
     signature,
+    stream_cut_variants,
     tcp_chunks,
 )
 
@@ -217,11 +221,17 @@ class _Events:
         }
         self.events.append(self.encode(headers, dumps({"message": message}).encode("utf-8")))
 
-    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (messages kept, cut inside the next) ends it short of ``messageStop``."""
         from ..provider.replies import StreamReply
 
+        events = self.events if cut is None else cut_events(self.events, *cut)
         return StreamReply(
-            tcp_chunks(self.events, seed), content_type=EVENT_STREAM, headers=_headers(), hang=hang
+            tcp_chunks(events, seed),
+            content_type=EVENT_STREAM,
+            headers=_headers(),
+            hang=hang,
+            end="complete" if cut is None else "close",
         )
 
 
@@ -259,6 +269,14 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "and amazon-bedrock-redacted-content.json",
             reasoning=(REDACTED_THINKING,),
         ),
+    ),
+    **stream_cut_variants(
+        "messageStop and metadata",
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html "
+        "(the stream's events, messageStop and metadata last)",
+        "NousResearch/hermes-agent#109988 and langchain-ai/langchain-aws#1287 (a ConverseStream "
+        "that ended before messageStop taken for a finished turn)",
+        "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html",
     ),
     "content-filter/stream": (
         Variant(
@@ -748,6 +766,7 @@ class BedrockConverseWire(Wire):
     #: header, nothing in the body), so a backend must report ``retry_after`` as ``None``.
     rate_limit_retry_after: Optional[float] = None
     variants_table = VARIANTS
+    terminal_event = "messageStop and metadata"
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and _route(request.path) is not None
@@ -770,9 +789,38 @@ class BedrockConverseWire(Wire):
         variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
             return error_reply(scenario)
+        if scenario == "stream-cut":
+            return self._cut(variant, self.wants_stream(request))
         if not self.wants_stream(request):
             return self._whole(scenario)
         return self._stream(scenario, variant)
+
+    def _cut(self, variant: str, stream: bool) -> Reply:
+        """A turn cut short: its body before its end, or its stream before ``messageStop``."""
+        from ..provider.replies import JsonReply
+
+        in_call = variant in CUT_IN_CALL
+        if not stream:
+            if in_call:
+                body = converse_response([tool_use(dict(FX.tool_arguments))], "tool_use")
+            else:
+                body = converse_response([{"text": FX.text}], "end_turn")
+            whole = JsonReply(body, headers=_headers())
+            return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
+        out = _Events()
+        out.message_start()
+        if in_call:
+            out.tool_use_block(_input_json())
+            keep = 4  # messageStart, contentBlockStart, the empty fragment, the first real one
+            out.finish("tool_use")
+        else:
+            out.text_block(FX.partial_text, pieces=3, stop=False)
+            keep = len(out.events)
+            rest = FX.text[len(FX.partial_text) :]
+            out._event("contentBlockDelta", {"contentBlockIndex": out.block, "delta": {"text": rest}})
+            out.content_block_stop()
+            out.finish("end_turn")
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply

@@ -33,14 +33,18 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from ..contract import Reasoning, ReasoningKind
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
+    CUT_IN_CALL,
     Variant,
     Wire,
     _digest,
+    cut_events,
+    cut_short,
     dumps,
     fixture_tool_schema,
     json_object,
     provider_id,
     signature,
+    stream_cut_variants,
     tcp_chunks,
 )
 from ._gemini_errors import (
@@ -202,23 +206,36 @@ class _Events:
         out.append(b"]" if self.bodies else b"[]")
         return out
 
-    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (events kept, cut inside the next) ends it short of its ``finishReason``."""
         from ..provider.replies import StreamReply
 
         content_type = "text/event-stream" if self.sse else "application/json; charset=UTF-8"
         chunks = self.encoded()
         if hang and not self.sse:
             chunks = chunks[:-1]  # the array is still open when the client leaves
+        if cut is not None:
+            chunks = cut_events(chunks, *cut)
         return StreamReply(
             tcp_chunks(chunks, seed),
             content_type=content_type,
             headers=response_headers(),
             hang=hang,
+            end="complete" if cut is None else "close",
         )
 
 
 #: The shapes that differ by model generation or by what was blocked.
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    **stream_cut_variants(
+        "the event whose candidate carries finishReason",
+        "https://ai.google.dev/api/generate-content#v1beta.Candidate (finishReason: "
+        "the reason the model stopped; unset while it is generating)",
+        "SamSaffron/term-llm#954 and tashfeenahmed/freellmapi#1288 (a Gemini stream that "
+        "reached EOF without a finishReason taken for a finished turn)",
+        "https://ai.google.dev/api/generate-content#method:-models.generatecontent",
+        call="the whole functionCall part (Gemini never splits one)",
+    ),
     "rate-limit": RATE_LIMIT_VARIANTS,
     "tool-call": (
         Variant(
@@ -309,6 +326,7 @@ class GeminiWire(Wire):
     # where there is one and makes one up otherwise.
     tool_call_id = None
     variants_table = {**VARIANTS, "reasoning": REASONING_VARIANTS}
+    terminal_event = "a candidate with finishReason"
     marks_tool_errors = True
     tool_error_marker = '"response": {"error": ...}'
     call_reasoning = (
@@ -381,9 +399,38 @@ class GeminiWire(Wire):
         sse = request.params.get("alt") == "sse"
         if scenario in ERRORS:
             return error_reply(scenario, variant, sse=self.wants_stream(request) and sse)
+        if scenario == "stream-cut":
+            return self._cut(model, variant, sse if self.wants_stream(request) else None)
         if not self.wants_stream(request):
             return self._whole(scenario, model, variant)
         return self._stream(scenario, model, sse, variant)
+
+    def _cut(self, model: str, variant: str, sse: Optional[bool]) -> Reply:
+        """A turn cut short: its body before its end, or its stream before a ``finishReason``.
+
+        ``sse`` is ``None`` for a whole reply. A call comes whole in one part, so the cut
+        inside a call falls in the event after it, the one that would have said STOP.
+        """
+        from ..provider.replies import JsonReply
+
+        in_call = variant in CUT_IN_CALL
+        if sse is None:
+            part = function_call_part(with_id=True, signature=True) if in_call else text_part(FX.text)
+            body = generate_content_response(model, [candidate([part], "STOP")])
+            whole = JsonReply(
+                pretty_json(body), headers=response_headers(), content_type="application/json; charset=UTF-8"
+            )
+            return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
+        out = _Events(model, sse)
+        if in_call:
+            out.response([function_call_part(with_id=True, signature=True)])
+            keep = 1
+            out.response([text_part("")], "STOP")
+        else:
+            out.text(FX.partial_text, pieces=3)
+            keep = len(out.bodies)
+            out.text(FX.text[len(FX.partial_text) :], pieces=1, finish="STOP")
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply

@@ -31,13 +31,17 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolResult
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
+    CUT_IN_CALL,
     Variant,
     Wire,
     check_function_tool,
     check_json_post,
     check_question,
+    cut_events,
+    cut_short,
     http_date,
     provider_id,
+    stream_cut_variants,
     tcp_chunks,
 )
 
@@ -149,11 +153,17 @@ class _Lines:
     def error(self, message: str) -> None:
         self.lines.append(self.ndjson({"error": message}))
 
-    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (lines kept, cut inside the next) ends it short of ``"done": true``."""
         from ..provider.replies import StreamReply
 
+        lines = self.lines if cut is None else cut_events(self.lines, *cut)
         return StreamReply(
-            tcp_chunks(self.lines, seed), content_type=NDJSON_TYPE, headers=_headers(), hang=hang
+            tcp_chunks(lines, seed),
+            content_type=NDJSON_TYPE,
+            headers=_headers(),
+            hang=hang,
+            end="complete" if cut is None else "close",
         )
 
 
@@ -230,6 +240,13 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "https://docs.ollama.com/capabilities/thinking",
             reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="ollama"),),
         ),
+    ),
+    **stream_cut_variants(
+        'the "done": true line',
+        "https://github.com/ollama/ollama/blob/main/docs/api.md (the final response of a stream)",
+        "Growth-Circle/cadis#2950 (an Ollama stream that ended before done:true reported as complete)",
+        "https://github.com/ollama/ollama/blob/main/docs/api.md (a reply with \"stream\": false)",
+        call="the whole call on its line (Ollama never splits one)",
     ),
     "quota": (
         Variant(
@@ -522,6 +539,7 @@ class OllamaWire(Wire):
         ),
     }
     variants_table = VARIANTS
+    terminal_event = 'the "done": true line'
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and request.path.endswith("/api/chat")
@@ -563,9 +581,38 @@ class OllamaWire(Wire):
         variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
             return error_reply(scenario, variant)
+        if scenario == "stream-cut":
+            return self._cut(model, variant, self.wants_stream(request))
         if not self.wants_stream(request):
             return self._whole(scenario, model)
         return self._stream(scenario, model)
+
+    def _cut(self, model: str, variant: str, stream: bool) -> Reply:
+        """A turn cut short: its body before its end, or its stream before ``"done": true``.
+
+        A call comes whole on one line, so the cut inside a call falls in the line after
+        it, the one that would have said ``done``.
+        """
+        from ..provider.replies import JsonReply
+
+        in_call = variant in CUT_IN_CALL
+        if not stream:
+            if in_call:
+                body = chat_response(model, 0, "", "stop", tool_calls=[tool_call(with_id=True)])
+            else:
+                body = chat_response(model, 0, FX.text, "stop")
+            whole = JsonReply(body, headers=_headers(), content_type=JSON_TYPE)
+            return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
+        out = _Lines(model)
+        if in_call:
+            out.tool_calls([tool_call(with_id=True)])
+        else:
+            out.text(FX.partial_text, pieces=3)
+        keep = len(out.lines)
+        if not in_call:
+            out.text(FX.text[len(FX.partial_text) :], pieces=1)
+        out.done("stop")
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply

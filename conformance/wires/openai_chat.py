@@ -19,16 +19,20 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from ..contract import Reasoning, ReasoningKind
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
+    CUT_IN_CALL,
     Variant,
     Wire,
     check_function_tool,
     check_json_post,
     check_question,
+    cut_events,
+    cut_short,
     dumps,
     fresh_id,
     http_date,
     obfuscation,
     provider_id,
+    stream_cut_variants,
     tcp_chunks,
     text_of,
 )
@@ -197,14 +201,17 @@ class _Chunks:
             self.sse(dumps({"error": {"message": message, "type": type_, "param": None, "code": code}}))
         )
 
-    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``[DONE]``."""
         from ..provider.replies import StreamReply
 
+        events = self.events if cut is None else cut_events(self.events, *cut)
         return StreamReply(
-            tcp_chunks(self.events, seed),
+            tcp_chunks(events, seed),
             content_type="text/event-stream; charset=utf-8",
             headers=_headers(),
             hang=hang,
+            end="complete" if cut is None else "close",
         )
 
 
@@ -295,6 +302,12 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
 SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53"
 
 VARIANTS: Mapping[str, Any] = {
+    **stream_cut_variants(
+        "data: [DONE]",
+        "https://platform.openai.com/docs/api-reference/chat-streaming (a stream ends with data: [DONE])",
+        "openai/openai-python#2065 and #2356 (a stream cut short: incomplete chunked read)",
+        "https://platform.openai.com/docs/api-reference/chat/create",
+    ),
     "overloaded": (
         Variant(
             "server-error-503", "503 server_error, code null, overloaded in the message", SERVER_ERROR_503
@@ -390,6 +403,7 @@ class OpenAIChatWire(Wire):
     def __repr__(self) -> str:
         shown = ", reasoning_content=True" if self.reasoning_content else ""
         return f"<{type(self).__name__} {self.name!r}{shown}>"
+    terminal_event = "data: [DONE]"
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}
@@ -410,6 +424,8 @@ class OpenAIChatWire(Wire):
         if scenario in ERRORS:
             return error_reply(scenario, variant)
         if not self.wants_stream(request):
+            if scenario == "stream-cut":
+                return self._cut_whole(model, variant)
             return self._whole(scenario, model)
         options = body.get("stream_options")
         include_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -438,9 +454,35 @@ class OpenAIChatWire(Wire):
             return None
         return JsonReply(body, headers=_headers())
 
+    def _cut_whole(self, model: str, variant: str) -> Reply:
+        from ..provider.replies import JsonReply
+
+        if variant in CUT_IN_CALL:
+            message: Dict[str, Any] = {"content": None, "tool_calls": [_tool_call(_arguments())]}
+            reply = JsonReply(chat_completion(model, message, "tool_calls"), headers=_headers())
+            return cut_short(reply, next(iter(FX.tool_arguments)))
+        reply = JsonReply(chat_completion(model, {"content": FX.text}, "stop"), headers=_headers())
+        return cut_short(reply, FX.text)
+
+    def _stream_cut(self, out: _Chunks, variant: str) -> StreamReply:
+        """A turn whose stream stops before ``[DONE]``: after text, or inside a call."""
+        if variant in CUT_IN_CALL:
+            out.tool_call(_arguments(), role=True)
+            keep = 2  # the call's first chunk (id, name) and its first argument fragment
+            out.finish("tool_calls")
+        else:
+            out.role()
+            out.text(FX.partial_text, pieces=3)
+            keep = len(out.events)
+            out.text(FX.text[len(FX.partial_text) :], pieces=1)
+            out.finish("stop")
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
+
     def _stream(self, scenario: str, model: str, include_usage: bool, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
         out = _Chunks(model, include_usage)
+        if scenario == "stream-cut":
+            return self._stream_cut(out, variant)
         if scenario == "text":
             out.role()
             out.text(FX.text)

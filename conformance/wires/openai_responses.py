@@ -41,9 +41,12 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolResult
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._base import (
+    CUT_IN_CALL,
     Variant,
     Wire,
     check_json_post,
+    cut_events,
+    cut_short,
     dumps,
     fixture_tool_schema,
     fresh_id,
@@ -51,6 +54,7 @@ from ._base import (
     obfuscation,
     provider_id,
     signature,
+    stream_cut_variants,
     tcp_chunks,
     text_of,
 )
@@ -308,15 +312,50 @@ class _Events:
         failed = {"code": code, "message": message_}
         self.emit("response.failed", response=self.response("failed", self.output, error=failed))
 
-    def reply(self, seed: str, hang: bool = False) -> StreamReply:
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``response.completed``."""
         from ..provider.replies import StreamReply
 
+        events = self.events if cut is None else cut_events(self.events, *cut)
         return StreamReply(
-            tcp_chunks(self.events, seed),
+            tcp_chunks(events, seed),
             content_type="text/event-stream; charset=utf-8",
             headers=_headers(),
             hang=hang,
+            end="complete" if cut is None else "close",
         )
+
+    def cut_turn(self, in_call: bool) -> int:
+        """A text or a call turn, complete; the number of its events a cut keeps.
+
+        A cut keeps the call's first argument fragment, or the text's first deltas.
+        """
+        index = len(self.output)
+        if in_call:
+            where = {"item_id": FUNCTION_CALL_ID, "output_index": index}
+            self.emit("response.output_item.added", output_index=index, item=function_call("", "in_progress"))
+            self.emit("response.function_call_arguments.delta", delta=_arguments()[:9], **where)
+            keep = len(self.events)
+            self.emit("response.function_call_arguments.delta", delta=_arguments()[9:], **where)
+            self.emit("response.function_call_arguments.done", arguments=_arguments(), **where)
+            self.emit("response.output_item.done", output_index=index, item=function_call(_arguments()))
+            self.output.append(function_call(_arguments()))
+        else:
+            where = {"item_id": MESSAGE_ID, "output_index": index, "content_index": 0}
+            self.emit("response.output_item.added", output_index=index, item=message([], "in_progress"))
+            self.emit("response.content_part.added", part=output_text(""), **where)
+            rest = FX.text[len(FX.partial_text) :]
+            for number, piece in enumerate([*_pieces(FX.partial_text, 3), rest]):
+                if number == 3:
+                    keep = len(self.events)
+                self.emit("response.output_text.delta", delta=piece, logprobs=[], **where)
+            self.emit("response.output_text.done", text=FX.text, logprobs=[], **where)
+            self.emit("response.content_part.done", part=output_text(FX.text), **where)
+            item = message([output_text(FX.text)])
+            self.emit("response.output_item.done", output_index=index, item=item)
+            self.output.append(item)
+        self.completed()
+        return keep
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -442,6 +481,14 @@ VARIANTS: Mapping[str, Any] = {
             "empty unless a summary is requested)",
             reasoning=(_reasoning_item("encrypted-only", ()),),
         ),
+    ),
+    **stream_cut_variants(
+        "response.completed",
+        "https://platform.openai.com/docs/api-reference/responses-streaming (a stream ends with "
+        "response.completed, .incomplete or .failed)",
+        "ollama/ollama#17118 (a Responses stream closed without a terminal event); "
+        "DevDock-AI/claude-unlimited#1 (a close accepted only after response.completed)",
+        "https://platform.openai.com/docs/api-reference/responses/create",
     ),
     "overloaded": (
         Variant(
@@ -1057,6 +1104,7 @@ class OpenAIResponsesWire(Wire):
     tool_call_id = CALL_ID
     generation_path = "/responses"
     variants_table = VARIANTS
+    terminal_event = "response.completed"
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
@@ -1078,9 +1126,25 @@ class OpenAIResponsesWire(Wire):
             return out.reply(f"{self.name}/{scenario}")
         if scenario in ERRORS:
             return error_reply(scenario, variant)
+        if scenario == "stream-cut":
+            return self._cut(model, variant, stream)
         if not stream:
             return self._whole(scenario, model)
         return self._stream(scenario, model, variant)
+
+    def _cut(self, model: str, variant: str, stream: bool) -> Reply:
+        """A turn cut short: its body before its end, or its stream before ``response.completed``."""
+        from ..provider.replies import JsonReply
+
+        in_call = variant in CUT_IN_CALL
+        if not stream:
+            output = [function_call(_arguments())] if in_call else [message([output_text(FX.text)])]
+            whole = JsonReply(response(model, "completed", output), headers=_headers())
+            return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
+        out = _Events(model)
+        out.created()
+        keep = out.cut_turn(in_call)
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply

@@ -19,6 +19,48 @@ HTTPX_H2_KEEPS_STREAM = (
 HTTPX_H2_SKIPS = {"abort": HTTPX_H2_KEEPS_STREAM, "cancel": HTTPX_H2_KEEPS_STREAM}
 
 
+#: (top-level package, class name) of the errors an SDK lets out, or wraps, when the
+#: connection breaks mid-answer: a stream cut before its end event, a body cut short of
+#: its Content-Length, an h2 stream reset.
+_BROKEN_CONNECTION = frozenset(
+    {
+        ("httpx", "TransportError"),
+        ("httpx2", "TransportError"),
+        ("openai", "APIConnectionError"),
+        ("anthropic", "APIConnectionError"),
+        ("urllib3", "ProtocolError"),
+        ("botocore", "ResponseStreamingError"),
+        ("botocore", "HTTPClientError"),
+    }
+)
+
+
+def broken_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` is an SDK's error for a connection that broke, by its class or a base's.
+
+    Matched by name, so that no SDK is imported to ask.
+    """
+    return any(
+        (cls.__module__.split(".")[0], cls.__name__) in _BROKEN_CONNECTION for cls in type(exc).__mro__
+    )
+
+
+def cut_error(exc: BaseException, provider: str) -> Any:
+    """The contract's error for a connection that broke: a retryable ``server_error``.
+
+    Nothing in the bytes says more (no status, no error type), so a careful adapter
+    calls it what a retry may well cure.
+    """
+    from conformance.contract import LLMError
+
+    return LLMError.from_kind(
+        "server_error",
+        f"the connection broke before the answer was complete: {exc}",
+        provider=provider,
+        details={"transport": type(exc).__name__},
+    )
+
+
 class ThirdPartyWarnings:
     """Ignore deprecation and end-of-life warnings raised from named third-party modules.
 

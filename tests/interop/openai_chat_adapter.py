@@ -21,7 +21,10 @@ They map the SDK's models and exceptions into the contract's types:
   even though it comes as a 429, ``context_length_exceeded`` is a 400 of its own, and
   the retry delay is read from ``retry-after-ms``, then ``retry-after``;
 - a mid-stream ``data: {"error": ...}`` surfaces as ``openai.APIError`` with no status,
-  classified by its ``code`` and ``type``.
+  classified by its ``code`` and ``type``;
+- a connection that breaks before the answer is complete (a body cut short of its
+  Content-Length, a stream cut before ``[DONE]``) surfaces as ``APIConnectionError``,
+  status and type unknown: a retryable ``server_error``.
 
 The SDK takes no abort signal. The async backend races each await against
 ``signal.wait()`` and cancels the SDK's task when the signal fires: httpx closes the
@@ -55,6 +58,8 @@ from conformance.contract import (
     ToolChoice,
     Usage,
 )
+
+from ._support import broken_connection, cut_error
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported here, once: a first import inside a case would eat its time budget
@@ -397,6 +402,8 @@ class SyncOpenAIChatBackend:
                 signal.raise_reason()
             if isinstance(exc, openai.APIStatusError):
                 raise llm_error(exc) from exc
+            if broken_connection(exc):
+                raise cut_error(exc, "openai") from exc
             raise
         finally:
             unregister()
@@ -415,7 +422,9 @@ class SyncOpenAIChatBackend:
         except Exception as exc:
             if signal is not None and signal.aborted:
                 signal.raise_reason()
-            if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
+            if broken_connection(exc):
+                raise cut_error(exc, "openai") from exc  # cut before [DONE], or reset
+            if isinstance(exc, openai.APIError):
                 raise llm_error(exc) from exc  # a status, or an error event after the 200
             raise
         finally:
@@ -449,6 +458,8 @@ class AsyncOpenAIChatBackend:
             completion = await race_abort(create, request.signal)
         except openai.APIStatusError as exc:
             raise llm_error(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise cut_error(exc, "openai") from exc  # a body cut short of its Content-Length
         return read_completion(completion)
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -468,8 +479,8 @@ class AsyncOpenAIChatBackend:
                         yield StreamChunk(content=text)
             finally:
                 await stream.close()
-        except openai.APIConnectionError:
-            raise
+        except openai.APIConnectionError as exc:
+            raise cut_error(exc, "openai") from exc  # cut before [DONE], or reset
         except openai.APIError as exc:
             raise llm_error(exc) from exc  # a status, or an error event after the 200
         yield gather.last_chunk()

@@ -49,7 +49,7 @@ from conformance.wires.anthropic import anthropic_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, shared_between
+from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -378,9 +378,11 @@ class SyncAnthropicBackend:
             message = self.client.messages.create(**params(request))
         except anthropic.APIStatusError as exc:
             raise error_from(exc) from exc
-        except Exception:
+        except Exception as exc:
             if request.signal is not None and request.signal.aborted:
                 request.signal.raise_reason()
+            if broken_connection(exc):
+                raise cut_error(exc, "anthropic") from exc  # a body cut short of its Content-Length
             raise
         finally:
             unregister()
@@ -399,9 +401,11 @@ class SyncAnthropicBackend:
                         yield chunk
         except anthropic.APIStatusError as exc:
             raise error_from(exc) from exc
-        except Exception:
+        except Exception as exc:
             if signal is not None and signal.aborted:
                 signal.raise_reason()
+            if broken_connection(exc):
+                raise cut_error(exc, "anthropic") from exc  # cut before message_stop, or reset
             raise
         finally:
             unregister()
@@ -431,6 +435,8 @@ class AsyncAnthropicBackend:
             message = await race_abort(self.client.messages.create(**params(request)), request.signal)
         except anthropic.APIStatusError as exc:
             raise error_from(exc) from exc
+        except anthropic.APIConnectionError as exc:
+            raise cut_error(exc, "anthropic") from exc  # a body cut short of its Content-Length
         return read_message(message)
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -452,6 +458,10 @@ class AsyncAnthropicBackend:
                 await stream.close()
         except anthropic.APIStatusError as exc:
             raise error_from(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "anthropic") from exc  # cut before message_stop, or reset
+            raise
         yield state.last_chunk()
 
     async def aclose(self) -> None:

@@ -42,6 +42,7 @@ from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.bedrock import bedrock_converse_wire
 
 from ._roundtrip import AdapterRoundTrip
+from ._support import broken_connection, cut_error
 
 HAVE_BOTO3 = importlib.util.find_spec("boto3") is not None
 
@@ -255,6 +256,23 @@ class Boto3BedrockBackend:
             out = self.client.converse(**self.params(request))
         except ClientError as exc:
             raise self.error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "bedrock") from exc
+            raise
+        if "output" not in out:
+            # A body cut short of its Content-Length comes back from converse() as a
+            # response with no output at all: botocore reads the body without checking
+            # its length (httpsession.py, enforce_content_length=False) and parses what
+            # does not decode as {"message": <the text>} (parsers.py,
+            # _parse_body_as_json), which the output shape then drops. Every Converse
+            # reply has output and stopReason: without them the answer never came whole.
+            raise LLMError.from_kind(
+                "server_error",
+                "converse() returned no output: the reply's body was cut short",
+                provider="bedrock",
+                details={"transport": "IncompleteRead"},
+            )
         text: List[str] = []
         calls: List[ToolCall] = []
         reasoning: List[Reasoning] = []
@@ -351,9 +369,11 @@ class Boto3BedrockBackend:
                     usage = self.usage(event["metadata"]["usage"])
         except ClientError as exc:
             raise self.error(exc) from exc
-        except Exception:
+        except Exception as exc:
             if signal is not None and signal.aborted:
                 signal.raise_reason()
+            if broken_connection(exc):
+                raise cut_error(exc, "bedrock") from exc  # cut before messageStop, or reset
             raise
         finally:
             if callable(unregister):
@@ -361,6 +381,12 @@ class Boto3BedrockBackend:
             events.close()
         if signal is not None and signal.aborted:
             signal.raise_reason()
+        if stop_reason is None:
+            # Only messageStop says the turn is over: a stream that ends before it was
+            # cut, however cleanly its body ended.
+            raise LLMError.from_kind(
+                "server_error", "the stream ended before messageStop", provider="bedrock"
+            )
         calls = []
         if STOP_REASONS.get(stop_reason or "") != "length":
             for block in starts.values():

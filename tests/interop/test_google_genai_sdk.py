@@ -57,7 +57,7 @@ from conformance.wires.gemini import gemini_wire
 
 from ..test_provider_support import AsyncioDebugOff
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings, shared_between
+from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings, broken_connection, cut_error, shared_between
 
 HAVE_GENAI = (
     importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
@@ -476,6 +476,10 @@ class GenAISyncBackend:
             )
         except errors.APIError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "gemini") from exc  # a body cut short of its Content-Length
+            raise
         return _whole(response, self.made_up_ids)
 
     def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
@@ -491,6 +495,10 @@ class GenAISyncBackend:
                     yield chunk
         except errors.APIError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "gemini") from exc  # cut before a finishReason, or reset
+            raise
         yield turn.last_chunk()
 
     def close(self) -> None:
@@ -521,6 +529,10 @@ class GenAIAsyncBackend:
             )
         except errors.APIError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "gemini") from exc  # a body cut short of its Content-Length
+            raise
         return _whole(response, self.made_up_ids)
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -565,6 +577,10 @@ class GenAIAsyncBackend:
             segments = getattr(getattr(exc, "response", None), "segment_iterator", None)
             if segments is not None:
                 await segments.aclose()
+        except Exception as exc:
+            if not broken_connection(exc):
+                raise
+            failure = cut_error(exc, "gemini")  # cut before a finishReason, or reset
         if failure is not None:
             raise failure
         yield turn.last_chunk()

@@ -65,6 +65,11 @@ SCENARIOS = (
     CORRUPT_FRAME,
 )
 STREAM_ONLY = ("stream-error", CORRUPT_FRAME)
+#: The variants of ``stream-cut`` by operation: a body or a stream the provider cuts short.
+CUTS = {
+    operation: tuple(v.name for v in WIRE.variants("stream-cut", mode))
+    for operation, mode in (("converse", "chat"), ("converse-stream", "stream"))
+}
 #: The variants of ``tool-result``, each an earlier turn the backend suite sends.
 HISTORIES = tuple(variant.name for variant in WIRE.variants("tool-result", "chat"))
 #: The second call of ``parallel-tool-calls``: the wire reads its history as it reads a
@@ -109,6 +114,7 @@ def plan() -> List[Dict[str, Any]]:
                 {"scenario": f"tool-result:{variant}", "operation": operation, "history": history(variant)}
             )
         calls.append({"scenario": "parallel-tool-calls", "operation": operation, "followUp": FOLLOW_UP})
+        calls.extend({"scenario": f"stream-cut:{cut}", "operation": operation} for cut in CUTS[operation])
     return calls
 
 
@@ -308,6 +314,33 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
         self.assertEqual(result["events"], sent_events("stream-error"))
         self.assertEqual(result["error"]["name"], "ServiceUnavailableException")
         self.assertEqual(result["error"]["fault"], "server")
+
+    def test_stream_cut(self) -> None:
+        """A body or stream cut short never reads as a finished turn: no stop reason, no call."""
+        for operation, cuts in CUTS.items():
+            for cut in cuts:
+                with self.subTest(operation=operation, cut=cut):
+                    result = self.result(f"stream-cut:{cut}", operation)
+                    self.assertIsNone(result["stopReason"])
+                    self.assertEqual(result["toolCalls"], [])
+                    if cut != "between-events":
+                        self.assertIsNotNone(result["error"])
+        whole = self.result("stream-cut:text-body", "converse")["error"]
+        self.assertEqual((whole["name"], whole["status"]), ("SyntaxError", 200))
+        inside = self.result("stream-cut:after-text", "converse-stream")["error"]
+        self.assertEqual(inside["message"], "Truncated event message received.")
+
+    def test_stream_cut_between_events_ends_quietly(self) -> None:
+        """Known break: a stream reset with NO_ERROR between two messages ends the SDK's stream quietly.
+
+        Node hands the body of an h2 stream closed with RST_STREAM(NO_ERROR) on as ended,
+        and the SDK's event-stream iterator stops at the message boundary without an
+        error: only the missing messageStop tells a careful client the turn was cut.
+        """
+        result = self.result("stream-cut:between-events", "converse-stream")
+        self.assertIsNone(result["error"])
+        self.assertEqual(result["text"], FX.partial_text)
+        self.assertEqual(result["events"], ["messageStart", *["contentBlockDelta"] * 3])
 
     def test_errors(self) -> None:
         """Each error scenario raises the modeled exception with its status, whole and streamed."""

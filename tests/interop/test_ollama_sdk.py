@@ -42,7 +42,7 @@ from conformance.wires.ollama import ollama_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, shared_between
+from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -215,6 +215,10 @@ class OllamaSyncBackend:
             return _whole(self.client.chat(**_params(request, stream=False)))
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "ollama") from exc  # a body cut short of its Content-Length
+            raise
 
     def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
         import ollama
@@ -227,6 +231,10 @@ class OllamaSyncBackend:
                     yield chunk
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "ollama") from exc  # cut before the done line, or reset
+            raise
         yield turn.last_chunk()
 
     def close(self) -> None:
@@ -248,6 +256,10 @@ class OllamaAsyncBackend:
             response = await race_abort(self.client.chat(**_params(request, stream=False)), request.signal)
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "ollama") from exc  # a body cut short of its Content-Length
+            raise
         return _whole(response)
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
@@ -269,6 +281,10 @@ class OllamaAsyncBackend:
                 await stream.aclose()
         except ollama.ResponseError as exc:
             raise _error(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):
+                raise cut_error(exc, "ollama") from exc  # cut before the done line, or reset
+            raise
         yield turn.last_chunk()
 
     async def aclose(self) -> None:

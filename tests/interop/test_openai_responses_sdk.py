@@ -48,7 +48,7 @@ from conformance.wires.openai_responses import openai_responses_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, shared_between
+from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -311,9 +311,11 @@ class SyncOpenAIResponsesBackend:
             response = self.client.responses.create(**params(request))
         except openai.APIStatusError as exc:
             raise error_from(exc) from exc
-        except Exception:
+        except Exception as exc:
             if request.signal is not None and request.signal.aborted:
                 request.signal.raise_reason()
+            if broken_connection(exc):
+                raise cut_error(exc, "openai") from exc  # a body cut short of its Content-Length
             raise
         finally:
             unregister()
@@ -366,6 +368,8 @@ class AsyncOpenAIResponsesBackend:
             response = await race_abort(self.client.responses.create(**params(request)), request.signal)
         except openai.APIStatusError as exc:
             raise error_from(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise cut_error(exc, "openai") from exc  # a body cut short of its Content-Length
         return read_response(response)
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:

@@ -29,7 +29,7 @@ from conformance.contract import (
 )
 from conformance.reference._base import ReferenceBackend
 from conformance.reference._decoders import SSEDecoder, SSEEvent
-from conformance.reference._transport import Response
+from conformance.reference._transport import Response, TransportError
 
 from . import Mutant
 
@@ -208,15 +208,21 @@ class Zoo:
         return [self.shared(bug) for bug in EVERY_WIRE]
 
     def shared(
-        self, shared: SharedBug, bug: Optional[str] = None, *, cases: Optional[Tuple[str, ...]] = None
+        self,
+        shared: SharedBug,
+        bug: Optional[str] = None,
+        *,
+        cases: Optional[Tuple[str, ...]] = None,
+        checks: Optional[Tuple[str, ...]] = None,
     ) -> Mutant:
         """The wire's mutant of a shared bug; ``bug`` says how it shows on this wire, and
-        ``cases`` which cases catch it where they are not the shared ones."""
+        ``cases`` and ``checks`` which cases catch it, and which checks, where they are not
+        the shared ones."""
         return self.mutant(
             shared.name,
             bug or shared.bug,
             shared.mixin,
-            checks=shared.checks,
+            checks=checks or shared.checks,
             cases=cases or shared.cases,
             headers=shared.headers,
             transports=shared.transports,
@@ -672,6 +678,140 @@ class ThinkingAsText(EditsReasoning):
         return [StreamChunk(content=thinking), chunk] if thinking else [chunk]
 
 
+# -- a stream or body cut short ----------------------------------------------------------
+
+
+def is_cut(error: BaseException) -> bool:
+    """Whether ``error`` is the reference's error for a body the connection cut short."""
+    return isinstance(error, LLMError) and "transport" in error.details
+
+
+class _EndOfBody(Exception):
+    """How a body cut short ends for a backend that takes the cut for its end."""
+
+
+class QuietBody:
+    """A response whose body, cut short, simply ends: read as a reader that trusts the close."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+        self.status = response.status
+        self.headers = response.headers
+        self.iterator = response.__aiter__()
+
+    def __aiter__(self) -> QuietBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            chunk: bytes = await self.iterator.__anext__()
+        except _EndOfBody:
+            raise StopAsyncIteration from None
+        return chunk
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self])
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
+
+
+class TakesCutForEnd(ReferenceBackend):
+    """Takes a connection that closed for the end of the turn, and looks for no terminal event."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        return _EndOfBody(str(error))
+
+    def check_ended(self, ended: bool, terminal: str) -> None:
+        return None
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        return QuietBody(await super().send(chat, stream))  # type: ignore[return-value]
+
+
+class RaisesTransportError(ReferenceBackend):
+    """Lets the transport's own error out on a cut: no kind and no retryable for a caller to read."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        return error
+
+
+class CutNotRetryable(ReferenceBackend):
+    """Calls a cut a server error, but one not worth another try."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        built = super().cut_error(error)
+        if isinstance(built, LLMError):
+            built.retryable = False
+        return built
+
+
+class CutKindOfItsOwn(ReferenceBackend):
+    """Reports a cut with a kind of its own, outside the contract's six."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        return LLMError(
+            f"network error: {error}",
+            code="LLM_NETWORK_ERROR",
+            kind="network",
+            retryable=True,
+            provider=self.provider,
+        )
+
+
+class SwallowsCut(ReferenceBackend):
+    """Ends quietly on a cut: a stream just stops, a whole reply comes back empty."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        try:
+            return await super().chat(chat)
+        except LLMError as error:
+            if not is_cut(error):
+                raise
+            return ChatResponse(content="", finish_reason="stop")
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError as error:
+            if not is_cut(error):
+                raise
+
+
+class FinishesOnCut(ReferenceBackend):
+    """Reports a cut as a last chunk with finish reason "error", then raises it."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError as error:
+            if is_cut(error):
+                yield StreamChunk(finish_reason="error")
+            raise
+
+
+class FlushesCallsOnCut(ReferenceBackend):
+    """Hands on the calls it gathered so far when the stream fails, then raises.
+
+    A wire's zoo says where the calls are gathered: each call it sees goes into
+    :attr:`gathered` (a call whose arguments did not come yet has ``{}``).
+    """
+
+    gathered: List[ToolCall]
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        self.gathered = []
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError as error:
+            if is_cut(error) and self.gathered:
+                yield StreamChunk(tool_calls=tuple(self.gathered))
+            raise
+
+
 ERRORS = ("error-kind", "error-details")
 DROPS_USAGE = SharedBug(
     "drops-usage", "reports no usage", DropsUsage, ("usage",), ("text/chat", "text/stream", "tool-call/chat")
@@ -940,6 +1080,47 @@ KEEPS_FIRST_CALL = SharedBug(
     ("tool-calls",),
     ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
 )
+CUT_BOTH = ("stream-cut/chat", "stream-cut/stream")
+RAISES_TRANSPORT_ERROR = SharedBug(
+    "raises-transport-error",
+    "lets the transport's own error out on a cut, with no kind or retryable",
+    RaisesTransportError,
+    ("cut-retryable", "cut-kind"),
+    CUT_BOTH,
+)
+CUT_NOT_RETRYABLE = SharedBug(
+    "cut-not-retryable", "calls a cut connection not retryable", CutNotRetryable, ("cut-retryable",), CUT_BOTH
+)
+CUT_KIND_OF_ITS_OWN = SharedBug(
+    "cut-kind-of-its-own",
+    'reports a cut connection with a kind of its own ("network")',
+    CutKindOfItsOwn,
+    ("cut-kind",),
+    CUT_BOTH,
+)
+SWALLOWS_CUT = SharedBug(
+    "swallows-cut",
+    "ends quietly on a cut: the stream just stops, the whole reply comes back empty",
+    SwallowsCut,
+    ("cut-raised",),
+    CUT_BOTH,
+)
+FINISHES_ON_CUT = SharedBug(
+    "finishes-on-cut",
+    'yields finish reason "error" on a cut before it raises',
+    FinishesOnCut,
+    ("cut-finish",),
+    ("stream-cut/stream",),
+)
+#: Every wire's checks for it differ: where its reference gathers calls decides
+#: whether the half call comes out too (see each zoo).
+TAKES_CUT_FOR_END = SharedBug(
+    "takes-cut-for-end",
+    "takes a closed connection for the end of the turn, and returns what came as finished",
+    TakesCutForEnd,
+    ("cut-raised", "cut-finish", "cut-tool-call"),
+    ("stream-cut/stream",),
+)
 
 #: The shared bugs every zoo lists, in this order, before its own.
 EVERY_WIRE = (
@@ -974,4 +1155,9 @@ EVERY_WIRE = (
     RESULT_AS_USER_TEXT,
     SWAPS_CALL_IDS,
     KEEPS_FIRST_CALL,
+    RAISES_TRANSPORT_ERROR,
+    CUT_NOT_RETRYABLE,
+    CUT_KIND_OF_ITS_OWN,
+    SWALLOWS_CUT,
+    FINISHES_ON_CUT,
 )

@@ -137,6 +137,17 @@ class AddsDeltaUsage(AnthropicBackend):
         return text
 
 
+class FlushesCallsOnCut(shared.FlushesCallsOnCut, AnthropicBackend):
+    """Opens a call at its content_block_start, and hands what it has on when the stream fails."""
+
+    def on_event(self, name: str, data: str, turn: _Turn) -> str:
+        if name == "content_block_start":
+            block = json.loads(data).get("content_block") or {}
+            if block.get("type") == "tool_use":
+                self.gathered.append(ToolCall(str(block.get("id")), str(block.get("name")), {}))
+        return super().on_event(name, data, turn)
+
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING),
@@ -226,5 +237,13 @@ MUTANTS = [
         AddsDeltaUsage,
         checks=("usage",),
         cases=("text/stream", "tool-call/stream"),
+    ),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
+    zoo.mutant(
+        "flushes-calls-on-cut",
+        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+        FlushesCallsOnCut,
+        checks=("cut-tool-call",),
+        cases=("stream-cut/stream",),
     ),
 ]

@@ -197,6 +197,16 @@ class ContentFilteredAsStop(BedrockConverseBackend):
         return super().finish_reason(stop_reason, calls)
 
 
+class FlushesCallsOnCut(shared.FlushesCallsOnCut, BedrockConverseBackend):
+    """Opens a call at its contentBlockStart, and hands what it has on when the stream fails."""
+
+    def on_event(self, event_type: str, payload: Mapping[str, Any], turn: _Turn) -> str:
+        text = super().on_event(event_type, payload, turn)
+        if event_type == "contentBlockStart":
+            self.gathered = [ToolCall(t.tool_use_id, t.name, {}) for t in turn.tool_uses.values()]
+        return text
+
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING),
@@ -326,5 +336,13 @@ MUTANTS = [
         ContentFilteredAsStop,
         checks=("finish-reason",),
         cases=("content-filter/stream",),
+    ),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish')),
+    zoo.mutant(
+        "flushes-calls-on-cut",
+        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+        FlushesCallsOnCut,
+        checks=("cut-tool-call",),
+        cases=("stream-cut/stream",),
     ),
 ]

@@ -136,6 +136,14 @@ class ErrorBodyOnlyAsJson(GeminiBackend):
         return super().status_error(status, headers, raw)
 
 
+class FlushesCallsOnCut(shared.FlushesCallsOnCut, GeminiBackend):
+    """Gathers each functionCall as its event arrives, and hands them on when the stream fails."""
+
+    def read_response(self, body: Mapping[str, Any]) -> Tuple[str, List[ToolCall], Optional[str]]:
+        text, calls, reason = super().read_response(body)
+        self.gathered.extend(calls)
+        return text, calls, reason
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING, "leaves the thought signature off the call it sends back"),
@@ -246,5 +254,13 @@ MUTANTS = [
         ErrorBodyOnlyAsJson,
         checks=("error-details", "error-kind"),
         cases=("quota/stream", "auth/stream", "context-overflow/stream"),
+    ),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
+    zoo.mutant(
+        "flushes-calls-on-cut",
+        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+        FlushesCallsOnCut,
+        checks=("cut-tool-call",),
+        cases=("stream-cut/stream",),
     ),
 ]

@@ -113,6 +113,14 @@ class PleaseWaitAsRateLimit(OllamaBackend):
         return super().error_kind(status, message)
 
 
+class FlushesCallsOnCut(shared.FlushesCallsOnCut, OllamaBackend):
+    """Gathers each call as its line arrives, and hands them on when the stream fails."""
+
+    def read_line(self, line: Mapping[str, Any]) -> Tuple[str, List[ToolCall]]:
+        text, calls = super().read_line(line)
+        self.gathered.extend(calls)
+        return text, calls
+
 MUTANTS = [
     *(
         zoo.shared(bug, cases=("overloaded/chat", "overloaded/stream"))
@@ -199,5 +207,13 @@ MUTANTS = [
         PleaseWaitAsRateLimit,
         checks=("error-details", "error-kind"),
         cases=("quota/chat", "quota/stream"),
+    ),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
+    zoo.mutant(
+        "flushes-calls-on-cut",
+        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+        FlushesCallsOnCut,
+        checks=("cut-tool-call",),
+        cases=("stream-cut/stream",),
     ),
 ]

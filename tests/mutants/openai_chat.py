@@ -71,6 +71,15 @@ class QuietOnStreamError(OpenAIChatBackend):
         return super().on_chunk(chunk, partials)
 
 
+class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIChatBackend):
+    """Opens a call at its first fragment, and hands what it has on when the stream fails."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        text = super().on_chunk(chunk, partials)
+        self.gathered = [ToolCall(p.id, p.name, {}) for p in partials.values()]
+        return text
+
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.mutant(
@@ -131,5 +140,13 @@ MUTANTS = [
         OverloadedOnlyByCode,
         checks=("error-details", "error-kind"),
         cases=("overloaded/chat", "overloaded/stream", "stream-error/stream"),
+    ),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
+    zoo.mutant(
+        "flushes-calls-on-cut",
+        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+        FlushesCallsOnCut,
+        checks=("cut-tool-call",),
+        cases=("stream-cut/stream",),
     ),
 ]

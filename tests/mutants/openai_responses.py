@@ -115,6 +115,16 @@ class ChatShapedTools(OpenAIResponsesBackend):
         return body
 
 
+class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIResponsesBackend):
+    """Opens a call at its output_item.added, and hands what it has on when the stream fails."""
+
+    def on_event(self, event: Mapping[str, Any], turn: _Turn, items: List[Mapping[str, Any]]) -> str:
+        item = event.get("item")
+        if event.get("type") == "response.output_item.added" and isinstance(item, dict):
+            if item.get("type") == "function_call":
+                self.gathered.append(ToolCall(str(item.get("call_id")), str(item.get("name")), {}))
+        return super().on_event(event, turn, items)
+
 MUTANTS = [
     *zoo.every_wire(),
     zoo.shared(shared.DROPS_REASONING),
@@ -222,5 +232,13 @@ MUTANTS = [
         QuotaOnlyOn429,
         checks=("error-details", "error-kind"),
         cases=("quota/stream",),
+    ),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish')),
+    zoo.mutant(
+        "flushes-calls-on-cut",
+        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+        FlushesCallsOnCut,
+        checks=("cut-tool-call",),
+        cases=("stream-cut/stream",),
     ),
 ]
