@@ -227,7 +227,19 @@ class _Events:
 
 # -- variants ----------------------------------------------------------------------------
 
+#: What a ThrottlingException may be reported as: its type says a throttle, and only its
+#: message ("per day") says the quota of the day is spent, so a rate limit is a fair reading.
+QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
+
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "quota": (
+        Variant(
+            "throttling-per-day",
+            "429 ThrottlingException, per day in the message only",
+            "minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
+            error_kinds=QUOTA_OR_RATE_LIMIT,
+        ),
+    ),
     "content-filter/stream": (
         Variant(
             "guardrail-intervened",

@@ -289,6 +289,10 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
     ),
 }
 
+#: What a ``server_error`` with a null code may be reported as: its type says a server
+#: error, its status (503) or its message an overload, and both are retryable.
+OVERLOADED_OR_SERVER_ERROR = ("overloaded", "server_error")
+
 #: The raw 503 bodies quoted in issues (type ``server_error``, code null, "overloaded"
 #: only in the message); the client that reads only the code calls them server errors.
 SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53"
@@ -296,7 +300,10 @@ SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/w
 VARIANTS: Mapping[str, Any] = {
     "overloaded": (
         Variant(
-            "server-error-503", "503 server_error, code null, overloaded in the message", SERVER_ERROR_503
+            "server-error-503",
+            "503 server_error, code null, overloaded in the message",
+            SERVER_ERROR_503,
+            error_kinds=OVERLOADED_OR_SERVER_ERROR,
         ),
         Variant(
             "service-unavailable",
@@ -314,6 +321,7 @@ VARIANTS: Mapping[str, Any] = {
             "server-error-overloaded",
             "in-stream server_error, code null, overloaded in the message",
             SERVER_ERROR_503 + "; openai/openai-python#1625 (mid-stream server_error text)",
+            error_kinds=OVERLOADED_OR_SERVER_ERROR,
         ),
     ),
     "rate-limit": (
@@ -355,6 +363,12 @@ class OpenAIChatWire(Wire):
     generation_path = "/chat/completions"
     variants_table = VARIANTS
 
+    def usage_sent(self, scenario: str, request: RecordedRequest) -> bool:
+        # A stream reports usage only when the request asked for it.
+        if self.wants_stream(request) and not _include_usage(request):
+            return False
+        return super().usage_sent(scenario, request)
+
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}
         if request.method == "GET" and "/models/" in request.path:
@@ -375,9 +389,7 @@ class OpenAIChatWire(Wire):
             return error_reply(scenario, variant)
         if not self.wants_stream(request):
             return self._whole(scenario, model)
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        return self._stream(scenario, model, include_usage, variant)
+        return self._stream(scenario, model, _include_usage(request), variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply
@@ -449,10 +461,7 @@ class OpenAIChatWire(Wire):
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
         from ._turns import TurnEvents
 
-        body = request.json if isinstance(request.json, dict) else {}
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        out = _Chunks(_model(request), include_usage)
+        out = _Chunks(_model(request), _include_usage(request))
         if turn.text or not turn.calls:
             out.role()
             out.text(turn.text)
@@ -519,6 +528,13 @@ _FINISH = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "cont
 
 def _finish(reason: str) -> str:
     return _FINISH.get(reason, "stop")
+
+
+def _include_usage(request: RecordedRequest) -> bool:
+    """Whether the request asked for the usage chunk: ``stream_options.include_usage`` true."""
+    body = request.json if isinstance(request.json, dict) else {}
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _model(request: RecordedRequest) -> str:

@@ -139,6 +139,7 @@ class AddsDeltaUsage(AnthropicBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING),
     zoo.mutant(
         "usage-from-delta-only",
@@ -158,7 +159,7 @@ MUTANTS = [
         "unparsed-arguments",
         "returns the input as a JSON string",
         UnparsedArguments,
-        checks=("tool-calls",),
+        checks=("tool-arguments",),
         cases=(
             "tool-call/chat",
             "tool-call/stream",

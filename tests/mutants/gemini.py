@@ -58,6 +58,15 @@ class IgnoresRetryDelay(GeminiBackend):
         return None
 
 
+class RetryDelayOnRateLimitOnly(GeminiBackend):
+    """Reads RetryInfo on a rate limit only, and drops the delay an exhausted quota names."""
+
+    def make_error(self, kind: str, error: Mapping[str, Any], **kwargs: Any) -> LLMError:
+        if kind != "rate_limit":
+            kwargs["retry_after"] = None
+        return super().make_error(kind, error, **kwargs)
+
+
 class AuthByStatusOnly(GeminiBackend):
     """Looks for 401/403 only; Gemini says a wrong key with a 400 and ErrorInfo."""
 
@@ -138,6 +147,7 @@ class ErrorBodyOnlyAsJson(GeminiBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING, "leaves the thought signature off the call it sends back"),
     zoo.mutant(
         "first-usage-only",
@@ -183,6 +193,13 @@ MUTANTS = [
         IgnoresRetryDelay,
         checks=("retry-after",),
         cases=("rate-limit/chat", "rate-limit/stream"),
+    ),
+    zoo.mutant(
+        "retry-delay-on-rate-limit-only",
+        "drops the RetryInfo delay of an exhausted quota",
+        RetryDelayOnRateLimitOnly,
+        checks=("retry-after",),
+        cases=("quota/chat", "quota/stream"),
     ),
     zoo.mutant(
         "auth-by-status-only",
@@ -242,6 +259,6 @@ MUTANTS = [
         "reads an error body only under a JSON content type, not on a streamed request's error",
         ErrorBodyOnlyAsJson,
         checks=("error-details", "error-kind"),
-        cases=("quota/stream", "auth/stream", "context-overflow/stream"),
+        cases=("auth/stream", "context-overflow/stream"),
     ),
 ]
