@@ -353,10 +353,10 @@ def _finish_once(seen: Seen) -> List[str]:
         return []
     (first, early), (last, final) = carrying[0], carrying[-1]
     return [
-        f"expected the finish reason once, on the last chunk that carries one (chunk {last}, "
-        f"{final!r}), got {early!r} on chunk {first} of {len(seen.outcome.chunks)} too "
-        f"({len(carrying)} chunks carry one): a consumer that stops at the first finish "
-        "reason loses the rest of the turn"
+        f"expected the finish reason once, on the last chunk that carries one (chunk {last}: "
+        f"{final!r}), got {early!r} already on chunk {first} ({len(carrying)} of "
+        f"{len(seen.outcome.chunks)} chunks carry one): a consumer that stops at the first "
+        "finish reason loses the rest of the turn"
     ]
 
 

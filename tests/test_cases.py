@@ -167,7 +167,8 @@ class VariantTests(unittest.TestCase):
                         self.assertTrue(variant.name and variant.title and variant.source)
                         self.assertIn(f"| `{key}` | `{variant.name}` |", page)
                         self.assertIn(variant.source, page)
-                        row = next(line for line in page.splitlines() if f"| `{key}` | `{variant.name}` |" in line)
+                        lead = f"| `{key}` | `{variant.name}` |"
+                        row = next(line for line in page.splitlines() if lead in line)
                         kinds = variant.accepted_kinds(SCENARIOS[key.split("/")[0]].error_kind)
                         shown = " or ".join(f"`{k}`" for k in kinds) if kinds else "—"
                         self.assertIn(f"| {shown} |", row, "the row's error kinds accepted")
