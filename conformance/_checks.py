@@ -381,9 +381,14 @@ def _tool_calls(seen: Seen) -> List[str]:
     return []
 
 
+#: The turns that hold no call: a reply scenario is listed here, or in :data:`_TOOL_TURNS`,
+#: or judged by a check of its own (a cut-off call is ``tool-calls``').
+_NO_CALL_TURNS = ("text", "content-filter", "tool-result")
+
+
 def _no_tool_calls(seen: Seen) -> List[str]:
     """No call on a turn that holds none (text, a filtered turn, the answer after a result)."""
-    if not seen.got_reply or seen.scenario in (*_TOOL_TURNS, "truncated-tool-call"):
+    if not seen.got_reply or seen.scenario not in _NO_CALL_TURNS:
         return []
     calls = seen.collected()[2]
     return [f"expected no tool calls, got {calls!r}"] if calls else []
