@@ -306,13 +306,11 @@ def _tool_turn_content(seen: Seen) -> List[str]:
 
 
 #: The finish reason each reply scenario calls for. The turns that end with their text
-#: are judged apart (``text-finish``), so that each row is proven by a bug of its own.
+#: are judged apart (``text-finish``), so that each table is proven by a bug of its own.
 _TEXT_FINISH = {"text": ("stop",), "tool-result": ("stop",)}
 _FINISH = {
-    "text": ("stop",),
     "tool-call": ("tool_calls",),
     "tool-call-with-stop": ("tool_calls",),
-    "tool-result": ("stop",),
     "parallel-tool-calls": ("tool_calls",),
     "truncated-tool-call": ("length",),
     "content-filter": ("content_filter", "refusal"),
@@ -329,7 +327,7 @@ def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
 
 
 def _finish_reason(seen: Seen) -> List[str]:
-    if not seen.got_reply or seen.scenario in _TEXT_FINISH:
+    if not seen.got_reply or seen.scenario not in _FINISH:
         return []
     return _finish_problem(seen, _FINISH[seen.scenario])
 

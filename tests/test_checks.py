@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 from unittest import mock
 from urllib.parse import urlsplit
 
+from conformance import _checks as checks
 from conformance._checks import CALL_ID_SEPARATORS, CHECKS, Problem, Seen, carries_id
 from conformance.cases import BackendConformanceTarget, ConformanceCase
 from conformance.contract import ChatRequest, ToolCall
@@ -262,6 +263,14 @@ class CheckTableTests(unittest.TestCase):
         self.assertEqual(str(Problem("usage", "expected usage")), "expected usage [usage]")
         for check in CHECKS:
             self.assertRegex(check, r"^[a-z]+(-[a-z]+)*$")
+
+    def test_every_reply_scenario_has_a_finish_reason_and_a_rule_for_its_calls(self) -> None:
+        """A turn that ends normally is judged on its finish reason and on its calls, by one table each."""
+        for scenario in checks._REPLY_SCENARIOS:
+            with self.subTest(scenario=scenario):
+                self.assertEqual((scenario in checks._FINISH) + (scenario in checks._TEXT_FINISH), 1)
+                tables = (checks._TOOL_TURNS, checks._NO_CALL_TURNS, ("truncated-tool-call",))
+                self.assertEqual(sum(scenario in t for t in tables), 1)
 
     def test_the_troubleshooting_page_explains_every_check(self) -> None:
         """Each check id has its row in the table of docs/troubleshooting.md, and no row outlives its id."""
