@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._driver import Outcome
     from .cases import ConformanceCase
 
-__all__ = ["CHECKS", "Problem", "Seen", "failure_message", "run_checks"]
+__all__ = ["CALL_ID_SEPARATORS", "CHECKS", "Problem", "Seen", "carries_id", "failure_message", "run_checks"]
 
 #: Scenarios whose turn ends normally, with a reply the checks read.
 _REPLY_SCENARIOS = (
@@ -288,11 +288,32 @@ def _content(seen: Seen) -> List[str]:
     return [f"expected the text {expected!r}, got {content!r}"]
 
 
+#: The turns whose reply is the call alone: the content must be what the provider sent
+#: with it (:attr:`Wire.texts`), empty where it sent none.
+_TOOL_TURNS = ("tool-call", "tool-call-with-stop", "parallel-tool-calls")
+
+
+def _tool_turn_content(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in _TOOL_TURNS:
+        return []
+    expected = seen.wire.texts.get(seen.scenario, "")
+    content = seen.collected()[0]
+    # None and "" both say "no text": a ChatResponse may carry either where none came.
+    if content == expected or (not expected and content is None):
+        return []
+    sent = f"the text {expected!r}" if expected else "no text"
+    return [
+        f"expected the content the provider sent with the call ({sent}), got {content!r}: "
+        "a tool turn's content is the model's, never one of the backend's own"
+    ]
+
+
+#: The finish reason each reply scenario calls for. The turns that end with their text
+#: are judged apart (``text-finish``), so that each table is proven by a bug of its own.
+_TEXT_FINISH = {"text": ("stop",), "tool-result": ("stop",)}
 _FINISH = {
-    "text": ("stop",),
     "tool-call": ("tool_calls",),
     "tool-call-with-stop": ("tool_calls",),
-    "tool-result": ("stop",),
     "parallel-tool-calls": ("tool_calls",),
     "truncated-tool-call": ("length",),
     "content-filter": ("content_filter", "refusal"),
@@ -300,11 +321,8 @@ _FINISH = {
 }
 
 
-def _finish_reason(seen: Seen) -> List[str]:
-    if not seen.got_reply:
-        return []
+def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
     finish = seen.collected()[1]
-    allowed = _FINISH[seen.scenario]
     if finish in allowed:
         return []
     said = " (the provider said stop)" if seen.scenario == "tool-call-with-stop" else ""
@@ -312,66 +330,156 @@ def _finish_reason(seen: Seen) -> List[str]:
     return [f"expected finish_reason {wanted}{said}, got {finish!r}"]
 
 
+def _finish_reason(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in _FINISH:
+        return []
+    return _finish_problem(seen, _FINISH[seen.scenario])
+
+
+def _text_finish(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in _TEXT_FINISH:
+        return []
+    return _finish_problem(seen, _TEXT_FINISH[seen.scenario])
+
+
+def _finish_once(seen: Seen) -> List[str]:
+    """In a stream, the finish reason comes once, on the last chunk that carries one."""
+    if seen.case.mode != "stream" or not seen.ended:
+        return []
+    carrying = [
+        (index, _value(chunk.finish_reason))
+        for index, chunk in enumerate(seen.outcome.chunks)
+        if getattr(chunk, "finish_reason", None) is not None
+    ]
+    if len(carrying) <= 1:
+        return []
+    (first, early), (last, final) = carrying[0], carrying[-1]
+    return [
+        f"expected the finish reason once, on the last chunk that carries one (chunk {last}: "
+        f"{final!r}), got {early!r} already on chunk {first} ({len(carrying)} of "
+        f"{len(seen.outcome.chunks)} chunks carry one): a consumer that stops at the first "
+        "finish reason loses the rest of the turn"
+    ]
+
+
 def _tool_calls(seen: Seen) -> List[str]:
+    """The number of calls on a tool turn; none kept of a call cut off by the token limit."""
     if not seen.got_reply:
         return []
     calls = seen.collected()[2]
     if seen.scenario in ("tool-call", "tool-call-with-stop"):
         if len(calls) != 1:
             return [f"expected one complete get_weather call, got {len(calls)}: {calls!r}"]
-        problems = []
-        name = getattr(calls[0], "name", None)
-        if name != FX.tool_name:
-            problems.append(f"expected the call's name {FX.tool_name!r}, got {name!r}")
-        arguments = getattr(calls[0], "arguments", None)
-        if not isinstance(arguments, Mapping) or dict(arguments) != dict(FX.tool_arguments):
-            problems.append(
-                f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got {arguments!r}"
-            )
-        return problems
+        return []
     if seen.scenario == "parallel-tool-calls":
-        return _parallel_calls(calls)
+        if len(calls) != len(FX.parallel_arguments):
+            return [
+                f"expected {len(FX.parallel_arguments)} complete {FX.tool_name} calls, each once; "
+                f"got {len(calls)}: {_shown(calls)}"
+            ]
+        return []
+    if seen.scenario == "truncated-tool-call" and calls:
+        return [f"expected the cut-off call to be dropped, got {calls!r}"]
+    return []
+
+
+#: The turns that hold no call: a reply scenario is listed here, or in :data:`_TOOL_TURNS`,
+#: or judged by a check of its own (a cut-off call is ``tool-calls``').
+_NO_CALL_TURNS = ("text", "content-filter", "tool-result", "reasoning")
+
+
+def _no_tool_calls(seen: Seen) -> List[str]:
+    """No call on a turn that holds none (text, a filtered turn, the answer after a result)."""
+    if not seen.got_reply or seen.scenario not in _NO_CALL_TURNS:
+        return []
+    calls = seen.collected()[2]
+    return [f"expected no tool calls, got {calls!r}"] if calls else []
+
+
+def _counted_calls(seen: Seen) -> List[Any]:
+    """The calls of a tool turn whose count is right; empty otherwise (``tool-calls`` says why)."""
+    if not seen.got_reply or seen.scenario not in _TOOL_TURNS:
+        return []
+    calls = seen.collected()[2]
+    wanted = len(FX.parallel_arguments) if seen.scenario == "parallel-tool-calls" else 1
+    return calls if len(calls) == wanted else []
+
+
+def _arguments_of(call: Any) -> Any:
+    arguments = getattr(call, "arguments", None)
+    return dict(arguments) if isinstance(arguments, Mapping) else arguments
+
+
+def _shown(calls: List[Any]) -> List[str]:
+    return [f"{getattr(c, 'name', None)}({_arguments_of(c)!r})" for c in calls]
+
+
+def _tool_name(seen: Seen) -> List[str]:
+    calls = _counted_calls(seen)
+    names = [getattr(c, "name", None) for c in calls]
+    wrong = [n for n in names if n != FX.tool_name]
+    if not wrong:
+        return []
+    return [f"expected every call named {FX.tool_name!r}, as the provider sent it, got names {names!r}"]
+
+
+def _tool_arguments(seen: Seen) -> List[str]:
+    calls = _counted_calls(seen)
     if not calls:
         return []
-    if seen.scenario == "truncated-tool-call":
-        return [f"expected the cut-off call to be dropped, got {calls!r}"]
-    return [f"expected no tool calls, got {calls!r}"]
+    got = [_arguments_of(c) for c in calls]
+    if seen.scenario == "parallel-tool-calls":
+        wanted = [dict(arguments) for arguments in FX.parallel_arguments]
+        if all(got.count(w) == 1 for w in wanted):
+            return []
+        return [f"expected the calls' arguments parsed to {wanted!r}, each once; got {got!r}"]
+    if isinstance(got[0], dict) and got[0] == dict(FX.tool_arguments):
+        return []
+    return [f"expected the call's arguments parsed to {dict(FX.tool_arguments)!r}, got {got[0]!r}"]
 
 
-def _parallel_calls(calls: List[Any]) -> List[str]:
-    wanted = [dict(arguments) for arguments in FX.parallel_arguments]
-    got = [
-        dict(c.arguments)
-        if isinstance(getattr(c, "arguments", None), Mapping)
-        else getattr(c, "arguments", None)
-        for c in calls
-    ]
-    names = [getattr(c, "name", None) for c in calls]
-    if len(calls) == len(wanted) and all(w in got for w in wanted) and set(names) == {FX.tool_name}:
+#: What may follow the provider's id in a call id a library extends (a thought signature
+#: after ``|``, a counter after ``_``): the id must be the provider's, or begin with it and
+#: then one of these. Containing it somewhere is not enough, since an accumulator that
+#: glues ids together (``call_A``, then ``call_Acall_B``) contains every one of them.
+CALL_ID_SEPARATORS = "_-:|.#"
+
+
+def carries_id(call_id: Any, sent: str) -> bool:
+    """Whether ``call_id`` is the provider's ``sent`` id, or it followed by a separator and more."""
+    if not isinstance(call_id, str):
+        return False
+    return call_id == sent or (call_id.startswith(sent) and call_id[len(sent)] in CALL_ID_SEPARATORS)
+
+
+def _distinct_ids(seen: Seen) -> List[str]:
+    """Each call of a parallel turn has an id of its own, where the provider sent ids or not."""
+    if seen.scenario != "parallel-tool-calls" or not seen.got_reply:
+        return []
+    ids = [getattr(c, "id", None) for c in seen.collected()[2]]
+    if len(set(ids)) == len(ids) and all(isinstance(i, str) and i for i in ids):
         return []
     return [
-        f"expected two complete {FX.tool_name} calls, each once, with the arguments {wanted!r}; got "
-        f"{len(calls)}: {[f'{n}({a!r})' for n, a in zip(names, got)]}"
+        f"expected each call to have its own non-empty id, got {ids!r} (a result names its call by "
+        "id: two calls under one id cannot both be answered)"
     ]
 
 
 def _parallel_ids(seen: Seen) -> List[str]:
     from ._multiturn import parallel_calls
 
-    calls = seen.collected()[2]
-    ids = [getattr(c, "id", None) for c in calls]
-    problems = []
-    if len(set(ids)) != len(ids) or not all(isinstance(i, str) and i for i in ids):
-        problems.append(f"expected each call to have its own non-empty id, got {ids!r}")
     if not seen.wire.sends_call_ids:
-        return problems
+        return []
+    calls = seen.collected()[2]
+    problems = []
     for sent in parallel_calls(seen.wire):
         arguments = json.loads(sent.arguments)
         for call in calls:
-            if getattr(call, "arguments", None) == arguments and sent.id not in str(getattr(call, "id", "")):
+            if _arguments_of(call) == arguments and not carries_id(getattr(call, "id", None), sent.id):
                 problems.append(
                     f"expected the call with arguments {arguments!r} to carry its own id {sent.id!r}, "
-                    f"got {getattr(call, 'id', None)!r} (ids and calls were paired up wrongly)"
+                    f"got {getattr(call, 'id', None)!r} (ids and calls were paired up wrongly, or "
+                    "glued together)"
                 )
     return problems
 
@@ -392,15 +500,31 @@ def _call_id(seen: Seen) -> List[str]:
         return [f"expected a non-empty call id (the provider sent none: make one up), got {call_id!r}"]
     # A library may add to the id (a thought signature after it); the provider's id
     # must survive, or the next turn's result cannot be matched to the call.
-    if isinstance(call_id, str) and sent in call_id:
+    if carries_id(call_id, sent):
         return []
-    return [f"expected the call's id to carry {sent!r} (as the provider sent it), got {call_id!r}"]
+    return [
+        f"expected the call's id {sent!r} as the provider sent it (or it followed by one of "
+        f"{CALL_ID_SEPARATORS!r} and more), got {call_id!r}"
+    ]
 
 
 def _usage(seen: Seen) -> List[str]:
-    if not seen.got_reply or seen.scenario not in seen.wire.reports_usage:
+    """The usage the provider reported in this reply; ``None`` where it reported none."""
+    if not seen.got_reply:
         return []
     usage = seen.collected()[3]
+    generations = seen.generations()
+    if generations:
+        sent = seen.wire.usage_sent(seen.scenario, generations[0])
+    else:
+        sent = seen.scenario in seen.wire.reports_usage
+    if not sent:
+        if usage is None:
+            return []
+        return [
+            f"expected usage None (the provider reported none in this reply), got {usage!r}: "
+            "counts the provider never sent are made up, and zeros are counts"
+        ]
     if _usage_tuple(usage) == _usage_tuple(FX.usage):
         return []
     return [f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}"]
@@ -491,7 +615,8 @@ def _reasoning_exact(seen: Seen) -> List[str]:
         if same:
             continue
         changed = [
-            f"{name} {_shown(getattr(want, name))} became {_shown(getattr(item, name, '<missing>'))}"
+            f"{name} {_shown_field(getattr(want, name))} became "
+            f"{_shown_field(getattr(item, name, '<missing>'))}"
             for name in _REASONING_FIELDS
             if _field(getattr(want, name)) != _field(getattr(item, name, None))
         ]
@@ -503,7 +628,7 @@ def _reasoning_exact(seen: Seen) -> List[str]:
     return problems
 
 
-def _shown(value: Any) -> str:
+def _shown_field(value: Any) -> str:
     """A field for a failure line: whole when short, else its start and its length."""
     if isinstance(value, str) and len(value) > 40:
         return f"{value[:24]!r}... ({len(value)} characters)"
@@ -539,51 +664,71 @@ def _corrupt_frame(seen: Seen) -> List[str]:
 # -- a turn that fails -------------------------------------------------------------------------
 
 
+def _error_kinds_of(seen: Seen) -> Tuple[str, ...]:
+    """The kinds the backend may report: the variant's, else the scenario's; empty where it must not fail."""
+    own = SCENARIOS[seen.scenario].error_kind if seen.scenario in SCENARIOS else None
+    return seen.variant.accepted_kinds(own)
+
+
 def _error_kind_of(seen: Seen) -> Optional[str]:
-    if seen.variant.error_kind is not None:
-        return seen.variant.error_kind
-    return SCENARIOS[seen.scenario].error_kind if seen.scenario in SCENARIOS else None
+    kinds = _error_kinds_of(seen)
+    return kinds[0] if kinds else None
+
+
+def _kinds_text(kinds: Tuple[str, ...]) -> str:
+    """``'overloaded'``, or ``'overloaded' or 'server_error'``."""
+    return " or ".join(repr(k) for k in kinds)
 
 
 def _failed(seen: Seen) -> bool:
-    return _error_kind_of(seen) is not None and seen.ended and seen.error is not None
+    return bool(_error_kinds_of(seen)) and seen.ended and seen.error is not None
 
 
 def _error_raised(seen: Seen) -> List[str]:
-    kind = _error_kind_of(seen)
-    if kind is None or not seen.ended or seen.error is not None:
+    kinds = _error_kinds_of(seen)
+    if not kinds or not seen.ended or seen.error is not None:
         return []
     if seen.case.mode == "stream":
         return [
-            f"expected an error of kind {kind!r}, got a reply that ended normally "
+            f"expected an error of kind {_kinds_text(kinds)}, got a reply that ended normally "
             f"({len(seen.outcome.chunks)} chunks)"
         ]
-    return [f"expected an error of kind {kind!r}, got the reply {seen.outcome.response!r}"]
+    return [f"expected an error of kind {_kinds_text(kinds)}, got the reply {seen.outcome.response!r}"]
 
 
 def _error_kind(seen: Seen) -> List[str]:
     if not _failed(seen):
         return []
-    kind = _error_kind_of(seen)
-    assert kind is not None and seen.error is not None
-    expected = ERROR_KINDS[kind]
+    kinds = _error_kinds_of(seen)
+    assert seen.error is not None
     got = {name: getattr(seen.error, name, "<missing>") for name in ("kind", "code", "retryable")}
-    want = {"kind": expected.kind, "code": expected.code, "retryable": expected.retryable}
-    if got != want:
-        return [f"expected an error with {want}, got {_describe(seen.error)}"]
-    return []
+    wants = [
+        {"kind": row.kind, "code": row.code, "retryable": row.retryable}
+        for row in (ERROR_KINDS[k] for k in kinds)
+    ]
+    if got in wants:
+        return []
+    if len(wants) == 1:
+        return [f"expected an error with {wants[0]}, got {_describe(seen.error)}"]
+    return [
+        f"expected an error with {' or '.join(map(str, wants))} (the provider's type and status "
+        f"allow each of these kinds, and its message is no contract), got {_describe(seen.error)}"
+    ]
 
 
 def _error_details(seen: Seen) -> List[str]:
     if not _failed(seen):
         return []
-    kind = _error_kind_of(seen)
+    kinds = _error_kinds_of(seen)
+    kind = getattr(seen.error, "kind", None)
+    # details["kind"] repeats the error's kind; where that kind is wrong, error-kind says so.
+    wanted = kind if kind in kinds else _error_kind_of(seen)
     details = getattr(seen.error, "details", _MISSING)
     got = details.get("kind", _MISSING) if isinstance(details, Mapping) else _MISSING
-    if got == kind:
+    if got == wanted:
         return []
     shown = "no details" if details is _MISSING else f"details {details!r}"
-    return [f'expected details["kind"] == {kind!r} (the contract\'s details.kind), got {shown}']
+    return [f'expected details["kind"] == {wanted!r} (the contract\'s details.kind), got {shown}']
 
 
 def _error_status(seen: Seen) -> List[str]:
@@ -597,32 +742,51 @@ def _error_status(seen: Seen) -> List[str]:
     return [f"expected status {status} (the HTTP status the provider answered with), got {shown}"]
 
 
+def _sent_delay(seen: Seen) -> Tuple[Optional[float], float]:
+    """The delay the provider's reply carried (seconds, or ``None``), and how close a report must be.
+
+    Read from the reply actually sent, by the wire (a header, or a field of the body);
+    where the wire reads none there, the variant's word for it. An HTTP-date is read
+    against the clock, later than the backend read it, so it is given a few seconds.
+    """
+    reply = seen.replies[-1] if seen.replies else None
+    sent = seen.wire.retry_after_sent(reply) if reply is not None else None
+    if sent is None:
+        return seen.variant.retry_after, 1e-6
+    headers = seen.reply_headers()
+    dated = "retry-after-ms" not in headers and _not_number(headers.get("retry-after"))
+    return sent, 5.0 if dated else 1e-6
+
+
+def _not_number(value: Optional[str]) -> bool:
+    if value is None:
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False
+
+
 def _retry_after(seen: Seen) -> List[str]:
+    """``retry_after`` is the delay the provider sent, on every kind; ``None`` where it sent none."""
     if not _failed(seen):
         return []
-    kind = _error_kind_of(seen)
+    kind = getattr(seen.error, "kind", None)
     retry_after = getattr(seen.error, "retry_after", None)
-    if kind == "rate_limit":
-        wanted = seen.variant.retry_after
-        if wanted is None and retry_after is not None:
-            return [
-                f"expected retry_after None (the provider sent no delay), got {retry_after!r}: "
-                "report a delay only where the reply carries one"
-            ]
-        if wanted is not None and (
-            not isinstance(retry_after, (int, float)) or abs(float(retry_after) - wanted) > 1e-6
-        ):
-            return [f"expected retry_after {wanted!r} seconds from the provider, got {retry_after!r}"]
-        return []
-    if kind == "quota" or retry_after is None:
-        return []
-    headers = seen.reply_headers()
-    if "retry-after" in headers or "retry-after-ms" in headers:
-        return []
-    return [
-        f"expected retry_after None on an error of kind {kind!r} (the provider sent no delay), got "
-        f"{retry_after!r}: a made-up delay hides the provider's own pacing"
-    ]
+    wanted, within = _sent_delay(seen)
+    if wanted is None:
+        if retry_after is None:
+            return []
+        return [
+            f"expected retry_after None on an error of kind {kind!r} (the provider sent no delay), got "
+            f"{retry_after!r}: a made-up delay hides the provider's own pacing; report one only "
+            "where the reply carries it"
+        ]
+    if isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool):
+        if abs(float(retry_after) - wanted) <= within:
+            return []
+    return [f"expected retry_after {wanted!r} seconds, the delay the provider sent, got {retry_after!r}"]
 
 
 def _text_before_error(seen: Seen) -> List[str]:
@@ -722,9 +886,9 @@ def _cut_tool_call(seen: Seen) -> List[str]:
 # -- the requests ------------------------------------------------------------------------------
 
 
-def _headers(seen: Seen) -> List[str]:
+def _missing_headers(seen: Seen, requests: List[RecordedRequest]) -> List[str]:
     problems = []
-    for request in seen.requests:
+    for request in requests:
         for name, value in seen.case.target.headers.items():
             got = request.headers.get(name.lower())
             if got != value:
@@ -733,6 +897,16 @@ def _headers(seen: Seen) -> List[str]:
                     f"{'none' if got is None else repr(got)}"
                 )
     return problems
+
+
+def _headers(seen: Seen) -> List[str]:
+    """The target's headers on the backend's first request."""
+    return _missing_headers(seen, seen.requests[:1])
+
+
+def _headers_later(seen: Seen) -> List[str]:
+    """The target's headers on every request after the first too (a lookup, then the call)."""
+    return [f"{p} (a later request)" for p in _missing_headers(seen, seen.requests[1:])]
 
 
 def _no_retry(seen: Seen) -> List[str]:
@@ -784,9 +958,16 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "connection-closed": _connection_closed,
     "reply": _reply,
     "content": _content,
+    "tool-turn-content": _tool_turn_content,
     "finish-reason": _finish_reason,
+    "text-finish": _text_finish,
+    "finish-once": _finish_once,
     "tool-calls": _tool_calls,
+    "no-tool-calls": _no_tool_calls,
+    "tool-name": _tool_name,
+    "tool-arguments": _tool_arguments,
     "call-id": _call_id,
+    "distinct-ids": _distinct_ids,
     "usage": _usage,
     "reasoning": _reasoning,
     "reasoning-exact": _reasoning_exact,
@@ -804,6 +985,7 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "cut-finish": _cut_finish,
     "cut-tool-call": _cut_tool_call,
     "headers": _headers,
+    "headers-later": _headers_later,
     "no-retry": _no_retry,
     "history": _history,
     "request": _request,

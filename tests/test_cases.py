@@ -170,6 +170,11 @@ class VariantTests(unittest.TestCase):
                         self.assertTrue(variant.name and variant.title and variant.source)
                         self.assertIn(f"| `{key}` | `{variant.name}` |", page)
                         self.assertIn(variant.source, page)
+                        lead = f"| `{key}` | `{variant.name}` |"
+                        row = next(line for line in page.splitlines() if lead in line)
+                        kinds = variant.accepted_kinds(SCENARIOS[key.split("/")[0]].error_kind)
+                        shown = " or ".join(f"`{k}`" for k in kinds) if kinds else "—"
+                        self.assertIn(f"| {shown} |", row, "the row's error kinds accepted")
 
     def test_a_case_runs_every_variant(self) -> None:
         """The case runs each variant of its scenario, less those the target skips."""
@@ -244,22 +249,46 @@ class FailureTests(unittest.TestCase):
     def test_every_failing_variant_is_listed_with_its_source(self) -> None:
         """A backend that misses one shape fails the case once, naming that variant and where it was seen."""
 
+        class OverloadByMessageOnly(OpenAIChatBackend):
+            def error_kind(self, status: Any, error: Any) -> str:
+                kind = super().error_kind(status, error)
+                return "server_error" if kind == "overloaded" and error.get("code") is not None else kind
+
+        with self.assertRaises(AssertionError) as failed:
+            case("stream-error", "stream", lambda url: OverloadByMessageOnly(f"{url}/v1")).run()
+        message = str(failed.exception)
+        self.assertIn("1 of 2 variants failed", message)
+        self.assertIn(
+            "stream-error/stream [openai-chat: in-stream service_unavailable_error / server_is_overloaded]",
+            message,
+        )
+        self.assertIn("seen in openai/codex codex-rs", message)
+        self.assertRegex(message, r"  - \[service-unavailable\] expected an error .* \[error-kind\]\n")
+        self.assertNotIn("[server-error-overloaded]", message)
+
+    def test_a_server_error_only_its_message_calls_an_overload_may_be_either(self) -> None:
+        """In-stream server_error with a null code passes as overloaded or as server_error, and
+        any other kind fails with both named."""
+
         class OverloadByCodeOnly(OpenAIChatBackend):
             def error_kind(self, status: Any, error: Any) -> str:
                 kind = super().error_kind(status, error)
                 return "server_error" if kind == "overloaded" and error.get("code") is None else kind
 
+        class ServerErrorAsAuth(OpenAIChatBackend):
+            def error_kind(self, status: Any, error: Any) -> str:
+                kind = super().error_kind(status, error)
+                return "auth" if error.get("type") == "server_error" else kind
+
+        case("stream-error", "stream", lambda url: OverloadByCodeOnly(f"{url}/v1")).run()
+        case("overloaded", "chat", lambda url: OverloadByCodeOnly(f"{url}/v1")).run()
         with self.assertRaises(AssertionError) as failed:
-            case("stream-error", "stream", lambda url: OverloadByCodeOnly(f"{url}/v1")).run()
+            case("stream-error", "stream", lambda url: ServerErrorAsAuth(f"{url}/v1")).run()
         message = str(failed.exception)
         self.assertIn("1 of 2 variants failed", message)
-        self.assertIn(
-            "stream-error/stream [openai-chat: in-stream server_error, code null, overloaded in the message]",
-            message,
-        )
-        self.assertIn("seen in AutumnWhj/ChatGPT-wechat-bot#153", message)
-        self.assertRegex(message, r"  - \[server-error-overloaded\] expected an error .* \[error-kind\]\n")
-        self.assertNotIn("[service-unavailable]", message)
+        self.assertIn("{'kind': 'overloaded', 'code': 'LLM_OVERLOADED', 'retryable': True} or ", message)
+        self.assertIn("{'kind': 'server_error', 'code': 'LLM_SERVER_ERROR', 'retryable': True}", message)
+        self.assertIn("its message is no contract", message)
 
     def test_failure_message_quotes_the_last_events_sent(self) -> None:
         """A failed case shows the raw events the provider sent to the generation request."""

@@ -7,17 +7,22 @@ import base64
 import copy
 import dataclasses
 import http.client
+import pathlib
+import re
 import unittest
 from typing import Any, AsyncIterator, Dict, List, Optional
+from unittest import mock
 from urllib.parse import urlsplit
 
-from conformance._checks import CHECKS, Problem
+from conformance import _checks as checks
+from conformance._checks import CALL_ID_SEPARATORS, CHECKS, Problem, Seen, carries_id
 from conformance.cases import BackendConformanceTarget, ConformanceCase
 from conformance.contract import ChatRequest, Reasoning, StreamChunk, ToolCall
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.reference import REFERENCE_BACKENDS
 from conformance.reference.anthropic import AnthropicBackend
 from conformance.reference.gemini import GeminiBackend
+from conformance.scenarios import SCENARIOS
 from conformance.wires import WIRES
 from conformance.wires.gemini import gemini_wire
 
@@ -135,6 +140,99 @@ class CallIdTests(unittest.TestCase):
             with self.subTest(mode=mode):
                 self.assertEqual(problems_of(ConformanceCase(target, "tool-call", mode)), [])
 
+    def test_an_id_must_begin_with_the_providers_then_a_separator(self) -> None:
+        """The provider's id, or it, a separator and more, passes; an id that only contains it fails."""
+        for separator in CALL_ID_SEPARATORS:
+            with self.subTest(separator=separator):
+                self.assertTrue(carries_id(f"call_A{separator}sig", "call_A"))
+        self.assertTrue(carries_id("call_A", "call_A"))
+        for got in ("call_Acall_B", "xcall_A", "call_AB", "", None, 7):
+            with self.subTest(got=got):
+                self.assertFalse(carries_id(got, "call_A"))
+        self.assertFalse(carries_id("call_Acall_B", "call_B"))
+
+
+def seen_of(cases: List[ConformanceCase]) -> List[Seen]:
+    """What each variant of ``cases`` saw, by running them (a failure is left to other tests)."""
+    seen: List[Seen] = []
+
+    def spy(one: Seen) -> List[Problem]:
+        seen.append(one)
+        return []
+
+    with mock.patch("conformance._checks.run_checks", spy):
+        for case in cases:
+            try:
+                case.run()
+            except unittest.SkipTest:
+                pass
+    return seen
+
+
+class RetryAfterTests(unittest.TestCase):
+    def test_each_variant_says_the_delay_its_reply_carries(self) -> None:
+        """On every wire, the delay a variant declares is the one its wire reads from the reply it sends."""
+        scenarios = [name for name, row in SCENARIOS.items() if row.error_kind]
+        for wire in WIRES.values():
+            target = BackendConformanceTarget(
+                wire.name, wire, lambda url, w=wire.name: REFERENCE_BACKENDS[w](url, False)
+            )
+            cases = [ConformanceCase(target, s, m) for s in scenarios for m in SCENARIOS[s].modes]
+            for seen in seen_of(cases):
+                with self.subTest(wire=wire.name, case=seen.case.name, variant=seen.variant.name):
+                    self.assertTrue(seen.replies)
+                    self.assertEqual(wire.retry_after_sent(seen.replies[-1]), seen.variant.retry_after)
+
+    def test_gemini_quota_reports_its_retry_info_delay(self) -> None:
+        """Gemini's exhausted quota names a delay, which is reported though the error is not retryable."""
+        self.assertEqual(gemini_wire.variants("quota", "chat")[0].retry_after, 52758.0)
+
+
+class OverStrictTests(unittest.TestCase):
+    def test_a_throttle_typed_as_one_may_be_a_rate_limit(self) -> None:
+        """Bedrock's daily-quota ThrottlingException and Ollama's usage-limit 429 pass as rate limits too."""
+        for wire in ("bedrock-converse", "ollama"):
+            base = REFERENCE_BACKENDS[wire]
+
+            def create(url: str, base: Any = base) -> Any:
+                backend = base(url, False)
+                build = backend.build_error
+
+                def as_rate_limit(kind: str, message: str, **kwargs: Any) -> Any:
+                    return build("rate_limit" if kind == "quota" else kind, message, **kwargs)
+
+                backend.build_error = as_rate_limit
+                return backend
+
+            target = BackendConformanceTarget(wire, WIRES[wire], create)
+            for mode in ("chat", "stream"):
+                with self.subTest(wire=wire, mode=mode):
+                    self.assertEqual(problems_of(ConformanceCase(target, "quota", mode)), [])
+
+    def test_a_stream_that_reported_no_usage_expects_none(self) -> None:
+        """Where OpenAI was not asked for usage it sends none: the request fails, and None is right."""
+        base = REFERENCE_BACKENDS["openai-chat"]
+
+        def create(url: str) -> Any:
+            backend = base(url, False)
+            body = backend.body
+
+            def unasked(chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+                sent: Dict[str, Any] = body(chat, stream)
+                sent.pop("stream_options", None)
+                return sent
+
+            backend.body = unasked
+            return backend
+
+        target = BackendConformanceTarget("o", WIRES["openai-chat"], create)
+        lines = [
+            line for line in problems_of(ConformanceCase(target, "text", "stream")) if line.startswith("  - ")
+        ]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn("include_usage", lines[0])
+        self.assertTrue(lines[0].endswith("[request]"))
+
 
 class ReencodesSignature(GeminiBackend):
     """Hands thought signatures on URL-safe and unpadded, as an SDK that holds them as bytes may."""
@@ -218,6 +316,23 @@ class CheckTableTests(unittest.TestCase):
         self.assertEqual(str(Problem("usage", "expected usage")), "expected usage [usage]")
         for check in CHECKS:
             self.assertRegex(check, r"^[a-z]+(-[a-z]+)*$")
+
+    def test_every_reply_scenario_has_a_finish_reason_and_a_rule_for_its_calls(self) -> None:
+        """A turn that ends normally is judged on its finish reason and on its calls, by one table each."""
+        for scenario in checks._REPLY_SCENARIOS:
+            with self.subTest(scenario=scenario):
+                self.assertEqual((scenario in checks._FINISH) + (scenario in checks._TEXT_FINISH), 1)
+                tables = (checks._TOOL_TURNS, checks._NO_CALL_TURNS, ("truncated-tool-call",))
+                self.assertEqual(sum(scenario in t for t in tables), 1)
+
+    def test_the_troubleshooting_page_explains_every_check(self) -> None:
+        """Each check id has its row in the table of docs/troubleshooting.md, and no row outlives its id."""
+        page = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "troubleshooting.md").read_text(
+            "utf-8"
+        )
+        start = page.index("## The checks")
+        rows = re.findall(r"^\| `([a-z-]+)` \|", page[start : page.index("\n## ", start + 1)], re.M)
+        self.assertEqual(sorted(rows), sorted(CHECKS))
 
 
 if __name__ == "__main__":

@@ -277,7 +277,7 @@ class GateCommandTests(unittest.TestCase):
         self.assertTrue(markdown.startswith("## ❌ Conformance gate failed: unparsed arguments\n"))
         self.assertIn("| tool-call | ❌ fail | ❌ fail |", markdown)
         for name, case in failed.items():
-            self.assertIn("[tool-calls]", case["detail"])
+            self.assertIn("[tool-arguments]", case["detail"])
             self.assertFalse(case["crashed"])
             self.assertIn(f"<details><summary><code>{name}</code> failed:", markdown)
             self.assertIn(f"```text\n{case['detail'].rstrip()}\n```\n", markdown)

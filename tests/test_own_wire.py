@@ -154,7 +154,7 @@ class OwnWireTests(unittest.TestCase):
 
         class Plain:
             name = "plain"
-            rate_limit_retry_after = None
+            unsupported = {"content-filter": "no safety system here"}
 
             def reply(self, scenario: str, mode: str, request: Any) -> Any:
                 return inner.reply(scenario, mode, request) if scenario in ("text", "rate-limit") else None
@@ -164,12 +164,13 @@ class OwnWireTests(unittest.TestCase):
         target = BackendConformanceTarget("own", plain, CohereLikeBackend)  # type: ignore[arg-type]
         self.assertIsInstance(target.wire, Wire)
         self.assertIs(target.wire.inner, plain)  # type: ignore[attr-defined]
-        self.assertIsNone(target.wire.rate_limit_retry_after)
+        self.assertEqual(target.wire.unsupported, {"content-filter": "no safety system here"})
         outcomes = self._outcomes(target.wire)
         self.assertEqual(outcomes["text/stream"], "pass")
+        self.assertEqual(outcomes["rate-limit/chat"], "pass")
         self.assertEqual(outcomes["tool-call/chat"], "skip: plain has no tool-call case")
-        # The page's backend reports the fixture's 7 s, which this wire says is not sent.
-        self.assertIn("expected retry_after None", outcomes["rate-limit/chat"])
+        # A setting the object defines is the wire's: its reason skips the case.
+        self.assertEqual(outcomes["content-filter/chat"], "skip: no safety system here")
 
     def test_a_plain_wire_works_in_both_mixins_and_the_loop_target(self) -> None:
         """The test-class mixins and AgentLoopTarget take a WireLike object as well."""

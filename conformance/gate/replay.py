@@ -127,6 +127,15 @@ class ReplayWire(Wire):
     def call_id(self, scenario: str) -> Optional[str]:
         return self.base.call_id(scenario)
 
+    def usage_sent(self, scenario: str, request: RecordedRequest) -> bool:
+        return self.base.usage_sent(scenario, request)
+
+    def retry_after_for(self, scenario: str) -> Optional[float]:
+        return self.base.retry_after_for(scenario)
+
+    def retry_after_sent(self, reply: Reply) -> Optional[float]:
+        return self.base.retry_after_sent(reply)
+
     def is_generation(self, request: RecordedRequest) -> bool:
         return self.base.is_generation(request)
 

@@ -76,7 +76,7 @@ class OpenAIBase(ReferenceBackend):
         return status_kind(status)
 
     def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
-        """The error for a failure status, with ``retry_after`` for a rate limit.
+        """The error for a failure status, with ``retry_after`` the delay the reply carries, if any.
 
         ``retry_after`` reads ``retry-after-ms``, then ``retry-after``: the order
         openai-python reads them in.
@@ -90,7 +90,7 @@ class OpenAIBase(ReferenceBackend):
             kind,
             error,
             status=status,
-            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
+            retry_after=self.retry_after(headers),
             request_id=headers.get("x-request-id"),
         )
 

@@ -247,7 +247,7 @@ class AnthropicBackend(ReferenceBackend):
         return status_kind(status)
 
     def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
-        """The error for a failure status, with ``retry_after`` for a rate limit.
+        """The error for a failure status, with ``retry_after`` the delay the reply carries, if any.
 
         ``retry_after`` reads ``retry-after`` in seconds (``retry-after-ms`` first,
         where a gateway sends it).
@@ -261,7 +261,7 @@ class AnthropicBackend(ReferenceBackend):
             kind,
             error,
             status=status,
-            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
+            retry_after=self.retry_after(headers),
             request_id=headers.get("request-id"),
         )
 

@@ -298,7 +298,7 @@ class BedrockConverseBackend(ReferenceBackend):
             message or f"HTTP {status} {name}".strip(),
             name=name,
             status=status,
-            retry_after=self.retry_after(headers) if kind == "rate_limit" else None,
+            retry_after=self.retry_after(headers),
             request_id=headers.get("x-amzn-requestid"),
         )
 

@@ -248,14 +248,17 @@ class GeminiBackend(ReferenceBackend):
         return status_kind(status) if status is not None else "server_error"
 
     def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
-        """The error for a failure status, with ``retry_after`` for a rate limit."""
+        """The error for a failure status, with ``retry_after`` the delay the reply carries.
+
+        An exhausted daily quota names the time until the day resets in its RetryInfo
+        too: that is reported, and the error is still not retryable.
+        """
         body = decode_json(raw)
         error = body.get("error") if isinstance(body, dict) else None
         if not isinstance(error, dict):
             error = {"message": f"HTTP {status} with a body that is not a google.rpc.Status"}
         kind = self.error_kind(status, error)
-        retry_after = self.retry_delay(error, headers) if kind == "rate_limit" else None
-        return self.make_error(kind, error, status=status, retry_after=retry_after)
+        return self.make_error(kind, error, status=status, retry_after=self.retry_delay(error, headers))
 
     def retry_delay(self, error: Mapping[str, Any], headers: Mapping[str, str]) -> Optional[float]:
         """``RetryInfo.retryDelay`` (a Duration such as ``"7s"``), then the retry-after headers."""

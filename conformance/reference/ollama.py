@@ -144,7 +144,7 @@ class OllamaBackend(ReferenceBackend):
         return status_kind(status)
 
     def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
-        """The error for a failure status; ``retry_after`` for a rate limit, if a proxy sent one.
+        """The error for a failure status; ``retry_after`` the delay a proxy sent, if one did.
 
         Ollama sends no retry delay itself; a proxy in front of it may.
         """
@@ -152,8 +152,7 @@ class OllamaBackend(ReferenceBackend):
         error = body.get("error") if isinstance(body, dict) else None
         message = error if isinstance(error, str) else raw[:200].decode("utf-8", "replace")
         kind = self.error_kind(status, message)
-        retry_after = self.retry_after(headers) if kind == "rate_limit" else None
-        return self.make_error(kind, message, status=status, retry_after=retry_after)
+        return self.make_error(kind, message, status=status, retry_after=self.retry_after(headers))
 
     def make_error(
         self, kind: str, message: str, *, status: Optional[int], retry_after: Optional[float] = None

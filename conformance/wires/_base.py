@@ -55,6 +55,7 @@ __all__ = [
     "dumps",
     "event_chunks",
     "fresh_id",
+    "header_retry_after",
     "http_date",
     "obfuscation",
     "provider_id",
@@ -326,9 +327,16 @@ class Variant:
     backend that handles one real shape of a failure and not another passes a
     single-shape test and breaks in production. What the backend must report that
     depends on the shape lives here, so the checks read it rather than the wire:
-    ``retry_after`` for a rate limit (``None`` where the reply carries no delay),
+    ``retry_after``, the delay the reply carries (``None`` where it carries none),
     the tool call's ``call_id`` (``None`` where the provider sends none), and an
     ``error_kind`` where the shape means another kind than the scenario's own.
+
+    ``error_kinds`` is the set of kinds a careful client can derive from the shape's
+    machine-readable fields (type, code, status, event), where they allow more than
+    one: OpenAI's in-stream ``server_error`` whose code is null, which only its
+    message calls an overload, is ``("overloaded", "server_error")``. A verdict never
+    rests on a message's wording. Empty, the one kind is ``error_kind``, else the
+    scenario's own.
     """
 
     #: Short, for skip keys and failure lines: ``credit-balance-400``. The empty name
@@ -344,10 +352,21 @@ class Variant:
     #: The reasoning the provider returns with its answer in this shape (a ``reasoning``
     #: variant), which the backend must pass on unaltered.
     reasoning: Tuple[Reasoning, ...] = ()
+    error_kinds: Tuple[str, ...] = ()
 
     def label(self, wire: Wire) -> str:
         """``anthropic: 400 credit balance too low``."""
         return f"{wire.name}: {self.title or self.name}"
+
+    def accepted_kinds(self, scenario_kind: Optional[str]) -> Tuple[str, ...]:
+        """The error kinds a backend may report for this shape; empty where it must not fail.
+
+        ``scenario_kind`` is the scenario's own kind (``None`` for a turn that ends normally).
+        """
+        if self.error_kinds:
+            return self.error_kinds
+        kind = self.error_kind or scenario_kind
+        return (kind,) if kind is not None else ()
 
 
 class Wire:
@@ -401,15 +420,51 @@ class Wire:
     #: What ends a streamed turn on this wire, for messages: ``data: [DONE]``. A stream
     #: that stops before it was cut (``stream-cut``).
     terminal_event: str = "the provider's terminal event"
-    #: The scenarios whose reply reports usage, which the backend must pass on.
+    #: The scenarios whose reply reports usage, which the backend must pass on; on the
+    #: others (and where :meth:`usage_sent` says a reply carried none) it must report ``None``.
     reports_usage: FrozenSet[str] = frozenset(
-        {"text", "tool-call", "tool-call-with-stop", "truncated-tool-call", "content-filter"}
+        {
+            "text",
+            "tool-call",
+            "tool-call-with-stop",
+            "tool-result",
+            "parallel-tool-calls",
+            "truncated-tool-call",
+            "content-filter",
+            "reasoning",
+        }
     )
 
     #: The path the generation call ends with (``/chat/completions``); empty, any
     #: ``POST`` is the generation call. A wire whose call has no one path (the model
     #: is in it) overrides :meth:`is_generation`.
     generation_path: str = ""
+
+    def usage_sent(self, scenario: str, request: RecordedRequest) -> bool:
+        """Whether the reply to ``request`` in ``scenario`` reports usage.
+
+        By default whether ``scenario`` is in :attr:`reports_usage`; a wire whose stream
+        reports usage only when asked (OpenAI Chat's ``stream_options.include_usage``)
+        reads the request too.
+        """
+        return scenario in self.reports_usage
+
+    def retry_after_for(self, scenario: str) -> Optional[float]:
+        """The delay (seconds) the unnamed shape of ``scenario`` carries, ``None`` where it carries none.
+
+        By default :attr:`rate_limit_retry_after` for ``rate-limit`` and none elsewhere;
+        a wire whose other failures carry a delay (Gemini's quota ``RetryInfo``) says so.
+        """
+        return self.rate_limit_retry_after if scenario == "rate-limit" else None
+
+    def retry_after_sent(self, reply: Reply) -> Optional[float]:
+        """The delay ``reply`` carries, in seconds, as a client reads it; ``None`` where it carries none.
+
+        By default the ``retry-after-ms`` header, then ``retry-after`` (seconds, or an
+        HTTP-date, read against the clock now); a wire whose provider puts the delay in
+        the body (Gemini's ``RetryInfo.retryDelay``) reads it there too.
+        """
+        return header_retry_after(getattr(reply, "headers", None) or {})
 
     def call_id(self, scenario: str) -> Optional[str]:
         """The id the provider gives the tool call in ``scenario``, or ``None`` where it sends none.
@@ -427,15 +482,14 @@ class Wire:
         """The shapes ``scenario`` is answered in (in ``mode``): the table's, or one unnamed shape.
 
         The unnamed shape expects what the wire says for every scenario:
-        :attr:`rate_limit_retry_after` and :meth:`call_id`.
+        :meth:`retry_after_for` and :meth:`call_id`.
         """
         listed = self.variants_table.get(f"{scenario}/{mode}") or self.variants_table.get(scenario)
         if listed:
             return listed
         if scenario == "tool-result":
             return self._history_variants()
-        retry_after = self.rate_limit_retry_after if scenario == "rate-limit" else None
-        return (Variant("", retry_after=retry_after, call_id=self.call_id(scenario)),)
+        return (Variant("", retry_after=self.retry_after_for(scenario), call_id=self.call_id(scenario)),)
 
     def variant(self, scenario: str, mode: str, name: str) -> Variant:
         """The variant of ``scenario`` in ``mode`` called ``name``; :class:`KeyError` if there is none."""
@@ -599,6 +653,36 @@ class Wire:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def header_retry_after(headers: Mapping[str, str]) -> Optional[float]:
+    """The delay a reply's headers carry, in seconds: ``retry-after-ms``, then ``retry-after``.
+
+    The order openai-python and anthropic-sdk-python read them in; ``retry-after`` is
+    seconds or an HTTP-date. ``None`` where neither is there or neither reads.
+    """
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    milliseconds = lowered.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return float(milliseconds) / 1000.0
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    import email.utils  # only for a date, which no shipped wire sends
+    import time
+
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def check_json_post(request: RecordedRequest, model: str, path: str) -> Tuple[List[str], Dict[str, Any]]:

@@ -13,6 +13,7 @@ does (crewAI ``lib/crewai/tests/cassettes/llms/google/test_google_streaming_retu
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
@@ -24,11 +25,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ERRORS",
     "OVERLOADED_MESSAGE",
+    "QUOTA_RETRY_DELAY",
     "RATE_LIMIT_VARIANTS",
     "error_body",
     "error_reply",
     "pretty_json",
     "response_headers",
+    "retry_delay",
 ]
 
 OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
@@ -98,6 +101,9 @@ _QUOTA_TEXT = (
     "Please retry in {delay}."
 )
 _INVALID_KEY = "API key not valid. Please pass a valid API key."
+#: The delay an exhausted daily quota's ``RetryInfo`` names (the time left until the day
+#: resets): a backend reports it as ``retry_after``, and calls the error non-retryable.
+QUOTA_RETRY_DELAY = 52758.0
 
 #: scenario -> (HTTP status, error.status, error.message, error.details)
 ERRORS: Mapping[str, Tuple[int, str, str, List[Dict[str, Any]]]] = {
@@ -114,7 +120,7 @@ ERRORS: Mapping[str, Tuple[int, str, str, List[Dict[str, Any]]]] = {
         429,
         "RESOURCE_EXHAUSTED",
         _QUOTA_TEXT.format(limit=250, delay="52758.312448806s"),
-        [_HELP, quota_failure(_DAILY_QUOTA_ID, "250"), retry_info(52758)],
+        [_HELP, quota_failure(_DAILY_QUOTA_ID, "250"), retry_info(int(QUOTA_RETRY_DELAY))],
     ),
     # A wrong API key is a 400 INVALID_ARGUMENT with ErrorInfo.reason API_KEY_INVALID,
     # not a 401: 401 UNAUTHENTICATED is only for a bad OAuth token.
@@ -179,6 +185,30 @@ RATE_LIMIT_VARIANTS = (
         "TestAgentMultimodalGemini.test_video_file[gemini-gemini-2.0-flash].yaml",
     ),
 )
+
+
+#: A ``google.protobuf.Duration`` in its JSON form: seconds with up to nine decimals, then ``s``.
+_DURATION = re.compile(r"^(\d+(?:\.\d{1,9})?)s$")
+
+
+def retry_delay(body: Any) -> Optional[float]:
+    """The seconds of the first ``RetryInfo.retryDelay`` in an ``{"error": google.rpc.Status}``
+    body (JSON text or parsed), ``None`` where it has none."""
+    if isinstance(body, (bytes, bytearray, str)):
+        import json
+
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return None
+    error = body.get("error") if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            found = _DURATION.match(str(detail.get("retryDelay", "")))
+            if found:
+                return float(found.group(1))
+    return None
 
 
 def error_body(scenario: str, variant: str = "") -> Dict[str, Any]:

@@ -251,6 +251,10 @@ REDACTED_THINKING = Reasoning(
     provider="bedrock",
 )
 
+#: What a ThrottlingException may be reported as: its type says a throttle, and only its
+#: message ("per day") says the quota of the day is spent, so a rate limit is a fair reading.
+QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
+
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "reasoning": (
         Variant(
@@ -277,6 +281,14 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         "NousResearch/hermes-agent#109988 and langchain-ai/langchain-aws#1287 (a ConverseStream "
         "that ended before messageStop taken for a finished turn)",
         "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html",
+    ),
+    "quota": (
+        Variant(
+            "throttling-per-day",
+            "429 ThrottlingException, per day in the message only",
+            "minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
+            error_kinds=QUOTA_OR_RATE_LIMIT,
+        ),
     ),
     "content-filter/stream": (
         Variant(

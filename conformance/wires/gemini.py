@@ -50,10 +50,12 @@ from ._base import (
 from ._gemini_errors import (
     ERRORS,
     OVERLOADED_MESSAGE,
+    QUOTA_RETRY_DELAY,
     RATE_LIMIT_VARIANTS,
     error_reply,
     pretty_json,
     response_headers,
+    retry_delay,
 )
 
 if TYPE_CHECKING:
@@ -339,6 +341,19 @@ class GeminiWire(Wire):
 
     def is_generation(self, request: RecordedRequest) -> bool:
         return request.method == "POST" and GENERATE_PATH.search(request.path) is not None
+
+    def retry_after_for(self, scenario: str) -> Optional[float]:
+        # An exhausted daily quota names the time until the day resets in its RetryInfo.
+        return QUOTA_RETRY_DELAY if scenario == "quota" else super().retry_after_for(scenario)
+
+    def retry_after_sent(self, reply: Reply) -> Optional[float]:
+        """``RetryInfo.retryDelay`` in an error body, then the retry-after headers."""
+        encoded = getattr(reply, "encoded", None)
+        if getattr(reply, "status", 200) >= 400 and callable(encoded):
+            found = retry_delay(encoded())
+            if found is not None:
+                return found
+        return super().retry_after_sent(reply)
 
     def wants_stream(self, request: RecordedRequest) -> bool:
         return request.path.endswith(":streamGenerateContent")

@@ -231,6 +231,10 @@ VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
 #: queue is only full before the first line, and that is a 503).
 RUNNER_ERROR = "an error was encountered while running the model: unexpected EOF"
 
+#: What a 429 from ollama.com may be reported as: Ollama's errors are a message and a
+#: status only, and only the message says the limit is a usage quota, not a rate.
+QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
+
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "reasoning": (
         Variant(
@@ -253,11 +257,13 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "weekly-usage-limit",
             "429 weekly usage limit, upgrade for higher limits",
             "HomericIntelligence/Scylla#346; continuedev/continue#11444 (the session limit, same form)",
+            error_kinds=QUOTA_OR_RATE_LIMIT,
         ),
         Variant(
             "hourly-usage-limit",
             "429 hourly usage limit, please wait or upgrade to continue",
             "continuedev/continue#9233; continuedev/continue#10579 (the session limit, same form)",
+            error_kinds=QUOTA_OR_RATE_LIMIT,
         ),
     ),
     "server-error": (

@@ -297,6 +297,10 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
     ),
 }
 
+#: What a ``server_error`` with a null code may be reported as: its type says a server
+#: error, its status (503) or its message an overload, and both are retryable.
+OVERLOADED_OR_SERVER_ERROR = ("overloaded", "server_error")
+
 #: The raw 503 bodies quoted in issues (type ``server_error``, code null, "overloaded"
 #: only in the message); the client that reads only the code calls them server errors.
 SERVER_ERROR_503 = "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53"
@@ -310,7 +314,10 @@ VARIANTS: Mapping[str, Any] = {
     ),
     "overloaded": (
         Variant(
-            "server-error-503", "503 server_error, code null, overloaded in the message", SERVER_ERROR_503
+            "server-error-503",
+            "503 server_error, code null, overloaded in the message",
+            SERVER_ERROR_503,
+            error_kinds=OVERLOADED_OR_SERVER_ERROR,
         ),
         Variant(
             "service-unavailable",
@@ -328,6 +335,7 @@ VARIANTS: Mapping[str, Any] = {
             "server-error-overloaded",
             "in-stream server_error, code null, overloaded in the message",
             SERVER_ERROR_503 + "; openai/openai-python#1625 (mid-stream server_error text)",
+            error_kinds=OVERLOADED_OR_SERVER_ERROR,
         ),
     ),
     "rate-limit": (
@@ -405,6 +413,12 @@ class OpenAIChatWire(Wire):
         return f"<{type(self).__name__} {self.name!r}{shown}>"
     terminal_event = "data: [DONE]"
 
+    def usage_sent(self, scenario: str, request: RecordedRequest) -> bool:
+        # A stream reports usage only when the request asked for it.
+        if self.wants_stream(request) and not _include_usage(request):
+            return False
+        return super().usage_sent(scenario, request)
+
     def aux_reply(self, request: RecordedRequest) -> Reply:
         # openai-python's client.models.retrieve(): GET {base}/models/{model}
         if request.method == "GET" and "/models/" in request.path:
@@ -427,9 +441,7 @@ class OpenAIChatWire(Wire):
             if scenario == "stream-cut":
                 return self._cut_whole(model, variant)
             return self._whole(scenario, model)
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        return self._stream(scenario, model, include_usage, variant)
+        return self._stream(scenario, model, _include_usage(request), variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
         from ..provider.replies import HangReply, JsonReply
@@ -530,10 +542,7 @@ class OpenAIChatWire(Wire):
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
         from ._turns import TurnEvents, split_text
 
-        body = request.json if isinstance(request.json, dict) else {}
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        out = _Chunks(_model(request), include_usage)
+        out = _Chunks(_model(request), _include_usage(request))
         thinking = _thinking(turn)
         if thinking:
             # DeepSeek opens the message with an empty reasoning delta, then streams it.
@@ -612,6 +621,13 @@ def _thinking(turn: ScriptedTurn) -> str:
 
 def _finish(reason: str) -> str:
     return _FINISH.get(reason, "stop")
+
+
+def _include_usage(request: RecordedRequest) -> bool:
+    """Whether the request asked for the usage chunk: ``stream_options.include_usage`` true."""
+    body = request.json if isinstance(request.json, dict) else {}
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _model(request: RecordedRequest) -> str:

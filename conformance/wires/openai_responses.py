@@ -417,6 +417,9 @@ ERRORS: Mapping[str, Any] = {
 
 #: The Chat Completions shapes of an overload answer here too (the same API front).
 SERVERS_OVERLOADED = "Our servers are currently overloaded. Please try again later."
+#: What a 503 ``server_error`` with a null code may be reported as: its type says a server
+#: error, its status (or its message) an overload, and both are retryable.
+OVERLOADED_OR_SERVER_ERROR = ("overloaded", "server_error")
 SERVER_ERROR_MESSAGE = (
     "An error occurred while processing your request. You can retry your request, or contact us "
     "through our help center at help.openai.com if the error persists. Please include the request "
@@ -495,6 +498,7 @@ VARIANTS: Mapping[str, Any] = {
             "server-error-503",
             "503 server_error, code null, overloaded in the message",
             "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53",
+            error_kinds=OVERLOADED_OR_SERVER_ERROR,
         ),
         Variant(
             "service-unavailable",

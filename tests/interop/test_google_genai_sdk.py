@@ -337,7 +337,8 @@ def _error(exc: Any) -> LLMError:
     return LLMError.from_kind(
         kind,
         str(exc.message),
-        retry_after=retry_after if kind == "rate_limit" else None,
+        # The delay the reply names, on every kind: a per-day quota names one too.
+        retry_after=retry_after,
         status=exc.code,
         provider="gemini",
     )

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Tuple
 
 #: The checks that judge the request rather than the answer; a mutant caught only by
 #: these says nothing about the case it fails, so it counts for no case column.
-REQUEST_CHECKS = frozenset({"headers", "request", "no-retry"})
+REQUEST_CHECKS = frozenset({"headers", "headers-later", "request", "no-retry"})
 
 
 @dataclass(frozen=True)

@@ -203,9 +203,11 @@ class Zoo:
             if not case.skip and case.scenario != "tool-result"
         )
 
-    def every_wire(self) -> List[Mutant]:
-        """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`)."""
-        return [self.shared(bug) for bug in EVERY_WIRE]
+    def every_wire(self, *, leave_out: Tuple[SharedBug, ...] = ()) -> List[Mutant]:
+        """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`), less ``leave_out``:
+        a bug a wire's shapes allow (a throttle its provider types as one, reported as a
+        rate limit) is no bug there."""
+        return [self.shared(bug) for bug in EVERY_WIRE if bug not in leave_out]
 
     def shared(
         self,
@@ -812,6 +814,160 @@ class FlushesCallsOnCut(ReferenceBackend):
             raise
 
 
+class ConcatenatesIds(EditsCalls):
+    """Gathers ids in one buffer for the whole turn, as a stream accumulator that appends
+    each id fragment to the last does: ``call_A``, then ``call_Acall_B``."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        ids = [c.id for c in calls]
+        return [dataclasses.replace(c, id="".join(ids[: i + 1])) for i, c in enumerate(calls)]
+
+
+class OneIdForEveryCall(EditsCalls):
+    """Gives every call of a turn the first call's id, as a parser that keeps one id per turn does."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [dataclasses.replace(c, id=calls[0].id) for c in calls]
+
+
+class NamespacesToolName(EditsCalls):
+    """Reports each call under a name of its own making (``functions.get_weather``)."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [dataclasses.replace(c, name=f"functions.{c.name}") for c in calls]
+
+
+class DropsOptionalArguments(EditsCalls):
+    """Keeps only the arguments the schema requires, as a parser that validates too eagerly does."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [
+            dataclasses.replace(c, arguments={k: v for k, v in c.arguments.items() if k == "city"})
+            for c in calls
+        ]
+
+
+#: The text the "announces its calls" mutant adds to a tool turn.
+ANNOUNCEMENT = "[calling get_weather]"
+
+
+class AnnouncesCalls(ReferenceBackend):
+    """Adds words of its own to a turn that calls a tool, for a chat window to show."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        if response.tool_calls:
+            response = dataclasses.replace(response, content=(response.content or "") + ANNOUNCEMENT)
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):
+            if chunk.tool_calls:
+                yield StreamChunk(content=ANNOUNCEMENT)
+            yield chunk
+
+
+class InventsCall(ReferenceBackend):
+    """Reports the one tool offered as called on a turn that called none."""
+
+    def invented(self) -> ToolCall:
+        return ToolCall("call_invented", "get_weather", {})
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        if not response.tool_calls:
+            response = dataclasses.replace(response, tool_calls=(self.invented(),))
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        called = False
+        async for chunk in super().chat_stream(chat):
+            called = called or bool(chunk.tool_calls)
+            if chunk.finish_reason is not None and not called:
+                chunk = dataclasses.replace(chunk, tool_calls=(self.invented(),))
+            yield chunk
+
+
+class EarlyFinish(ReferenceBackend):
+    """Puts finish_reason "stop" on the first chunk of text, then the real one at the end."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        first = True
+        async for chunk in super().chat_stream(chat):
+            if first and chunk.content and chunk.finish_reason is None:
+                first = False
+                chunk = dataclasses.replace(chunk, finish_reason="stop")
+            yield chunk
+
+
+def renames_finish(reason: str, name: str) -> type:
+    """A mixin that reports the finish reason ``reason`` under the provider's raw ``name``."""
+
+    class RenamesFinish:
+        def finish_reason(self, *args: Any) -> str:
+            result: str = super().finish_reason(*args)  # type: ignore[misc]
+            return name if result == reason else result
+
+    return RenamesFinish
+
+
+class DropsUsageAfterTheFirstTurn:
+    """Passes usage on for a one-question turn only: a turn with history, or with more than
+    one call, is counted nowhere."""
+
+    def later_turn(self, chat: ChatRequest) -> bool:
+        return any(m.role == "tool" for m in chat.messages)
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response: ChatResponse = await super().chat(chat)  # type: ignore[misc]
+        if self.later_turn(chat) or len(response.tool_calls) > 1:
+            response = dataclasses.replace(response, usage=None)
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):  # type: ignore[misc]
+            if self.later_turn(chat) or len(chunk.tool_calls) > 1:
+                chunk = dataclasses.replace(chunk, usage=None)
+            yield chunk
+
+
+#: The delay the "invents a quota delay" mutant reports: an hour, as a default for "later".
+QUOTA_DELAY = 3600.0
+
+
+class InventsQuotaDelay(Edits):
+    """Reports an hour's retry_after on every exhausted quota, whatever the reply said."""
+
+    def edit(self, error: LLMError) -> None:
+        if error.kind == "quota":
+            error.retry_after = QUOTA_DELAY
+
+
+class HeadersOnFirstRequestOnly(ReferenceBackend):
+    """Sends the caller's headers on its first request only (a model lookup before the call),
+    as a client that sets them when it connects and not per request does."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        from conformance.reference._transport import request
+
+        lookup = await request(
+            self.url(chat, stream),
+            "GET",
+            headers=dict(self.extra_headers),
+            http2=self.http2,
+            signal=chat.signal,
+            timeout=self.timeout,
+        )
+        try:
+            await lookup.read()
+        finally:
+            await lookup.aclose()
+        return await super().send(chat, stream)
+
+    def headers(self, stream: bool) -> Dict[str, str]:
+        return {k: v for k, v in super().headers(stream).items() if k not in self.extra_headers}
+
+
 ERRORS = ("error-kind", "error-details")
 DROPS_USAGE = SharedBug(
     "drops-usage", "reports no usage", DropsUsage, ("usage",), ("text/chat", "text/stream", "tool-call/chat")
@@ -1122,6 +1278,99 @@ TAKES_CUT_FOR_END = SharedBug(
     ("stream-cut/stream",),
 )
 
+CONCATENATES_IDS = SharedBug(
+    "concatenates-ids",
+    "glues the ids of a turn's calls together (call_A, then call_Acall_B)",
+    ConcatenatesIds,
+    ("call-id",),
+    ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+ONE_ID_FOR_EVERY_CALL = SharedBug(
+    "one-id-for-every-call",
+    "gives every call of a turn the first call's id",
+    OneIdForEveryCall,
+    ("call-id", "distinct-ids"),
+    ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+NAMESPACES_TOOL_NAME = SharedBug(
+    "namespaces-tool-name",
+    "reports a call as functions.get_weather",
+    NamespacesToolName,
+    ("tool-name",),
+    ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+DROPS_OPTIONAL_ARGUMENTS = SharedBug(
+    "drops-optional-arguments",
+    "keeps only the arguments the schema requires",
+    DropsOptionalArguments,
+    ("tool-arguments",),
+    ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/stream"),
+)
+ANNOUNCES_CALLS = SharedBug(
+    "announces-calls",
+    f"adds {ANNOUNCEMENT!r} to the content of a tool turn",
+    AnnouncesCalls,
+    ("tool-turn-content",),
+    (
+        "tool-call/chat",
+        "tool-call/stream",
+        "tool-call-with-stop/chat",
+        "tool-call-with-stop/stream",
+        "parallel-tool-calls/chat",
+        "parallel-tool-calls/stream",
+    ),
+)
+INVENTS_CALL = SharedBug(
+    "invents-call",
+    "reports the tool offered as called on a turn that called none",
+    InventsCall,
+    ("no-tool-calls",),
+    ("text/chat", "text/stream", "tool-result/chat", "tool-result/stream"),
+)
+EARLY_FINISH = SharedBug(
+    "early-finish",
+    'puts finish_reason "stop" on the first chunk of text too',
+    EarlyFinish,
+    ("finish-once",),
+    ("text/stream", "truncated-tool-call/stream", "tool-result/stream"),
+)
+RAW_STOP_REASON = SharedBug(
+    "raw-stop-reason",
+    'reports a text turn\'s finish reason as "end_turn", the provider\'s word',
+    renames_finish("stop", "end_turn"),
+    ("text-finish",),
+    ("text/chat", "text/stream", "tool-result/chat", "tool-result/stream"),
+)
+LENGTH_AS_STOP = SharedBug(
+    "length-as-stop",
+    'calls a turn cut off by the token limit "stop"',
+    reports_stop_for("length"),
+    ("finish-reason",),
+    ("truncated-tool-call/chat", "truncated-tool-call/stream"),
+)
+DROPS_USAGE_AFTER_FIRST_TURN = SharedBug(
+    "drops-usage-after-first-turn",
+    "reports no usage on a turn with history or with parallel calls",
+    DropsUsageAfterTheFirstTurn,
+    ("usage",),
+    ("tool-result/chat", "tool-result/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+INVENTS_QUOTA_DELAY = SharedBug(
+    "invents-quota-delay",
+    f"reports a retry_after of {QUOTA_DELAY:.0f} s on every exhausted quota",
+    InventsQuotaDelay,
+    ("retry-after",),
+    ("quota/chat", "quota/stream"),
+)
+HEADERS_ON_FIRST_REQUEST_ONLY = SharedBug(
+    "headers-on-first-request-only",
+    "sends the caller's headers on a lookup first, then not on the call",
+    HeadersOnFirstRequestOnly,
+    ("headers-later",),
+    ("text/chat", "tool-call/stream"),
+    headers=HEADERS,
+)
+
 #: The shared bugs every zoo lists, in this order, before its own.
 EVERY_WIRE = (
     DROPS_USAGE,
@@ -1160,4 +1409,17 @@ EVERY_WIRE = (
     CUT_KIND_OF_ITS_OWN,
     SWALLOWS_CUT,
     FINISHES_ON_CUT,
+    NAMESPACES_TOOL_NAME,
+    DROPS_OPTIONAL_ARGUMENTS,
+    ANNOUNCES_CALLS,
+    INVENTS_CALL,
+    EARLY_FINISH,
+    RAW_STOP_REASON,
+    LENGTH_AS_STOP,
+    DROPS_USAGE_AFTER_FIRST_TURN,
+    INVENTS_QUOTA_DELAY,
+    HEADERS_ON_FIRST_REQUEST_ONLY,
 )
+#: The shared bugs of ids the provider sends: every zoo but that of a wire whose provider
+#: sends none (Ollama), where they show differently.
+PROVIDER_IDS = (CONCATENATES_IDS, ONE_ID_FOR_EVERY_CALL)

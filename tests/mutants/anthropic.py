@@ -150,6 +150,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, AnthropicBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
@@ -172,7 +173,7 @@ MUTANTS = [
         "unparsed-arguments",
         "returns the input as a JSON string",
         UnparsedArguments,
-        checks=("tool-calls",),
+        checks=("tool-arguments",),
         cases=(
             "tool-call/chat",
             "tool-call/stream",

@@ -208,7 +208,9 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, BedrockConverseBackend):
 
 
 MUTANTS = [
-    *zoo.every_wire(),
+    # A daily quota comes as a ThrottlingException: a rate limit is a fair reading of it.
+    *zoo.every_wire(leave_out=(shared.QUOTA_AS_RATE_LIMIT,)),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
@@ -244,7 +246,7 @@ MUTANTS = [
         "unparsed-arguments",
         "returns the tool input as a JSON string",
         UnparsedArguments,
-        checks=("tool-calls",),
+        checks=("tool-arguments",),
         cases=(
             "tool-call/chat",
             "tool-call/stream",

@@ -58,6 +58,15 @@ class IgnoresRetryDelay(GeminiBackend):
         return None
 
 
+class RetryDelayOnRateLimitOnly(GeminiBackend):
+    """Reads RetryInfo on a rate limit only, and drops the delay an exhausted quota names."""
+
+    def make_error(self, kind: str, error: Mapping[str, Any], **kwargs: Any) -> LLMError:
+        if kind != "rate_limit":
+            kwargs["retry_after"] = None
+        return super().make_error(kind, error, **kwargs)
+
+
 class AuthByStatusOnly(GeminiBackend):
     """Looks for 401/403 only; Gemini says a wrong key with a 400 and ErrorInfo."""
 
@@ -146,6 +155,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, GeminiBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING, "leaves the thought signature off the call it sends back"),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
@@ -194,6 +204,13 @@ MUTANTS = [
         IgnoresRetryDelay,
         checks=("retry-after",),
         cases=("rate-limit/chat", "rate-limit/stream"),
+    ),
+    zoo.mutant(
+        "retry-delay-on-rate-limit-only",
+        "drops the RetryInfo delay of an exhausted quota",
+        RetryDelayOnRateLimitOnly,
+        checks=("retry-after",),
+        cases=("quota/chat", "quota/stream"),
     ),
     zoo.mutant(
         "auth-by-status-only",
@@ -253,7 +270,7 @@ MUTANTS = [
         "reads an error body only under a JSON content type, not on a streamed request's error",
         ErrorBodyOnlyAsJson,
         checks=("error-details", "error-kind"),
-        cases=("quota/stream", "auth/stream", "context-overflow/stream"),
+        cases=("auth/stream", "context-overflow/stream"),
     ),
     zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
     zoo.mutant(

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
-from conformance.contract import ChatRequest, StreamChunk, ToolCall
+from conformance.contract import ChatRequest, StreamChunk, ToolCall, Usage
 from conformance.reference.openai_chat import OpenAIChatBackend, _PartialCall
 
 from . import _common as shared
 from ._common import Zoo
-from ._openai import OverloadedOnlyByCode
 
 zoo = Zoo("openai-chat", OpenAIChatBackend, path="/v1")
 
@@ -64,6 +64,21 @@ class RetryAfterInMilliseconds(OpenAIChatBackend):
         return float(value) if value is not None else None
 
 
+class ZeroUsageUnasked(OpenAIChatBackend):
+    """Never asks a stream for its usage, and reports zeros where none came."""
+
+    def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+        body = super().body(chat, stream)
+        body.pop("stream_options", None)
+        return body
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):
+            if chunk.finish_reason is not None and chunk.usage is None:
+                chunk = dataclasses.replace(chunk, usage=Usage(0, 0, 0))
+            yield chunk
+
+
 class QuietOnStreamError(OpenAIChatBackend):
     def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
         if chunk.get("error"):
@@ -82,6 +97,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIChatBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.mutant(
         "stop-on-tool-turn",
         'passes "stop" through on a tool turn',
@@ -93,7 +109,7 @@ MUTANTS = [
         "unparsed-arguments",
         "returns the arguments as a JSON string",
         UnparsedArguments,
-        checks=("tool-calls",),
+        checks=("tool-arguments",),
         cases=(
             "tool-call/chat",
             "tool-call/stream",
@@ -135,11 +151,11 @@ MUTANTS = [
     zoo.shared(shared.SENDS_NO_TOOLS),
     zoo.shared(shared.INVENTS_RETRY_AFTER),
     zoo.mutant(
-        "overloaded-only-by-code",
-        "calls an error an overload only when its code says server_is_overloaded",
-        OverloadedOnlyByCode,
-        checks=("error-details", "error-kind"),
-        cases=("overloaded/chat", "overloaded/stream", "stream-error/stream"),
+        "zero-usage-unasked",
+        "never asks a stream for usage, and reports zeros where none came",
+        ZeroUsageUnasked,
+        checks=("request", "usage"),
+        cases=("text/stream", "tool-call/stream"),
     ),
     zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
     zoo.mutant(

@@ -10,7 +10,7 @@ from conformance.reference.openai_responses import OpenAIResponsesBackend, _Turn
 
 from . import _common as shared
 from ._common import Zoo
-from ._openai import OverloadedOnlyByCode, QuotaOnlyOn429, StreamErrorAsOverload
+from ._openai import QuotaOnlyOn429, StreamErrorAsOverload
 
 zoo = Zoo("openai-responses", OpenAIResponsesBackend, path="/v1")
 
@@ -127,6 +127,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIResponsesBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
@@ -159,7 +160,7 @@ MUTANTS = [
         "unparsed-arguments",
         "returns the arguments as a JSON string",
         UnparsedArguments,
-        checks=("tool-calls",),
+        checks=("tool-arguments",),
         cases=(
             "tool-call/chat",
             "tool-call/stream",
@@ -212,13 +213,6 @@ MUTANTS = [
         cases=zoo.every_case(),
     ),
     zoo.shared(shared.INVENTS_RETRY_AFTER),
-    zoo.mutant(
-        "overloaded-only-by-code",
-        "calls an error an overload only when its code says server_is_overloaded",
-        OverloadedOnlyByCode,
-        checks=("error-details", "error-kind"),
-        cases=("overloaded/chat", "overloaded/stream"),
-    ),
     zoo.mutant(
         "stream-error-as-overload",
         "calls every in-stream error it cannot place an overload, so server_error/server_error too",
