@@ -38,6 +38,7 @@ _REPLY_SCENARIOS = (
     "tool-result",
     "parallel-tool-calls",
     "truncated-tool-call",
+    "corrupt-arguments",
     "content-filter",
 )
 _MISSING: Any = object()
@@ -267,6 +268,12 @@ def _reply(seen: Seen) -> List[str]:
     if seen.scenario not in _REPLY_SCENARIOS or not seen.ended:
         return []
     if seen.error is not None:
+        if seen.scenario == "corrupt-arguments":
+            return [
+                "expected a reply carrying the call with its raw argument text (arguments that do "
+                "not parse are the caller's to answer, not a failure of the turn), got "
+                f"{_describe(seen.error)}"
+            ]
         return [f"expected a reply, got {_describe(seen.error)}"]
     if seen.case.mode == "chat" and seen.outcome.response is None:
         return ["expected a ChatResponse, got None"]
@@ -292,6 +299,9 @@ _FINISH = {
     "tool-result": ("stop",),
     "parallel-tool-calls": ("tool_calls",),
     "truncated-tool-call": ("length",),
+    # The provider ended the turn normally with a call (tool_calls, tool_use): the
+    # caller must answer it, broken or not, so the turn is a tool turn.
+    "corrupt-arguments": ("tool_calls",),
     "content-filter": ("content_filter", "refusal"),
 }
 
@@ -327,6 +337,8 @@ def _tool_calls(seen: Seen) -> List[str]:
         return problems
     if seen.scenario == "parallel-tool-calls":
         return _parallel_calls(calls)
+    if seen.scenario == "corrupt-arguments":
+        return []  # the unparsed-* checks below, one condition each
     if not calls:
         return []
     if seen.scenario == "truncated-tool-call":
@@ -400,6 +412,59 @@ def _usage(seen: Seen) -> List[str]:
     if _usage_tuple(usage) == _usage_tuple(FX.usage):
         return []
     return [f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}"]
+
+
+# -- a call whose arguments do not parse --------------------------------------------------
+
+
+def _unparsed_calls(seen: Seen) -> Optional[List[Any]]:
+    """The calls of a ``corrupt-arguments`` turn that ended normally; ``None`` on any other case."""
+    if seen.scenario != "corrupt-arguments" or not seen.got_reply:
+        return None
+    return seen.collected()[2]
+
+
+def _unparsed_call_kept(seen: Seen) -> List[str]:
+    calls = _unparsed_calls(seen)
+    if calls is None:
+        return []
+    if len(calls) == 1 and getattr(calls[0], "name", None) == FX.tool_name:
+        return []
+    return [
+        f"expected the {FX.tool_name} call whose arguments do not parse, once, got {len(calls)}: "
+        f"{calls!r} (the model made a call: the caller must see it, to answer it with an error)"
+    ]
+
+
+def _unparsed_arguments(seen: Seen) -> List[str]:
+    calls = _unparsed_calls(seen)
+    if not calls or len(calls) != 1:
+        return []
+    from .wires._unparsed import unparsed_text
+
+    sent = unparsed_text(seen.variant.name)
+    got = getattr(calls[0], "unparsed_arguments", _MISSING)
+    if got == sent:
+        return []
+    shown = "no unparsed_arguments attribute" if got is _MISSING else repr(got)
+    return [
+        f"expected unparsed_arguments to hold the provider's argument text byte for byte, {sent!r}, "
+        f"got {shown}"
+    ]
+
+
+def _unparsed_not_repaired(seen: Seen) -> List[str]:
+    calls = _unparsed_calls(seen)
+    if not calls or len(calls) != 1:
+        return []
+    arguments = getattr(calls[0], "arguments", None)
+    if isinstance(arguments, Mapping) and not arguments:
+        return []
+    return [
+        "expected arguments {} on a call whose text does not parse (its text goes in "
+        f"unparsed_arguments), got {arguments!r}: a repaired or guessed object runs the tool on "
+        "what the model never wrote"
+    ]
 
 
 def _corrupt_frame(seen: Seen) -> List[str]:
@@ -582,6 +647,9 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "tool-calls": _tool_calls,
     "call-id": _call_id,
     "usage": _usage,
+    "unparsed-call-kept": _unparsed_call_kept,
+    "unparsed-arguments": _unparsed_arguments,
+    "unparsed-not-repaired": _unparsed_not_repaired,
     "corrupt-frame": _corrupt_frame,
     "error-raised": _error_raised,
     "error-kind": _error_kind,

@@ -262,6 +262,11 @@ class GeminiWire(Wire):
     # where there is one and makes one up otherwise.
     tool_call_id = None
     variants_table = VARIANTS
+    argument_text_absent = dict.fromkeys(
+        ("chat", "stream"),
+        "Gemini answers a call it cannot write as a JSON object with finishReason "
+        "MALFORMED_FUNCTION_CALL and no functionCall part",
+    )
     marks_tool_errors = True
     tool_error_marker = '"response": {"error": ...}'
     call_reasoning = (

@@ -139,6 +139,7 @@ class AddsDeltaUsage(AnthropicBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.mutant(
         "usage-from-delta-only",

@@ -199,6 +199,7 @@ class ContentFilteredAsStop(BedrockConverseBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.mutant(
         "stops-at-message-stop",

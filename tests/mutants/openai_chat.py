@@ -73,6 +73,7 @@ class QuietOnStreamError(OpenAIChatBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *zoo.unparsed(),
     zoo.mutant(
         "stop-on-tool-turn",
         'passes "stop" through on a tool turn',

@@ -117,6 +117,7 @@ class ChatShapedTools(OpenAIResponsesBackend):
 
 MUTANTS = [
     *zoo.every_wire(),
+    *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.mutant(
         "stop-on-tool-turn",
