@@ -123,7 +123,7 @@ class OwnWireTests(unittest.TestCase):
                 expected = outcome  # a sync backend is never cancelled, whatever the wire
             if scenario == "corrupt-frame":
                 expected = "skip: cohere-like has no corrupt-frame case (its format has nothing to corrupt)"
-            if scenario in ("tool-result", "parallel-tool-calls"):
+            if scenario in ("tool-result", "parallel-tool-calls", "corrupt-arguments"):
                 expected = (
                     f"skip: cohere-like has no {scenario} case (it scripts no multi-turn conversations: "
                     "give it turn_stream, turn_whole and read_history)"

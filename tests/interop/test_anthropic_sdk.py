@@ -342,11 +342,15 @@ class _StreamState:
         if STOP_REASONS.get(self.stop_reason or "") != "length":
             for index in sorted(self.blocks):
                 block = self.blocks[index]
+                text = "".join(block["parts"])
                 try:
-                    arguments = json.loads("".join(block["parts"]) or "{}")
+                    arguments = json.loads(text or "{}")
                 except ValueError:
-                    continue
-                calls.append(ToolCall(block["id"], block["name"], arguments))
+                    arguments = None
+                if isinstance(arguments, dict):
+                    calls.append(ToolCall(block["id"], block["name"], arguments))
+                else:  # the input_json_delta text as it came: handed on, never run
+                    calls.append(ToolCall(block["id"], block["name"], {}, unparsed_arguments=text))
         usage = Usage(self.input_tokens, self.output_tokens, self.input_tokens + self.output_tokens)
         return StreamChunk(
             tool_calls=tuple(calls), finish_reason=finish(self.stop_reason, calls), usage=usage
