@@ -25,6 +25,7 @@ import asyncio
 import inspect
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, List, Optional, Tuple
 
@@ -259,6 +260,7 @@ def release_loop(loop: asyncio.AbstractEventLoop, what: str = "backend") -> Opti
         held = []
     # The blocked call is what the case reports; asyncio's debug log need not repeat it.
     loop.slow_callback_duration = float("inf")
+    _RELEASED.add(loop)
     for item in (*pipe, selector):
         try:
             item.close()
@@ -277,25 +279,29 @@ def release_loop(loop: asyncio.AbstractEventLoop, what: str = "backend") -> Opti
     )
 
 
+#: The loops :func:`release_loop` took the descriptors of: nothing more runs on them.
+_RELEASED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
 def close_loop(loop: asyncio.AbstractEventLoop) -> None:
     """Close a loop the case made, also one whose descriptors :func:`release_loop` closed."""
-    try:
-        loop.close()
-    except (OSError, RuntimeError, ValueError):
-        if loop.is_running():
-            raise
-        # Released: the selector is closed, so the selector loop's own close fails
-        # before it marks the loop closed; the base close does that, and frees the rest.
-        if isinstance(loop, asyncio.BaseEventLoop):
-            asyncio.BaseEventLoop.close(loop)
+    if loop in _RELEASED and isinstance(loop, asyncio.BaseEventLoop) and not loop.is_running():
+        # The selector is closed, so the selector loop's own close would fail before it
+        # marks the loop closed; the base close does that, and frees the rest.
+        asyncio.BaseEventLoop.close(loop)
+        return
+    loop.close()
 
 
 def wind_down(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel what still runs on ``loop``, then close its async generators and its executor.
 
     The executor's shutdown waits for threads a backend or loop started; the provider's
-    close ends them.
+    close ends them. A loop :func:`release_loop` released can run nothing more, and is
+    left to :func:`close_loop`.
     """
+    if loop in _RELEASED:
+        return
     _cancel_all(loop)
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.run_until_complete(loop.shutdown_default_executor())
