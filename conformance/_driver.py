@@ -274,7 +274,7 @@ def release_loop(loop: asyncio.AbstractEventLoop, what: str = "backend") -> Opti
     else:
         holds = f"the {what} watched no socket of its own on it"
     return (
-        f"the case closed the loop's selector and wake-up sockets; {holds}, and whatever its "
+        f"the case closed that event loop's selector and wake-up sockets; {holds}, and whatever its "
         "blocked call keeps open (a connection it was closing closes only once the loop runs again)"
     )
 

@@ -266,7 +266,7 @@ class Hygiene(unittest.TestCase):
                 message = failure(case("text", mode, create, timeout=0.3))
                 self.assertIn("[finished]", message)
                 self.assertIn("left behind: still running", message)
-                self.assertIn("the case closed the loop's selector and wake-up sockets", message)
+                self.assertIn("the case closed that event loop's selector and wake-up sockets", message)
                 holds = "still holds 1 socket it watched" if hold else "watched no socket of its own"
                 self.assertIn(f"the backend {holds}", message)
         # The threads are still stuck; all that is left open is the sockets they hold.

@@ -175,7 +175,7 @@ class BrokenLoopMessageTests(unittest.TestCase):
         fds = len(os.listdir("/proc/self/fd"))
         status, detail = outcome(case)
         self.assertEqual(status, "FAIL")
-        released = "the case closed the loop's selector and wake-up sockets; the loop watched no socket"
+        released = "closed that event loop's selector and wake-up sockets; the loop watched no socket"
         self.assertIn(released, detail)
         self.assertLessEqual(len(os.listdir("/proc/self/fd")), fds)
 
