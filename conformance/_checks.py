@@ -38,6 +38,7 @@ _REPLY_SCENARIOS = (
     "tool-result",
     "parallel-tool-calls",
     "truncated-tool-call",
+    "corrupt-arguments",
     "content-filter",
     "reasoning",
 )
@@ -268,6 +269,12 @@ def _reply(seen: Seen) -> List[str]:
     if seen.scenario not in _REPLY_SCENARIOS or not seen.ended:
         return []
     if seen.error is not None:
+        if seen.scenario == "corrupt-arguments":
+            return [
+                "expected a reply carrying the call with its raw argument text (arguments that do "
+                "not parse are the caller's to answer, not a failure of the turn), got "
+                f"{_describe(seen.error)}"
+            ]
         return [f"expected a reply, got {_describe(seen.error)}"]
     if seen.case.mode == "chat" and seen.outcome.response is None:
         return ["expected a ChatResponse, got None"]
@@ -316,6 +323,9 @@ _FINISH = {
     "tool-call-with-stop": ("tool_calls",),
     "parallel-tool-calls": ("tool_calls",),
     "truncated-tool-call": ("length",),
+    # The provider ended the turn normally with a call (tool_calls, tool_use): the
+    # caller must answer it, broken or not, so the turn is a tool turn.
+    "corrupt-arguments": ("tool_calls",),
     "content-filter": ("content_filter", "refusal"),
     "reasoning": ("stop",),
 }
@@ -384,8 +394,11 @@ def _tool_calls(seen: Seen) -> List[str]:
 
 
 #: The turns that hold no call: a reply scenario is listed here, or in :data:`_TOOL_TURNS`,
-#: or judged by a check of its own (a cut-off call is ``tool-calls``').
+#: or in :data:`_OWN_CALL_RULE`.
 _NO_CALL_TURNS = ("text", "content-filter", "tool-result", "reasoning")
+#: The turns whose calls checks of their own judge: a cut-off call (``tool-calls``) and a
+#: call whose arguments do not parse (the ``unparsed-*`` checks).
+_OWN_CALL_RULE = ("truncated-tool-call", "corrupt-arguments")
 
 
 def _no_tool_calls(seen: Seen) -> List[str]:
@@ -648,6 +661,59 @@ def _reasoning_apart(seen: Seen) -> List[str]:
         f"expected the answer {seen.wire.texts.get(seen.scenario)!r} alone as the content, got "
         f"{content!r}, which holds the reasoning text {mixed[0]!r}: keep thinking out of the content "
         "and pass it on as reasoning"
+    ]
+
+
+# -- a call whose arguments do not parse --------------------------------------------------
+
+
+def _unparsed_calls(seen: Seen) -> Optional[List[Any]]:
+    """The calls of a ``corrupt-arguments`` turn that ended normally; ``None`` on any other case."""
+    if seen.scenario != "corrupt-arguments" or not seen.got_reply:
+        return None
+    return seen.collected()[2]
+
+
+def _unparsed_call_kept(seen: Seen) -> List[str]:
+    calls = _unparsed_calls(seen)
+    if calls is None:
+        return []
+    if len(calls) == 1 and getattr(calls[0], "name", None) == FX.tool_name:
+        return []
+    return [
+        f"expected the {FX.tool_name} call whose arguments do not parse, once, got {len(calls)}: "
+        f"{calls!r} (the model made a call: the caller must see it, to answer it with an error)"
+    ]
+
+
+def _unparsed_arguments(seen: Seen) -> List[str]:
+    calls = _unparsed_calls(seen)
+    if not calls or len(calls) != 1:
+        return []
+    from .wires._unparsed import unparsed_text
+
+    sent = unparsed_text(seen.variant.name)
+    got = getattr(calls[0], "unparsed_arguments", _MISSING)
+    if got == sent:
+        return []
+    shown = "no unparsed_arguments attribute" if got is _MISSING else repr(got)
+    return [
+        f"expected unparsed_arguments to hold the provider's argument text byte for byte, {sent!r}, "
+        f"got {shown}"
+    ]
+
+
+def _unparsed_not_repaired(seen: Seen) -> List[str]:
+    calls = _unparsed_calls(seen)
+    if not calls or len(calls) != 1:
+        return []
+    arguments = getattr(calls[0], "arguments", None)
+    if isinstance(arguments, Mapping) and not arguments:
+        return []
+    return [
+        "expected arguments {} on a call whose text does not parse (its text goes in "
+        f"unparsed_arguments), got {arguments!r}: a repaired or guessed object runs the tool on "
+        "what the model never wrote"
     ]
 
 
@@ -972,6 +1038,9 @@ CHECKS: Dict[str, Callable[[Seen], List[str]]] = {
     "reasoning": _reasoning,
     "reasoning-exact": _reasoning_exact,
     "reasoning-apart": _reasoning_apart,
+    "unparsed-call-kept": _unparsed_call_kept,
+    "unparsed-arguments": _unparsed_arguments,
+    "unparsed-not-repaired": _unparsed_not_repaired,
     "corrupt-frame": _corrupt_frame,
     "error-raised": _error_raised,
     "error-kind": _error_kind,

@@ -25,6 +25,7 @@ import asyncio
 import inspect
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, List, Optional, Tuple
 
@@ -195,10 +196,13 @@ def reclaim(
     """Once the provider has closed: wait, bounded, for what the ``what`` (backend, loop) left running.
 
     Closing the provider ends every connection, so whatever was blocked on one wakes
-    up. An event loop still stuck after that is stopped (``on_stop`` runs first); what
-    cannot be stopped is named in the sentence returned, ``None`` where nothing is left.
+    up. An event loop still stuck after that is stopped (``on_stop`` runs first); one
+    that cannot be stopped (a blocking call the ``what`` made on it holds its thread) has
+    its descriptors released (:func:`release_loop`). What is left is named in the
+    sentence returned, with what the ``what`` still holds; ``None`` where nothing is left.
     """
     deadline = time.monotonic() + RECLAIM_WITHIN
+    released: Optional[str] = None
     if worker is not None:
         worker.join(max(0.0, deadline - time.monotonic()))
         if worker.is_alive() and loop is not None:
@@ -208,14 +212,22 @@ def reclaim(
             except RuntimeError:  # closed in the meantime
                 pass
             worker.join(max(0.1, deadline - time.monotonic()))
+            if worker.is_alive():
+                released = release_loop(loop, what)
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     left = []
     if worker is not None and worker.is_alive():
-        left.append(f"the {what}'s event loop (a blocking call the {what} made on it holds its thread)")
+        left.append(
+            f"the {what}'s event loop (a blocking call the {what} made on it holds its thread; "
+            f"{released or 'its descriptors could not be released'})"
+        )
     blocked = sum(thread.is_alive() for thread in threads)
     if blocked:
-        left.append(f"{blocked} thread{'s' if blocked > 1 else ''} running the sync {what}'s call")
+        left.append(
+            f"{blocked} thread{'s' if blocked > 1 else ''} running the sync {what}'s call, with "
+            "whatever sockets and files that call opened"
+        )
     if not left:
         return None
     return (
@@ -224,12 +236,72 @@ def reclaim(
     )
 
 
+def release_loop(loop: asyncio.AbstractEventLoop, what: str = "backend") -> Optional[str]:
+    """Close the descriptors of a loop the case made, whose thread a blocking call holds.
+
+    Such a loop cannot be closed (``close()`` refuses a running loop), yet its selector
+    and its wake-up socket pair are the case's, not the ``what``'s, and would stay open
+    for as long as the call blocks, which may be for ever. asyncio's selector loops keep
+    them as ``_selector``, ``_ssock`` and ``_csock``; they are closed through their own
+    objects, which mark themselves closed, so no descriptor number is closed twice. When
+    the call returns, the loop fails at its next select and :func:`close_loop` finishes
+    the close. Returns what was done and what the ``what`` still holds, in words;
+    ``None`` for a loop of another kind, which is left as it is.
+    """
+    selector = getattr(loop, "_selector", None)
+    found = [getattr(loop, name, None) for name in ("_ssock", "_csock")]
+    pipe = [p for p in found if p is not None]
+    if selector is None or not hasattr(selector, "get_map") or len(pipe) != len(found):
+        return None
+    try:
+        own = {p.fileno() for p in pipe}
+        held = [key.fd for key in list(selector.get_map().values()) if key.fd not in own]
+    except (RuntimeError, ValueError, OSError):  # changed under us: the call just returned
+        held = []
+    # The blocked call is what the case reports; asyncio's debug log need not repeat it.
+    loop.slow_callback_duration = float("inf")
+    _RELEASED.add(loop)
+    for item in (*pipe, selector):
+        try:
+            item.close()
+        except OSError:
+            pass
+    if held:
+        holds = (
+            f"the {what} still holds {len(held)} socket{'s' if len(held) > 1 else ''} it watched "
+            "on that loop (its own connections, which only it can close)"
+        )
+    else:
+        holds = f"the {what} watched no socket of its own on it"
+    return (
+        f"the case closed that event loop's selector and wake-up sockets; {holds}, and whatever its "
+        "blocked call keeps open (a connection it was closing closes only once the loop runs again)"
+    )
+
+
+#: The loops :func:`release_loop` took the descriptors of: nothing more runs on them.
+_RELEASED: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+
+
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Close a loop the case made, also one whose descriptors :func:`release_loop` closed."""
+    if loop in _RELEASED and isinstance(loop, asyncio.BaseEventLoop) and not loop.is_running():
+        # The selector is closed, so the selector loop's own close would fail before it
+        # marks the loop closed; the base close does that, and frees the rest.
+        asyncio.BaseEventLoop.close(loop)
+        return
+    loop.close()
+
+
 def wind_down(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel what still runs on ``loop``, then close its async generators and its executor.
 
     The executor's shutdown waits for threads a backend or loop started; the provider's
-    close ends them.
+    close ends them. A loop :func:`release_loop` released can run nothing more, and is
+    left to :func:`close_loop`.
     """
+    if loop in _RELEASED:
+        return
     _cancel_all(loop)
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.run_until_complete(loop.shutdown_default_executor())
@@ -390,7 +462,7 @@ class Driver:
             except BaseException:  # noqa: BLE001 - stopped by reclaim(): close what can be closed
                 pass
             finally:
-                loop.close()
+                close_loop(loop)
                 self.finished.set()
 
     async def _main(self) -> None:

@@ -111,7 +111,8 @@ class BackendConformanceTarget:
 
     def skip_reason(self, scenario: str, mode: str) -> Optional[str]:
         """Why the case is skipped, or ``None``: the target's reason, then the wire's."""
-        return self.skip.get(f"{scenario}/{mode}") or self.skip.get(scenario) or self.wire.absent(scenario)
+        skipped = self.skip.get(f"{scenario}/{mode}") or self.skip.get(scenario)
+        return skipped or self.wire.absent_in(scenario, mode)
 
     def variant_skip_reason(self, scenario: str, mode: str, variant: str) -> Optional[str]:
         """Why one variant of a case is left out, or ``None``."""
@@ -220,7 +221,9 @@ class ConformanceCase:
             return wire.aux_reply(request)
         reply = scenario_reply(wire, self.scenario, self.mode, request, variant, refusals)
         if reply is None:
-            reason = f"{wire.name} has no {self.scenario} case"
+            # Why the form the request asked for has no such case, where the wire says.
+            form = "stream" if wire.wants_stream(request) else "chat"
+            reason = wire.absent_in(self.scenario, form) or f"{wire.name} has no {self.scenario} case"
             absent.append(reason)
             # The backend gets an answer it cannot mistake for the scenario, and stops.
             return JsonReply({"error": {"message": reason}}, status=501)
@@ -236,7 +239,8 @@ def scenario_reply(
     refusals: Optional[List[str]] = None,
 ) -> Optional[Reply]:
     """The provider's answer to ``request`` in ``scenario``: the wire's ``reply()``, or,
-    for the multi-turn scenarios, its scripted turns; ``None`` where it has no such case.
+    for the multi-turn scenarios and ``corrupt-arguments``, its scripted turns; ``None``
+    where it has no such case.
 
     ``refusals`` collects why a multi-turn history was refused with the API's 400.
     """
@@ -248,6 +252,10 @@ def scenario_reply(
         from ._multiturn import reasoning_reply
 
         return reasoning_reply(wire, mode, request, variant)
+    if scenario == "corrupt-arguments":
+        from .wires._unparsed import corrupt_reply
+
+        return corrupt_reply(wire, request, variant or wire.variants(scenario, mode)[0].name)
     # The unnamed shape is asked for as before variants, so a wire of one's own
     # whose reply() takes no variant keeps working.
     if variant:

@@ -82,6 +82,14 @@ SCENARIOS: Mapping[str, Scenario] = {
             "a call whose arguments do not parse, on a turn cut off by the token limit, is not a call",
         ),
         Scenario(
+            "corrupt-arguments",
+            "return the get_weather call whose finished arguments are not valid JSON as a "
+            '"tool_calls" turn, its text byte for byte in ToolCall.unparsed_arguments and '
+            "arguments {}",
+            "keep a finished call whose arguments do not parse: put the text as it came in "
+            "unparsed_arguments and leave arguments empty; never repair it, raise on it or drop it",
+        ),
+        Scenario(
             "content-filter",
             'report "content_filter" or "refusal", with no tool calls',
             'map the provider\'s safety stop reason instead of passing it through or calling it "stop"',

@@ -107,7 +107,7 @@ class BackendConformanceTestCase:
                         f"skip = {{{scenario!r}: 'the reason'}} instead of overriding it"
                     )
                 reason = cls.skip.get(f"{scenario}/{mode}") or cls.skip.get(scenario)
-                reason = reason or cls.wire.absent(scenario)
+                reason = reason or cls.wire.absent_in(scenario, mode)
                 setattr(cls, test.__name__, unittest.skip(reason)(test) if reason else test)
 
     def create_backend(self, url: str) -> Any:

@@ -322,7 +322,7 @@ class CheckTableTests(unittest.TestCase):
         for scenario in checks._REPLY_SCENARIOS:
             with self.subTest(scenario=scenario):
                 self.assertEqual((scenario in checks._FINISH) + (scenario in checks._TEXT_FINISH), 1)
-                tables = (checks._TOOL_TURNS, checks._NO_CALL_TURNS, ("truncated-tool-call",))
+                tables = (checks._TOOL_TURNS, checks._NO_CALL_TURNS, checks._OWN_CALL_RULE)
                 self.assertEqual(sum(scenario in t for t in tables), 1)
 
     def test_the_troubleshooting_page_explains_every_check(self) -> None:

@@ -4,10 +4,12 @@ the backend lives, and what it leaves behind."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
 import json
 import logging
 import os
+import socket
 import threading
 import time
 import unittest
@@ -20,6 +22,9 @@ from conformance.contract import ChatRequest, ChatResponse, StreamChunk
 from conformance.provider import start_fake_provider
 from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.wires.openai_chat import openai_chat_wire
+
+#: Why a test that counts open descriptors is skipped.
+NO_FD_LIST = "counts descriptors in /proc/self/fd, which this system lacks"
 
 
 def reference(url: str) -> OpenAIChatBackend:
@@ -94,6 +99,44 @@ class ParkedForever:
     def chat(self, request: ChatRequest) -> ChatResponse:
         self.release.wait(30)
         raise RuntimeError("released")
+
+
+class BlocksItsLoop(OpenAIChatBackend):
+    """Answers, then blocks its own event loop on a call that only the test's release ends.
+
+    With ``hold`` it first opens a connection of its own to the provider and watches it
+    on that loop, as a client's pooled connection is: the one thing the case must leave
+    to it. ``held`` keeps those sockets, for the test to close once it has released them.
+    """
+
+    release = threading.Event()
+    held: List[socket.socket] = []
+
+    def __init__(self, url: str, hold: bool) -> None:
+        super().__init__(f"{url}/v1")
+        self.address = urlsplit(url)
+        self.hold = hold
+
+    async def stall(self) -> None:
+        # A few turns first, so that the connection the reply came on is closed: what the
+        # backend holds is then exactly what it opens here.
+        for _ in range(3):
+            await asyncio.sleep(0)
+        if self.hold:
+            connection = socket.create_connection((self.address.hostname, self.address.port), timeout=5)
+            self.held.append(connection)
+            asyncio.get_running_loop().add_reader(connection.fileno(), lambda: None)
+        self.release.wait(30)
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        await self.stall()
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> Any:
+        async for chunk in super().chat_stream(chat):
+            yield chunk
+        await self.stall()
 
 
 class HangingBackend:
@@ -201,6 +244,34 @@ class Hygiene(unittest.TestCase):
             time.sleep(0.01)
         self.assertEqual(sorted(t.name for t in set(threading.enumerate()) - before), [])
         self.assertLessEqual(open_fds(), fds)
+
+    @unittest.skipUnless(os.path.isdir("/proc/self/fd"), NO_FD_LIST)
+    def test_a_backend_that_blocks_its_loop_keeps_only_what_it_holds(self) -> None:
+        """Cases stuck in a call that blocks the backend's loop give back the loop's descriptors and
+        the provider's, and each message says what the backend still holds."""
+        BlocksItsLoop.release.clear()
+        before, fds = set(threading.enumerate()), open_fds()
+
+        def release() -> None:
+            BlocksItsLoop.release.set()
+            for thread in set(threading.enumerate()) - before:
+                thread.join(5)
+            while BlocksItsLoop.held:
+                BlocksItsLoop.held.pop().close()
+
+        self.addCleanup(release)
+        for mode, hold in (("chat", False), ("stream", True), ("chat", True)):
+            with self.subTest(mode=mode, hold=hold):
+                create = functools.partial(BlocksItsLoop, hold=hold)
+                message = failure(case("text", mode, create, timeout=0.3))
+                self.assertIn("[finished]", message)
+                self.assertIn("left behind: still running", message)
+                self.assertIn("the case closed that event loop's selector and wake-up sockets", message)
+                holds = "still holds 1 socket it watched" if hold else "watched no socket of its own"
+                self.assertIn(f"the backend {holds}", message)
+        # The threads are still stuck; all that is left open is the sockets they hold.
+        self.assertEqual(len(BlocksItsLoop.held), 2)
+        self.assertLessEqual(open_fds(), fds + len(BlocksItsLoop.held))
 
     def test_the_message_states_the_bound_waited_and_what_was_left(self) -> None:
         """A backend the case cannot reclaim is named, and the bound is the one actually waited."""

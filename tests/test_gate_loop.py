@@ -3,6 +3,8 @@ as it is declared, and the mixin generates one test per stage and mode."""
 
 from __future__ import annotations
 
+import os
+import threading
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
@@ -23,6 +25,9 @@ from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
 
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
+
+#: Why a test that counts open descriptors is skipped.
+NO_FD_LIST = "counts descriptors in /proc/self/fd, which this system lacks"
 
 
 def reference_target(wire: str, http2: bool, limit: Optional[int] = 4096) -> AgentLoopTarget:
@@ -152,6 +157,27 @@ class BrokenLoopMessageTests(unittest.TestCase):
             "run(task) returned NoneType, not a LoopResult(text, finish_reason, stopped) [finished]", detail
         )
         self.assertIn("hint: ", detail)
+
+    @unittest.skipUnless(os.path.isdir("/proc/self/fd"), NO_FD_LIST)
+    def test_a_loop_that_blocks_its_event_loop_leaves_none_of_the_case_open(self) -> None:
+        """A loop stuck in a blocking call on its own event loop gets the loop's descriptors closed,
+        and the message says what it still holds."""
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        class Blocks:
+            async def run(self, task: Any) -> LoopResult:
+                release.wait(30)
+                return LoopResult("", "stop")
+
+        target = AgentLoopTarget("blocks", openai_chat_wire, lambda url: Blocks(), timeout=0.3)
+        case = next(c for c in agent_loop_cases(target) if c.name == "text/chat")
+        fds = len(os.listdir("/proc/self/fd"))
+        status, detail = outcome(case)
+        self.assertEqual(status, "FAIL")
+        released = "closed that event loop's selector and wake-up sockets; the loop watched no socket"
+        self.assertIn(released, detail)
+        self.assertLessEqual(len(os.listdir("/proc/self/fd")), fds)
 
     def test_a_loop_that_never_asks_fails_requests_and_final_text(self) -> None:
         """A sync loop that answers without asking the model sent no request and no final text."""

@@ -130,7 +130,7 @@ class OwnWireTests(unittest.TestCase):
                 )
             if scenario == "corrupt-frame":
                 expected = "skip: cohere-like has no corrupt-frame case (its format has nothing to corrupt)"
-            if scenario in ("tool-result", "parallel-tool-calls"):
+            if scenario in ("tool-result", "parallel-tool-calls", "corrupt-arguments"):
                 expected = (
                     f"skip: cohere-like has no {scenario} case (it scripts no multi-turn conversations: "
                     "give it turn_stream, turn_whole and read_history)"

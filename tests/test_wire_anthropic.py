@@ -84,7 +84,9 @@ class AnthropicWireTest(unittest.TestCase):
                 with self.subTest(scenario=name, stream=stream):
                     mode = "stream" if stream else "chat"
                     reply = scenario_reply(wire, name, mode, recorded(good_body(stream)))
-                    self.assertIsNotNone(reply)
+                    # A whole reply carries input as an object: no broken text in it.
+                    absent = wire.absent_in(name, mode) is not None
+                    self.assertEqual(reply is None, absent)
 
     def test_ids_look_like_anthropic_ids(self) -> None:
         """Ids are toolu_01 and msg_01 plus 22 characters, the same on every run."""

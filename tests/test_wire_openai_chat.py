@@ -69,6 +69,9 @@ class ReplyTests(unittest.TestCase):
                         # Played from the wire's scripted turns, not by reply().
                         self.assertIsNone(WIRE.reply(scenario, mode, request(good_body(stream))))
                         reply = multi_turn_reply(WIRE, scenario, request(good_body(stream)), "", [])
+                    elif scenario == "corrupt-arguments":
+                        self.assertIsNone(WIRE.reply(scenario, mode, request(good_body(stream))))
+                        reply = scenario_reply(WIRE, scenario, mode, request(good_body(stream)))
                     else:
                         reply = WIRE.reply(scenario, mode, request(good_body(stream)))
                     self.assertIsInstance(reply, (JsonReply, StreamReply, HangReply))

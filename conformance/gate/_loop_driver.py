@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from .._bounds import RECLAIM_WITHIN, ConformanceAbort
-from .._driver import _is_async, close_quietly, in_thread, observe_close, reclaim, wind_down
+from .._driver import _is_async, close_loop, close_quietly, in_thread, observe_close, reclaim, wind_down
 from .._stall import WATCH
 from ..contract import AbortController
 from .loop import LoopTask
@@ -206,7 +206,7 @@ class LoopDriver:
             except BaseException:  # noqa: BLE001 - stopped by reclaim(): close what can be closed
                 pass
             finally:
-                loop.close()
+                close_loop(loop)
                 self.finished.set()
 
     async def _main(self) -> None:

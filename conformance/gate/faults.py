@@ -27,7 +27,7 @@ What the loop must do at each fault is checked by the fault invariants (in
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Callable, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 from ..wires._turns import ScriptedTurn
 
@@ -63,31 +63,6 @@ _ARGUMENTS = "".join(CUT_FRAGMENTS)
 #: it would be a valid call; a loop that repairs broken JSON runs it.
 CORRUPT_FRAGMENTS = ('{"text": "gate", ', '"count": 2, "tags": ', '["a", "b')
 CORRUPT_ARGUMENTS = "".join(CORRUPT_FRAGMENTS)
-
-#: Where no corrupt call ever reaches a loop, by wire name: (the modes, why).
-_NO_CORRUPT_CALL: Mapping[str, Tuple[Tuple[str, ...], str]] = {
-    "gemini": (
-        ("chat", "stream"),
-        "Gemini answers a call it cannot write as a JSON object with finishReason "
-        "MALFORMED_FUNCTION_CALL and no functionCall part",
-    ),
-    "ollama": (
-        ("chat", "stream"),
-        "Ollama's tool parser makes a call only once its arguments parse, and passes "
-        "unparsable text on as message content",
-    ),
-    "anthropic": (
-        ("chat",),
-        "a whole Messages reply carries a tool_use block's input as a JSON object; broken "
-        "argument text reaches a client only as input_json_delta fragments in a stream",
-    ),
-    "bedrock-converse": (
-        ("chat",),
-        "a whole Converse reply carries a toolUse block's input as a JSON document; broken "
-        "argument text reaches a client only as toolUse input fragments in a stream",
-    ),
-}
-
 
 def _cut_stream(fault: str) -> Callable[[Step], ScriptedTurn]:
     def script(step: Step) -> ScriptedTurn:
@@ -244,10 +219,10 @@ def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
         absent = scripting_wire(wire).absent("rate-limit")
         if absent:
             return f"{wire.name} has no rate-limit reply: {absent}"
-    if stage.name == "corrupt-arguments" and wire.name in _NO_CORRUPT_CALL:
-        modes, why = _NO_CORRUPT_CALL[wire.name]
-        if mode in modes:
-            return f"no corrupt call reaches a loop on {wire.name} in {mode} mode: {why}"
+    if stage.name == "corrupt-arguments" and mode in wire.argument_text_absent:
+        # The wire knows where its provider carries arguments as objects, never as text.
+        why = wire.argument_text_absent[mode]
+        return f"no corrupt call reaches a loop on {wire.name} in {mode} mode: {why}"
     return None
 
 

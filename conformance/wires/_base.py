@@ -403,6 +403,11 @@ class Wire:
     #: Scenarios this provider has no such case for, with the reason; ``reply``
     #: answers ``None`` for them and the case is skipped with the reason.
     unsupported: Mapping[str, str] = {}
+    #: Why a call whose argument text is not JSON never reaches a client of this
+    #: provider, by form (``chat`` for a whole reply, ``stream``): where it carries a
+    #: call's arguments as a JSON object, not as text. The ``corrupt-arguments`` case
+    #: is skipped with the reason in that mode.
+    argument_text_absent: Mapping[str, str] = {}
     #: Optional scenarios (``Scenario.optional``) this wire has, such as a frame
     #: whose checksum is wrong where the format carries checksums.
     optional_scenarios: FrozenSet[str] = frozenset()
@@ -432,6 +437,7 @@ class Wire:
             "truncated-tool-call",
             "content-filter",
             "reasoning",
+            "corrupt-arguments",
         }
     )
 
@@ -489,6 +495,10 @@ class Wire:
             return listed
         if scenario == "tool-result":
             return self._history_variants()
+        if scenario == "corrupt-arguments":
+            from ._unparsed import DEFAULT_VARIANTS
+
+            return DEFAULT_VARIANTS
         return (Variant("", retry_after=self.retry_after_for(scenario), call_id=self.call_id(scenario)),)
 
     def variant(self, scenario: str, mode: str, name: str) -> Variant:
@@ -632,7 +642,8 @@ class Wire:
 
         if scenario in self.unsupported:
             return self.unsupported[scenario]
-        if scenario in ("tool-result", "parallel-tool-calls") and not self.scripts_turns():
+        scripted = ("tool-result", "parallel-tool-calls", "corrupt-arguments")
+        if scenario in scripted and not self.scripts_turns():
             return (
                 f"{self.title or self.name} has no {scenario} case (it scripts no multi-turn "
                 "conversations: give it turn_stream, turn_whole and read_history)"
@@ -647,9 +658,20 @@ class Wire:
                 f"{self.title or self.name} has no reasoning case (it scripts no turns: give it "
                 "turn_stream, turn_whole and read_history)"
             )
+        if scenario == "corrupt-arguments" and {"chat", "stream"} <= set(self.argument_text_absent):
+            reasons = dict.fromkeys(self.argument_text_absent[m] for m in ("chat", "stream"))
+            return f"{self.title or self.name} has no {scenario} case: {'; '.join(reasons)}"
         if SCENARIOS[scenario].optional and scenario not in self.optional_scenarios:
             return f"{self.title or self.name} has no {scenario} case (its format has nothing to corrupt)"
         return None
+
+    def absent_in(self, scenario: str, mode: str) -> Optional[str]:
+        """Why this wire has no ``scenario`` case in ``mode``: :meth:`absent`, or what one mode lacks."""
+        reason = self.absent(scenario)
+        if reason is None and scenario == "corrupt-arguments" and mode in self.argument_text_absent:
+            why = self.argument_text_absent[mode]
+            return f"{self.title or self.name} has no {scenario} case in {mode} mode: {why}"
+        return reason
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

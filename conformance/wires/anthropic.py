@@ -334,6 +334,22 @@ VARIANTS: Mapping[str, Any] = {
         "without message_stop taken for a finished turn)",
         "https://docs.anthropic.com/en/api/messages",
     ),
+    # A tool_use block's input_json_delta fragments that do not join to JSON, on a
+    # tool_use turn; a whole reply's input is an object, so only a stream carries them.
+    "corrupt-arguments": (
+        Variant(
+            "unterminated-string",
+            "input_json_delta fragments ending inside a string, the object left open",
+            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+            "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
+        ),
+        Variant(
+            "trailing-garbage",
+            "input_json_delta fragments: a whole object, then a closing brace too many",
+            "anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
+            "stream); earendil-works/pi#3175",
+        ),
+    ),
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
     # message_delta (45 of 79 in pydantic-ai tests/models/cassettes/test_anthropic); the
     # older ones count only the output there (34 of 79).
@@ -835,6 +851,12 @@ class AnthropicWire(Wire):
     generation_path = "/v1/messages"
     variants_table = VARIANTS
     terminal_event = "message_stop"
+    argument_text_absent = {
+        "chat": (
+            "a whole Messages reply carries a tool_use block's input as a JSON object; broken "
+            "argument text reaches a client only as input_json_delta fragments in a stream"
+        ),
+    }
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ..provider.replies import JsonReply

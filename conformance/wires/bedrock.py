@@ -290,6 +290,22 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             error_kinds=QUOTA_OR_RATE_LIMIT,
         ),
     ),
+    # A toolUse block's contentBlockDelta input fragments that do not join to JSON, on
+    # a tool_use turn; a whole reply's input is a JSON document, so only a stream has them.
+    "corrupt-arguments": (
+        Variant(
+            "unterminated-string",
+            "toolUse input fragments ending inside a string, the object left open",
+            "kagent-dev/kagent#2230 (malformed streamed toolUse input from ConverseStream); "
+            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming",
+        ),
+        Variant(
+            "trailing-garbage",
+            "toolUse input fragments: a whole object, then a closing brace too many",
+            "vercel/ai#19023 (a Bedrock call whose input is malformed JSON, kept as text, in "
+            "production traffic)",
+        ),
+    ),
     "content-filter/stream": (
         Variant(
             "guardrail-intervened",
@@ -774,6 +790,12 @@ class BedrockConverseWire(Wire):
     title = "Amazon Bedrock Converse"
     tool_call_id = TOOL_USE_ID
     optional_scenarios = frozenset({CORRUPT_FRAME})
+    argument_text_absent = {
+        "chat": (
+            "a whole Converse reply carries a toolUse block's input as a JSON document; broken "
+            "argument text reaches a client only as toolUse input fragments in a stream"
+        ),
+    }
     #: Bedrock's ThrottlingException carries no retry delay (no ``retry-after``
     #: header, nothing in the body), so a backend must report ``retry_after`` as ``None``.
     rate_limit_retry_after: Optional[float] = None

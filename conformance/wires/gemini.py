@@ -329,6 +329,11 @@ class GeminiWire(Wire):
     tool_call_id = None
     variants_table = {**VARIANTS, "reasoning": REASONING_VARIANTS}
     terminal_event = "a candidate with finishReason"
+    argument_text_absent = dict.fromkeys(
+        ("chat", "stream"),
+        "Gemini answers a call it cannot write as a JSON object with finishReason "
+        "MALFORMED_FUNCTION_CALL and no functionCall part",
+    )
     marks_tool_errors = True
     tool_error_marker = '"response": {"error": ...}'
     call_reasoning = (

@@ -544,6 +544,11 @@ class OllamaWire(Wire):
             "from ollama.com is a usage limit without retry-after (the quota case)"
         ),
     }
+    argument_text_absent = dict.fromkeys(
+        ("chat", "stream"),
+        "Ollama's tool parser makes a call only once its arguments parse, and passes "
+        "unparsable text on as message content",
+    )
     variants_table = VARIANTS
     terminal_event = 'the "done": true line'
 

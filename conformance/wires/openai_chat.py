@@ -312,6 +312,23 @@ VARIANTS: Mapping[str, Any] = {
         "openai/openai-python#2065 and #2356 (a stream cut short: incomplete chunked read)",
         "https://platform.openai.com/docs/api-reference/chat/create",
     ),
+    # A finished call's arguments as the model wrote them, not JSON: OpenAI returns the
+    # text unchecked, whole and streamed, with finish_reason "tool_calls".
+    "corrupt-arguments": (
+        Variant(
+            "unterminated-string",
+            "arguments ending inside a string, the object left open",
+            "https://platform.openai.com/docs/api-reference/chat/object (function.arguments: the "
+            "model does not always generate valid JSON); vllm-project/vllm#47761 (a call's "
+            "arguments an unterminated string on a turn that ended normally)",
+        ),
+        Variant(
+            "trailing-garbage",
+            "a whole object, then a closing brace too many",
+            "Chainlit/chainlit#791 (gpt-4 arguments with data after the object, Extra data); "
+            "yigit353/langchain-qwq#30 (an extra closing brace); NorthlandPositronics/Cogtrix#2290",
+        ),
+    ),
     "overloaded": (
         Variant(
             "server-error-503",

@@ -493,6 +493,23 @@ VARIANTS: Mapping[str, Any] = {
         "DevDock-AI/claude-unlimited#1 (a close accepted only after response.completed)",
         "https://platform.openai.com/docs/api-reference/responses/create",
     ),
+    # A completed function_call item whose arguments are not JSON: Responses returns the
+    # text unchecked, in response.output and in response.function_call_arguments.done.
+    "corrupt-arguments": (
+        Variant(
+            "unterminated-string",
+            "arguments ending inside a string, the object left open",
+            "vllm-project/vllm#47761 (a Responses function_call, status completed, its arguments "
+            "an unterminated string, 297 output tokens: no max_output_tokens cut)",
+        ),
+        Variant(
+            "trailing-garbage",
+            "a whole object, then a closing brace too many",
+            "https://platform.openai.com/docs/api-reference/responses/object (function_call.arguments: "
+            "a JSON string as the model wrote it); NousResearch/hermes-agent#81765 (data after the "
+            "first object, Extra data)",
+        ),
+    ),
     "overloaded": (
         Variant(
             "server-error-503",

@@ -242,12 +242,15 @@ def usage_of(raw: Any) -> Optional[Usage]:
 
 
 def parse_call(call_id: str, name: str, arguments: str) -> Optional[ToolCall]:
-    """A complete call, or ``None`` when its arguments are not a JSON object."""
+    """A complete call; where its arguments are not a JSON object, the call with that text
+    kept exactly in ``unparsed_arguments`` (the SDK hands the text over as it came)."""
     try:
         parsed = json.loads(arguments or "{}")
     except ValueError:
-        return None
-    return ToolCall(call_id, name, parsed) if isinstance(parsed, dict) else None
+        parsed = None
+    if isinstance(parsed, dict):
+        return ToolCall(call_id, name, parsed)
+    return ToolCall(call_id, name, {}, unparsed_arguments=arguments)
 
 
 def read_completion(completion: Any) -> ChatResponse:

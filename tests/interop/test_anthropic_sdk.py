@@ -342,11 +342,15 @@ class _StreamState:
         if STOP_REASONS.get(self.stop_reason or "") != "length":
             for index in sorted(self.blocks):
                 block = self.blocks[index]
+                text = "".join(block["parts"])
                 try:
-                    arguments = json.loads("".join(block["parts"]) or "{}")
+                    arguments = json.loads(text or "{}")
                 except ValueError:
-                    continue
-                calls.append(ToolCall(block["id"], block["name"], arguments))
+                    arguments = None
+                if isinstance(arguments, dict):
+                    calls.append(ToolCall(block["id"], block["name"], arguments))
+                else:  # the input_json_delta text as it came: handed on, never run
+                    calls.append(ToolCall(block["id"], block["name"], {}, unparsed_arguments=text))
         usage = Usage(self.input_tokens, self.output_tokens, self.input_tokens + self.output_tokens)
         return StreamChunk(
             tool_calls=tuple(calls), finish_reason=finish(self.stop_reason, calls), usage=usage
@@ -468,6 +472,20 @@ class AsyncAnthropicBackend:
         await self.client.close()
 
 
+class StreamHelperBackend(SyncAnthropicBackend):
+    """A backend over the ``messages.stream`` helper: ``get_final_message()`` read as a whole reply."""
+
+    def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
+        with self.client.messages.stream(**params(request)) as stream:
+            response = read_message(stream.get_final_message())
+        yield StreamChunk(
+            content=response.content,
+            tool_calls=tuple(response.tool_calls),
+            finish_reason=response.finish_reason,
+            usage=response.usage,
+        )
+
+
 # -- the targets ---------------------------------------------------------------------------
 
 
@@ -499,6 +517,34 @@ class AnthropicAsyncH2CConformance(AnthropicAsyncConformance):
 
     http2 = True
     skip = HTTPX_H2_SKIPS
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class StreamHelperKnownBreak(unittest.TestCase):
+    """Where the SDK itself breaks a case: its ``messages.stream`` helper, not the raw stream."""
+
+    def test_the_stream_helper_repairs_broken_argument_json(self) -> None:
+        """``messages.stream`` fills a tool_use block's input with jiter's partial parser and keeps
+        no text, so broken argument JSON comes out as a smaller, valid object: corrupt-arguments fails."""
+        # anthropic/lib/streaming/_messages.py, accumulate_event: on each input_json_delta,
+        # content.input = from_json(json_buf, partial_mode=True); json_buf is never exposed.
+        from conformance.cases import BackendConformanceTarget, ConformanceCase
+
+        target = BackendConformanceTarget(
+            "helper", anthropic_wire, lambda url: StreamHelperBackend(url, HEADERS), headers=HEADERS
+        )
+        with self.assertRaises(AssertionError) as failed:
+            ConformanceCase(target, "corrupt-arguments", "stream").run()
+        message = str(failed.exception)
+        self.assertIn("2 of 2 variants failed", message)
+        for variant, repaired in (
+            ("unterminated-string", {"city": "Paris"}),
+            ("trailing-garbage", {"city": "Paris", "unit": "celsius"}),
+        ):
+            with self.subTest(variant=variant):
+                self.assertIn(f"[{variant}] expected unparsed_arguments", message)
+                self.assertIn(f"got {repaired!r}: a repaired or guessed object", message)
+        self.assertNotIn("[unparsed-call-kept]", message)
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)

@@ -390,11 +390,15 @@ class Boto3BedrockBackend:
         calls = []
         if STOP_REASONS.get(stop_reason or "") != "length":
             for block in starts.values():
+                text = "".join(block["input"])
                 try:
-                    arguments = json.loads("".join(block["input"]))
+                    arguments = json.loads(text or "{}")
                 except ValueError:
-                    continue
-                calls.append(ToolCall(block["id"], block["name"], arguments))
+                    arguments = None
+                if isinstance(arguments, dict):
+                    calls.append(ToolCall(block["id"], block["name"], arguments))
+                else:  # the toolUse input fragments as they came: handed on, never run
+                    calls.append(ToolCall(block["id"], block["name"], {}, unparsed_arguments=text))
         yield StreamChunk(tool_calls=tuple(calls), finish_reason=self.finish(stop_reason, calls), usage=usage)
 
     def close(self) -> None:

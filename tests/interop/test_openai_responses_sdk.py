@@ -244,8 +244,11 @@ def read_response(response: Any) -> ChatResponse:
             try:
                 arguments = json.loads(item.arguments or "{}")
             except ValueError:
-                continue
-            calls.append(ToolCall(item.call_id, item.name, arguments))
+                arguments = None
+            if isinstance(arguments, dict):
+                calls.append(ToolCall(item.call_id, item.name, arguments))
+            else:  # the SDK keeps the model's text as it came: hand it on, never run it
+                calls.append(ToolCall(item.call_id, item.name, {}, unparsed_arguments=item.arguments))
     reason = response.incomplete_details.reason if response.incomplete_details else None
     if response.status == "incomplete":
         calls = []  # a turn cut off by the limit keeps no call

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 import types
 from dataclasses import dataclass, field
@@ -202,6 +203,16 @@ class Zoo:
             for case in backend_conformance_cases(target)
             if not case.skip and case.scenario != "tool-result"
         )
+
+    def unparsed(self) -> List[Mutant]:
+        """The mutants of :data:`UNPARSED_BUGS`, on the corrupt-arguments cases this wire runs."""
+        from conformance.cases import BackendConformanceTarget, backend_conformance_cases
+        from conformance.wires import WIRES
+
+        target = BackendConformanceTarget("cases", WIRES[self.wire], lambda url: None)
+        runs = {case.name for case in backend_conformance_cases(target) if not case.skip}
+        cases = tuple(c for c in CORRUPT_CASES if c in runs)
+        return [self.shared(bug, cases=cases) for bug in UNPARSED_BUGS] if cases else []
 
     def every_wire(self, *, leave_out: Tuple[SharedBug, ...] = ()) -> List[Mutant]:
         """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`), less ``leave_out``:
@@ -847,6 +858,37 @@ class DropsOptionalArguments(EditsCalls):
         ]
 
 
+def repaired(text: str) -> Any:
+    """What a lenient parser makes of broken argument JSON: the first whole value, else the
+    text with its open strings and objects closed; ``{}`` where neither parses."""
+    from ..gate_zoo import close_partial
+
+    try:
+        return json.JSONDecoder().raw_decode(text)[0]
+    except ValueError:
+        closed = close_partial(text)
+        return closed if isinstance(closed, dict) else {}
+
+
+class DropsUnparsedCall(EditsCalls):
+    """Keeps only the calls whose arguments parsed, as if broken JSON were no call at all."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [c for c in calls if c.unparsed_arguments is None]
+
+
+class RepairsArguments(EditsCalls):
+    """Repairs broken argument JSON into an object and drops the text it came as."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [
+            c
+            if c.unparsed_arguments is None
+            else dataclasses.replace(c, arguments=repaired(c.unparsed_arguments), unparsed_arguments=None)
+            for c in calls
+        ]
+
+
 #: The text the "announces its calls" mutant adds to a tool turn.
 ANNOUNCEMENT = "[calling get_weather]"
 
@@ -896,6 +938,57 @@ class EarlyFinish(ReferenceBackend):
         async for chunk in super().chat_stream(chat):
             if first and chunk.content and chunk.finish_reason is None:
                 first = False
+class FillsUnparsedArguments(EditsCalls):
+    """Keeps the broken text, but fills arguments with what a partial-JSON parser guessed, as
+    SDK helpers that parse fragments as they come do."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [
+            c
+            if c.unparsed_arguments is None
+            else dataclasses.replace(c, arguments=repaired(c.unparsed_arguments))
+            for c in calls
+        ]
+
+
+class QuotesUnparsedText(EditsCalls):
+    """Keeps the broken text as a JSON string literal (quoted and escaped), not as it came."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [
+            c
+            if c.unparsed_arguments is None
+            else dataclasses.replace(c, unparsed_arguments=json.dumps(c.unparsed_arguments))
+            for c in calls
+        ]
+
+
+class RaisesOnUnparsed(EditsCalls):
+    """Raises when a call's arguments do not parse, as a strict ``json.loads`` does."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        for call in calls:
+            if call.unparsed_arguments is not None:
+                raise ValueError(f"Unable to parse tool parameter JSON from model: {call.unparsed_arguments}")
+        return calls
+
+
+class StopOnUnparsedCall(ReferenceBackend):
+    """Counts only the calls that parsed when it names the finish reason: a turn whose one call
+    did not parse is a "stop"."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        if response.tool_calls and all(c.unparsed_arguments is not None for c in response.tool_calls):
+            response = dataclasses.replace(response, finish_reason="stop")
+        return response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        parsed = unparsed = 0
+        async for chunk in super().chat_stream(chat):
+            unparsed += sum(c.unparsed_arguments is not None for c in chunk.tool_calls)
+            parsed += sum(c.unparsed_arguments is None for c in chunk.tool_calls)
+            if chunk.finish_reason is not None and unparsed and not parsed:
                 chunk = dataclasses.replace(chunk, finish_reason="stop")
             yield chunk
 
@@ -1369,6 +1462,61 @@ HEADERS_ON_FIRST_REQUEST_ONLY = SharedBug(
     ("headers-later",),
     ("text/chat", "tool-call/stream"),
     headers=HEADERS,
+)
+
+CORRUPT_CASES = ("corrupt-arguments/chat", "corrupt-arguments/stream")
+DROPS_UNPARSED_CALL = SharedBug(
+    "drops-unparsed-call",
+    "drops a finished call whose arguments do not parse",
+    DropsUnparsedCall,
+    ("unparsed-call-kept",),
+    CORRUPT_CASES,
+)
+REPAIRS_ARGUMENTS = SharedBug(
+    "repairs-arguments",
+    "repairs broken argument JSON into an object and drops its text",
+    RepairsArguments,
+    ("unparsed-arguments", "unparsed-not-repaired"),
+    CORRUPT_CASES,
+)
+FILLS_UNPARSED_ARGUMENTS = SharedBug(
+    "fills-unparsed-arguments",
+    "keeps broken argument text but fills arguments with a partial parser's guess",
+    FillsUnparsedArguments,
+    ("unparsed-not-repaired",),
+    CORRUPT_CASES,
+)
+QUOTES_UNPARSED_TEXT = SharedBug(
+    "quotes-unparsed-text",
+    "keeps broken argument text quoted as a JSON string, not as it came",
+    QuotesUnparsedText,
+    ("unparsed-arguments",),
+    CORRUPT_CASES,
+)
+RAISES_ON_UNPARSED = SharedBug(
+    "raises-on-unparsed",
+    "raises on a call whose arguments do not parse",
+    RaisesOnUnparsed,
+    ("reply",),
+    CORRUPT_CASES,
+)
+STOP_ON_UNPARSED_CALL = SharedBug(
+    "stop-on-unparsed-call",
+    'calls a turn whose one call did not parse a "stop"',
+    StopOnUnparsedCall,
+    ("finish-reason",),
+    CORRUPT_CASES,
+)
+
+#: The shared bugs of a call whose arguments do not parse: listed by the zoos of the
+#: wires that carry argument text (``Zoo.unparsed``), on the corrupt-arguments cases they run.
+UNPARSED_BUGS = (
+    DROPS_UNPARSED_CALL,
+    REPAIRS_ARGUMENTS,
+    FILLS_UNPARSED_ARGUMENTS,
+    QUOTES_UNPARSED_TEXT,
+    RAISES_ON_UNPARSED,
+    STOP_ON_UNPARSED_CALL,
 )
 
 #: The shared bugs every zoo lists, in this order, before its own.

@@ -151,6 +151,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, AnthropicBackend):
 MUTANTS = [
     *zoo.every_wire(),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
+    *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),

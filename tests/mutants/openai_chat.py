@@ -98,6 +98,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIChatBackend):
 MUTANTS = [
     *zoo.every_wire(),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
+    *zoo.unparsed(),
     zoo.mutant(
         "stop-on-tool-turn",
         'passes "stop" through on a tool turn',

@@ -128,6 +128,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIResponsesBackend):
 MUTANTS = [
     *zoo.every_wire(),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
+    *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
