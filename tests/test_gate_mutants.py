@@ -103,6 +103,9 @@ RETRIED = {
     **both("rate-limited", {"re-executed"}),
 }
 
+#: The same stages, for a loop whose final answer was made without the result it had sent.
+RETRIED_FINAL = {case: {"final-results"} for case in RETRIED}
+
 MUTANTS: Tuple[LoopMutant, ...] = (
     # The bugs the issue names.
     LoopMutant(
@@ -186,6 +189,12 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         RETRIED,
         # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
         per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
+    ),
+    LoopMutant(
+        "restarts-without-the-results",
+        zoo.RestartsAfterAFailure,
+        RETRIED_FINAL,
+        per_wire={"ollama": {c: v for c, v in RETRIED_FINAL.items() if not c.startswith("rate-limited/")}},
     ),
     LoopMutant(
         "executes-an-unknown-tool",

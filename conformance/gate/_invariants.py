@@ -623,6 +623,43 @@ def check_results(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+def check_final_results(seen: LoopSeen) -> List[LoopProblem]:
+    """The request the model answered with its final text still carried every result.
+
+    ``results`` looks at the request right after each call; a loop that sends a
+    result there, and then (after a dropped reply, say) starts the conversation
+    again without the tool turn, gets a final answer the model made without it.
+    A call whose result ``results`` already found missing is its problem alone.
+    """
+    stage = seen.stage
+    if stage.budget or stage.cancel or not seen.finished_cleanly:
+        return []
+    if _value(seen.outcome.result.stopped) != "done":
+        return []
+    final = seen.exchanges[-1] if seen.exchanges else None
+    if final is None or final.history is None or final.turn is None or final.turn.calls:
+        return []
+    present = {p for p, message in seen.conversation.correlate(final.history) if message is not None}
+    problems = []
+    for planned in seen.planned():
+        if planned in present or planned.exchange >= final.index:
+            continue
+        exchange, message = seen.result_of(planned)
+        if exchange is None or message is None or exchange is final:
+            continue  # never sent, or not where it was due: results says so
+        problems.append(
+            LoopProblem(
+                "final-results",
+                f"{seen.label(planned)}: request {exchange.index + 1} sent its result back, but request "
+                f"{final.index + 1}, the one the model answered with its final text, carried no result "
+                "for it, so that answer was made without the tool's output; when a request fails, send "
+                "the same conversation again (the tool turn and its results), never a new one without them",
+                seen.events_of(final),
+            )
+        )
+    return problems
+
+
 def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     wire = seen.case.target.wire
@@ -991,6 +1028,7 @@ INVARIANTS: Dict[str, Check] = {
     "connection-closed": check_connection_closed,
     "result-format": check_result_format,
     "results": check_results,
+    "final-results": check_final_results,
     "call-ids": check_call_ids,
     "error-result": check_error_result,
     "result-content": check_result_content,
