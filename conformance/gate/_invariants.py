@@ -29,7 +29,7 @@ from .schema import validate
 from .tools import TOOLS
 
 if TYPE_CHECKING:
-    from ..contract import Message
+    from ..contract import Message, ToolResult
     from ._loop_driver import LoopOutcome
     from .cases import AgentLoopCase
 
@@ -715,14 +715,53 @@ def _record_of(seen: LoopSeen, planned: PlannedCall, content: str) -> Optional[E
     return records[0] if records else None
 
 
-def _is_error_text(text: str) -> Optional[Mapping[str, Any]]:
+def error_payload(result: ToolResult) -> Optional[Any]:
+    """The error ``result`` went back as, or ``None`` where it went back as plain output.
+
+    The wire's own error marker (Anthropic ``is_error``, Bedrock ``status: "error"``,
+    Gemini ``response.error``) or any JSON result whose top level carries an error:
+    an object, a list of errors or a message under ``error``, as ``ToolResult.text``
+    writes one and as frameworks write theirs (pydantic-ai sends a validation
+    failure as ``{"error": [{"type", "loc", "msg"}, ...]}`` and an unknown tool as
+    ``{"error": "..."}``). No code is asked for: the error's shape is the loop's.
+    """
+    if result.error is not None:
+        return result.error.as_dict()
     try:
-        data = json.loads(text)
+        data = json.loads(result.content)
     except ValueError:
         return None
-    if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        return data["error"]  # type: ignore[no-any-return]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, (dict, list)) and error:
+        return error
+    if isinstance(error, str) and error.strip():
+        return error
     return None
+
+
+def _error_accepted(seen: LoopSeen, result: ToolResult) -> bool:
+    """Whether ``result`` went back as an error: a structured one, or, where the target
+    declares ``error_results="text"`` and the wire has no error marker, any text that
+    is not a tool's output (it carries no fixture id)."""
+    if error_payload(result) is not None:
+        return True
+    target = seen.case.target
+    return (
+        target.error_results == "text"
+        and not target.wire.marks_tool_errors
+        and bool(result.content.strip())
+        and fixture_id_in(result.content) is None
+    )
+
+
+def _error_hint(seen: LoopSeen) -> str:
+    wire = seen.case.target.wire
+    if wire.marks_tool_errors:
+        return f"mark it as an error ({wire.tool_error_marker}) or send JSON with a top-level \"error\""
+    return (
+        'send JSON with a top-level "error" (ToolResult.text does); a framework that sends errors '
+        'as plain text declares error_results="text" on its target'
+    )
 
 
 def check_error_result(seen: LoopSeen) -> List[LoopProblem]:
@@ -734,13 +773,13 @@ def check_error_result(seen: LoopSeen) -> List[LoopProblem]:
         if record is None or record.error is None:
             continue
         result = message.tool_result
-        error = result.error.as_dict() if result.error is not None else _is_error_text(result.content)
-        if error is None or error.get("code") != record.error.code:
+        if not _error_accepted(seen, result):
             problems.append(
                 LoopProblem(
                     "error-result",
                     f"{seen.label(planned)}: the tool failed with {record.error.code!r}; request "
-                    f"{exchange.index + 1} sent back {result.content[:120]!r} without that structured error",
+                    f"{exchange.index + 1} sent back {result.content[:120]!r} as if it were the tool's "
+                    f"output; {_error_hint(seen)}",
                 )
             )
     return problems
@@ -956,12 +995,12 @@ def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
         if why is None or message is None or message.tool_result is None:
             continue
         result = message.tool_result
-        if result.error is None and not result.is_error and _is_error_text(result.content) is None:
+        if not _error_accepted(seen, result):
             problems.append(
                 LoopProblem(
                     "refused-call",
                     f"{seen.label(planned)}: {why}; request {exchange.index + 1} sent back "
-                    f"{result.content[:120]!r}, not a structured error",
+                    f"{result.content[:120]!r}, not an error; {_error_hint(seen)}",
                     seen.events_of(seen.exchanges[planned.exchange]),
                 )
             )

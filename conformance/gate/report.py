@@ -261,6 +261,8 @@ class Stamp:
     kit_version: str
     python: str
     timestamp: str
+    #: The target's settings that loosen a verdict (``error_results="text"``), each named.
+    knobs: Tuple[str, ...] = ()
 
     def as_dict(self) -> Dict[str, Any]:
         out = dataclasses.asdict(self)  # tuples stay tuples; json writes them as arrays
@@ -383,6 +385,7 @@ def run_gate(
         kit_version=kit_version(),
         python=platform.python_version(),
         timestamp=timestamp.isoformat().replace("+00:00", "Z"),
+        knobs=tuple(target.knobs()) if callable(getattr(target, "knobs", None)) else (),
     )
     return GateReport(stamp, tuple(results), seconds)
 
@@ -446,6 +449,7 @@ def _markdown(report: GateReport) -> str:
         f"| client | {_client_cell(s)} |",
         f"| kit | llm-backend-conformance {_cell(s.kit_version)} |",
         f"| time | {s.timestamp} |",
+        *(f"| knob | {_cell(knob)} |" for knob in s.knobs),
         "",
     ]
     modes: List[str] = []

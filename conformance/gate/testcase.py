@@ -24,7 +24,9 @@ from .stages import LOOP_MODES, STAGES, check_stage_keys
 __all__ = ["AgentLoopConformanceTestCase"]
 
 #: The class attributes a subclass may set.
-SETTINGS = ("wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "abstract")
+SETTINGS = (
+    "wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "error_results", "abstract"
+)
 
 
 def _make_test(stage: str, mode: str) -> Callable[[Any], None]:
@@ -59,8 +61,9 @@ class AgentLoopConformanceTestCase:
 
     Set ``wire`` and implement ``create_loop(url)``; optionally ``model``, ``skip``
     (stage, or ``"stage/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
-    (seconds per case) and ``max_result_chars`` (the loop's limit on a result it sends
-    back). Override ``run_loop(loop, task)`` when the loop's surface differs from
+    (seconds per case), ``max_result_chars`` (the loop's limit on a result it sends
+    back) and ``error_results`` (``"text"`` where the loop sends a failed tool's result
+    as plain text, on a wire with no error marker). Override ``run_loop(loop, task)`` when the loop's surface differs from
     ``loop.run(task)`` (the name ``run`` belongs to :class:`unittest.TestCase`). A
     shared base class without a wire sets ``abstract = True``.
     """
@@ -72,6 +75,7 @@ class AgentLoopConformanceTestCase:
     timeout: ClassVar[float] = 5.0
     client: ClassVar[Optional[str]] = None
     max_result_chars: ClassVar[Optional[int]] = None
+    error_results: ClassVar[str] = "structured"
     abstract: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -134,6 +138,7 @@ class AgentLoopConformanceTestCase:
             run=hook,
             timeout=cls.timeout,
             client=cls.client,
+            error_results=cls.error_results,
         )
 
     def run_agent_loop_case(self, stage: str, mode: str) -> None:

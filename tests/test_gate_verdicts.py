@@ -1,0 +1,154 @@
+"""The gate's verdicts on correct loops that do things differently: each passes, and each would
+fail were the rule it rests on taken back; and the failure messages name the cause."""
+
+from __future__ import annotations
+
+import json
+import unittest
+from dataclasses import replace
+from typing import Any, Callable, Iterable, List, Optional, Tuple
+from unittest import mock
+
+from conformance.contract import ToolResult
+from conformance.gate import AgentLoopTarget, ReferenceLoop, agent_loop_cases
+from conformance.gate import _invariants
+from conformance.gate.cases import AgentLoopCase
+from conformance.gate.loop import LoopTask
+from conformance.reference import REFERENCE_BACKENDS
+from conformance.wires import WIRES
+
+from . import gate_zoo as zoo
+from .test_provider_support import asyncio_debug_off_for_module
+
+setUpModule, tearDownModule = asyncio_debug_off_for_module()
+
+GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
+
+
+def target(
+    loop: Callable[..., Any], wire: str, *, http2: bool = False, backend: Callable[..., Any] = zoo.plain, **kw: Any
+) -> AgentLoopTarget:
+    def create(url: str) -> Any:
+        return loop(backend(wire, url, http2), max_result_chars=zoo.LIMIT)
+
+    return AgentLoopTarget(
+        f"{loop.__name__} {wire}", WIRES[wire], create, http2=http2, max_result_chars=zoo.LIMIT, **kw
+    )
+
+
+def run(case: AgentLoopCase) -> Tuple[str, str]:
+    try:
+        case.run()
+    except unittest.SkipTest as skipped:
+        return "skip", str(skipped)
+    except AssertionError as failed:
+        return "FAIL", str(failed)
+    return "pass", ""
+
+
+def cases(t: AgentLoopTarget, stages: Iterable[str]) -> List[AgentLoopCase]:
+    wanted = set(stages)
+    return [c for c in agent_loop_cases(t) if c.stage_name in wanted and not c.skip]
+
+
+def failures(results: Iterable[Tuple[AgentLoopCase, Tuple[str, str]]]) -> List[str]:
+    return [f"{c.target.name} {c.name}:\n{detail}" for c, (status, detail) in results if status == "FAIL"]
+
+
+def run_all(t: Iterable[AgentLoopCase]) -> List[Tuple[AgentLoopCase, Tuple[str, str]]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = list(t)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(zip(todo, pool.map(run, todo)))
+
+
+# -- item: errors in other shapes ------------------------------------------------------------
+
+
+class SendsFrameworkErrors(ReferenceLoop):
+    """Sends each error as pydantic-ai does: a validation failure as a list of typed errors under
+    "error", any other failure as a message under "error", both as the result's plain content."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: Any, schema: Any) -> ToolResult:
+        result = await super()._execute(task, tracker, call, schema)
+        if result.error is None:
+            return result
+        if result.error.code == "invalid_arguments":
+            error: Any = [{"type": "json_invalid", "loc": [], "msg": result.error.message}]
+        else:
+            error = f"{result.error.code}: {result.error.message}"
+        return ToolResult(result.call_id, result.name, json.dumps({"error": error}))
+
+
+def _dict_errors_only(result: ToolResult) -> Optional[Any]:
+    """The rule before: only an object under "error" was a structured error."""
+    if result.error is not None:
+        return result.error.as_dict()
+    try:
+        data = json.loads(result.content)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+ERROR_STAGES = ("error-result", "tool-error-corrects", "unknown-tool", "corrupt-arguments")
+
+
+class ErrorShapeTests(unittest.TestCase):
+    def test_a_list_or_a_message_under_error_is_a_structured_error_on_every_wire(self) -> None:
+        """pydantic-ai's {"error": [{type, loc, msg}]} and {"error": "..."} pass every error stage."""
+        todo = [c for w in GATE_WIRES for c in cases(target(SendsFrameworkErrors, w), ERROR_STAGES)]
+        self.assertTrue(any(c.stage_name == "corrupt-arguments" for c in todo))
+        self.assertEqual(failures(run_all(todo)), [])
+        with mock.patch.object(_invariants, "error_payload", _dict_errors_only):
+            detail = run(next(c for c in todo if c.name == "corrupt-arguments/chat"))[1]
+            self.assertIn("[refused-call]", detail)
+            detail = run(next(c for c in todo if c.name == "error-result/chat"))[1]
+            self.assertIn("[error-result]", detail)
+
+    def test_plain_text_errors_pass_only_with_the_knob_and_only_where_the_wire_has_no_marker(self) -> None:
+        """error_results="text" accepts plain-text errors on OpenAI Chat, never on Anthropic, which has is_error."""
+        stage = ["error-result"]
+        plain = cases(target(zoo.SendsErrorsAsText, "openai-chat"), stage)
+        self.assertIn("[error-result]", run(plain[0])[1])
+        self.assertIn('error_results="text"', run(plain[0])[1])
+        knob = cases(target(zoo.SendsErrorsAsText, "openai-chat", error_results="text"), stage)
+        self.assertEqual(failures(run_all(knob)), [])
+        marked = cases(target(zoo.SendsErrorsAsText, "anthropic", error_results="text"), stage)
+        detail = run(marked[0])[1]
+        self.assertIn("[error-result]", detail)
+        self.assertIn('"is_error": true', detail)
+
+    def test_the_report_names_the_knob(self) -> None:
+        """A run whose target declares error_results="text" says so in the stamp and the Markdown."""
+        from conformance.gate.report import run_gate
+
+        t = target(zoo.SendsErrorsAsText, "openai-chat", error_results="text")
+        t = replace(t, skip={s: "not this test's" for s in _all_stages_but(("error-result",))})
+        report = run_gate(t, jobs=2)
+        self.assertTrue(report.passed, report.markdown())
+        self.assertEqual(len(report.stamp.knobs), 1)
+        self.assertIn('error_results="text"', report.stamp.knobs[0])
+        self.assertIn('| knob | error_results="text"', report.markdown())
+        self.assertEqual(tuple(report.stamp.as_dict()["knobs"]), report.stamp.knobs)
+        plain = run_gate(replace(t, error_results="structured"), jobs=2)
+        self.assertEqual(plain.stamp.knobs, ())
+
+    def test_an_unknown_error_results_value_is_refused(self) -> None:
+        """error_results takes "structured" or "text"; anything else is a declaration error."""
+        from conformance.errors import TargetDefinitionError
+
+        with self.assertRaisesRegex(TargetDefinitionError, "error_results must be one of"):
+            target(ReferenceLoop, "openai-chat", error_results="plain")
+
+
+def _all_stages_but(keep: Tuple[str, ...]) -> List[str]:
+    from conformance.gate import STAGES
+
+    return [s for s in STAGES if s not in keep]
+
+
+if __name__ == "__main__":
+    unittest.main()
