@@ -144,6 +144,40 @@ class ErrorShapeTests(unittest.TestCase):
             target(ReferenceLoop, "openai-chat", error_results="plain")
 
 
+# -- item: Anthropic results over consecutive user messages ------------------------------------
+
+
+def split_results_backend(wire: str, url: str, http2: bool) -> Any:
+    """The Anthropic reference backend, sending each tool_result in a user message of its own."""
+    from conformance.reference import AnthropicBackend
+
+    class SplitsResults(AnthropicBackend):
+        def messages(self, messages: Any) -> List[Any]:
+            out: List[Any] = []
+            for turn in super().messages(messages):
+                content = turn.get("content")
+                if turn["role"] == "user" and isinstance(content, list) and len(content) > 1:
+                    out += [{"role": "user", "content": [block]} for block in content]
+                else:
+                    out.append(turn)
+            return out
+
+    return SplitsResults(url, http2=http2)
+
+
+class SplitResultsTests(unittest.TestCase):
+    def test_results_in_consecutive_user_messages_pass(self) -> None:
+        """A loop that answers two parallel calls in two user messages passes, as the API combines them."""
+        t = target(ReferenceLoop, "anthropic", backend=split_results_backend)
+        todo = cases(t, ("parallel-calls", "tool-error-corrects"))
+        self.assertEqual(len(todo), 4)
+        self.assertEqual(failures(run_all(todo)), [])
+        from conformance.wires import anthropic
+
+        with mock.patch.object(anthropic, "_merge_consecutive", lambda raw: list(enumerate(raw))):
+            self.assertIn("[result-format]", run(todo[0])[1])
+
+
 def _all_stages_but(keep: Tuple[str, ...]) -> List[str]:
     from conformance.gate import STAGES
 
