@@ -710,3 +710,14 @@ class RestartsAfterAFailure(ReferenceLoop):
 
     def __init__(self, backend: Any, **kwargs: Any) -> None:
         super().__init__(_Restarting(backend), **kwargs)
+
+
+def drop_result_ids(messages: List[Message]) -> List[Message]:
+    """Sends every result without its call id, by the tool's name alone."""
+    out = []
+    for m in messages:
+        r = m.tool_result
+        if r is not None:
+            m = Message.tool(ToolResult("", r.name, r.content, r.error))
+        out.append(m)
+    return out

@@ -130,6 +130,15 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     ),
     LoopMutant("swaps-two-results", zoo.rewrite(zoo.swap_results), both("parallel-calls", {"call-ids"})),
     LoopMutant(
+        "drops-result-ids",
+        zoo.rewrite(zoo.drop_result_ids),
+        both("parallel-calls", {"result-format"}),
+        # Gemini matches a result without an id to the one call of its function; two calls
+        # to read_fixture answered without ids are ambiguous, which it refuses.
+        per_wire={"ollama": {}},
+        why="Ollama sends no call ids: its results go back by tool name and order anyway",
+    ),
+    LoopMutant(
         "drops-the-error-result",
         zoo.rewrite(zoo.drop_errors),
         {**both("tool-error-corrects", {"results"}), **both("error-result", {"results"})},

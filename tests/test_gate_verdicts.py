@@ -178,6 +178,34 @@ class SplitResultsTests(unittest.TestCase):
             self.assertIn("[result-format]", run(todo[0])[1])
 
 
+# -- item: Gemini results without ids -----------------------------------------------------------
+
+#: The stages where each turn calls a function once: a result without an id is unambiguous.
+ONE_CALL_STAGES = (
+    "forced-tool", "fragmented-arguments", "tool-error-corrects", "large-result", "empty-result",
+    "non-ascii-result", "error-result", "reasoning", "unknown-tool", "close-after-execution",
+)
+
+
+class GeminiWithoutIdsTests(unittest.TestCase):
+    def test_results_without_ids_pass_where_each_function_was_called_once(self) -> None:
+        """google-genai's automatic function calling sends no ids back: Gemini matches by name, and so does the gate."""
+        from conformance.wires import _gemini_turns
+
+        t = target(zoo.rewrite(zoo.drop_result_ids), "gemini")
+        todo = cases(t, ONE_CALL_STAGES)
+        self.assertEqual(len(todo), 2 * len(ONE_CALL_STAGES))
+        self.assertEqual(failures(run_all(todo)), [])
+        original = _gemini_turns._Reader.pair
+
+        def unresolved(self: Any, where: str, calls: Any, results: Any, text: Any) -> Any:
+            original(self, where, calls, results, text)
+            return results
+
+        with mock.patch.object(_gemini_turns._Reader, "pair", unresolved):
+            self.assertIn("[results]", run(todo[0])[1])
+
+
 def _all_stages_but(keep: Tuple[str, ...]) -> List[str]:
     from conformance.gate import STAGES
 

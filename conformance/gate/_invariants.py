@@ -691,9 +691,10 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
                 )
             )
     for exchange in seen.exchanges:
-        if exchange.history is None or not wire.sends_call_ids:
-            continue
+        if exchange.history is None or exchange.problems or not wire.sends_call_ids:
+            continue  # a refused history is result-format's
         ids = [m.tool_result.call_id for m in exchange.history.results if m.tool_result is not None]
+        ids = [i for i in ids if i]  # a result without an id answers no call twice
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             problems.append(
