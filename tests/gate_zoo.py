@@ -721,3 +721,13 @@ def drop_result_ids(messages: List[Message]) -> List[Message]:
             m = Message.tool(ToolResult("", r.name, r.content, r.error))
         out.append(m)
     return out
+
+
+def double_results(messages: List[Message]) -> List[Message]:
+    """Sends every result twice, one right after the other."""
+    out = []
+    for m in messages:
+        out.append(m)
+        if m.tool_result is not None:
+            out.append(m)
+    return out

@@ -139,6 +139,14 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         why="Ollama sends no call ids: its results go back by tool name and order anyway",
     ),
     LoopMutant(
+        "answers-a-call-twice",
+        zoo.rewrite(zoo.double_results),
+        {},
+        per_wire={"ollama": both("forced-tool", {"result-count"})},
+        why="with call ids a second result under one id is call-ids' (no call id answered twice), "
+        "or the provider's own 400",
+    ),
+    LoopMutant(
         "drops-the-error-result",
         zoo.rewrite(zoo.drop_errors),
         {**both("tool-error-corrects", {"results"}), **both("error-result", {"results"})},

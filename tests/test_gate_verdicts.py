@@ -206,6 +206,52 @@ class GeminiWithoutIdsTests(unittest.TestCase):
             self.assertIn("[results]", run(todo[0])[1])
 
 
+# -- item: parallel calls run in reverse order on a wire without ids -----------------------------
+
+
+class RunsInReverse(ReferenceLoop):
+    """Runs a turn's calls last first (parallel calls are unordered), then sends each call's own
+    result back in the order the model made the calls."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        self.turn: Tuple[Any, ...] = ()
+        self.done: List[Tuple[Any, ToolResult]] = []
+        whole = backend.chat
+
+        async def chat(request: Any) -> Any:
+            return self._keep(await whole(request))
+
+        self.backend = zoo._Wrapped(backend, chat=chat)
+
+    def _keep(self, response: Any) -> Any:
+        self.turn, self.done = tuple(response.tool_calls), []
+        return response
+
+    async def _stream(self, request: Any) -> Any:
+        return self._keep(await super()._stream(request))
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: Any, schema: Any) -> ToolResult:
+        if not self.done:
+            schemas = {spec.name: spec.parameters for spec in task.tools}
+            for other in reversed(self.turn):
+                ran = await super()._execute(task, tracker, other, schemas.get(other.name))
+                self.done.append((other, ran))
+        return next(result for other, result in self.done if other is call)
+
+
+class ReverseOrderTests(unittest.TestCase):
+    def test_parallel_calls_run_last_first_pass_where_the_provider_sends_no_ids(self) -> None:
+        """On Ollama, runs are tied to calls by tool name and arguments first, then by order."""
+        todo = [c for w in GATE_WIRES for c in cases(target(RunsInReverse, w), ("parallel-calls",))]
+        self.assertEqual(len(todo), 2 * len(GATE_WIRES))
+        self.assertEqual(failures(run_all(todo)), [])
+        ollama = next(c for c in todo if c.target.wire.name == "ollama")
+        with mock.patch.object(_invariants, "same_arguments", lambda planned, record: False):
+            detail = run(ollama)[1]
+        self.assertIn("[arguments]", detail)
+
+
 def _all_stages_but(keep: Tuple[str, ...]) -> List[str]:
     from conformance.gate import STAGES
 

@@ -161,19 +161,36 @@ class LoopSeen:
 
     @_once
     def matches(self) -> List[Tuple[ExecutionRecord, Optional[PlannedCall]]]:
-        """Each execution before any abort with the planned call it ran (by id, else by name and order)."""
+        """Each execution before any abort with the planned call it ran.
+
+        By call id; where the provider sends none (Ollama), by tool name and arguments
+        first, then by order among the calls to that tool still unpaired: the provider
+        documents parallel calls as unordered, so a loop may run a turn's calls in any
+        order.
+        """
         planned = self.planned()
-        out: List[Tuple[ExecutionRecord, Optional[PlannedCall]]] = []
         if self.case.target.wire.sends_call_ids:
             by_id = {p.call.id: p for p in planned}
             return [(r, by_id.get(r.call_id)) for r in self.before_abort()]
-        seen: Dict[str, int] = {}
-        for record in self.before_abort():
-            same = [p for p in planned if p.call.name == record.tool]
-            k = seen.get(record.tool, 0)
-            seen[record.tool] = k + 1
-            out.append((record, same[k] if k < len(same) else None))
-        return out
+        records = self.before_abort()
+        paired: Dict[int, PlannedCall] = {}
+        taken: List[PlannedCall] = []
+        for at, record in enumerate(records):
+            same = next(
+                (p for p in planned if p.call.name == record.tool and p not in taken and same_arguments(p, record)),
+                None,
+            )
+            if same is not None:
+                paired[at] = same
+                taken.append(same)
+        for at, record in enumerate(records):
+            if at in paired:
+                continue
+            left = next((p for p in planned if p.call.name == record.tool and p not in taken), None)
+            if left is not None:
+                paired[at] = left
+                taken.append(left)
+        return [(record, paired.get(at)) for at, record in enumerate(records)]
 
     def records_for(self, planned: PlannedCall) -> List[ExecutionRecord]:
         return [r for r, p in self.matches() if p == planned]
@@ -236,6 +253,14 @@ class LoopSeen:
             events, events[-1].seq, before=before, after=0, since=exchange.request.received_at
         )
         return f"      last events sent to {exchange.request}:\n" + _indent(lines)
+
+
+def same_arguments(planned: PlannedCall, record: ExecutionRecord) -> bool:
+    """Whether ``record`` ran on exactly the arguments the model sent ``planned`` with."""
+    try:
+        return bool(json.loads(planned.call.arguments) == record.arguments)
+    except ValueError:
+        return False
 
 
 def refusal(planned: PlannedCall) -> Optional[str]:
@@ -706,6 +731,44 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+def check_result_count(seen: LoopSeen) -> List[LoopProblem]:
+    """Without call ids (Ollama), no call answered twice: no more results of a tool after a
+    turn than the turn's calls to it, since each result answers the next call to its tool."""
+    if seen.case.target.wire.sends_call_ids:
+        return []  # a call id answered twice is call-ids'
+    problems: List[LoopProblem] = []
+    told = set()
+    for exchange in seen.exchanges:
+        if exchange.history is None or exchange.problems:
+            continue
+        messages = exchange.history.messages
+        turn = 0
+        for at, message in enumerate(messages):
+            if message.role != "assistant" or not message.tool_calls:
+                continue
+            turn += 1
+            results = []
+            for after in messages[at + 1 :]:
+                if after.role != "tool" or after.tool_result is None:
+                    break
+                results.append(after.tool_result)
+            called = [c.name for c in message.tool_calls]
+            for name in sorted(set(called) | {r.name for r in results if r.name}):
+                made, sent = called.count(name), sum(1 for r in results if r.name == name)
+                if sent > made and (turn, name) not in told:
+                    told.add((turn, name))
+                    problems.append(
+                        LoopProblem(
+                            "result-count",
+                            f"request {exchange.index + 1}: assistant turn {turn} called {name} {made} "
+                            f"time(s) and {sent} results for {name} followed it; {seen.case.target.wire.name} "
+                            "sends no call ids, so each result answers the next call to its tool, and the "
+                            "extra one answers none: send one result per call",
+                        )
+                    )
+    return problems
+
+
 def _record_of(seen: LoopSeen, planned: PlannedCall, content: str) -> Optional[ExecutionRecord]:
     fixture = fixture_id_in(content)
     if fixture is not None:
@@ -1070,6 +1133,7 @@ INVARIANTS: Dict[str, Check] = {
     "results": check_results,
     "final-results": check_final_results,
     "call-ids": check_call_ids,
+    "result-count": check_result_count,
     "error-result": check_error_result,
     "result-content": check_result_content,
     "result-size": check_result_size,
