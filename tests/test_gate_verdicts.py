@@ -252,6 +252,145 @@ class ReverseOrderTests(unittest.TestCase):
         self.assertIn("[arguments]", detail)
 
 
+# -- item: realistic stream order ----------------------------------------------------------------
+
+
+class StreamOrderTests(unittest.TestCase):
+    def test_parallel_calls_stream_one_call_after_the_other_on_every_wire(self) -> None:
+        """By default no call's argument events overlap another's, as every provider streams them."""
+        from conformance.gate.stages import STAGES, Step
+
+        for name in GATE_WIRES:
+            wire = WIRES[name]
+            with self.subTest(wire=name):
+                step = Step(0, wire, "parallel-calls", _empty_history(), 4, quote=lambda: "")
+                turn = STAGES["parallel-calls"].script(step)
+                played = wire.turn_stream(turn, _stream_request(wire))
+                assert played is not None
+                (a0, a1), (b0, b1) = played.arguments[0], played.arguments[1]
+                self.assertLess(a1, b0, played.arguments)
+
+    def test_the_interleaved_order_is_opt_in_and_says_it_is_not_the_providers(self) -> None:
+        """parallel-calls-interleaved skips unless the target names it, saying no provider sends it."""
+        plain = next(c for c in agent_loop_cases(target(ReferenceLoop, "openai-responses"))
+                     if c.stage_name == "parallel-calls-interleaved")
+        self.assertIn("opt-in stress stage", str(plain.skip))
+        self.assertIn("no provider was seen sending", str(plain.skip))
+        t = target(ReferenceLoop, "openai-responses", stress=("parallel-calls-interleaved",))
+        chosen = next(c for c in agent_loop_cases(t) if c.stage_name == "parallel-calls-interleaved")
+        self.assertIsNone(chosen.skip)
+        self.assertEqual(run(chosen), ("pass", ""))
+        from conformance.errors import TargetDefinitionError
+
+        with self.assertRaisesRegex(TargetDefinitionError, "stress must be a tuple of stress stages"):
+            target(ReferenceLoop, "openai-chat", stress=("parallel-calls",))
+
+
+def _empty_history() -> Any:
+    from conformance.wires._turns import History
+
+    return History(())
+
+
+def _stream_request(wire: Any) -> Any:
+    from conformance.provider.replies import RecordedRequest
+
+    body = json.dumps({"model": "m", "stream": True, "messages": [], "input": []}).encode()
+    return RecordedRequest("POST", "/v1/x", "", {"content-type": "application/json"}, body, "HTTP/1.1")
+
+
+# -- the messages ---------------------------------------------------------------------------------
+
+
+def appends_to_last_opened(wire: str, url: str, http2: bool) -> Any:
+    """The Chat reference backend, adding every argument fragment to the call opened last."""
+    from conformance.reference import OpenAIChatBackend
+
+    class LastOpened(OpenAIChatBackend):
+        def on_chunk(self, chunk: Any, partials: Any) -> str:
+            for choice in chunk.get("choices") or ():
+                for fragment in (choice.get("delta") or {}).get("tool_calls") or ():
+                    if not fragment.get("id") and partials:
+                        fragment["index"] = max(partials)
+            return str(super().on_chunk(chunk, partials))
+
+    return LastOpened(f"{url}/v1", http2=http2)
+
+
+def sends_broken_text_back(wire: str, url: str, http2: bool) -> Any:
+    """The Chat reference backend, sending a call whose arguments did not parse back with the model's text."""
+    from conformance.reference import OpenAIChatBackend
+
+    class BrokenTextBack(OpenAIChatBackend):
+        def body(self, chat: Any, stream: bool) -> Any:
+            body = super().body(chat, stream)
+            for message, sent in zip(chat.messages, body["messages"]):
+                for call, raw in zip(message.tool_calls, sent.get("tool_calls") or ()):
+                    if call.unparsed_arguments is not None:
+                        raw["function"]["arguments"] = call.unparsed_arguments
+            return body
+
+    return BrokenTextBack(f"{url}/v1", http2=http2)
+
+
+class LosesTheArguments(ReferenceLoop):
+    """Hands each call to the toolset with empty arguments, which it refuses at the door."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: Any, schema: Any) -> ToolResult:
+        return await task.toolset.aexecute(replace(call, arguments={}), key=call.id, signal=task.signal)
+
+
+def problems_of(detail: str) -> List[str]:
+    return [line for line in detail.splitlines() if line.startswith("  - ")]
+
+
+class MessageTests(unittest.TestCase):
+    def test_broken_text_sent_back_on_openai_chat_says_what_to_send_instead(self) -> None:
+        """The history is named as the problem, with {} as the fix, and no false "answers no call" line."""
+        t = target(ReferenceLoop, "openai-chat", backend=sends_broken_text_back)
+        detail = run(next(c for c in cases(t, ("corrupt-arguments",)) if c.mode == "chat"))[1]
+        lines = problems_of(detail)
+        self.assertEqual(len(lines), 1, detail)
+        self.assertIn("[result-format]", lines[0])
+        self.assertIn('arguments "{}"', lines[0])
+        self.assertNotIn("answers no call", detail)
+        self.assertIn("hint: the history is what the provider refused, not what ran", detail)
+        self.assertNotIn("never repair the JSON", detail)
+
+    def test_a_call_refused_at_the_door_is_one_line(self) -> None:
+        """A call handed over with the wrong arguments and refused is reported once, by arguments."""
+        detail = run(cases(target(LosesTheArguments, "anthropic"), ("forced-tool",))[0])[1]
+        lines = problems_of(detail)
+        self.assertEqual(len(lines), 1, detail)
+        self.assertIn("refused it at the door (it never ran)", lines[0])
+        self.assertIn("[arguments]", lines[0])
+        self.assertNotIn("never executed", detail)
+
+    def test_executed_early_says_when_the_fragment_was_sent_and_when_the_loop_ran(self) -> None:
+        """The line gives the loop's start and the last fragment's write, each timed from the request."""
+        import re
+
+        t = target(zoo.EagerLoop, "openai-chat", backend=zoo.tapped)
+        detail = run(cases(t, ("fragmented-arguments",))[1])[1]
+        self.assertIn("[executed-early]", detail)
+        self.assertRegex(detail, r"execution started [0-9.]+ ms after request 1 came")
+        self.assertRegex(detail, r"the provider wrote the call's last argument fragment \(event #\d+, [\w.]+\) "
+                                 r"[0-9.]+ ms after it, [0-9.]+ ms later")
+        self.assertTrue(re.search(r"run a call only once its turn's end event", detail))
+
+    def test_fragments_added_to_the_last_opened_call_are_named_as_the_cause(self) -> None:
+        """Interleaved fragments mixed up by a parser that keeps "the current call" name that cause."""
+        t = target(ReferenceLoop, "openai-chat", backend=appends_to_last_opened,
+                   stress=("parallel-calls-interleaved",))
+        detail = run(cases(t, ("parallel-calls-interleaved",))[0])[1]
+        self.assertIn("never executed", detail)
+        self.assertIn("fragments added to the call opened last instead of to the call their index names", detail)
+        self.assertRegex(detail, r"its argument fragments \(events #\d+ to #\d+\) alternated")
+        plain = run(cases(target(ReferenceLoop, "openai-chat", backend=appends_to_last_opened),
+                          ("parallel-calls",))[1])
+        self.assertEqual(plain, ("pass", ""))
+
+
 def _all_stages_but(keep: Tuple[str, ...]) -> List[str]:
     from conformance.gate import STAGES
 

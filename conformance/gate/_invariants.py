@@ -211,6 +211,28 @@ class LoopSeen:
         deadline = self.outcome.started + self.case.max_seconds
         return log.times[-1] > deadline - READ_WITHIN
 
+    def interleaved_cause(self, planned: PlannedCall) -> str:
+        """The likely cause, where ``planned`` was one of a streamed turn's calls whose argument
+        fragments alternated with another call's: a parser that adds each fragment to the
+        call opened last, not to the one its index names, mixes their arguments up."""
+        exchange = self.exchanges[planned.exchange]
+        turn = exchange.turn
+        if turn is None or not turn.interleave or len(turn.calls) < 2 or exchange.events is None:
+            return ""
+        spans = exchange.events.arguments
+        mine = spans.get(planned.position)
+        others = [spans[p] for p in spans if p != planned.position]
+        if mine is None or not any(a < mine[1] and mine[0] < b for a, b in others):
+            return ""
+        events = exchange.request.events
+        seqs = [events[i].seq for i in mine if i < len(events)]
+        where = f" (events #{seqs[0]} to #{seqs[-1]})" if len(seqs) == 2 else ""
+        return (
+            f"; its argument fragments{where} alternated with another call's, each naming its call by "
+            "index: the likely cause is fragments added to the call opened last instead of to the call "
+            "their index names"
+        )
+
     def answer_of(self, planned: PlannedCall) -> Optional[Exchange]:
         """The accepted request right after the turn that made ``planned``: where its result belongs."""
         for exchange in self.exchanges[planned.exchange + 1 :]:
@@ -275,6 +297,10 @@ def refusal(planned: PlannedCall) -> Optional[str]:
     if not isinstance(arguments, dict):
         return f"its arguments {call.arguments!r} are not a JSON object"
     return None
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
 
 
 def _indent(text: str) -> str:
@@ -438,10 +464,16 @@ def check_arguments(seen: LoopSeen) -> List[LoopProblem]:
             continue
         sent = json.loads(planned.call.arguments)
         if record.arguments != sent:
+            how = (
+                f"ran with {record.arguments!r}"
+                if record.ran
+                else f"was handed to the toolset with {record.arguments!r}, which refused it at the door "
+                "(it never ran)"
+            )
             problems.append(
                 LoopProblem(
                     "arguments",
-                    f"{seen.label(planned)}: ran with {record.arguments!r}; the model sent {sent!r}",
+                    f"{seen.label(planned)}: {how}; the model sent {sent!r}{seen.interleaved_cause(planned)}",
                     seen.events_before(record.started),
                 )
             )
@@ -470,6 +502,8 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
         records = [r for r in own if r.ran]
         if records and seen.faulted() and len(records) > 1:
             continue  # run again after a fault: re-executed says so
+        if not records and any(not same_arguments(call, r) for r in own):
+            continue  # handed over on other arguments and refused at the door: arguments says so
         if stage.cancel:
             expected: Tuple[int, ...] = (0,)
         elif stage.budget and index == len(planned) - 1:
@@ -486,7 +520,10 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
                 text = f"{seen.label(call)}: executed {len(records)} times ({fixtures}); each call runs once"
                 evidence = seen.events_before(records[-1].started)
             else:
-                text = f"{seen.label(call)}: never executed; the model called it and waited for its result"
+                text = (
+                    f"{seen.label(call)}: never executed; the model called it and waited for its result"
+                    + seen.interleaved_cause(call)
+                )
                 evidence = ""
             problems.append(LoopProblem("executions", text, evidence))
     # A run no call of the model's accounts for: by id, or (where the provider sends no
@@ -527,12 +564,25 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
         events = exchange.request.events
         flushed = events[last] if last < len(events) else None
         if flushed is None or record.started < flushed.flushed_at:
-            where = f"event #{flushed.seq}" if flushed is not None else f"event {last} (never sent)"
+            since = exchange.request.received_at
+            ran = f"execution started {_ms(record.started - since)} after request {exchange.index + 1} came"
+            if flushed is not None:
+                sent = (
+                    f"the provider wrote the call's last argument fragment (event #{flushed.seq}, "
+                    f"{flushed.type}) {_ms(flushed.flushed_at - since)} after it, "
+                    f"{_ms(flushed.flushed_at - record.started)} later"
+                )
+            else:
+                logged = f", the last at {_ms(events[-1].flushed_at - since)}" if events else ""
+                sent = (
+                    f"the provider had not written the call's last argument fragment (event {last} of "
+                    f"the turn) by the end of the case: it logged {len(events)} event(s){logged}"
+                )
             problems.append(
                 LoopProblem(
                     "executed-early",
-                    f"{seen.label(planned)}: execution started before the call's last argument fragment "
-                    f"({where}) was sent; its arguments were still arriving",
+                    f"{seen.label(planned)}: {ran}; {sent}, so its arguments were still arriving; run a "
+                    "call only once its turn's end event (or its own done event) has come",
                     seen.events_before(record.started),
                 )
             )
@@ -1093,8 +1143,8 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
                 evidence(),
             )
         ]
-    if o.error is None:
-        return []
+    if o.error is None or seen.refused:
+        return []  # an error raised at the provider's 400 for a refused history is result-format's
     if not stage.may_stop:
         return [
             LoopProblem(
@@ -1165,5 +1215,12 @@ def failure_message(seen: LoopSeen, problems: List[LoopProblem]) -> str:
         lines.append(f"  left behind: {seen.outcome.left_behind}")
     shown = ", ".join(str(r) for r in seen.requests) or "none"
     lines.append(f"  requests seen: {shown}")
-    lines.append(f"  hint: {case.stage.hint}")
+    if problems and all(p.check == "result-format" for p in problems):
+        # What ran was fine: the history it was sent back in is what the provider refused.
+        lines.append(
+            "  hint: the history is what the provider refused, not what ran: send what each line above "
+            "says the provider expects"
+        )
+    else:
+        lines.append(f"  hint: {case.stage.hint}")
     return "\n".join(lines)

@@ -118,7 +118,9 @@ class AgentLoopTarget:
     ``"structured"`` (the default: the wire's error marker, or JSON whose top level
     carries an ``error``), or ``"text"`` for a framework that sends plain text,
     accepted only on a wire with no error marker (OpenAI Chat and Responses, Ollama);
-    the release report names it.
+    the release report names it. ``stress`` names the opt-in stress stages to run
+    (``"parallel-calls-interleaved"``), which play what a format allows but no provider
+    sends; without it they skip, saying so.
     """
 
     name: str
@@ -132,6 +134,7 @@ class AgentLoopTarget:
     timeout: float = 5.0
     client: Optional[str] = None
     error_results: str = "structured"
+    stress: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from .stages import check_stage_keys
@@ -160,6 +163,14 @@ class AgentLoopTarget:
             raise TargetDefinitionError(
                 f"{where}: error_results must be one of {', '.join(map(repr, ERROR_RESULTS))}, "
                 f"got {self.error_results!r}"
+            )
+        from .stages import STRESS_STAGES
+
+        unknown = [name for name in self.stress if name not in STRESS_STAGES]
+        if isinstance(self.stress, str) or unknown:
+            raise TargetDefinitionError(
+                f"{where}: stress must be a tuple of stress stages ({', '.join(STRESS_STAGES)}), "
+                f"got {self.stress!r}"
             )
         check_stage_keys(self.skip, where)
 

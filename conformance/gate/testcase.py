@@ -13,7 +13,7 @@ The mixin itself has no tests, so runners collect only subclasses that name a wi
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, ClassVar, Mapping, Optional
+from typing import Any, Callable, ClassVar, Mapping, Optional, Tuple
 
 from ..errors import TargetDefinitionError
 from ..wires._base import Wire
@@ -25,7 +25,8 @@ __all__ = ["AgentLoopConformanceTestCase"]
 
 #: The class attributes a subclass may set.
 SETTINGS = (
-    "wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "error_results", "abstract"
+    "wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "error_results", "stress",
+    "abstract",
 )
 
 
@@ -63,7 +64,8 @@ class AgentLoopConformanceTestCase:
     (stage, or ``"stage/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
     (seconds per case), ``max_result_chars`` (the loop's limit on a result it sends
     back) and ``error_results`` (``"text"`` where the loop sends a failed tool's result
-    as plain text, on a wire with no error marker). Override ``run_loop(loop, task)`` when the loop's surface differs from
+    as plain text, on a wire with no error marker) and ``stress`` (the opt-in stress
+    stages to run). Override ``run_loop(loop, task)`` when the loop's surface differs from
     ``loop.run(task)`` (the name ``run`` belongs to :class:`unittest.TestCase`). A
     shared base class without a wire sets ``abstract = True``.
     """
@@ -76,6 +78,7 @@ class AgentLoopConformanceTestCase:
     client: ClassVar[Optional[str]] = None
     max_result_chars: ClassVar[Optional[int]] = None
     error_results: ClassVar[str] = "structured"
+    stress: ClassVar[Tuple[str, ...]] = ()
     abstract: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -139,6 +142,7 @@ class AgentLoopConformanceTestCase:
             timeout=cls.timeout,
             client=cls.client,
             error_results=cls.error_results,
+            stress=tuple(cls.stress),
         )
 
     def run_agent_loop_case(self, stage: str, mode: str) -> None:

@@ -814,6 +814,7 @@ class AnthropicWire(Wire):
     )
 
     name = "anthropic"
+    interleaves_calls = True
     provider = "anthropic"
     title = "Anthropic Messages"
     tool_call_id = TOOL_USE_ID
