@@ -31,7 +31,12 @@ def reference_target(wire: str, http2: bool, limit: Optional[int] = 4096) -> Age
         return ReferenceLoop(REFERENCE_BACKENDS[wire](url, http2), max_result_chars=limit)
 
     return AgentLoopTarget(
-        f"reference loop {wire}", WIRES[wire], create, http2=http2, max_result_chars=limit, stress=STRESS_STAGES
+        f"reference loop {wire}",
+        WIRES[wire],
+        create,
+        http2=http2,
+        max_result_chars=limit,
+        stress=STRESS_STAGES,
     )
 
 

@@ -10,11 +10,9 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple
 from unittest import mock
 
 from conformance.contract import ToolResult
-from conformance.gate import AgentLoopTarget, ReferenceLoop, agent_loop_cases
-from conformance.gate import _invariants
+from conformance.gate import AgentLoopTarget, ReferenceLoop, _invariants, agent_loop_cases
 from conformance.gate.cases import AgentLoopCase
 from conformance.gate.loop import LoopTask
-from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES
 
 from . import gate_zoo as zoo
@@ -26,7 +24,12 @@ GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
 
 
 def target(
-    loop: Callable[..., Any], wire: str, *, http2: bool = False, backend: Callable[..., Any] = zoo.plain, **kw: Any
+    loop: Callable[..., Any],
+    wire: str,
+    *,
+    http2: bool = False,
+    backend: Callable[..., Any] = zoo.plain,
+    **kw: Any,
 ) -> AgentLoopTarget:
     def create(url: str) -> Any:
         return loop(backend(wire, url, http2), max_result_chars=zoo.LIMIT)
@@ -109,7 +112,7 @@ class ErrorShapeTests(unittest.TestCase):
             self.assertIn("[error-result]", detail)
 
     def test_plain_text_errors_pass_only_with_the_knob_and_only_where_the_wire_has_no_marker(self) -> None:
-        """error_results="text" accepts plain-text errors on OpenAI Chat, never on Anthropic, which has is_error."""
+        """error_results="text" accepts plain-text errors on OpenAI Chat, never on Anthropic (is_error)."""
         stage = ["error-result"]
         plain = cases(target(zoo.SendsErrorsAsText, "openai-chat"), stage)
         self.assertIn("[error-result]", run(plain[0])[1])
@@ -182,14 +185,22 @@ class SplitResultsTests(unittest.TestCase):
 
 #: The stages where each turn calls a function once: a result without an id is unambiguous.
 ONE_CALL_STAGES = (
-    "forced-tool", "fragmented-arguments", "tool-error-corrects", "large-result", "empty-result",
-    "non-ascii-result", "error-result", "reasoning", "unknown-tool", "close-after-execution",
+    "forced-tool",
+    "fragmented-arguments",
+    "tool-error-corrects",
+    "large-result",
+    "empty-result",
+    "non-ascii-result",
+    "error-result",
+    "reasoning",
+    "unknown-tool",
+    "close-after-execution",
 )
 
 
 class GeminiWithoutIdsTests(unittest.TestCase):
     def test_results_without_ids_pass_where_each_function_was_called_once(self) -> None:
-        """google-genai's automatic function calling sends no ids back: Gemini matches by name, and so does the gate."""
+        """Results sent back without ids (google-genai's automatic function calling) match by name."""
         from conformance.wires import _gemini_turns
 
         t = target(zoo.rewrite(zoo.drop_result_ids), "gemini")
@@ -267,13 +278,16 @@ class StreamOrderTests(unittest.TestCase):
                 turn = STAGES["parallel-calls"].script(step)
                 played = wire.turn_stream(turn, _stream_request(wire))
                 assert played is not None
-                (a0, a1), (b0, b1) = played.arguments[0], played.arguments[1]
-                self.assertLess(a1, b0, played.arguments)
+                first_ends, second_starts = played.arguments[0][1], played.arguments[1][0]
+                self.assertLess(first_ends, second_starts, played.arguments)
 
     def test_the_interleaved_order_is_opt_in_and_says_it_is_not_the_providers(self) -> None:
         """parallel-calls-interleaved skips unless the target names it, saying no provider sends it."""
-        plain = next(c for c in agent_loop_cases(target(ReferenceLoop, "openai-responses"))
-                     if c.stage_name == "parallel-calls-interleaved")
+        plain = next(
+            c
+            for c in agent_loop_cases(target(ReferenceLoop, "openai-responses"))
+            if c.stage_name == "parallel-calls-interleaved"
+        )
         self.assertIn("opt-in stress stage", str(plain.skip))
         self.assertIn("no provider was seen sending", str(plain.skip))
         t = target(ReferenceLoop, "openai-responses", stress=("parallel-calls-interleaved",))
@@ -374,20 +388,32 @@ class MessageTests(unittest.TestCase):
         detail = run(cases(t, ("fragmented-arguments",))[1])[1]
         self.assertIn("[executed-early]", detail)
         self.assertRegex(detail, r"execution started [0-9.]+ ms after request 1 came")
-        self.assertRegex(detail, r"the provider wrote the call's last argument fragment \(event #\d+, [\w.]+\) "
-                                 r"[0-9.]+ ms after it, [0-9.]+ ms later")
+        self.assertRegex(
+            detail,
+            r"the provider wrote the call's last argument fragment \(event #\d+, [\w.]+\) "
+            r"[0-9.]+ ms after it, [0-9.]+ ms later",
+        )
         self.assertTrue(re.search(r"run a call only once its turn's end event", detail))
 
     def test_fragments_added_to_the_last_opened_call_are_named_as_the_cause(self) -> None:
         """Interleaved fragments mixed up by a parser that keeps "the current call" name that cause."""
-        t = target(ReferenceLoop, "openai-chat", backend=appends_to_last_opened,
-                   stress=("parallel-calls-interleaved",))
+        t = target(
+            ReferenceLoop,
+            "openai-chat",
+            backend=appends_to_last_opened,
+            stress=("parallel-calls-interleaved",),
+        )
         detail = run(cases(t, ("parallel-calls-interleaved",))[0])[1]
         self.assertIn("never executed", detail)
-        self.assertIn("fragments added to the call opened last instead of to the call their index names", detail)
+        self.assertIn(
+            "fragments added to the call opened last instead of to the call their index names", detail
+        )
         self.assertRegex(detail, r"its argument fragments \(events #\d+ to #\d+\) alternated")
-        plain = run(cases(target(ReferenceLoop, "openai-chat", backend=appends_to_last_opened),
-                          ("parallel-calls",))[1])
+        plain = run(
+            cases(target(ReferenceLoop, "openai-chat", backend=appends_to_last_opened), ("parallel-calls",))[
+                1
+            ]
+        )
         self.assertEqual(plain, ("pass", ""))
 
 

@@ -187,7 +187,8 @@ class AnthropicTurnsTest(TurnCases, unittest.TestCase):
 
         history = self.history_of(self.mutated(split_and_drop))
         self.assertEqual(len(history.problems), 1)
-        self.assertIn("messages.1: `tool_use` ids were found without `tool_result` blocks", history.problems[0])
+        unanswered = "messages.1: `tool_use` ids were found without `tool_result` blocks"
+        self.assertIn(unanswered, history.problems[0])
 
     def history_of(self, body: Dict[str, Any]) -> Any:
         request = self.render([Message("user", "x")])

@@ -162,10 +162,14 @@ class RoundTripTest(unittest.TestCase):
         """A functionResponse with no id, where one call named that function, is read with the call's id;
         two calls to one function answered without ids stay ambiguous and are refused."""
         body = rendered([Message("user", "go")])
-        calls = [{"functionCall": {"id": "c1", "name": "echo_json", "args": {}}, "thoughtSignature": SIGNATURE},
-                 {"functionCall": {"id": "c2", "name": "read_fixture", "args": {}}}]
-        answers = [{"functionResponse": {"name": "read_fixture", "response": {"output": "r"}}},
-                   {"functionResponse": {"name": "echo_json", "response": {"output": "e"}}}]
+        calls = [
+            {"functionCall": {"id": "c1", "name": "echo_json", "args": {}}, "thoughtSignature": SIGNATURE},
+            {"functionCall": {"id": "c2", "name": "read_fixture", "args": {}}},
+        ]
+        answers = [
+            {"functionResponse": {"name": "read_fixture", "response": {"output": "r"}}},
+            {"functionResponse": {"name": "echo_json", "response": {"output": "e"}}},
+        ]
         body["contents"] += [{"role": "model", "parts": calls}, {"role": "user", "parts": answers}]
         read = history(body)
         self.assertEqual(read.problems, ())

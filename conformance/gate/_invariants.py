@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from .._stall import not_counted
@@ -177,7 +177,11 @@ class LoopSeen:
         taken: List[PlannedCall] = []
         for at, record in enumerate(records):
             same = next(
-                (p for p in planned if p.call.name == record.tool and p not in taken and same_arguments(p, record)),
+                (
+                    p
+                    for p in planned
+                    if p.call.name == record.tool and p not in taken and same_arguments(p, record)
+                ),
                 None,
             )
             if same is not None:
@@ -811,9 +815,9 @@ def check_result_count(seen: LoopSeen) -> List[LoopProblem]:
                         LoopProblem(
                             "result-count",
                             f"request {exchange.index + 1}: assistant turn {turn} called {name} {made} "
-                            f"time(s) and {sent} results for {name} followed it; {seen.case.target.wire.name} "
-                            "sends no call ids, so each result answers the next call to its tool, and the "
-                            "extra one answers none: send one result per call",
+                            f"time(s) and {sent} results for {name} followed it; "
+                            f"{seen.case.target.wire.name} sends no call ids, so each result answers the "
+                            "next call to its tool, and the extra one answers none: send one result per call",
                         )
                     )
     return problems
