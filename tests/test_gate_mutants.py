@@ -4,11 +4,13 @@ on every wire that scripts turns.
 Each mutant is the reference loop with one classic bug (``tests/gate_zoo.py``): it runs
 a call on arguments still arriving, runs earlier calls again, runs a tool after the
 cancel, sends a result with the wrong role, swaps two results, drops the error result,
-loops past its budget, mangles non-ASCII, drops the reasoning, and one bug for each
+loops past its budget, mangles non-ASCII, drops the reasoning, answers a call twice
+where the provider sends no ids, sends results without their ids, and one bug for each
 invariant no other bug isolates; and at the provider's faults, it runs the call a
 broken stream had begun, takes a broken stream for the end of the turn, runs the last
-turn's calls again before a retry, runs an unknown tool as the closest-named one,
-repairs broken argument JSON and runs the call, never bounds a request by its budget.
+turn's calls again before a retry, starts the conversation again without the results
+after a failed request, runs an unknown tool as the closest-named one, repairs broken
+argument JSON and runs the call, never bounds a request by its budget.
 It declares the cases it must fail and the set of check ids that must catch it there,
 per wire where a provider's own rules change the verdict, and the verdict is compared
 exactly: a mutant caught for another reason, or for more than its own, is a wrong verdict.
