@@ -384,16 +384,21 @@ class MessageTests(unittest.TestCase):
         """The line gives the loop's start and the last fragment's write, each timed from the request."""
         import re
 
-        t = target(zoo.EagerLoop, "openai-chat", backend=zoo.tapped)
-        detail = run(cases(t, ("fragmented-arguments",))[1])[1]
-        self.assertIn("[executed-early]", detail)
-        self.assertRegex(detail, r"execution started [0-9.]+ ms after request 1 came")
-        self.assertRegex(
-            detail,
-            r"the provider wrote the call's last argument fragment \(event #\d+, [\w.]+\) "
-            r"[0-9.]+ ms after it, [0-9.]+ ms later",
-        )
-        self.assertTrue(re.search(r"run a call only once its turn's end event", detail))
+        for http2 in (False, True):
+            t = target(zoo.EagerLoop, "openai-chat", backend=zoo.tapped, http2=http2)
+            detail = run(cases(t, ("fragmented-arguments",))[1])[1]
+            self.assertIn("[executed-early]", detail)
+            started = re.search(
+                r"execution started at \+([0-9.]+) ms \(timed from the arrival of request 1\)", detail
+            )
+            wrote = re.search(
+                r"the provider wrote the call's last argument fragment \(event #\d+, [\w.]+\) at \+([0-9.]+) "
+                r"ms, ([0-9.]+) ms after the run began",
+                detail,
+            )
+            assert started is not None and wrote is not None, detail
+            self.assertLess(float(started.group(1)), float(wrote.group(1)))
+            self.assertIn("run a call only once its turn's end event", detail)
 
     def test_fragments_added_to_the_last_opened_call_are_named_as_the_cause(self) -> None:
         """Interleaved fragments mixed up by a parser that keeps "the current call" name that cause."""

@@ -569,15 +569,18 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
         flushed = events[last] if last < len(events) else None
         if flushed is None or record.started < flushed.flushed_at:
             since = exchange.request.received_at
-            ran = f"execution started {_ms(record.started - since)} after request {exchange.index + 1} came"
+            ran = (
+                f"execution started at +{_ms(record.started - since)} (timed from the arrival of "
+                f"request {exchange.index + 1})"
+            )
             if flushed is not None:
                 sent = (
                     f"the provider wrote the call's last argument fragment (event #{flushed.seq}, "
-                    f"{flushed.type}) {_ms(flushed.flushed_at - since)} after it, "
-                    f"{_ms(flushed.flushed_at - record.started)} later"
+                    f"{flushed.type}) at +{_ms(flushed.flushed_at - since)}, "
+                    f"{_ms(flushed.flushed_at - record.started)} after the run began"
                 )
             else:
-                logged = f", the last at {_ms(events[-1].flushed_at - since)}" if events else ""
+                logged = f", the last at +{_ms(events[-1].flushed_at - since)}" if events else ""
                 sent = (
                     f"the provider had not written the call's last argument fragment (event {last} of "
                     f"the turn) by the end of the case: it logged {len(events)} event(s){logged}"
