@@ -282,16 +282,16 @@ class StreamOrderTests(unittest.TestCase):
                 self.assertLess(first_ends, second_starts, played.arguments)
 
     def test_the_interleaved_order_is_opt_in_and_says_it_is_not_the_providers(self) -> None:
-        """parallel-calls-interleaved skips unless the target names it, saying no provider sends it."""
+        """stress-interleaved-calls skips unless the target names it, saying no provider sends it."""
         plain = next(
             c
             for c in agent_loop_cases(target(ReferenceLoop, "openai-responses"))
-            if c.stage_name == "parallel-calls-interleaved"
+            if c.stage_name == "stress-interleaved-calls"
         )
         self.assertIn("opt-in stress stage", str(plain.skip))
         self.assertIn("no provider was seen sending", str(plain.skip))
-        t = target(ReferenceLoop, "openai-responses", stress=("parallel-calls-interleaved",))
-        chosen = next(c for c in agent_loop_cases(t) if c.stage_name == "parallel-calls-interleaved")
+        t = target(ReferenceLoop, "openai-responses", stress=("stress-interleaved-calls",))
+        chosen = next(c for c in agent_loop_cases(t) if c.stage_name == "stress-interleaved-calls")
         self.assertIsNone(chosen.skip)
         self.assertEqual(run(chosen), ("pass", ""))
         from conformance.errors import TargetDefinitionError
@@ -406,9 +406,9 @@ class MessageTests(unittest.TestCase):
             ReferenceLoop,
             "openai-chat",
             backend=appends_to_last_opened,
-            stress=("parallel-calls-interleaved",),
+            stress=("stress-interleaved-calls",),
         )
-        detail = run(cases(t, ("parallel-calls-interleaved",))[0])[1]
+        detail = run(cases(t, ("stress-interleaved-calls",))[0])[1]
         self.assertIn("never executed", detail)
         self.assertIn(
             "fragments added to the call opened last instead of to the call their index names", detail

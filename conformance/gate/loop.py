@@ -119,7 +119,7 @@ class AgentLoopTarget:
     carries an ``error``), or ``"text"`` for a framework that sends plain text,
     accepted only on a wire with no error marker (OpenAI Chat and Responses, Ollama);
     the release report names it. ``stress`` names the opt-in stress stages to run
-    (``"parallel-calls-interleaved"``), which play what a format allows but no provider
+    (``"stress-interleaved-calls"``), which play what a format allows but no provider
     sends; without it they skip, saying so.
     """
 

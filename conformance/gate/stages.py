@@ -275,7 +275,7 @@ STAGES: Dict[str, Stage] = {
             requests=2,
         ),
         Stage(
-            "parallel-calls-interleaved",
+            "stress-interleaved-calls",
             "run both read_fixture calls of one turn, their argument fragments interleaved by index, "
             "and send each result back under its own call id",
             "add each argument fragment to the call its index names, never to the call opened last",

@@ -424,7 +424,7 @@ class Wire:
     sends_call_ids: bool = True
     #: Whether the stream format can interleave two calls' argument fragments (each
     #: fragment names its call by index), so the opt-in stress stage
-    #: ``parallel-calls-interleaved`` can play; no provider was seen sending that order.
+    #: ``stress-interleaved-calls`` can play; no provider was seen sending that order.
     interleaves_calls: bool = False
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
