@@ -73,6 +73,7 @@ def reference_loop_targets(
 ) -> List[Tuple[str, AgentLoopTarget]]:
     """The reference loop over each wire's reference backend, per transport (the agent-loop suite)."""
     from .gate.loop import AgentLoopTarget
+    from .gate.stages import STRESS_STAGES
     from .reference import REFERENCE_BACKENDS
     from .wires import WIRES
 
@@ -91,6 +92,7 @@ def reference_loop_targets(
                 ),
                 http2=transport == "h2c",
                 max_result_chars=REFERENCE_MAX_RESULT_CHARS,
+                stress=STRESS_STAGES,  # the reference loop is held to the stress stages too
             ),
         )
         for name in names

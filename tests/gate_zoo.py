@@ -666,3 +666,68 @@ class NoDeadline(ReferenceLoop):
 
     async def run(self, task: LoopTask) -> LoopResult:
         return await super().run(replace(task, max_seconds=3600.0))
+
+
+class _Restarting:
+    """A backend wrapper that, once a request has failed, sends only the conversation's first
+    message (the user's prompt) on the next one: the tool turn and its results are gone."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.failed = False
+
+    def _request(self, request: ChatRequest) -> ChatRequest:
+        if not self.failed:
+            return request
+        self.failed = False
+        return replace(request, messages=request.messages[:1])
+
+    async def chat(self, request: ChatRequest) -> Any:
+        try:
+            return await self.backend.chat(self._request(request))
+        except Exception:
+            self.failed = True
+            raise
+
+    async def chat_stream(self, request: ChatRequest) -> Any:
+        stream = self.backend.chat_stream(self._request(request))
+        try:
+            async for chunk in stream:
+                yield chunk
+        except Exception:
+            self.failed = True
+            raise
+        finally:
+            await stream.aclose()
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+class RestartsAfterAFailure(ReferenceLoop):
+    """After a request that got no reply, starts the conversation again from the user's prompt,
+    without the tool turn and its results, and returns what the model answers to that."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(_Restarting(backend), **kwargs)
+
+
+def drop_result_ids(messages: List[Message]) -> List[Message]:
+    """Sends every result without its call id, by the tool's name alone."""
+    out = []
+    for m in messages:
+        r = m.tool_result
+        if r is not None:
+            m = Message.tool(ToolResult("", r.name, r.content, r.error))
+        out.append(m)
+    return out
+
+
+def double_results(messages: List[Message]) -> List[Message]:
+    """Sends every result twice, one right after the other."""
+    out = []
+    for m in messages:
+        out.append(m)
+        if m.tool_result is not None:
+            out.append(m)
+    return out

@@ -20,6 +20,7 @@ from conformance.gate import (
 )
 from conformance.gate.cases import AgentLoopCase
 from conformance.gate.faults import FAULT_STAGES, fault_skip
+from conformance.gate.stages import STRESS_STAGES
 from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
@@ -34,7 +35,14 @@ def reference_target(wire: str, http2: bool, limit: Optional[int] = 4096) -> Age
     def create(url: str) -> ReferenceLoop:
         return ReferenceLoop(REFERENCE_BACKENDS[wire](url, http2), max_result_chars=limit)
 
-    return AgentLoopTarget(f"reference loop {wire}", WIRES[wire], create, http2=http2, max_result_chars=limit)
+    return AgentLoopTarget(
+        f"reference loop {wire}",
+        WIRES[wire],
+        create,
+        http2=http2,
+        max_result_chars=limit,
+        stress=STRESS_STAGES,
+    )
 
 
 def outcome(case: AgentLoopCase) -> Tuple[str, str]:
@@ -75,6 +83,7 @@ class ReferenceLoopTests(unittest.TestCase):
         skipped = {detail for status, detail in results if status == "skip"}
         allowed = {f"{w} carries no reasoning across a tool turn" for w in WIRES}
         allowed |= {f"{w} has no rate-limit reply: {WIRES[w].absent('rate-limit')}" for w in WIRES}
+        allowed |= {f"{w} cannot interleave two calls' fragments: it sends each call whole" for w in WIRES}
         # No corrupt call reaches a loop there; the text-argument wires and the streams play it.
         corrupt = FAULT_STAGES["corrupt-arguments"]
         unplayed = [("gemini", "chat"), ("gemini", "stream"), ("ollama", "chat"), ("ollama", "stream")]

@@ -4,11 +4,13 @@ on every wire that scripts turns.
 Each mutant is the reference loop with one classic bug (``tests/gate_zoo.py``): it runs
 a call on arguments still arriving, runs earlier calls again, runs a tool after the
 cancel, sends a result with the wrong role, swaps two results, drops the error result,
-loops past its budget, mangles non-ASCII, drops the reasoning, and one bug for each
+loops past its budget, mangles non-ASCII, drops the reasoning, answers a call twice
+where the provider sends no ids, sends results without their ids, and one bug for each
 invariant no other bug isolates; and at the provider's faults, it runs the call a
 broken stream had begun, takes a broken stream for the end of the turn, runs the last
-turn's calls again before a retry, runs an unknown tool as the closest-named one,
-repairs broken argument JSON and runs the call, never bounds a request by its budget.
+turn's calls again before a retry, starts the conversation again without the results
+after a failed request, runs an unknown tool as the closest-named one, repairs broken
+argument JSON and runs the call, never bounds a request by its budget.
 It declares the cases it must fail and the set of check ids that must catch it there,
 per wire where a provider's own rules change the verdict, and the verdict is compared
 exactly: a mutant caught for another reason, or for more than its own, is a wrong verdict.
@@ -103,6 +105,9 @@ RETRIED = {
     **both("rate-limited", {"re-executed"}),
 }
 
+#: The same stages, for a loop whose final answer was made without the result it had sent.
+RETRIED_FINAL = {case: {"final-results"} for case in RETRIED}
+
 MUTANTS: Tuple[LoopMutant, ...] = (
     # The bugs the issue names.
     LoopMutant(
@@ -126,6 +131,23 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         per_wire={"ollama": both("forced-tool", {"results"})},
     ),
     LoopMutant("swaps-two-results", zoo.rewrite(zoo.swap_results), both("parallel-calls", {"call-ids"})),
+    LoopMutant(
+        "drops-result-ids",
+        zoo.rewrite(zoo.drop_result_ids),
+        both("parallel-calls", {"result-format"}),
+        # Gemini matches a result without an id to the one call of its function; two calls
+        # to read_fixture answered without ids are ambiguous, which it refuses.
+        per_wire={"ollama": {}},
+        why="Ollama sends no call ids: its results go back by tool name and order anyway",
+    ),
+    LoopMutant(
+        "answers-a-call-twice",
+        zoo.rewrite(zoo.double_results),
+        {},
+        per_wire={"ollama": both("forced-tool", {"result-count"})},
+        why="with call ids a second result under one id is call-ids' (no call id answered twice), "
+        "or the provider's own 400",
+    ),
     LoopMutant(
         "drops-the-error-result",
         zoo.rewrite(zoo.drop_errors),
@@ -186,6 +208,12 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         RETRIED,
         # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
         per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
+    ),
+    LoopMutant(
+        "restarts-without-the-results",
+        zoo.RestartsAfterAFailure,
+        RETRIED_FINAL,
+        per_wire={"ollama": {c: v for c, v in RETRIED_FINAL.items() if not c.startswith("rate-limited/")}},
     ),
     LoopMutant(
         "executes-an-unknown-tool",

@@ -164,6 +164,32 @@ class AnthropicTurnsTest(TurnCases, unittest.TestCase):
         self.assertEqual(history.results[0].tool_result.content, '{"error": {"code": "x", "message": "y"}}')
         self.assertIsNone(history.results[0].tool_result.error)
 
+    def test_results_split_over_consecutive_user_messages_answer_the_turn(self) -> None:
+        """One tool_result per user message: the API combines consecutive user turns, so both calls
+        are answered; a call left without any result is still refused."""
+
+        def split(body: Dict[str, Any]) -> None:
+            first, second, text = body["messages"][2]["content"]
+            body["messages"][2:] = [
+                {"role": "user", "content": [first]},
+                {"role": "user", "content": [second]},
+                {"role": "user", "content": [text]},
+            ]
+
+        history = self.history_of(self.mutated(split))
+        self.assertEqual(history.problems, ())
+        self.assertEqual([m.tool_result.call_id for m in history.results], ["toolu_01Aa", "toolu_01Bb"])
+        self.assertIs(history.results[1].tool_result.is_error, True)
+
+        def split_and_drop(body: Dict[str, Any]) -> None:
+            split(body)
+            del body["messages"][3]
+
+        history = self.history_of(self.mutated(split_and_drop))
+        self.assertEqual(len(history.problems), 1)
+        unanswered = "messages.1: `tool_use` ids were found without `tool_result` blocks"
+        self.assertIn(unanswered, history.problems[0])
+
     def history_of(self, body: Dict[str, Any]) -> Any:
         request = self.render([Message("user", "x")])
         raw = json.dumps(body).encode("utf-8")

@@ -158,6 +158,32 @@ class RoundTripTest(unittest.TestCase):
         self.assertEqual(read.problems, ())
         self.assertEqual(read.results[0].tool_result, ToolResult("", "echo_json", '{"n": 1}'))
 
+    def test_a_response_without_an_id_answers_the_one_call_to_its_function(self) -> None:
+        """A functionResponse with no id, where one call named that function, is read with the call's id;
+        two calls to one function answered without ids stay ambiguous and are refused."""
+        body = rendered([Message("user", "go")])
+        calls = [
+            {"functionCall": {"id": "c1", "name": "echo_json", "args": {}}, "thoughtSignature": SIGNATURE},
+            {"functionCall": {"id": "c2", "name": "read_fixture", "args": {}}},
+        ]
+        answers = [
+            {"functionResponse": {"name": "read_fixture", "response": {"output": "r"}}},
+            {"functionResponse": {"name": "echo_json", "response": {"output": "e"}}},
+        ]
+        body["contents"] += [{"role": "model", "parts": calls}, {"role": "user", "parts": answers}]
+        read = history(body)
+        self.assertEqual(read.problems, ())
+        self.assertEqual(
+            [r.tool_result for r in read.results],
+            [ToolResult("c2", "read_fixture", "r"), ToolResult("c1", "echo_json", "e")],
+        )
+        calls[1]["functionCall"]["name"] = "echo_json"
+        answers[0]["functionResponse"]["name"] = "echo_json"
+        read = history(body)
+        self.assertEqual(len(read.problems), 2, read.problems)
+        self.assertIn("without an id", read.problems[0])
+        self.assertEqual([r.tool_result.call_id for r in read.results], ["", ""])
+
 
 def _call_turn(body: Dict[str, Any]) -> Dict[str, Any]:
     return body["contents"][1]

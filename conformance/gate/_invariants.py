@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from .._stall import not_counted
@@ -29,7 +29,7 @@ from .schema import validate
 from .tools import TOOLS
 
 if TYPE_CHECKING:
-    from ..contract import Message
+    from ..contract import Message, ToolResult
     from ._loop_driver import LoopOutcome
     from .cases import AgentLoopCase
 
@@ -161,19 +161,40 @@ class LoopSeen:
 
     @_once
     def matches(self) -> List[Tuple[ExecutionRecord, Optional[PlannedCall]]]:
-        """Each execution before any abort with the planned call it ran (by id, else by name and order)."""
+        """Each execution before any abort with the planned call it ran.
+
+        By call id; where the provider sends none (Ollama), by tool name and arguments
+        first, then by order among the calls to that tool still unpaired: the provider
+        documents parallel calls as unordered, so a loop may run a turn's calls in any
+        order.
+        """
         planned = self.planned()
-        out: List[Tuple[ExecutionRecord, Optional[PlannedCall]]] = []
         if self.case.target.wire.sends_call_ids:
             by_id = {p.call.id: p for p in planned}
             return [(r, by_id.get(r.call_id)) for r in self.before_abort()]
-        seen: Dict[str, int] = {}
-        for record in self.before_abort():
-            same = [p for p in planned if p.call.name == record.tool]
-            k = seen.get(record.tool, 0)
-            seen[record.tool] = k + 1
-            out.append((record, same[k] if k < len(same) else None))
-        return out
+        records = self.before_abort()
+        paired: Dict[int, PlannedCall] = {}
+        taken: List[PlannedCall] = []
+        for at, record in enumerate(records):
+            same = next(
+                (
+                    p
+                    for p in planned
+                    if p.call.name == record.tool and p not in taken and same_arguments(p, record)
+                ),
+                None,
+            )
+            if same is not None:
+                paired[at] = same
+                taken.append(same)
+        for at, record in enumerate(records):
+            if at in paired:
+                continue
+            left = next((p for p in planned if p.call.name == record.tool and p not in taken), None)
+            if left is not None:
+                paired[at] = left
+                taken.append(left)
+        return [(record, paired.get(at)) for at, record in enumerate(records)]
 
     def records_for(self, planned: PlannedCall) -> List[ExecutionRecord]:
         return [r for r, p in self.matches() if p == planned]
@@ -193,6 +214,28 @@ class LoopSeen:
             return True
         deadline = self.outcome.started + self.case.max_seconds
         return log.times[-1] > deadline - READ_WITHIN
+
+    def interleaved_cause(self, planned: PlannedCall) -> str:
+        """The likely cause, where ``planned`` was one of a streamed turn's calls whose argument
+        fragments alternated with another call's: a parser that adds each fragment to the
+        call opened last, not to the one its index names, mixes their arguments up."""
+        exchange = self.exchanges[planned.exchange]
+        turn = exchange.turn
+        if turn is None or not turn.interleave or len(turn.calls) < 2 or exchange.events is None:
+            return ""
+        spans = exchange.events.arguments
+        mine = spans.get(planned.position)
+        others = [spans[p] for p in spans if p != planned.position]
+        if mine is None or not any(a < mine[1] and mine[0] < b for a, b in others):
+            return ""
+        events = exchange.request.events
+        seqs = [events[i].seq for i in mine if i < len(events)]
+        where = f" (events #{seqs[0]} to #{seqs[-1]})" if len(seqs) == 2 else ""
+        return (
+            f"; its argument fragments{where} alternated with another call's, each naming its call by "
+            "index: the likely cause is fragments added to the call opened last instead of to the call "
+            "their index names"
+        )
 
     def answer_of(self, planned: PlannedCall) -> Optional[Exchange]:
         """The accepted request right after the turn that made ``planned``: where its result belongs."""
@@ -238,6 +281,14 @@ class LoopSeen:
         return f"      last events sent to {exchange.request}:\n" + _indent(lines)
 
 
+def same_arguments(planned: PlannedCall, record: ExecutionRecord) -> bool:
+    """Whether ``record`` ran on exactly the arguments the model sent ``planned`` with."""
+    try:
+        return bool(json.loads(planned.call.arguments) == record.arguments)
+    except ValueError:
+        return False
+
+
 def refusal(planned: PlannedCall) -> Optional[str]:
     """Why the loop must refuse ``planned`` rather than run it, or ``None``."""
     call = planned.call
@@ -250,6 +301,10 @@ def refusal(planned: PlannedCall) -> Optional[str]:
     if not isinstance(arguments, dict):
         return f"its arguments {call.arguments!r} are not a JSON object"
     return None
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
 
 
 def _indent(text: str) -> str:
@@ -413,10 +468,16 @@ def check_arguments(seen: LoopSeen) -> List[LoopProblem]:
             continue
         sent = json.loads(planned.call.arguments)
         if record.arguments != sent:
+            how = (
+                f"ran with {record.arguments!r}"
+                if record.ran
+                else f"was handed to the toolset with {record.arguments!r}, which refused it at the door "
+                "(it never ran)"
+            )
             problems.append(
                 LoopProblem(
                     "arguments",
-                    f"{seen.label(planned)}: ran with {record.arguments!r}; the model sent {sent!r}",
+                    f"{seen.label(planned)}: {how}; the model sent {sent!r}{seen.interleaved_cause(planned)}",
                     seen.events_before(record.started),
                 )
             )
@@ -445,6 +506,8 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
         records = [r for r in own if r.ran]
         if records and seen.faulted() and len(records) > 1:
             continue  # run again after a fault: re-executed says so
+        if not records and any(not same_arguments(call, r) for r in own):
+            continue  # handed over on other arguments and refused at the door: arguments says so
         if stage.cancel:
             expected: Tuple[int, ...] = (0,)
         elif stage.budget and index == len(planned) - 1:
@@ -461,7 +524,10 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
                 text = f"{seen.label(call)}: executed {len(records)} times ({fixtures}); each call runs once"
                 evidence = seen.events_before(records[-1].started)
             else:
-                text = f"{seen.label(call)}: never executed; the model called it and waited for its result"
+                text = (
+                    f"{seen.label(call)}: never executed; the model called it and waited for its result"
+                    + seen.interleaved_cause(call)
+                )
                 evidence = ""
             problems.append(LoopProblem("executions", text, evidence))
     # A run no call of the model's accounts for: by id, or (where the provider sends no
@@ -502,12 +568,28 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
         events = exchange.request.events
         flushed = events[last] if last < len(events) else None
         if flushed is None or record.started < flushed.flushed_at:
-            where = f"event #{flushed.seq}" if flushed is not None else f"event {last} (never sent)"
+            since = exchange.request.received_at
+            ran = (
+                f"execution started at +{_ms(record.started - since)} (timed from the arrival of "
+                f"request {exchange.index + 1})"
+            )
+            if flushed is not None:
+                sent = (
+                    f"the provider wrote the call's last argument fragment (event #{flushed.seq}, "
+                    f"{flushed.type}) at +{_ms(flushed.flushed_at - since)}, "
+                    f"{_ms(flushed.flushed_at - record.started)} after the run began"
+                )
+            else:
+                logged = f", the last at +{_ms(events[-1].flushed_at - since)}" if events else ""
+                sent = (
+                    f"the provider had not written the call's last argument fragment (event {last} of "
+                    f"the turn) by the end of the case: it logged {len(events)} event(s){logged}"
+                )
             problems.append(
                 LoopProblem(
                     "executed-early",
-                    f"{seen.label(planned)}: execution started before the call's last argument fragment "
-                    f"({where}) was sent; its arguments were still arriving",
+                    f"{seen.label(planned)}: {ran}; {sent}, so its arguments were still arriving; run a "
+                    "call only once its turn's end event (or its own done event) has come",
                     seen.events_before(record.started),
                 )
             )
@@ -623,6 +705,43 @@ def check_results(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+def check_final_results(seen: LoopSeen) -> List[LoopProblem]:
+    """The request the model answered with its final text still carried every result.
+
+    ``results`` looks at the request right after each call; a loop that sends a
+    result there, and then (after a dropped reply, say) starts the conversation
+    again without the tool turn, gets a final answer the model made without it.
+    A call whose result ``results`` already found missing is its problem alone.
+    """
+    stage = seen.stage
+    if stage.budget or stage.cancel or not seen.finished_cleanly:
+        return []
+    if _value(seen.outcome.result.stopped) != "done":
+        return []
+    final = seen.exchanges[-1] if seen.exchanges else None
+    if final is None or final.history is None or final.turn is None or final.turn.calls:
+        return []
+    present = {p for p, message in seen.conversation.correlate(final.history) if message is not None}
+    problems = []
+    for planned in seen.planned():
+        if planned in present or planned.exchange >= final.index:
+            continue
+        exchange, message = seen.result_of(planned)
+        if exchange is None or message is None or exchange is final:
+            continue  # never sent, or not where it was due: results says so
+        problems.append(
+            LoopProblem(
+                "final-results",
+                f"{seen.label(planned)}: request {exchange.index + 1} sent its result back, but request "
+                f"{final.index + 1}, the one the model answered with its final text, carried no result "
+                "for it, so that answer was made without the tool's output; when a request fails, send "
+                "the same conversation again (the tool turn and its results), never a new one without them",
+                seen.events_of(final),
+            )
+        )
+    return problems
+
+
 def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     wire = seen.case.target.wire
@@ -654,9 +773,10 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
                 )
             )
     for exchange in seen.exchanges:
-        if exchange.history is None or not wire.sends_call_ids:
-            continue
+        if exchange.history is None or exchange.problems or not wire.sends_call_ids:
+            continue  # a refused history is result-format's
         ids = [m.tool_result.call_id for m in exchange.history.results if m.tool_result is not None]
+        ids = [i for i in ids if i]  # a result without an id answers no call twice
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             problems.append(
@@ -665,6 +785,44 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
                     f"request {exchange.index + 1}: more than one result for call {', '.join(repeated)}",
                 )
             )
+    return problems
+
+
+def check_result_count(seen: LoopSeen) -> List[LoopProblem]:
+    """Without call ids (Ollama), no call answered twice: no more results of a tool after a
+    turn than the turn's calls to it, since each result answers the next call to its tool."""
+    if seen.case.target.wire.sends_call_ids:
+        return []  # a call id answered twice is call-ids'
+    problems: List[LoopProblem] = []
+    told = set()
+    for exchange in seen.exchanges:
+        if exchange.history is None or exchange.problems:
+            continue
+        messages = exchange.history.messages
+        turn = 0
+        for at, message in enumerate(messages):
+            if message.role != "assistant" or not message.tool_calls:
+                continue
+            turn += 1
+            results = []
+            for after in messages[at + 1 :]:
+                if after.role != "tool" or after.tool_result is None:
+                    break
+                results.append(after.tool_result)
+            called = [c.name for c in message.tool_calls]
+            for name in sorted(set(called) | {r.name for r in results if r.name}):
+                made, sent = called.count(name), sum(1 for r in results if r.name == name)
+                if sent > made and (turn, name) not in told:
+                    told.add((turn, name))
+                    problems.append(
+                        LoopProblem(
+                            "result-count",
+                            f"request {exchange.index + 1}: assistant turn {turn} called {name} {made} "
+                            f"time(s) and {sent} results for {name} followed it; "
+                            f"{seen.case.target.wire.name} sends no call ids, so each result answers the "
+                            "next call to its tool, and the extra one answers none: send one result per call",
+                        )
+                    )
     return problems
 
 
@@ -678,14 +836,53 @@ def _record_of(seen: LoopSeen, planned: PlannedCall, content: str) -> Optional[E
     return records[0] if records else None
 
 
-def _is_error_text(text: str) -> Optional[Mapping[str, Any]]:
+def error_payload(result: ToolResult) -> Optional[Any]:
+    """The error ``result`` went back as, or ``None`` where it went back as plain output.
+
+    The wire's own error marker (Anthropic ``is_error``, Bedrock ``status: "error"``,
+    Gemini ``response.error``) or any JSON result whose top level carries an error:
+    an object, a list of errors or a message under ``error``, as ``ToolResult.text``
+    writes one and as frameworks write theirs (pydantic-ai sends a validation
+    failure as ``{"error": [{"type", "loc", "msg"}, ...]}`` and an unknown tool as
+    ``{"error": "..."}``). No code is asked for: the error's shape is the loop's.
+    """
+    if result.error is not None:
+        return result.error.as_dict()
     try:
-        data = json.loads(text)
+        data = json.loads(result.content)
     except ValueError:
         return None
-    if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        return data["error"]  # type: ignore[no-any-return]
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, (dict, list)) and error:
+        return error
+    if isinstance(error, str) and error.strip():
+        return error
     return None
+
+
+def _error_accepted(seen: LoopSeen, result: ToolResult) -> bool:
+    """Whether ``result`` went back as an error: a structured one, or, where the target
+    declares ``error_results="text"`` and the wire has no error marker, any text that
+    is not a tool's output (it carries no fixture id)."""
+    if error_payload(result) is not None:
+        return True
+    target = seen.case.target
+    return (
+        target.error_results == "text"
+        and not target.wire.marks_tool_errors
+        and bool(result.content.strip())
+        and fixture_id_in(result.content) is None
+    )
+
+
+def _error_hint(seen: LoopSeen) -> str:
+    wire = seen.case.target.wire
+    if wire.marks_tool_errors:
+        return f"mark it as an error ({wire.tool_error_marker}) or send JSON with a top-level \"error\""
+    return (
+        'send JSON with a top-level "error" (ToolResult.text does); a framework that sends errors '
+        'as plain text declares error_results="text" on its target'
+    )
 
 
 def check_error_result(seen: LoopSeen) -> List[LoopProblem]:
@@ -697,13 +894,13 @@ def check_error_result(seen: LoopSeen) -> List[LoopProblem]:
         if record is None or record.error is None:
             continue
         result = message.tool_result
-        error = result.error.as_dict() if result.error is not None else _is_error_text(result.content)
-        if error is None or error.get("code") != record.error.code:
+        if not _error_accepted(seen, result):
             problems.append(
                 LoopProblem(
                     "error-result",
                     f"{seen.label(planned)}: the tool failed with {record.error.code!r}; request "
-                    f"{exchange.index + 1} sent back {result.content[:120]!r} without that structured error",
+                    f"{exchange.index + 1} sent back {result.content[:120]!r} as if it were the tool's "
+                    f"output; {_error_hint(seen)}",
                 )
             )
     return problems
@@ -919,12 +1116,12 @@ def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
         if why is None or message is None or message.tool_result is None:
             continue
         result = message.tool_result
-        if result.error is None and not result.is_error and _is_error_text(result.content) is None:
+        if not _error_accepted(seen, result):
             problems.append(
                 LoopProblem(
                     "refused-call",
                     f"{seen.label(planned)}: {why}; request {exchange.index + 1} sent back "
-                    f"{result.content[:120]!r}, not a structured error",
+                    f"{result.content[:120]!r}, not an error; {_error_hint(seen)}",
                     seen.events_of(seen.exchanges[planned.exchange]),
                 )
             )
@@ -953,8 +1150,8 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
                 evidence(),
             )
         ]
-    if o.error is None:
-        return []
+    if o.error is None or seen.refused:
+        return []  # an error raised at the provider's 400 for a refused history is result-format's
     if not stage.may_stop:
         return [
             LoopProblem(
@@ -991,7 +1188,9 @@ INVARIANTS: Dict[str, Check] = {
     "connection-closed": check_connection_closed,
     "result-format": check_result_format,
     "results": check_results,
+    "final-results": check_final_results,
     "call-ids": check_call_ids,
+    "result-count": check_result_count,
     "error-result": check_error_result,
     "result-content": check_result_content,
     "result-size": check_result_size,
@@ -1023,5 +1222,12 @@ def failure_message(seen: LoopSeen, problems: List[LoopProblem]) -> str:
         lines.append(f"  left behind: {seen.outcome.left_behind}")
     shown = ", ".join(str(r) for r in seen.requests) or "none"
     lines.append(f"  requests seen: {shown}")
-    lines.append(f"  hint: {case.stage.hint}")
+    if problems and all(p.check == "result-format" for p in problems):
+        # What ran was fine: the history it was sent back in is what the provider refused.
+        lines.append(
+            "  hint: the history is what the provider refused, not what ran: send what each line above "
+            "says the provider expects"
+        )
+    else:
+        lines.append(f"  hint: {case.stage.hint}")
     return "\n".join(lines)

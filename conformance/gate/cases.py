@@ -94,6 +94,13 @@ class AgentLoopCase:
         wire = self.target.wire
         if not wire.scripts_turns():
             return f"{wire.name} cannot play scripted conversations"
+        if self.stage.stress:
+            if self.stage_name not in self.target.stress:
+                return (
+                    f"opt-in stress stage: {self.stage.stress}; name it in the target's stress to run it"
+                )
+            if not wire.interleaves_calls:
+                return f"{wire.name} cannot interleave two calls' fragments: it sends each call whole"
         if self.stage.reasoning and reasoning_for(wire) is None:
             return f"{wire.name} carries no reasoning across a tool turn"
         if self.stage.fault:

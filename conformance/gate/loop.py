@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .tools import GateToolset
 
 __all__ = [
+    "ERROR_RESULTS",
     "STOPPED",
     "AgentLoop",
     "AgentLoopTarget",
@@ -34,6 +35,9 @@ __all__ = [
     "LoopResult",
     "LoopTask",
 ]
+
+#: How a loop may send a failed tool's result back (``AgentLoopTarget.error_results``).
+ERROR_RESULTS = ("structured", "text")
 
 #: How a loop may end: ``done`` (the model finished) or ``budget`` (it stopped at its limit).
 STOPPED = ("done", "budget")
@@ -110,6 +114,13 @@ class AgentLoopTarget:
     adapts a loop whose surface differs from ``loop.run(task)``. ``timeout`` bounds
     each case in seconds. ``client`` names the client package the loop is built on
     (``"openai"``), whose installed version the release report states.
+    ``error_results`` says how the loop sends a failed tool's result back:
+    ``"structured"`` (the default: the wire's error marker, or JSON whose top level
+    carries an ``error``), or ``"text"`` for a framework that sends plain text,
+    accepted only on a wire with no error marker (OpenAI Chat and Responses, Ollama);
+    the release report names it. ``stress`` names the opt-in stress stages to run
+    (``"stress-interleaved-calls"``), which play what a format allows but no provider
+    sends; without it they skip, saying so.
     """
 
     name: str
@@ -122,6 +133,8 @@ class AgentLoopTarget:
     run: Optional[RunHook] = None
     timeout: float = 5.0
     client: Optional[str] = None
+    error_results: str = "structured"
+    stress: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from .stages import check_stage_keys
@@ -145,7 +158,29 @@ class AgentLoopTarget:
             )
         if not self.timeout > 0:
             raise TargetDefinitionError(f"{where}: timeout must be positive, got {self.timeout!r}")
+        if self.error_results not in ERROR_RESULTS:
+            raise TargetDefinitionError(
+                f"{where}: error_results must be one of {', '.join(map(repr, ERROR_RESULTS))}, "
+                f"got {self.error_results!r}"
+            )
+        from .stages import STRESS_STAGES
+
+        unknown = [name for name in self.stress if name not in STRESS_STAGES]
+        if isinstance(self.stress, str) or unknown:
+            raise TargetDefinitionError(
+                f"{where}: stress must be a tuple of stress stages ({', '.join(STRESS_STAGES)}), "
+                f"got {self.stress!r}"
+            )
         check_stage_keys(self.skip, where)
+
+    def knobs(self) -> Tuple[str, ...]:
+        """The settings that loosen a verdict, as the release report names them."""
+        if self.error_results == "text":
+            return (
+                'error_results="text": a failed tool\'s result may go back as plain text where the '
+                "wire has no error marker",
+            )
+        return ()
 
     def skip_reason(self, stage: str, mode: str) -> Optional[str]:
         """Why the case is skipped by the target, or ``None``."""

@@ -252,6 +252,8 @@ class Stamp:
     client_evidence: str = ""
     #: For a replayed target, what its recordings were made against (``recording_provenance``).
     recording: Optional[Mapping[str, Any]] = None
+    #: The target's settings that loosen a verdict (``error_results="text"``), each named.
+    knobs: Tuple[str, ...] = ()
 
     def as_dict(self) -> Dict[str, Any]:
         out = dataclasses.asdict(self)  # tuples stay tuples; json writes them as arrays
@@ -405,6 +407,7 @@ def run_gate(
         client_verified=evidence.verified,
         client_evidence=evidence.reason,
         recording=recording_provenance(target.wire),
+        knobs=tuple(target.knobs()) if callable(getattr(target, "knobs", None)) else (),
     )
     return GateReport(stamp, tuple(results), seconds)
 
@@ -484,6 +487,7 @@ def _markdown(report: GateReport) -> str:
         f"| kit | llm-backend-conformance {_cell(s.kit_version)} |",
         f"| time | {s.timestamp} |",
         *_recording_rows(s),
+        *(f"| knob | {_cell(knob)} |" for knob in s.knobs),
         "",
     ]
     modes: List[str] = []

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from ..wires._turns import History
 
 __all__ = [
+    "INTERLEAVED",
     "LOOP_MODES",
     "STAGES",
+    "STRESS_STAGES",
     "Stage",
     "Step",
     "check_stage_keys",
@@ -135,12 +137,27 @@ def _fragmented(step: Step) -> ScriptedTurn:
     return step.final()
 
 
-def _parallel(step: Step) -> ScriptedTurn:
-    if step.index == 0:
-        first = step.call("read_fixture", {"path": "weather.json"}, 0)
-        second = step.call("read_fixture", {"path": "notes/unicode.txt"}, 1)
-        return step.turn(first, second, interleave=True)
-    return step.final()
+def _parallel(interleave: bool) -> Callable[[Step], ScriptedTurn]:
+    """Two calls in one turn: streamed one after the other, as every provider sends them, or,
+    for the opt-in stress stage, their fragments alternating by index."""
+
+    def script(step: Step) -> ScriptedTurn:
+        if step.index == 0:
+            first = step.call("read_fixture", {"path": "weather.json"}, 0)
+            second = step.call("read_fixture", {"path": "notes/unicode.txt"}, 1)
+            return step.turn(first, second, interleave=interleave)
+        return step.final()
+
+    return script
+
+
+#: Why the interleaved stage is opt-in: the order is the format's, not a provider's.
+INTERLEAVED = (
+    "a stress order no provider was seen sending: the two calls' argument fragments alternate, "
+    "each naming its call by index (OpenAI Chat index, Responses output_index, Anthropic and "
+    "Bedrock content block index), which the format allows; the providers stream one call "
+    "after the other"
+)
 
 
 def _error_corrects(step: Step) -> ScriptedTurn:
@@ -207,6 +224,10 @@ class Stage:
     may_stop: bool = False
     #: The task's ``max_seconds`` where the stage sets its own (shorter) budget.
     max_seconds: Optional[float] = None
+    #: Set on an opt-in stress stage, which plays what the format allows but no provider
+    #: sends: why (the sentence its skip quotes). It runs only where the target names it
+    #: in ``stress``.
+    stress: str = ""
 
 
 STAGES: Dict[str, Stage] = {
@@ -247,12 +268,23 @@ STAGES: Dict[str, Stage] = {
         Stage(
             "parallel-calls",
             "run both read_fixture calls of one turn and send each result back under its own call id",
-            "keep parallel calls apart by their index (streamed fragments interleave) and answer each "
-            "call id with its own result",
+            "keep parallel calls apart by their index or id and answer each call id with its own result",
             "Read weather.json and notes/unicode.txt.",
-            _parallel,
+            _parallel(False),
             tools_called=("read_fixture", "read_fixture"),
             requests=2,
+        ),
+        Stage(
+            "stress-interleaved-calls",
+            "run both read_fixture calls of one turn, their argument fragments interleaved by index, "
+            "and send each result back under its own call id",
+            "add each argument fragment to the call its index names, never to the call opened last",
+            "Read weather.json and notes/unicode.txt.",
+            _parallel(True),
+            tools_called=("read_fixture", "read_fixture"),
+            requests=2,
+            modes=("stream",),
+            stress=INTERLEAVED,
         ),
         Stage(
             "tool-error-corrects",
@@ -340,6 +372,10 @@ STAGES: Dict[str, Stage] = {
 from .faults import FAULT_STAGES  # noqa: E402 - they are built from Stage and Step
 
 STAGES.update(FAULT_STAGES)
+
+
+#: The opt-in stress stages, by name: what no provider sends, run only where a target asks.
+STRESS_STAGES: Tuple[str, ...] = tuple(name for name, row in STAGES.items() if row.stress)
 
 
 def reasoning_for(wire: Wire) -> Optional[Tuple[Tuple[Reasoning, ...], Tuple[Reasoning, ...]]]:

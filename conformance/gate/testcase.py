@@ -13,7 +13,7 @@ The mixin itself has no tests, so runners collect only subclasses that name a wi
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, ClassVar, Mapping, Optional
+from typing import Any, Callable, ClassVar, Mapping, Optional, Tuple
 
 from ..errors import TargetDefinitionError
 from ..wires._base import Wire
@@ -24,7 +24,10 @@ from .stages import LOOP_MODES, STAGES, check_stage_keys
 __all__ = ["AgentLoopConformanceTestCase"]
 
 #: The class attributes a subclass may set.
-SETTINGS = ("wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "abstract")
+SETTINGS = (
+    "wire", "model", "skip", "http2", "timeout", "max_result_chars", "client", "error_results", "stress",
+    "abstract",
+)
 
 
 def _make_test(stage: str, mode: str) -> Callable[[Any], None]:
@@ -59,8 +62,10 @@ class AgentLoopConformanceTestCase:
 
     Set ``wire`` and implement ``create_loop(url)``; optionally ``model``, ``skip``
     (stage, or ``"stage/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
-    (seconds per case) and ``max_result_chars`` (the loop's limit on a result it sends
-    back). Override ``run_loop(loop, task)`` when the loop's surface differs from
+    (seconds per case), ``max_result_chars`` (the loop's limit on a result it sends
+    back) and ``error_results`` (``"text"`` where the loop sends a failed tool's result
+    as plain text, on a wire with no error marker) and ``stress`` (the opt-in stress
+    stages to run). Override ``run_loop(loop, task)`` when the loop's surface differs from
     ``loop.run(task)`` (the name ``run`` belongs to :class:`unittest.TestCase`). A
     shared base class without a wire sets ``abstract = True``.
     """
@@ -72,6 +77,8 @@ class AgentLoopConformanceTestCase:
     timeout: ClassVar[float] = 5.0
     client: ClassVar[Optional[str]] = None
     max_result_chars: ClassVar[Optional[int]] = None
+    error_results: ClassVar[str] = "structured"
+    stress: ClassVar[Tuple[str, ...]] = ()
     abstract: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -135,6 +142,8 @@ class AgentLoopConformanceTestCase:
             run=hook,
             timeout=cls.timeout,
             client=cls.client,
+            error_results=cls.error_results,
+            stress=tuple(cls.stress),
         )
 
     def run_agent_loop_case(self, stage: str, mode: str) -> None:

@@ -565,6 +565,10 @@ class Wire:
     #: Whether this provider gives every tool call an id the client must send back
     #: with its result; ``False`` where results are matched by name and order (Ollama).
     sends_call_ids: bool = True
+    #: Whether the stream format can interleave two calls' argument fragments (each
+    #: fragment names its call by index), so the opt-in stress stage
+    #: ``stress-interleaved-calls`` can play; no provider was seen sending that order.
+    interleaves_calls: bool = False
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
         """The provider's whole reply playing ``turn``; ``None`` where this wire scripts no turns."""

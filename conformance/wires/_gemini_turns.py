@@ -360,7 +360,7 @@ class _Reader:
             elif isinstance(part.get("text"), str):
                 text.append(part["text"])
         if calls is not None:
-            self.pair(where, calls, results, text)
+            results = self.pair(where, calls, results, text)
         elif results:
             self.problems.append(
                 f"{where} sends {len(results)} functionResponse part(s) with no function call turn "
@@ -392,8 +392,14 @@ class _Reader:
 
     def pair(
         self, where: str, calls: Tuple[str, List[ToolCall]], results: List[ToolResult], text: List[str]
-    ) -> None:
-        """Each result against the calls of the turn before: count, name and id."""
+    ) -> List[ToolResult]:
+        """Each result against the calls of the turn before: count, name and id.
+
+        Return the results as the API matches them: one sent without an id answers the
+        one call of the turn to that function, as Gemini takes it (google-genai's
+        automatic function calling sends no id), and is read with that call's id; a
+        name the turn called more than once leaves it ambiguous, which is refused.
+        """
         origin, made = calls
         if len(results) != len(made):
             if results:
@@ -437,6 +443,14 @@ class _Reader:
                     f"called {result.name!r} {names.count(result.name)} times; send each call's id back "
                     "with its result"
                 )
+        out = []
+        for result in results:
+            if not result.call_id and names.count(result.name) == 1:
+                call = made[names.index(result.name)]
+                if call.id:
+                    result = ToolResult(call.id, result.name, result.content, result.error)
+            out.append(result)
+        return out
 
 
 def _current_start(contents: Sequence[Any]) -> int:

@@ -571,6 +571,36 @@ def _result_text(content: Any) -> Optional[str]:
     return text_of(content)
 
 
+def _blocks(content: Any) -> Optional[List[Any]]:
+    """A message's content as a list of blocks, or ``None`` where it is neither a string nor a list."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else None
+
+
+def _merge_consecutive(raw: List[Any]) -> List[Tuple[int, Any]]:
+    """The messages with consecutive turns of one role combined, each at its first index.
+
+    The Messages API documents that consecutive ``user`` or ``assistant`` turns are
+    combined into a single turn (the ``messages`` parameter of
+    https://docs.anthropic.com/en/api/messages), so results sent one ``tool_result``
+    per user message answer the turn before as one user turn would. A message that
+    cannot be combined (not an object, no content, another role) stays as it is.
+    """
+    out: List[Tuple[int, Any]] = []
+    for index, item in enumerate(raw):
+        role = item.get("role") if isinstance(item, dict) else None
+        blocks = _blocks(item.get("content")) if isinstance(item, dict) else None
+        if out and role in ("user", "assistant") and blocks:
+            at, before = out[-1]
+            earlier = _blocks(before.get("content")) if isinstance(before, dict) else None
+            if isinstance(before, dict) and before.get("role") == role and earlier:
+                out[-1] = (at, {**before, "content": [*earlier, *blocks]})
+                continue
+        out.append((index, item))
+    return out
+
+
 class _HistoryReader:
     """Reads a Messages request body into the normal form, noting each departure."""
 
@@ -599,7 +629,8 @@ class _HistoryReader:
             return
         pending: List[str] = []  # tool_use ids of the previous assistant turn
         pending_at = -1
-        for index, item in enumerate(raw):
+        merged = _merge_consecutive(raw)
+        for position, (index, item) in enumerate(merged):
             if not isinstance(item, dict):
                 self.problems.append(f"messages.{index}: expected a message object, got {item!r}")
                 continue
@@ -617,7 +648,7 @@ class _HistoryReader:
                 continue
             content = item.get("content")
             if content == [] or content == "":
-                if index != len(raw) - 1 or role != "assistant":
+                if position != len(merged) - 1 or role != "assistant":
                     self.problems.append(
                         f"messages.{index}: all messages must have non-empty content except for the "
                         "optional final assistant message"
@@ -632,7 +663,7 @@ class _HistoryReader:
                 if pending:
                     self.unanswered(pending_at, pending)
                 final = not any(
-                    isinstance(m, dict) and m.get("role") == "assistant" for m in raw[index + 1 :]
+                    isinstance(m, dict) and m.get("role") == "assistant" for _, m in merged[position + 1 :]
                 )
                 pending = self.assistant(index, content, final)
                 pending_at = index
@@ -845,6 +876,7 @@ class AnthropicWire(Wire):
     )
 
     name = "anthropic"
+    interleaves_calls = True
     provider = "anthropic"
     title = "Anthropic Messages"
     tool_call_id = TOOL_USE_ID

@@ -786,6 +786,7 @@ class BedrockConverseWire(Wire):
     )
 
     name = "bedrock-converse"
+    interleaves_calls = True
     provider = "bedrock"
     title = "Amazon Bedrock Converse"
     tool_call_id = TOOL_USE_ID

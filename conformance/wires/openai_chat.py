@@ -412,6 +412,7 @@ class OpenAIChatWire(Wire):
     """
 
     name = "openai-chat"
+    interleaves_calls = True
     provider = "openai"
     title = "OpenAI Chat Completions"
     tool_call_id = TOOL_CALL_ID
@@ -765,10 +766,13 @@ def _read_call(raw: Any, where: str, problems: List[str]) -> Optional[ToolCall]:
             _problem(
                 f"{where}.function.arguments",
                 f"Invalid value for '{where}.function.arguments': expected the arguments as JSON text, "
-                f"got {arguments[:80]!r}.",
+                f"got {arguments[:80]!r}. (The history is what is refused here, not the call's run: "
+                "send a call whose arguments did not parse back with arguments \"{}\" (or other valid "
+                "JSON), and its error result under its tool_call_id.)",
             )
         )
-        return None
+        # Still a call: its tool message answers it, so no second complaint follows.
+        parsed = {}
     if not isinstance(parsed, dict):
         parsed = {"": parsed}
     from ..contract import ToolCall

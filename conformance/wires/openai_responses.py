@@ -1120,6 +1120,7 @@ class OpenAIResponsesWire(Wire):
     )
 
     name = "openai-responses"
+    interleaves_calls = True
     provider = "openai"
     title = "OpenAI Responses"
     tool_call_id = CALL_ID

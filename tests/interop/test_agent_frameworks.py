@@ -39,12 +39,12 @@ RUNNER_REPAIRS_ARGUMENTS = (
     "accumulator raises only on text partial mode cannot close). A hand-written loop over "
     "messages.stream that reads the input_json_delta text passes"
 )
-AGENTS_UNKNOWN_TOOL = (
-    "the OpenAI Agents SDK (openai-agents 0.24.0) raises ModelBehaviorError at a call to a tool "
-    "the agent lacks; with RunConfig(tool_not_found_behavior='return_error_to_model') it sends "
-    "back the plain text \"Tool 'read_file' not found.\", not a structured error (no "
-    "error object, and neither wire has an error marker for a function output)"
-)
+#: Why the Agents SDK's targets declare error_results="text": at a call to a tool the
+#: agent lacks, with RunConfig(tool_not_found_behavior="return_error_to_model") (without it
+#: the SDK raises ModelBehaviorError), openai-agents 0.24.0 sends back the plain text
+#: "Tool 'read_file' not found.", no JSON error; neither OpenAI wire has an error marker for
+#: a function output, so that text is the error as the API can carry it.
+AGENTS_PLAIN_TEXT_ERRORS = "openai-agents sends an unknown tool's error as plain text"
 AGENTS_CHAT_SENDS_BROKEN_JSON = (
     "the OpenAI Agents SDK (openai-agents 0.24.0) over Chat Completions sends the model's broken "
     "argument text back verbatim in the assistant turn's tool_calls, which the Chat Completions "
@@ -127,7 +127,7 @@ class OpenAIAgentsResponses(AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIResponsesModel``, over HTTP/1.1."""
 
     wire = openai_responses_wire
-    skip = {"unknown-tool": AGENTS_UNKNOWN_TOOL}
+    error_results = "text"  # AGENTS_PLAIN_TEXT_ERRORS
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "responses")
@@ -138,7 +138,8 @@ class OpenAIAgentsChat(AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIChatCompletionsModel``, over HTTP/1.1."""
 
     wire = openai_chat_wire
-    skip = {"unknown-tool": AGENTS_UNKNOWN_TOOL, "corrupt-arguments": AGENTS_CHAT_SENDS_BROKEN_JSON}
+    error_results = "text"  # AGENTS_PLAIN_TEXT_ERRORS
+    skip = {"corrupt-arguments": AGENTS_CHAT_SENDS_BROKEN_JSON}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")
