@@ -938,6 +938,10 @@ class EarlyFinish(ReferenceBackend):
         async for chunk in super().chat_stream(chat):
             if first and chunk.content and chunk.finish_reason is None:
                 first = False
+                chunk = dataclasses.replace(chunk, finish_reason="stop")
+            yield chunk
+
+
 class FillsUnparsedArguments(EditsCalls):
     """Keeps the broken text, but fills arguments with what a partial-JSON parser guessed, as
     SDK helpers that parse fragments as they come do."""

@@ -211,7 +211,6 @@ MUTANTS = [
     # A daily quota comes as a ThrottlingException: a rate limit is a fair reading of it.
     *zoo.every_wire(leave_out=(shared.QUOTA_AS_RATE_LIMIT,)),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
-    *zoo.every_wire(),
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),

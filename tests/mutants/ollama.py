@@ -107,6 +107,7 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OllamaBackend):
         self.gathered.extend(calls)
         return text, calls
 
+
 MUTANTS = [
     *(
         zoo.shared(bug, cases=("overloaded/chat", "overloaded/stream"))
