@@ -24,6 +24,7 @@ from conformance.contract import (
     ChatResponse,
     Message,
     ToolCall,
+    ToolError,
     ToolResult,
 )
 from conformance.gate import validate
@@ -263,13 +264,41 @@ class FinishesAfterCancel(ReferenceLoop):
         try:
             return await super().run(replace(task, signal=inner.signal))
         except Exception:
-            for call_id, (name, text) in self.backend.opened.items():
-                arguments = close_partial(text)
-                call = ToolCall(call_id, name, arguments if isinstance(arguments, dict) else {})
-                task.toolset.execute(call)  # no signal: it would refuse
+            self.finish_opened(task)
             raise
         finally:
             unregister()
+
+    def finish_opened(self, task: LoopTask) -> None:
+        for call_id, (name, text) in list(self.backend.opened.items()):
+            arguments = close_partial(text)
+            call = ToolCall(call_id, name, arguments if isinstance(arguments, dict) else {})
+            task.toolset.execute(call)  # no signal: it would refuse
+
+
+#: How long after ``run()`` has raised ``FinishesInTheBackground``'s leftover task starts
+#: its tool: well inside the gate's grace, and past the moment the loop was seen returning.
+BACKGROUND_AFTER = 0.05
+
+
+class FinishesInTheBackground(FinishesAfterCancel):
+    """On abort, raises the reason but leaves a task behind that, once the loop has returned,
+    runs the calls it had seen opening (a tool task nobody cancelled or awaited)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.returned = threading.Event()
+        try:
+            return await super().run(task)
+        finally:
+            self.returned.set()
+
+    def finish_opened(self, task: LoopTask) -> None:
+        def leftover() -> None:
+            if self.returned.wait(FINISH_WITHIN + 1.0):
+                time.sleep(BACKGROUND_AFTER)
+                FinishesAfterCancel.finish_opened(self, task)
+
+        threading.Thread(target=leftover, name="left in the background", daemon=True).start()
 
 
 # -- loops with a bug of their own -----------------------------------------------------------
@@ -295,6 +324,13 @@ class PastBudget(ReferenceLoop):
 
     async def run(self, task: LoopTask) -> LoopResult:
         return await super().run(replace(task, max_requests=task.max_requests + 10))
+
+
+class NeverForcesTheTool(ReferenceLoop):
+    """Leaves the task's tool choice out of its requests: the model is never told it must call."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, tool_choice=None))
 
 
 class ReturnsTheResponse(ReferenceLoop):
@@ -429,6 +465,61 @@ class LeavesTheRequestRunning(ReferenceLoop):
             aborted.cancel()
             return work.result()
         task.signal.raise_reason()
+
+
+class KeepsTheSignalFromTools(ReferenceLoop):
+    """Checks the signal before each call, but never hands it to the toolset: a running tool
+    goes on to its end."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        task.signal.raise_if_aborted()
+        return await super()._execute(replace(task, signal=AbortController().signal), tracker, call, schema)
+
+
+class WaitsTheToolOut(ReferenceLoop):
+    """Never lets the abort interrupt its work: waits the running tool out, runs the turn's other
+    calls, and carries the conversation on to its end."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, signal=AbortController().signal))
+
+
+class SendsTheResultsFirst(ReferenceLoop):
+    """On abort, first sends the model an error result for each call of its turn, so that the
+    provider's side of the conversation is complete, then raises the reason."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            self.last = await whole(request)
+            return self.last
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        self.last = await super()._stream(request)
+        return self.last
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        try:
+            return await super()._execute(task, tracker, call, schema)
+        except BaseException as exc:
+            if exc is task.signal.reason:
+                await self._tell(task)
+            raise
+
+    async def _tell(self, task: LoopTask) -> None:
+        stopped = ToolError("aborted", "the caller cancelled")
+        results = [Message.tool(ToolResult(c.id, c.name, error=stopped)) for c in self.last.tool_calls]
+        request = ChatRequest(
+            task.model,
+            (Message("user", task.prompt), Message.from_response(self.last), *results),
+            tools=task.tools,
+            signal=AbortController().signal,
+        )
+        await (self._stream(request) if task.stream else self.backend.chat(request))
 
 
 class SendsErrorsAsText(ReferenceLoop):

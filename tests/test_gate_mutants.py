@@ -118,6 +118,12 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "executes-after-cancel", zoo.FinishesAfterCancel, {"cancel/stream": {"after-cancel"}}, tapped=True
     ),
     LoopMutant(
+        "finishes-in-the-background",
+        zoo.FinishesInTheBackground,
+        {"cancel/stream": {"after-return"}},
+        tapped=True,
+    ),
+    LoopMutant(
         "result-as-user-message",
         zoo.rewrite(zoo.results_as_user),
         both("forced-tool", {"result-format"}),
@@ -146,6 +152,13 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     # One bug for each invariant the ones above leave unguarded.
     LoopMutant("returns-the-response", zoo.ReturnsTheResponse, both("text", {"finished"})),
     LoopMutant("keeps-the-first-text", zoo.KeepsTheFirstText, both("forced-tool", {"final-text"})),
+    LoopMutant(
+        "never-forces-the-tool",
+        zoo.NeverForcesTheTool,
+        both("forced-tool", {"tool-choice"}),
+        per_wire={"ollama": {}},
+        why="Ollama has no setting that forces a tool: there is nothing to send",
+    ),
     LoopMutant("asks-once-more", zoo.AsksOnceMore, both("text", {"requests"})),
     LoopMutant(
         "camel-cases-tool-names",
@@ -160,6 +173,17 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant("raises-the-abort-late", zoo.RaisesTheAbortLate, both("cancel", {"abort-reason"})),
     LoopMutant(
         "leaves-the-request-running", zoo.LeavesTheRequestRunning, both("cancel", {"connection-closed"})
+    ),
+    LoopMutant(
+        "keeps-the-signal-from-tools", zoo.KeepsTheSignalFromTools, both("cancel-in-tool", {"tool-signal"})
+    ),
+    LoopMutant(
+        "waits-the-tool-out",
+        zoo.WaitsTheToolOut,
+        both("cancel-in-tool", {"tool-signal", "after-cancel", "request-after-abort", "abort-reason"}),
+    ),
+    LoopMutant(
+        "sends-the-results-first", zoo.SendsTheResultsFirst, both("cancel-in-tool", {"request-after-abort"})
     ),
     LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),
     LoopMutant("ignores-its-limit", zoo.IgnoresItsLimit, both("large-result", {"result-size"})),

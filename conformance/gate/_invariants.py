@@ -24,7 +24,7 @@ from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from .._stall import not_counted
 from ..provider import RecordedRequest, WireEvent, events_around
 from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in
-from .log import ExecutionRecord
+from .log import ExecutionRecord, InFlight
 from .schema import validate
 from .tools import TOOLS
 
@@ -79,6 +79,8 @@ class LoopSeen:
     conversation: Conversation
     records: Tuple[ExecutionRecord, ...]
     requests: List[RecordedRequest]
+    #: Executions still running when the case read the log (a tool left behind).
+    in_flight: Tuple[InFlight, ...] = ()
 
     @property
     def stage(self) -> Any:
@@ -388,6 +390,39 @@ def check_budget(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+#: How each wire forces one tool, for the failure message (Ollama has no such setting).
+FORCED_FORMS: Mapping[str, str] = {
+    "openai-chat": 'tool_choice {"type": "function", "function": {"name": "%s"}}',
+    "openai-responses": 'tool_choice {"type": "function", "name": "%s"}',
+    "anthropic": 'tool_choice {"type": "tool", "name": "%s"}',
+    "gemini": 'toolConfig.functionCallingConfig {"mode": "ANY", "allowedFunctionNames": ["%s"]}',
+    "bedrock-converse": 'toolConfig.toolChoice {"tool": {"name": "%s"}}',
+}
+
+
+def check_tool_choice(seen: LoopSeen) -> List[LoopProblem]:
+    forced = seen.stage.tool_choice
+    form = FORCED_FORMS.get(seen.case.target.wire.name)
+    if forced is None or form is None:
+        return []  # nothing forced, or a wire with no way to force a tool (Ollama)
+    first = next((e for e in seen.exchanges if e.history is not None and not e.problems), None)
+    if first is None or first.history is None:
+        return []  # a refused history is result-format's
+    got = first.history.tool_choice
+    if got == forced:
+        return []
+    field = form.split(" ", 1)[0]
+    sent = "nothing" if got is None else f"{got.mode!r}" + (f" ({got.name})" if got.name else "")
+    return [
+        LoopProblem(
+            "tool-choice",
+            f"request {first.index + 1} must ask the provider to force {forced.name} in {field}; it "
+            f"carried {sent} there (expected {form % forced.name}); pass task.tool_choice to the client "
+            "on the first request",
+        )
+    ]
+
+
 # -- the executions -------------------------------------------------------------------------
 
 
@@ -445,8 +480,12 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
         records = [r for r in own if r.ran]
         if records and seen.faulted() and len(records) > 1:
             continue  # run again after a fault: re-executed says so
-        if stage.cancel:
-            expected: Tuple[int, ...] = (0,)
+        if stage.abort_in_tool:
+            # The tool the abort came in ran once; a loop running the turn's calls side by
+            # side may have begun the other before the abort (after it is after-cancel's).
+            expected: Tuple[int, ...] = (1,) if call.position == 0 else (0, 1)
+        elif stage.cancel:
+            expected = (0,)
         elif stage.budget and index == len(planned) - 1:
             expected = (0, 1)  # the call the loop stopped at may or may not have run
         elif seen.answer_of(call) is None and not seen.finished_cleanly:
@@ -514,24 +553,103 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+def _starts(seen: LoopSeen) -> List[Tuple[str, str, float, str]]:
+    """Every execution's (tool, call id, start, how it ended), those still running included."""
+    out = [(r.tool, r.call_id, r.started, "" if r.ran else " (the toolset refused it: the signal had fired)")
+           for r in seen.ran()]
+    out += [(e.tool, e.call_id, e.started, " (still running when the case ended)") for e in seen.in_flight]
+    return sorted(out, key=lambda start: start[2])
+
+
 def check_after_cancel(seen: LoopSeen) -> List[LoopProblem]:
+    abort_at = seen.outcome.abort_at
+    if abort_at is None:
+        return []
+    returned = seen.outcome.ended_at
+    problems = []
+    for tool, call_id, started, how in _starts(seen):
+        if started >= abort_at and (returned is None or started <= returned):
+            problems.append(
+                LoopProblem(
+                    "after-cancel",
+                    f"{tool} {call_id}: execution started {1000 * (started - abort_at):.0f} ms "
+                    f"after the abort{how}; nothing may run once the caller cancelled",
+                    seen.events_before(started),
+                )
+            )
+    return problems
+
+
+def check_after_return(seen: LoopSeen) -> List[LoopProblem]:
+    returned = seen.outcome.ended_at
+    if returned is None:
+        return []  # a loop still running at the bound is finished's
+    problems = []
+    for tool, call_id, started, how in _starts(seen):
+        if started > returned:
+            after = "" if seen.outcome.abort_at is None else ", and so after the abort"
+            problems.append(
+                LoopProblem(
+                    "after-return",
+                    f"{tool} {call_id}: execution started {1000 * (started - returned):.0f} ms after "
+                    f"run() had returned{after}{how}; a tool task the loop left behind ran in the "
+                    "background (cancel or await every task before returning or raising)",
+                )
+            )
+    return problems
+
+
+#: How an execution ends when it saw the signal fire (or its task was cancelled).
+_STOPPED = ("aborted", "cancelled")
+
+
+def check_tool_signal(seen: LoopSeen) -> List[LoopProblem]:
     abort_at = seen.outcome.abort_at
     if abort_at is None:
         return []
     problems = []
     for record in seen.ran():
-        if record.started >= abort_at:
-            refused = "" if record.ran else " (the toolset refused it: the signal had fired)"
+        if not record.ran or record.started >= abort_at or record.ended <= abort_at:
+            continue  # refused, begun after the abort (after-cancel's), or over before it
+        if str(record.status) not in _STOPPED:
             problems.append(
                 LoopProblem(
-                    "after-cancel",
-                    f"{record.tool} {record.call_id}: execution started "
-                    f"{1000 * (record.started - abort_at):.0f} ms "
-                    f"after the abort{refused}; nothing may run once the caller cancelled",
-                    seen.events_before(record.started),
+                    "tool-signal",
+                    f"{record.tool} {record.call_id}: was running at the abort and ran on to its end "
+                    f"({record.status}, {1000 * (record.ended - abort_at):.0f} ms after the abort): the "
+                    "toolset never saw the signal; pass task.signal to toolset.execute / aexecute",
+                )
+            )
+    for entry in seen.in_flight:
+        if entry.started < abort_at:
+            problems.append(
+                LoopProblem(
+                    "tool-signal",
+                    f"{entry.tool} {entry.call_id}: was running at the abort and still ran when the case "
+                    "ended: the toolset never saw the signal; pass task.signal to toolset.execute",
                 )
             )
     return problems
+
+
+def check_request_after_abort(seen: LoopSeen) -> List[LoopProblem]:
+    abort_at = seen.outcome.abort_at
+    if abort_at is None:
+        return []
+    late = [e for e in seen.exchanges if e.request.received_at > abort_at]
+    if not late:
+        return []
+    first = late[0]
+    return [
+        LoopProblem(
+            "request-after-abort",
+            f"request {first.index + 1} ({first.request}) came "
+            f"{1000 * (first.request.received_at - abort_at):.0f} ms after the abort"
+            + (f", and {len(late) - 1} more after it" if len(late) > 1 else "")
+            + "; once the caller cancelled, the loop asks the model nothing more",
+            seen.events_before(first.request.received_at),
+        )
+    ]
 
 
 def check_abort_reason(seen: LoopSeen) -> List[LoopProblem]:
@@ -567,8 +685,8 @@ def check_abort_reason(seen: LoopSeen) -> List[LoopProblem]:
 
 def check_connection_closed(seen: LoopSeen) -> List[LoopProblem]:
     o = seen.outcome
-    if not seen.stage.cancel or o.abort_at is None or o.hung:
-        return []
+    if not seen.stage.cancel or seen.stage.abort_in_tool or o.abort_at is None or o.hung:
+        return []  # an abort in a tool comes after the reply was whole: no request is open
     if o.closed_after is None:
         return [
             LoopProblem(
@@ -644,6 +762,9 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
             continue
         own = seen.records_for(planned)
         record = next((r for r in seen.records if r.fixture_id == fixture), None)
+        abort_at = seen.outcome.abort_at
+        if record is not None and abort_at is not None and record.started >= abort_at:
+            continue  # a run begun after the abort: after-cancel's
         if record is not None and record not in own:
             problems.append(
                 LoopProblem(
@@ -982,11 +1103,15 @@ INVARIANTS: Dict[str, Check] = {
     "final-text": check_final_text,
     "requests": check_requests,
     "budget": check_budget,
+    "tool-choice": check_tool_choice,
     "tool-name": check_tool_name,
     "arguments": check_arguments,
     "executions": check_executions,
     "executed-early": check_executed_early,
     "after-cancel": check_after_cancel,
+    "after-return": check_after_return,
+    "tool-signal": check_tool_signal,
+    "request-after-abort": check_request_after_abort,
     "abort-reason": check_abort_reason,
     "connection-closed": check_connection_closed,
     "result-format": check_result_format,

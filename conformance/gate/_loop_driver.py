@@ -157,6 +157,9 @@ class LoopDriver:
         while not conversation.first_reply.wait(0.02):
             if self.finished.is_set() or time.monotonic() > deadline:
                 return
+        if self.case.stage.abort_in_tool:
+            self._abort_in_tool(deadline)
+            return
         exchange = conversation.exchanges[0]
         request = exchange.request
         if exchange.stream and exchange.head_chunks:
@@ -172,6 +175,22 @@ class LoopDriver:
             # Long enough for the loop to have read the call opening: what it does with a
             # call it knows of is what the stage is about.
             self.finished.wait(SEEN_WITHIN)
+        if self.finished.is_set() or self.outcome.ended:
+            return
+        reason = ConformanceAbort(f"aborted by the gate's {self.case.name} case")
+        self.outcome.abort_reason = reason
+        self.outcome.abort_at = time.monotonic()
+        self.controller.abort(reason)
+
+    def _abort_in_tool(self, deadline: float) -> None:
+        """Fire the signal while the turn's ``delayed_value`` runs: once it has begun, and a moment on."""
+        log = self.toolset.log
+        while log.wait_begun("delayed_value", 0.02) is None:
+            if self.finished.is_set() or time.monotonic() > deadline:
+                return
+        # Long enough for the tool to be under way: what the loop does with a running tool
+        # is what the stage is about.
+        self.finished.wait(SEEN_WITHIN)
         if self.finished.is_set() or self.outcome.ended:
             return
         reason = ConformanceAbort(f"aborted by the gate's {self.case.name} case")
@@ -231,7 +250,7 @@ class LoopDriver:
             self._ended(None, exc)
         finally:
             try:
-                if self.outcome.abort_at is not None and not self.gave_up:
+                if self.outcome.abort_at is not None and not self.gave_up and not self.case.stage.abort_in_tool:
                     await self._observe_close()
             finally:
                 if agent is not None:

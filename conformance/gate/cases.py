@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional
 
@@ -21,10 +22,13 @@ from .stages import LOOP_MODES, STAGES, Stage, reasoning_for
 if TYPE_CHECKING:
     from .sandbox import Sandbox
 
-__all__ = ["MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases", "shared_sandbox"]
+__all__ = ["LATE_RUN_GRACE", "MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases", "shared_sandbox"]
 
 #: The request budget every task carries.
 MAX_REQUESTS = 4
+#: How long the toolset is watched after a loop that was aborted (or given up on at the
+#: case's bound) has returned: a tool it left running in the background starts there.
+LATE_RUN_GRACE = 0.25
 
 _shared: Dict[int, Sandbox] = {}  # by process id: a forked child makes its own
 _shared_lock = threading.Lock()
@@ -125,9 +129,15 @@ class AgentLoopCase:
                 provider.reply(conversation.handle)
                 driver = LoopDriver(self, provider, conversation, toolset)
                 outcome = driver.run()
+                if outcome.abort_at is not None or outcome.hung:
+                    # Nothing to wait for but an absence: a run that starts here is one the
+                    # loop left behind when it returned.
+                    time.sleep(LATE_RUN_GRACE)
                 requests = provider.requests
             driver.reclaim()
-            seen = LoopSeen(self, outcome, conversation, toolset.log.records(), requests)
+            seen = LoopSeen(
+                self, outcome, conversation, toolset.log.records(), requests, toolset.log.in_flight()
+            )
             problems = run_invariants(seen)
         if problems:
             raise AssertionError(failure_message(seen, problems))

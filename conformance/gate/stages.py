@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..wires._turns import History
 
 __all__ = [
+    "DELAY_MS",
     "LOOP_MODES",
     "STAGES",
     "Stage",
@@ -165,6 +166,18 @@ def _cancel(step: Step) -> ScriptedTurn:
     return step.final()
 
 
+#: How long the cancel-in-tool stage's ``delayed_value`` call waits: the gate aborts
+#: 50 ms into it, so a loop that lets it run out is seen finishing it 250 ms after the abort.
+DELAY_MS = 300
+DELAYED_ARGUMENTS: Mapping[str, Any] = {"value": "gate", "delay_ms": DELAY_MS}
+
+
+def _cancel_in_tool(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        return step.turn(step.call("delayed_value", DELAYED_ARGUMENTS, 0), step.call("echo_json", ECHO_ARGUMENTS, 1))
+    return step.final()
+
+
 def _fragments_plain() -> Tuple[str, ...]:
     text = json.dumps(dict(ECHO_ARGUMENTS))
     return (text[:6], text[6:18], text[18:30], text[30:])
@@ -193,6 +206,8 @@ class Stage:
     budget: bool = False
     #: The caller aborts during the first turn.
     cancel: bool = False
+    #: ... not in the stream but while the turn's first call (a ``delayed_value``) runs.
+    abort_in_tool: bool = False
     #: The model's tool turn carries reasoning that must come back.
     reasoning: bool = False
     #: Exactly this many generation requests, where the stage fixes it.
@@ -284,6 +299,18 @@ STAGES: Dict[str, Stage] = {
             _cancel,
             tools_called=("echo_json",),
             cancel=True,
+        ),
+        Stage(
+            "cancel-in-tool",
+            "pass the signal into the running tool, raise the caller's abort reason promptly, and start "
+            "no other call and send no further request after the abort",
+            "pass task.signal to toolset.execute / aexecute (the tool stops when it fires); on abort "
+            "raise signal.reason itself, without running the turn's other calls or asking again",
+            "Fetch a value slowly, then echo a greeting.",
+            _cancel_in_tool,
+            tools_called=("delayed_value", "echo_json"),
+            cancel=True,
+            abort_in_tool=True,
         ),
         Stage(
             "large-result",
