@@ -711,6 +711,14 @@ class RerunsOnRetry(ReferenceLoop):
         await super()._pause(task, seconds)
 
 
+class RetriesAtOnce(ReferenceLoop):
+    """Sends a failed request again at once, whatever delay the provider asked for."""
+
+    def _retry_pause(self, error: BaseException, task: LoopTask, started: float, sent: int) -> Optional[float]:
+        pause = super()._retry_pause(error, task, started, sent)
+        return None if pause is None else 0.0
+
+
 def _closest_tool(name: str, known: List[str]) -> Optional[str]:
     import difflib
 

@@ -137,7 +137,13 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         zoo.rewrite(zoo.drop_errors),
         {**both("tool-error-corrects", {"results"}), **both("error-result", {"results"})},
     ),
-    LoopMutant("loops-past-its-budget", zoo.PastBudget, both("tool-error-insists", {"budget"})),
+    LoopMutant(
+        "loops-past-its-budget",
+        zoo.PastBudget,
+        # Past its budget it retries a 429 that keeps coming for as long as the provider sends it.
+        {**both("tool-error-insists", {"budget"}), **both("retry-after", {"budget"})},
+        per_wire={"ollama": both("tool-error-insists", {"budget"})},
+    ),
     LoopMutant(
         "mangles-non-ascii", zoo.rewrite(zoo.mangle_non_ascii), both("non-ascii-result", {"result-content"})
     ),
@@ -210,6 +216,13 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         RETRIED,
         # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
         per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
+    ),
+    LoopMutant(
+        "retries-at-once",
+        zoo.RetriesAtOnce,
+        both("retry-after", {"retry-wait"}),
+        per_wire=on(("ollama", "bedrock-converse"), {}),
+        why="Ollama has no rate-limit reply, and Bedrock's throttle asks for no delay",
     ),
     LoopMutant(
         "executes-an-unknown-tool",

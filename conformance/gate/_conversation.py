@@ -77,6 +77,8 @@ class Exchange:
     head_chunks: int = 0
     #: The fault this request was answered with instead of the turn (``faults``).
     fault: Optional[str] = None
+    #: The retry delay a 429 fault asked for, in seconds (``None``: it asked for none).
+    asked: Optional[float] = None
 
     @property
     def cut(self) -> bool:
@@ -146,7 +148,12 @@ class Conversation:
 
             played = wire.turn_stream(turn, request) if exchange.stream else None
             exchange.events = played
-            return fault_reply(exchange.fault, wire, turn, played, request)
+            reply = fault_reply(exchange.fault, wire, turn, played, request)
+            if exchange.fault == "rate-limit":
+                from ._fault_replies import asked_delay
+
+                exchange.asked = asked_delay(reply)
+            return reply
         if not exchange.stream:
             if hold is not None and hold[1] == "cancel":
                 return HangReply()

@@ -1023,6 +1023,39 @@ def _fault_words(fault: Optional[str]) -> str:
     return words.get(fault or "", f"a broken stream ({fault})")
 
 
+#: How much sooner than asked a retry may come: the clocks' resolution, and the moment
+#: between the provider writing the 429 and noting the time.
+RETRY_TOLERANCE = 0.02
+
+
+def check_retry_wait(seen: LoopSeen) -> List[LoopProblem]:
+    from .._stall import WATCH
+
+    problems = []
+    exchanges = seen.exchanges
+    for exchange, after in zip(exchanges, exchanges[1:]):
+        asked = exchange.asked
+        if exchange.fault != "rate-limit" or asked is None:
+            continue
+        log = exchange.request.response
+        sent = log.times[-1] if log is not None and log.times else exchange.request.received_at
+        assert sent is not None and after.request.received_at is not None
+        # A stall of the whole process may have held the provider between writing the 429
+        # and noting the time: it is given back to the loop.
+        waited = after.request.received_at - sent + WATCH.between(sent, after.request.received_at)
+        if waited < asked - RETRY_TOLERANCE:
+            problems.append(
+                LoopProblem(
+                    "retry-wait",
+                    f"request {after.index + 1} came {1000 * waited:.0f} ms after request "
+                    f"{exchange.index + 1}'s 429, which asked for a retry delay of {asked:g} s; wait at "
+                    "least what the provider asks (LLMError.retry_after) before asking again",
+                    seen.events_of(exchange),
+                )
+            )
+    return problems
+
+
 def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     for record, planned in seen.on_refused_calls():
@@ -1123,6 +1156,7 @@ INVARIANTS: Dict[str, Check] = {
     "reasoning": check_reasoning,
     "partial-call": check_partial_call,
     "re-executed": check_re_executed,
+    "retry-wait": check_retry_wait,
     "refused-call": check_refused_call,
     "recovered": check_recovered,
 }

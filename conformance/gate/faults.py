@@ -40,6 +40,7 @@ __all__ = [
     "CUT_FRAGMENTS",
     "FAULT_STAGES",
     "RATE_LIMIT_RETRY_AFTER",
+    "RETRY_AFTER_BUDGET",
     "TIMEOUT_BUDGET",
     "UNKNOWN_TOOL",
     "fault_skip",
@@ -50,6 +51,10 @@ __all__ = [
 UNKNOWN_TOOL = "read_file"
 #: The delay the mid-conversation 429 asks for, in the wire's own form.
 RATE_LIMIT_RETRY_AFTER = 0.2
+#: The retry-after stage's ``max_seconds``: room for the budget's four requests and the
+#: three waits between them, and short enough that a loop that ignores the request
+#: budget runs into it.
+RETRY_AFTER_BUDGET = 2.0
 #: The timeout stage's ``max_seconds``: the loop's deadline, short so the stage stays quick.
 TIMEOUT_BUDGET = 0.6
 
@@ -110,6 +115,13 @@ def _after_execution(fault: str, every: bool = False) -> Callable[[Step], Script
         return step.final()
 
     return script
+
+
+def _storm(step: Step) -> ScriptedTurn:
+    # Past the budget and two more, the provider relents, so a loop that never stops still ends.
+    if step.index < step.max_requests + 2:
+        step.fault = "rate-limit"
+    return ScriptedTurn(text="The storm has passed.", seed=f"gate/{step.stage}/{step.index}")
 
 
 def _refused(name: str, arguments: str, fragments: Tuple[str, ...] = ()) -> Callable[[Step], ScriptedTurn]:
@@ -194,6 +206,18 @@ def _rows() -> Dict[str, Stage]:
             may_stop=True,
         ),
         Stage(
+            "retry-after",
+            "wait at least the retry delay each 429 asks for before asking again, and stop within "
+            "task.max_requests (and max_seconds) when the 429s keep coming",
+            "read the provider's retry delay (retry-after, retry-after-ms, RetryInfo) and wait it out "
+            "before the next request; count every retry in max_requests and give up with the error",
+            "Say something about the weather.",
+            _storm,
+            fault=f"every request gets the wire's own 429, asking for {RATE_LIMIT_RETRY_AFTER} s",
+            may_stop=True,
+            max_seconds=RETRY_AFTER_BUDGET,
+        ),
+        Stage(
             "timeout",
             f"stop within task.max_seconds ({TIMEOUT_BUDGET} s here) when the provider never answers, with "
             'a useful error or LoopResult(stopped="budget"), never running the tool again',
@@ -238,7 +262,7 @@ def _rows() -> Dict[str, Stage]:
 
 def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
     """Why ``wire`` cannot play ``stage``'s fault in ``mode``, or ``None``."""
-    if stage.name == "rate-limited":
+    if stage.name in ("rate-limited", "retry-after"):
         absent = wire.absent("rate-limit")
         if absent:
             return f"{wire.name} has no rate-limit reply: {absent}"
