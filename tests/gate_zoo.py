@@ -714,8 +714,8 @@ class RerunsOnRetry(ReferenceLoop):
 class RetriesAtOnce(ReferenceLoop):
     """Sends a failed request again at once, whatever delay the provider asked for."""
 
-    def _retry_pause(self, error: BaseException, task: LoopTask, started: float, sent: int) -> Optional[float]:
-        pause = super()._retry_pause(error, task, started, sent)
+    def _retry_pause(self, error: BaseException, task: LoopTask, started: float, n: int) -> Optional[float]:
+        pause = super()._retry_pause(error, task, started, n)
         return None if pause is None else 0.0
 
 

@@ -148,12 +148,12 @@ class Conversation:
 
             played = wire.turn_stream(turn, request) if exchange.stream else None
             exchange.events = played
-            reply = fault_reply(exchange.fault, wire, turn, played, request)
+            faulty = fault_reply(exchange.fault, wire, turn, played, request)
             if exchange.fault == "rate-limit":
                 from ._fault_replies import asked_delay
 
-                exchange.asked = asked_delay(reply)
-            return reply
+                exchange.asked = asked_delay(faulty)
+            return faulty
         if not exchange.stream:
             if hold is not None and hold[1] == "cancel":
                 return HangReply()

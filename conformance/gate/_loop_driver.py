@@ -250,7 +250,9 @@ class LoopDriver:
             self._ended(None, exc)
         finally:
             try:
-                if self.outcome.abort_at is not None and not self.gave_up and not self.case.stage.abort_in_tool:
+                # An abort in a tool comes after the reply was whole: no request is open.
+                watch = not self.case.stage.abort_in_tool
+                if self.outcome.abort_at is not None and not self.gave_up and watch:
                     await self._observe_close()
             finally:
                 if agent is not None:

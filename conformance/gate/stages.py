@@ -174,7 +174,8 @@ DELAYED_ARGUMENTS: Mapping[str, Any] = {"value": "gate", "delay_ms": DELAY_MS}
 
 def _cancel_in_tool(step: Step) -> ScriptedTurn:
     if step.index == 0:
-        return step.turn(step.call("delayed_value", DELAYED_ARGUMENTS, 0), step.call("echo_json", ECHO_ARGUMENTS, 1))
+        slow = step.call("delayed_value", DELAYED_ARGUMENTS, 0)
+        return step.turn(slow, step.call("echo_json", ECHO_ARGUMENTS, 1))
     return step.final()
 
 
