@@ -719,6 +719,15 @@ class RetriesAtOnce(ReferenceLoop):
         return None if pause is None else 0.0
 
 
+class KeysWritesByCallId(ReferenceLoop):
+    """Keys every execution by its call id alone, writes too: a write the model repeats under a
+    new call id runs again."""
+
+    @staticmethod
+    def _write_key(call: ToolCall, schema: Any) -> Optional[str]:
+        return None
+
+
 def _closest_tool(name: str, known: List[str]) -> Optional[str]:
     import difflib
 

@@ -217,6 +217,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
         per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
     ),
+    LoopMutant("writes-twice-on-a-repeat", zoo.KeysWritesByCallId, both("ambiguous-retry", {"write-once"})),
     LoopMutant(
         "retries-at-once",
         zoo.RetriesAtOnce,

@@ -19,7 +19,7 @@ from .loop import AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTa
 from .record import Recorder
 from .reference_loop import ReferenceLoop
 from .replay import ReplayWire
-from .sandbox import SANDBOX_FILES, Sandbox
+from .sandbox import SANDBOX_FILES, Journal, JournalEntry, Sandbox
 from .schema import (
     SchemaViolation,
     UnsupportedSchemaError,
@@ -42,7 +42,16 @@ from .state import (
     Transition,
 )
 from .testcase import AgentLoopConformanceTestCase
-from .tools import ALWAYS_ERROR, TOOLS, GateTool, GateToolset, tool_specs
+from .tools import (
+    ALWAYS_ERROR,
+    BASE_TOOLS,
+    IDEMPOTENCY_KEY,
+    TOOLS,
+    GateTool,
+    GateToolset,
+    tool_specs,
+    write_key,
+)
 
 __all__ = [
     "ALWAYS_ERROR",
@@ -52,6 +61,7 @@ __all__ = [
     "AgentLoopTarget",
     "AlreadyExecuted",
     "AsyncAgentLoop",
+    "BASE_TOOLS",
     "CallCancelled",
     "CallEvent",
     "CallState",
@@ -61,7 +71,10 @@ __all__ = [
     "Fixture",
     "GateTool",
     "GateToolset",
+    "IDEMPOTENCY_KEY",
     "InFlight",
+    "Journal",
+    "JournalEntry",
     "LoopResult",
     "LoopTask",
     "REFUSALS",
@@ -87,4 +100,5 @@ __all__ = [
     "strict_problems",
     "tool_specs",
     "validate",
+    "write_key",
 ]

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from .._stall import not_counted
 from ..provider import RecordedRequest, WireEvent, events_around
-from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in
+from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in, same_write, scripted_write_key
 from .log import ExecutionRecord, InFlight
+from .sandbox import JournalEntry
 from .schema import validate
 from .tools import TOOLS
 
@@ -81,6 +82,8 @@ class LoopSeen:
     requests: List[RecordedRequest]
     #: Executions still running when the case read the log (a tool left behind).
     in_flight: Tuple[InFlight, ...] = ()
+    #: What the write tool wrote, every write in order.
+    journal: Tuple[JournalEntry, ...] = ()
 
     @property
     def stage(self) -> Any:
@@ -252,6 +255,14 @@ def refusal(planned: PlannedCall) -> Optional[str]:
     if not isinstance(arguments, dict):
         return f"its arguments {call.arguments!r} are not a JSON object"
     return None
+
+
+def repeats_a_write(seen: LoopSeen, planned: PlannedCall) -> bool:
+    """Whether ``planned`` repeats a write an earlier call of the model's already asked for."""
+    key = scripted_write_key(planned.call)
+    return key is not None and any(
+        p.exchange < planned.exchange and scripted_write_key(p.call) == key for p in seen.planned()
+    )
 
 
 def _indent(text: str) -> str:
@@ -488,6 +499,8 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
             expected = (0,)
         elif stage.budget and index == len(planned) - 1:
             expected = (0, 1)  # the call the loop stopped at may or may not have run
+        elif repeats_a_write(seen, call):
+            expected = (0, 1)  # answered with the first run's result, or run again: write-once says
         elif seen.answer_of(call) is None and not seen.finished_cleanly:
             continue  # the loop stopped before this call's turn was over: others say why
         elif not records and seen.came_too_late(call):
@@ -765,7 +778,7 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
         abort_at = seen.outcome.abort_at
         if record is not None and abort_at is not None and record.started >= abort_at:
             continue  # a run begun after the abort: after-cancel's
-        if record is not None and record not in own:
+        if record is not None and record not in own and not same_write(record, planned.call):
             problems.append(
                 LoopProblem(
                     "call-ids",
@@ -1023,6 +1036,29 @@ def _fault_words(fault: Optional[str]) -> str:
     return words.get(fault or "", f"a broken stream ({fault})")
 
 
+def check_write_once(seen: LoopSeen) -> List[LoopProblem]:
+    keys: Dict[str, List[JournalEntry]] = {}
+    for entry in seen.journal:
+        keys.setdefault(entry.key, []).append(entry)
+    problems = []
+    for key, entries in keys.items():
+        if len(entries) < 2:
+            continue
+        writes = [r for r in seen.ran() if r.ran and r.tool == "append_record" and r.status == "ok"]
+        runs = ", ".join(f"{r.call_id} ({r.fixture_id})" for r in writes)
+        journal = "\n".join(f"      journal {e}" for e in seen.journal)
+        problems.append(
+            LoopProblem(
+                "write-once",
+                f"the write under idempotency key {key!r} landed {len(entries)} times (runs: {runs}); a "
+                "write runs at most once per key, however many call ids ask for it: answer a repeat "
+                "with the first run's result",
+                journal,
+            )
+        )
+    return problems
+
+
 #: How much sooner than asked a retry may come: the clocks' resolution, and the moment
 #: between the provider writing the 429 and noting the time.
 RETRY_TOLERANCE = 0.02
@@ -1156,6 +1192,7 @@ INVARIANTS: Dict[str, Check] = {
     "reasoning": check_reasoning,
     "partial-call": check_partial_call,
     "re-executed": check_re_executed,
+    "write-once": check_write_once,
     "retry-wait": check_retry_wait,
     "refused-call": check_refused_call,
     "recovered": check_recovered,

@@ -24,6 +24,7 @@ from .._driver import _is_async, close_quietly, in_thread, observe_close, reclai
 from .._stall import WATCH
 from ..contract import AbortController
 from .loop import LoopTask
+from .tools import tool_specs
 
 if TYPE_CHECKING:
     from ._conversation import Conversation
@@ -92,7 +93,7 @@ class LoopDriver:
         stage = case.stage
         return LoopTask(
             prompt=stage.prompt,
-            tools=self.toolset.specs(),
+            tools=self.toolset.specs() + (tool_specs(*stage.extra_tools) if stage.extra_tools else ()),
             tool_choice=stage.tool_choice,
             toolset=self.toolset,
             signal=self.controller.signal,

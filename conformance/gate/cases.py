@@ -136,7 +136,13 @@ class AgentLoopCase:
                 requests = provider.requests
             driver.reclaim()
             seen = LoopSeen(
-                self, outcome, conversation, toolset.log.records(), requests, toolset.log.in_flight()
+                self,
+                outcome,
+                conversation,
+                toolset.log.records(),
+                requests,
+                toolset.log.in_flight(),
+                toolset.journal.entries(),
             )
             problems = run_invariants(seen)
         if problems:

@@ -43,6 +43,7 @@ __all__ = [
     "RETRY_AFTER_BUDGET",
     "TIMEOUT_BUDGET",
     "UNKNOWN_TOOL",
+    "WRITE_ARGUMENTS",
     "fault_skip",
 ]
 
@@ -122,6 +123,19 @@ def _storm(step: Step) -> ScriptedTurn:
     if step.index < step.max_requests + 2:
         step.fault = "rate-limit"
     return ScriptedTurn(text="The storm has passed.", seed=f"gate/{step.stage}/{step.index}")
+
+
+#: The ambiguous-retry stage's write: the same arguments on the model's first call and its repeat.
+WRITE_ARGUMENTS = {"idempotency_key": "order-7f3a-ship", "record": "ship order 7f3a"}
+
+
+def _ambiguous(step: Step) -> ScriptedTurn:
+    if step.index in (0, 2):
+        # The repeat is a new turn of the model's: a new response, so a new call id.
+        return step.turn(step.call("append_record", WRITE_ARGUMENTS))
+    if step.index == 1:
+        step.fault = "drop-reset"
+    return step.final()
 
 
 def _refused(name: str, arguments: str, fragments: Tuple[str, ...] = ()) -> Callable[[Step], ScriptedTurn]:
@@ -204,6 +218,22 @@ def _rows() -> Dict[str, Stage]:
             fault=f"the request carrying the result gets the wire's own 429, asking for "
             f"{RATE_LIMIT_RETRY_AFTER} s",
             may_stop=True,
+        ),
+        Stage(
+            "ambiguous-retry",
+            "land the write append_record makes at most once per idempotency key, when the request "
+            "carrying its result got no response and the model, asked again, repeats the call under "
+            "a new call id",
+            "a write (a tool whose schema has idempotency_key) runs at most once per key in a task: "
+            "key it by tool and idempotency_key (conformance.gate.write_key), and answer a repeat "
+            "with the first run's result under the new call id",
+            "Record that order 7f3a ships.",
+            _ambiguous,
+            tools_called=("append_record", "append_record"),
+            fault="the request carrying append_record's result is answered with nothing (the "
+            "connection is reset); asked again, the model repeats the call, same arguments, new id",
+            may_stop=True,
+            extra_tools=("append_record",),
         ),
         Stage(
             "retry-after",

@@ -223,6 +223,8 @@ class Stage:
     may_stop: bool = False
     #: The task's ``max_seconds`` where the stage sets its own (shorter) budget.
     max_seconds: Optional[float] = None
+    #: Tools the task offers beside the base four (the write tool, where the stage needs it).
+    extra_tools: Tuple[str, ...] = ()
 
 
 STAGES: Dict[str, Stage] = {
