@@ -201,6 +201,30 @@ def tapped(wire: str, url: str, http2: bool) -> Any:
     return _TAPS[wire](url, http2)
 
 
+def _literal(backend: Type[Any]) -> Type[Any]:
+    """``backend`` reporting the provider's finish reason word for word, calls or not."""
+
+    class Literal(backend):  # type: ignore[misc, valid-type]
+        def finish_reason(self, reason: Any, calls: Any) -> str:
+            return str(super().finish_reason(reason, []))
+
+    Literal.__name__ = f"Literal{backend.__name__}"
+    return Literal
+
+
+_LITERAL: Dict[str, Callable[[str, bool], Any]] = {
+    "openai-chat": lambda url, http2: _literal(OpenAIChatBackend)(f"{url}/v1", http2=http2),
+    "gemini": lambda url, http2: _literal(GeminiBackend)(url, http2=http2),
+    "ollama": lambda url, http2: _literal(OllamaBackend)(url, http2=http2),
+}
+
+
+def literal(wire: str, url: str, http2: bool) -> Any:
+    """``wire``'s reference backend taking the provider's finish reason at its word (a turn with
+    calls that says stop stays stop); the wires whose providers send such a turn."""
+    return _LITERAL[wire](url, http2)
+
+
 def plain(wire: str, url: str, http2: bool) -> Any:
     """``wire``'s reference backend as it is."""
     return REFERENCE_BACKENDS[wire](url, http2)
@@ -726,6 +750,71 @@ class KeysWritesByCallId(ReferenceLoop):
     @staticmethod
     def _write_key(call: ToolCall, schema: Any) -> Optional[str]:
         return None
+
+
+class RunsCutOffCalls(ReferenceLoop):
+    """When a turn ends at the output limit, runs the calls it had seen opening (their open
+    JSON closed), so as not to lose the work the model began, then returns the turn."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.task = task
+        return await super().run(task)
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        self.backend.opened.clear()
+        response = await super()._stream(request)
+        if str(response.finish_reason) == "length":
+            for call_id, (name, text) in self.backend.opened.items():
+                arguments = close_partial(text)
+                if isinstance(arguments, dict):
+                    call = ToolCall(call_id, name, arguments)
+                    await self.task.toolset.aexecute(call, key=call_id, signal=request.signal)
+        return response
+
+
+class RunsOnlyToolCallTurns(ReferenceLoop):
+    """Runs a turn's calls only when its finish reason says tool_calls; any other finish ends it."""
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return self._judge(await super()._stream(request))
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return self._judge(await whole(request))
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    @staticmethod
+    def _judge(response: ChatResponse) -> ChatResponse:
+        if str(response.finish_reason) != "tool_calls":
+            return ChatResponse(response.content, response.finish_reason, usage=response.usage)
+        return response
+
+
+class AsksAgainWhenFiltered(ReferenceLoop):
+    """Takes a turn the content filter ended for a fluke and sends the same request once more."""
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return await self._again(request, super()._stream)
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return await self._again(request, whole)
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    @staticmethod
+    async def _again(request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+        response: ChatResponse = await ask(request)
+        if str(response.finish_reason) in ("content_filter", "refusal"):
+            response = await ask(request)
+        return response
 
 
 def _closest_tool(name: str, known: List[str]) -> Optional[str]:

@@ -76,6 +76,8 @@ class LoopMutant:
     why: str = ""
     #: Whether the loop needs to see calls before the backend completes them.
     tapped: bool = False
+    #: Whether the loop runs over a backend that reports the provider's finish reason word for word.
+    literal: bool = False
     #: The case's bound: a loop that never stops is judged when it runs out, so its
     #: cases get a shorter one (still longer than the budget of any stage it declares).
     timeout: float = TIMEOUT
@@ -219,6 +221,24 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     ),
     LoopMutant("writes-twice-on-a-repeat", zoo.KeysWritesByCallId, both("ambiguous-retry", {"write-once"})),
     LoopMutant(
+        "runs-cut-off-calls", zoo.RunsCutOffCalls, {"length-tool-turn/stream": {"finish-reason"}}, tapped=True
+    ),
+    LoopMutant(
+        "runs-only-tool-call-turns",
+        zoo.RunsOnlyToolCallTurns,
+        both("calls-with-stop", {"executions", "final-text", "requests"}),
+        per_wire=on(("openai-responses", "anthropic", "bedrock-converse"), {}),
+        why="calls-with-stop plays only where the provider ends a tool turn with stop",
+        literal=True,
+    ),
+    LoopMutant(
+        "asks-again-when-filtered",
+        zoo.AsksAgainWhenFiltered,
+        both("content-filter-turn", {"requests"}),
+        per_wire={"ollama": {}},
+        why="Ollama has no content filter",
+    ),
+    LoopMutant(
         "retries-at-once",
         zoo.RetriesAtOnce,
         both("retry-after", {"retry-wait"}),
@@ -261,7 +281,7 @@ class Job:
 
 
 def mutant_target(mutant: LoopMutant, wire: str, http2: bool) -> AgentLoopTarget:
-    make = zoo.tapped if mutant.tapped else zoo.plain
+    make = zoo.tapped if mutant.tapped else zoo.literal if mutant.literal else zoo.plain
 
     def create(url: str) -> Any:
         return mutant.loop(make(wire, url, http2), max_result_chars=zoo.LIMIT)

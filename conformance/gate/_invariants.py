@@ -27,6 +27,7 @@ from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in, s
 from .log import ExecutionRecord, InFlight
 from .sandbox import JournalEntry
 from .schema import validate
+from .stages import ENDED_FINISHES
 from .tools import TOOLS
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ class LoopSeen:
     @_once
     def refused_calls(self) -> List[PlannedCall]:
         """The calls the loop must refuse: arguments that are not a JSON object, or an unknown tool."""
-        return [p for p in self.planned() if refusal(p) is not None]
+        # A call of a turn that ended at the limit is finish-reason's, whatever its arguments.
+        return [p for p in self.planned() if refusal(p) is not None and ended_turn(self, p) is None]
 
     @_once
     def on_refused_calls(self) -> List[Tuple[ExecutionRecord, PlannedCall]]:
@@ -257,6 +259,13 @@ def refusal(planned: PlannedCall) -> Optional[str]:
     return None
 
 
+def ended_turn(seen: LoopSeen, planned: PlannedCall) -> Optional[str]:
+    """The finish reason of the turn that made ``planned``, where it ended one whose calls must
+    not run (length, content_filter); ``None`` otherwise."""
+    turn = seen.exchanges[planned.exchange].turn
+    return turn.finish_reason if turn is not None and turn.finish_reason in ENDED_FINISHES else None
+
+
 def repeats_a_write(seen: LoopSeen, planned: PlannedCall) -> bool:
     """Whether ``planned`` repeats a write an earlier call of the model's already asked for."""
     key = scripted_write_key(planned.call)
@@ -310,6 +319,14 @@ def check_finished(seen: LoopSeen) -> List[LoopProblem]:
     return []
 
 
+#: The finish reasons a loop may report for the model's last turn, by the turn's own: a turn
+#: the content filter ended is content_filter or refusal (Anthropic's word for it).
+_FINAL_FINISHES: Mapping[str, Tuple[str, ...]] = {
+    "length": ("length",),
+    "content_filter": ("content_filter", "refusal"),
+}
+
+
 def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
     stage = seen.stage
     if stage.budget or stage.cancel or not seen.finished_cleanly:
@@ -322,7 +339,7 @@ def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
     if turn is None:
         return []
     problems = []
-    if turn.calls:
+    if turn.calls and turn.finish_reason not in ENDED_FINISHES:
         calls = ", ".join(f"{c.name} {c.id}" for c in turn.calls)
         problems.append(
             LoopProblem(
@@ -340,9 +357,11 @@ def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
                 seen.events_of(last),  # type: ignore[arg-type]
             )
         )
-    if _value(result.finish_reason) != "stop":
+    wanted = _FINAL_FINISHES.get(turn.finish_reason, ("stop",))
+    if _value(result.finish_reason) not in wanted:
+        said = " or ".join(repr(w) for w in wanted)
         problems.append(
-            LoopProblem("final-text", f"expected finish reason 'stop', got {result.finish_reason!r}")
+            LoopProblem("final-text", f"expected finish reason {said}, got {result.finish_reason!r}")
         )
     if _value(result.stopped) != "done":
         problems.append(
@@ -483,8 +502,8 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     stage, problems = seen.stage, []
     planned = seen.planned()
     for index, call in enumerate(planned):
-        if refusal(call) is not None:
-            continue  # never to run: refused-call says whether it did
+        if refusal(call) is not None or ended_turn(seen, call):
+            continue  # never to run: refused-call (or finish-reason) says whether it did
         own = seen.records_for(call)
         if any(r.tool != call.call.name for r in own):
             continue  # it ran under another tool's name: tool-name says so
@@ -534,6 +553,26 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
                     "executions", f"{record.tool} {record.call_id}: {why}", seen.events_before(record.started)
                 )
             )
+    return problems
+
+
+def check_finish_reason(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.matches():
+        if planned is None or not record.ran:
+            continue  # a run no call accounts for is executions'; one refused at the door ran nothing
+        why = ended_turn(seen, planned)
+        if why is None:
+            continue
+        problems.append(
+            LoopProblem(
+                "finish-reason",
+                f"{seen.label(planned)}: executed ({record.fixture_id}) though its turn ended with "
+                f"finish reason {why!r}: the provider cut the turn off, so its calls never completed; "
+                "look at the finish reason before running anything",
+                seen.events_of(seen.exchanges[planned.exchange]),
+            )
+        )
     return problems
 
 
@@ -1177,6 +1216,7 @@ INVARIANTS: Dict[str, Check] = {
     "arguments": check_arguments,
     "executions": check_executions,
     "executed-early": check_executed_early,
+    "finish-reason": check_finish_reason,
     "after-cancel": check_after_cancel,
     "after-return": check_after_return,
     "tool-signal": check_tool_signal,

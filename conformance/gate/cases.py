@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from .loop import AgentLoopTarget
-from .stages import LOOP_MODES, STAGES, Stage, reasoning_for
+from .stages import LOOP_MODES, STAGES, STOP_WITH_CALLS, Stage, reasoning_for
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -100,6 +100,13 @@ class AgentLoopCase:
             return f"{wire.name} cannot play scripted conversations"
         if self.stage.reasoning and reasoning_for(wire) is None:
             return f"{wire.name} carries no reasoning across a tool turn"
+        if self.stage_name == "content-filter-turn" and wire.absent("content-filter"):
+            return f"{wire.name} has no content filter: {wire.absent('content-filter')}"
+        if self.stage_name == "calls-with-stop" and wire.name not in STOP_WITH_CALLS:
+            return (
+                f"no {wire.name} turn that calls tools ends with finish reason stop (the stage plays "
+                f"where a provider's does: {', '.join(STOP_WITH_CALLS)})"
+            )
         if self.stage.fault:
             from .faults import fault_skip
 

@@ -45,6 +45,7 @@ __all__ = [
     "UNKNOWN_TOOL",
     "WRITE_ARGUMENTS",
     "fault_skip",
+    "raw_arguments_reach",
 ]
 
 #: The tool the unknown-tool stage's model calls: close to ``read_fixture``, as a
@@ -288,6 +289,13 @@ def _rows() -> Dict[str, Stage]:
         ),
     ]
     return {row.name: row for row in rows}
+
+
+def raw_arguments_reach(wire: Wire, stream: bool) -> bool:
+    """Whether argument text that is not a JSON object can reach a loop on ``wire`` (in a stream
+    or a whole reply): where it cannot, the provider carries arguments as an object."""
+    modes, _ = _NO_CORRUPT_CALL.get(wire.name, ((), ""))
+    return ("stream" if stream else "chat") not in modes
 
 
 def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:

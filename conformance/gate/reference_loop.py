@@ -21,6 +21,10 @@ It shows what the gate asks of a loop, in the order a loop meets it:
   Reads may run again.
 - Carry the assistant turn back whole (:meth:`Message.from_response`): its text,
   its calls and the reasoning the provider needs, unaltered.
+- Look at the finish reason before running anything: a turn that ended ``length``
+  (cut off at the output limit) or ``content_filter`` / ``refusal`` runs none of its
+  calls, and the loop returns it as it is. A turn whose calls came with ``stop`` (as
+  Gemini and Ollama always say) runs them: the calls present decide.
 - Count requests and time; stop with ``stopped="budget"`` at either limit, before
   running a call whose result could not be sent.
 - On abort, the backend raises the reason and closes its connection; the loop lets
@@ -56,6 +60,8 @@ from .tools import write_key
 
 __all__ = ["ReferenceLoop"]
 
+#: The finish reasons whose turn's calls never run.
+ENDED = ("length", "content_filter", "refusal")
 #: The pause before another try where the provider asked for none.
 RETRY_PAUSE = 0.05
 
@@ -102,7 +108,9 @@ class ReferenceLoop:
                     await self._pause(task, pause)
                     continue
                 answered += 1
-                if not last.tool_calls:
+                if not last.tool_calls or str(last.finish_reason) in ENDED:
+                    # A turn cut off at the limit, or stopped by the content filter, ends the
+                    # conversation: whatever calls it carries never completed.
                     return LoopResult(last.content, str(last.finish_reason))
                 if sent >= task.max_requests:
                     # No request is left to send results in: run nothing whose result would be lost.
