@@ -772,6 +772,14 @@ class RunsCutOffCalls(ReferenceLoop):
         return response
 
 
+class SaysStopAtTheLimit(ReferenceLoop):
+    """Reports a turn cut off at the output limit as if the model had finished (stop)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        return replace(result, finish_reason="stop") if result.finish_reason == "length" else result
+
+
 class RunsOnlyToolCallTurns(ReferenceLoop):
     """Runs a turn's calls only when its finish reason says tool_calls; any other finish ends it."""
 

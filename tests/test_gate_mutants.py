@@ -223,6 +223,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant(
         "runs-cut-off-calls", zoo.RunsCutOffCalls, {"length-tool-turn/stream": {"finish-reason"}}, tapped=True
     ),
+    LoopMutant("says-stop-at-the-limit", zoo.SaysStopAtTheLimit, both("length-tool-turn", {"final-text"})),
     LoopMutant(
         "runs-only-tool-call-turns",
         zoo.RunsOnlyToolCallTurns,
