@@ -780,6 +780,16 @@ class SaysStopAtTheLimit(ReferenceLoop):
         return replace(result, finish_reason="stop") if result.finish_reason == "length" else result
 
 
+class StopsSilentlyAtTheLimit(ReferenceLoop):
+    """Raises an error with no message when a turn is cut off at the output limit."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        if result.finish_reason == "length":
+            raise RuntimeError()
+        return result
+
+
 class RunsOnlyToolCallTurns(ReferenceLoop):
     """Runs a turn's calls only when its finish reason says tool_calls; any other finish ends it."""
 

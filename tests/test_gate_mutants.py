@@ -225,6 +225,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     ),
     LoopMutant("says-stop-at-the-limit", zoo.SaysStopAtTheLimit, both("length-tool-turn", {"final-text"})),
     LoopMutant(
+        "stops-silently-at-the-limit", zoo.StopsSilentlyAtTheLimit, both("length-tool-turn", {"finished"})
+    ),
+    LoopMutant(
         "runs-only-tool-call-turns",
         zoo.RunsOnlyToolCallTurns,
         both("calls-with-stop", {"executions", "final-text", "requests"}),

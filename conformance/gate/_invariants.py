@@ -306,6 +306,16 @@ def check_finished(seen: LoopSeen) -> List[LoopProblem]:
         ]
     if seen.stage.cancel or seen.refused:
         return []  # the cancel stage must raise; a refused history is result-format's
+    if o.error is not None and seen.stage.may_stop and not seen.stage.fault:
+        if str(o.error).strip():
+            return []  # a turn the provider ended may end the loop with an error that says why
+        return [
+            LoopProblem(
+                "finished",
+                f"the loop stopped with {type(o.error).__name__} and no message; say why (the turn was "
+                "cut off at the limit, or filtered), or return LoopResult with the turn's finish reason",
+            )
+        ]
     if o.error is not None:
         return [LoopProblem("finished", f"the loop raised {type(o.error).__name__}: {o.error}")]
     if not _is_result(o.result):
@@ -332,7 +342,7 @@ def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
     if stage.budget or stage.cancel or not seen.finished_cleanly:
         return []
     result = seen.outcome.result
-    if stage.may_stop and _value(result.stopped) == "budget":
+    if stage.fault and stage.may_stop and _value(result.stopped) == "budget":
         return []  # stopping at a fault is allowed; recovered says whether it stopped well
     last = seen.exchanges[-1] if seen.exchanges else None
     turn = last.turn if last is not None else None

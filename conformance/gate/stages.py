@@ -264,7 +264,9 @@ class Stage:
     #: (the table is in ``faults``); empty for the stages above.
     fault: str = ""
     #: At the fault the loop may recover, or stop with a useful error or
-    #: ``LoopResult(stopped="budget")``; otherwise it must carry on to the final text.
+    #: ``LoopResult(stopped="budget")``; otherwise it must carry on to the final text. In a
+    #: stage without a fault (a turn the provider ended), the loop may raise an error that
+    #: says why instead of returning the turn.
     may_stop: bool = False
     #: The task's ``max_seconds`` where the stage sets its own (shorter) budget.
     max_seconds: Optional[float] = None
@@ -363,24 +365,27 @@ STAGES: Dict[str, Stage] = {
         Stage(
             "length-tool-turn",
             "run no call of a turn the provider cut off at its output limit (finish reason length), and "
-            "return its text with finish reason length",
+            "return its text with finish reason length (or raise an error that says so)",
             "look at the finish reason before running a turn's calls: a length turn's calls are cut "
             "off, even where what arrived parses; return LoopResult(text, 'length')",
             "Echo a long greeting.",
             _length,
             tools_called=("echo_json",),
             requests=1,
+            may_stop=True,
         ),
         Stage(
             "content-filter-turn",
             "stop cleanly when the provider's content filter ends a turn mid-conversation: return "
-            "LoopResult with finish reason content_filter (or refusal), asking nothing more",
+            "LoopResult with finish reason content_filter (or refusal), or raise an error that says "
+            "so, asking nothing more",
             "a content_filter (or refusal) finish ends the conversation: return it, never retry it "
             "or run anything more",
             "Echo a greeting, then comment on it.",
             _filtered,
             tools_called=("echo_json",),
             requests=2,
+            may_stop=True,
         ),
         Stage(
             "calls-with-stop",
