@@ -7,7 +7,9 @@ thread keeps the case's time bound. For the cancel stage an aborter thread fires
 task's signal at a protocol event (once the provider has flushed the chunk that
 carries the call's first argument fragment, or, for a whole reply, once the request
 is in), and the connection is watched from the abort on while the loop is still
-alive and unclosed: closing it in ``close()`` afterwards is too late to count.
+alive and unclosed: closing it in ``close()`` afterwards is too late to count. For
+the cancel-in-tool stage it fires once the toolset has seen ``delayed_value`` begin;
+the reply was whole by then, so no connection is watched.
 """
 
 from __future__ import annotations

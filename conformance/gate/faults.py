@@ -10,8 +10,10 @@ the turn's end event), inside that first event's bytes, or on the request that
 carries the results of a tool the loop already ran. A stream fault exists only in
 stream mode; the others in both. After a broken stream the model, asked again,
 makes the call anew (a new response, so a new call id); after a broken request that
-carried results it answers with its final text. Every fault is bounded: no pause is
-longer than the 429's 0.2 s, and the timeout stage's budget is 0.6 s.
+carried results it answers with its final text, but in the ambiguous retry, where it
+repeats a write under a new id. Every fault is bounded: no pause is longer than the
+429's 0.2 s, the timeout stage's budget is 0.6 s, and the storm of 429s ends after the
+request budget and two more.
 
 Two stages break the model's turn itself rather than the transport: it calls a tool
 the task lacks, or it writes a call's arguments as broken JSON on a turn that ends
@@ -20,8 +22,8 @@ where the provider never delivers such a call (Gemini, Ollama; Anthropic and Bed
 in a whole reply, whose ``input`` is an object) the stage is skipped with the reason.
 
 What the loop must do at each fault is checked by the fault invariants (in
-``_invariants``): ``partial-call``, ``re-executed``, ``refused-call`` and
-``recovered``.
+``_invariants``): ``partial-call``, ``re-executed``, ``write-once``, ``retry-wait``,
+``refused-call`` and ``recovered``.
 """
 
 from __future__ import annotations
