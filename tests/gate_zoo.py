@@ -24,6 +24,7 @@ from conformance.contract import (
     ChatResponse,
     Message,
     ToolCall,
+    ToolError,
     ToolResult,
 )
 from conformance.gate import validate
@@ -200,6 +201,30 @@ def tapped(wire: str, url: str, http2: bool) -> Any:
     return _TAPS[wire](url, http2)
 
 
+def _literal(backend: Type[Any]) -> Type[Any]:
+    """``backend`` reporting the provider's finish reason word for word, calls or not."""
+
+    class Literal(backend):  # type: ignore[misc, valid-type]
+        def finish_reason(self, reason: Any, calls: Any) -> str:
+            return str(super().finish_reason(reason, []))
+
+    Literal.__name__ = f"Literal{backend.__name__}"
+    return Literal
+
+
+_LITERAL: Dict[str, Callable[[str, bool], Any]] = {
+    "openai-chat": lambda url, http2: _literal(OpenAIChatBackend)(f"{url}/v1", http2=http2),
+    "gemini": lambda url, http2: _literal(GeminiBackend)(url, http2=http2),
+    "ollama": lambda url, http2: _literal(OllamaBackend)(url, http2=http2),
+}
+
+
+def literal(wire: str, url: str, http2: bool) -> Any:
+    """``wire``'s reference backend taking the provider's finish reason at its word (a turn with
+    calls that says stop stays stop); the wires whose providers send such a turn."""
+    return _LITERAL[wire](url, http2)
+
+
 def plain(wire: str, url: str, http2: bool) -> Any:
     """``wire``'s reference backend as it is."""
     return REFERENCE_BACKENDS[wire](url, http2)
@@ -263,13 +288,41 @@ class FinishesAfterCancel(ReferenceLoop):
         try:
             return await super().run(replace(task, signal=inner.signal))
         except Exception:
-            for call_id, (name, text) in self.backend.opened.items():
-                arguments = close_partial(text)
-                call = ToolCall(call_id, name, arguments if isinstance(arguments, dict) else {})
-                task.toolset.execute(call)  # no signal: it would refuse
+            self.finish_opened(task)
             raise
         finally:
             unregister()
+
+    def finish_opened(self, task: LoopTask) -> None:
+        for call_id, (name, text) in list(self.backend.opened.items()):
+            arguments = close_partial(text)
+            call = ToolCall(call_id, name, arguments if isinstance(arguments, dict) else {})
+            task.toolset.execute(call)  # no signal: it would refuse
+
+
+#: How long after ``run()`` has raised ``FinishesInTheBackground``'s leftover task starts
+#: its tool: well inside the gate's grace, and past the moment the loop was seen returning.
+BACKGROUND_AFTER = 0.05
+
+
+class FinishesInTheBackground(FinishesAfterCancel):
+    """On abort, raises the reason but leaves a task behind that, once the loop has returned,
+    runs the calls it had seen opening (a tool task nobody cancelled or awaited)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.returned = threading.Event()
+        try:
+            return await super().run(task)
+        finally:
+            self.returned.set()
+
+    def finish_opened(self, task: LoopTask) -> None:
+        def leftover() -> None:
+            if self.returned.wait(FINISH_WITHIN + 1.0):
+                time.sleep(BACKGROUND_AFTER)
+                FinishesAfterCancel.finish_opened(self, task)
+
+        threading.Thread(target=leftover, name="left in the background", daemon=True).start()
 
 
 # -- loops with a bug of their own -----------------------------------------------------------
@@ -295,6 +348,13 @@ class PastBudget(ReferenceLoop):
 
     async def run(self, task: LoopTask) -> LoopResult:
         return await super().run(replace(task, max_requests=task.max_requests + 10))
+
+
+class NeverForcesTheTool(ReferenceLoop):
+    """Leaves the task's tool choice out of its requests: the model is never told it must call."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, tool_choice=None))
 
 
 class ReturnsTheResponse(ReferenceLoop):
@@ -429,6 +489,61 @@ class LeavesTheRequestRunning(ReferenceLoop):
             aborted.cancel()
             return work.result()
         task.signal.raise_reason()
+
+
+class KeepsTheSignalFromTools(ReferenceLoop):
+    """Checks the signal before each call, but never hands it to the toolset: a running tool
+    goes on to its end."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        task.signal.raise_if_aborted()
+        return await super()._execute(replace(task, signal=AbortController().signal), tracker, call, schema)
+
+
+class WaitsTheToolOut(ReferenceLoop):
+    """Never lets the abort interrupt its work: waits the running tool out, runs the turn's other
+    calls, and carries the conversation on to its end."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, signal=AbortController().signal))
+
+
+class SendsTheResultsFirst(ReferenceLoop):
+    """On abort, first sends the model an error result for each call of its turn, so that the
+    provider's side of the conversation is complete, then raises the reason."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            self.last = await whole(request)
+            return self.last
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        self.last = await super()._stream(request)
+        return self.last
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        try:
+            return await super()._execute(task, tracker, call, schema)
+        except BaseException as exc:
+            if exc is task.signal.reason:
+                await self._tell(task)
+            raise
+
+    async def _tell(self, task: LoopTask) -> None:
+        stopped = ToolError("aborted", "the caller cancelled")
+        results = [Message.tool(ToolResult(c.id, c.name, error=stopped)) for c in self.last.tool_calls]
+        request = ChatRequest(
+            task.model,
+            (Message("user", task.prompt), Message.from_response(self.last), *results),
+            tools=task.tools,
+            signal=AbortController().signal,
+        )
+        await (self._stream(request) if task.stream else self.backend.chat(request))
 
 
 class SendsErrorsAsText(ReferenceLoop):
@@ -618,6 +733,106 @@ class RerunsOnRetry(ReferenceLoop):
         for call in self.last_calls:
             await task.toolset.aexecute(call, key=call.id, signal=task.signal)
         await super()._pause(task, seconds)
+
+
+class RetriesAtOnce(ReferenceLoop):
+    """Sends a failed request again at once, whatever delay the provider asked for."""
+
+    def _retry_pause(self, error: BaseException, task: LoopTask, started: float, n: int) -> Optional[float]:
+        pause = super()._retry_pause(error, task, started, n)
+        return None if pause is None else 0.0
+
+
+class KeysWritesByCallId(ReferenceLoop):
+    """Keys every execution by its call id alone, writes too: a write the model repeats under a
+    new call id runs again."""
+
+    @staticmethod
+    def _write_key(call: ToolCall, schema: Any) -> Optional[str]:
+        return None
+
+
+class RunsCutOffCalls(ReferenceLoop):
+    """When a turn ends at the output limit, runs the calls it had seen opening (their open
+    JSON closed), so as not to lose the work the model began, then returns the turn."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.task = task
+        return await super().run(task)
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        self.backend.opened.clear()
+        response = await super()._stream(request)
+        if str(response.finish_reason) == "length":
+            for call_id, (name, text) in self.backend.opened.items():
+                arguments = close_partial(text)
+                if isinstance(arguments, dict):
+                    call = ToolCall(call_id, name, arguments)
+                    await self.task.toolset.aexecute(call, key=call_id, signal=request.signal)
+        return response
+
+
+class SaysStopAtTheLimit(ReferenceLoop):
+    """Reports a turn cut off at the output limit as if the model had finished (stop)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        return replace(result, finish_reason="stop") if result.finish_reason == "length" else result
+
+
+class StopsSilentlyAtTheLimit(ReferenceLoop):
+    """Raises an error with no message when a turn is cut off at the output limit."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        if result.finish_reason == "length":
+            raise RuntimeError()
+        return result
+
+
+class RunsOnlyToolCallTurns(ReferenceLoop):
+    """Runs a turn's calls only when its finish reason says tool_calls; any other finish ends it."""
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return self._judge(await super()._stream(request))
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return self._judge(await whole(request))
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    @staticmethod
+    def _judge(response: ChatResponse) -> ChatResponse:
+        if str(response.finish_reason) != "tool_calls":
+            return ChatResponse(response.content, response.finish_reason, usage=response.usage)
+        return response
+
+
+class AsksAgainWhenFiltered(ReferenceLoop):
+    """Takes a turn the content filter ended for a fluke and sends the same request once more."""
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return await self._again(request, super()._stream)
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return await self._again(request, whole)
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    @staticmethod
+    async def _again(request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+        response: ChatResponse = await ask(request)
+        if str(response.finish_reason) in ("content_filter", "refusal"):
+            response = await ask(request)
+        return response
 
 
 def _closest_tool(name: str, known: List[str]) -> Optional[str]:

@@ -78,6 +78,8 @@ class LoopMutant:
     why: str = ""
     #: Whether the loop needs to see calls before the backend completes them.
     tapped: bool = False
+    #: Whether the loop runs over a backend that reports the provider's finish reason word for word.
+    literal: bool = False
     #: The case's bound: a loop that never stops is judged when it runs out, so its
     #: cases get a shorter one (still longer than the budget of any stage it declares).
     timeout: float = TIMEOUT
@@ -123,6 +125,12 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "executes-after-cancel", zoo.FinishesAfterCancel, {"cancel/stream": {"after-cancel"}}, tapped=True
     ),
     LoopMutant(
+        "finishes-in-the-background",
+        zoo.FinishesInTheBackground,
+        {"cancel/stream": {"after-return"}},
+        tapped=True,
+    ),
+    LoopMutant(
         "result-as-user-message",
         zoo.rewrite(zoo.results_as_user),
         both("forced-tool", {"result-format"}),
@@ -153,7 +161,13 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         zoo.rewrite(zoo.drop_errors),
         {**both("tool-error-corrects", {"results"}), **both("error-result", {"results"})},
     ),
-    LoopMutant("loops-past-its-budget", zoo.PastBudget, both("tool-error-insists", {"budget"})),
+    LoopMutant(
+        "loops-past-its-budget",
+        zoo.PastBudget,
+        # Past its budget it retries a 429 that keeps coming for as long as the provider sends it.
+        {**both("tool-error-insists", {"budget"}), **both("retry-after", {"budget"})},
+        per_wire={"ollama": both("tool-error-insists", {"budget"})},
+    ),
     LoopMutant(
         "mangles-non-ascii", zoo.rewrite(zoo.mangle_non_ascii), both("non-ascii-result", {"result-content"})
     ),
@@ -168,6 +182,13 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     # One bug for each invariant the ones above leave unguarded.
     LoopMutant("returns-the-response", zoo.ReturnsTheResponse, both("text", {"finished"})),
     LoopMutant("keeps-the-first-text", zoo.KeepsTheFirstText, both("forced-tool", {"final-text"})),
+    LoopMutant(
+        "never-forces-the-tool",
+        zoo.NeverForcesTheTool,
+        both("forced-tool", {"tool-choice"}),
+        per_wire={"ollama": {}},
+        why="Ollama has no setting that forces a tool: there is nothing to send",
+    ),
     LoopMutant("asks-once-more", zoo.AsksOnceMore, both("text", {"requests"})),
     LoopMutant(
         "camel-cases-tool-names",
@@ -182,6 +203,17 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant("raises-the-abort-late", zoo.RaisesTheAbortLate, both("cancel", {"abort-reason"})),
     LoopMutant(
         "leaves-the-request-running", zoo.LeavesTheRequestRunning, both("cancel", {"connection-closed"})
+    ),
+    LoopMutant(
+        "keeps-the-signal-from-tools", zoo.KeepsTheSignalFromTools, both("cancel-in-tool", {"tool-signal"})
+    ),
+    LoopMutant(
+        "waits-the-tool-out",
+        zoo.WaitsTheToolOut,
+        both("cancel-in-tool", {"tool-signal", "after-cancel", "request-after-abort", "abort-reason"}),
+    ),
+    LoopMutant(
+        "sends-the-results-first", zoo.SendsTheResultsFirst, both("cancel-in-tool", {"request-after-abort"})
     ),
     LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),
     LoopMutant("ignores-its-limit", zoo.IgnoresItsLimit, both("large-result", {"result-size"})),
@@ -208,6 +240,36 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         RETRIED,
         # Ollama has no rate-limit reply, so the rate-limited stage does not run there.
         per_wire={"ollama": {c: v for c, v in RETRIED.items() if not c.startswith("rate-limited/")}},
+    ),
+    LoopMutant("writes-twice-on-a-repeat", zoo.KeysWritesByCallId, both("ambiguous-retry", {"write-once"})),
+    LoopMutant(
+        "runs-cut-off-calls", zoo.RunsCutOffCalls, {"length-tool-turn/stream": {"finish-reason"}}, tapped=True
+    ),
+    LoopMutant("says-stop-at-the-limit", zoo.SaysStopAtTheLimit, both("length-tool-turn", {"final-text"})),
+    LoopMutant(
+        "stops-silently-at-the-limit", zoo.StopsSilentlyAtTheLimit, both("length-tool-turn", {"finished"})
+    ),
+    LoopMutant(
+        "runs-only-tool-call-turns",
+        zoo.RunsOnlyToolCallTurns,
+        both("calls-with-stop", {"executions", "final-text", "requests"}),
+        per_wire=on(("openai-responses", "anthropic", "bedrock-converse"), {}),
+        why="calls-with-stop plays only where the provider ends a tool turn with stop",
+        literal=True,
+    ),
+    LoopMutant(
+        "asks-again-when-filtered",
+        zoo.AsksAgainWhenFiltered,
+        both("content-filter-turn", {"requests"}),
+        per_wire={"ollama": {}},
+        why="Ollama has no content filter",
+    ),
+    LoopMutant(
+        "retries-at-once",
+        zoo.RetriesAtOnce,
+        both("retry-after", {"retry-wait"}),
+        per_wire=on(("ollama", "bedrock-converse"), {}),
+        why="Ollama has no rate-limit reply, and Bedrock's throttle asks for no delay",
     ),
     LoopMutant(
         "restarts-without-the-results",
@@ -251,7 +313,7 @@ class Job:
 
 
 def mutant_target(mutant: LoopMutant, wire: str, http2: bool) -> AgentLoopTarget:
-    make = zoo.tapped if mutant.tapped else zoo.plain
+    make = zoo.tapped if mutant.tapped else zoo.literal if mutant.literal else zoo.plain
 
     def create(url: str) -> Any:
         return mutant.loop(make(wire, url, http2), max_result_chars=zoo.LIMIT)

@@ -12,6 +12,7 @@ import conformance.gate
 from conformance import AbortController, ToolCall, ToolError, ToolSpec
 from conformance.gate import (
     ALWAYS_ERROR,
+    BASE_TOOLS,
     SANDBOX_FILES,
     TOOLS,
     ExecutionStatus,
@@ -19,6 +20,7 @@ from conformance.gate import (
     Sandbox,
     strict_problems,
     tool_specs,
+    write_key,
 )
 
 ECHO_ARGS = {"text": "héllo ☀ 🌤", "count": 3, "tags": ["a", "b"]}
@@ -39,18 +41,23 @@ class GateToolsetTestCase(unittest.TestCase):
 
 
 class SpecTests(unittest.TestCase):
-    def test_four_tools_with_strict_schemas(self) -> None:
+    def test_five_tools_with_strict_schemas(self) -> None:
         """Each tool's schema forbids extra properties and requires every property."""
-        self.assertEqual(list(TOOLS), ["echo_json", "read_fixture", "delayed_value", "always_error"])
+        self.assertEqual(
+            list(TOOLS), ["echo_json", "read_fixture", "delayed_value", "always_error", "append_record"]
+        )
         for name, tool in TOOLS.items():
             with self.subTest(tool=name):
                 self.assertEqual(strict_problems(tool.parameters), ())
                 self.assertTrue(tool.description)
 
     def test_specs_are_contract_tool_specs(self) -> None:
-        """tool_specs gives ToolSpec objects, all or by name, and refuses an unknown name."""
+        """tool_specs gives ToolSpec objects, the base four or by name, and refuses an unknown name."""
         specs = tool_specs()
-        self.assertEqual([s.name for s in specs], list(TOOLS))
+        self.assertEqual([s.name for s in specs], list(BASE_TOOLS))
+        with GateToolset() as toolset:
+            self.assertEqual([s.name for s in toolset.specs()], list(BASE_TOOLS))
+        self.assertEqual(tool_specs("append_record")[0].parameters, TOOLS["append_record"].parameters)
         self.assertTrue(all(isinstance(s, ToolSpec) for s in specs))
         self.assertEqual(tool_specs("always_error")[0].parameters, TOOLS["always_error"].parameters)
         with self.assertRaisesRegex(ValueError, "unknown gate tool.*echo; the tools are echo_json"):
@@ -187,6 +194,40 @@ class ExecutionTests(GateToolsetTestCase):
         self.assertEqual(len({r.fixture_id for r in records}), 200)
         self.assertEqual(sorted(r.sequence for r in records), list(range(1, 201)))
         self.assertEqual(self.tools.log.duplicates(), {})
+
+
+class WriteTests(GateToolsetTestCase):
+    def write(self, call_id: str, key: str = "k-1") -> ToolCall:
+        return ToolCall(call_id, "append_record", {"idempotency_key": key, "record": "ship it"})
+
+    def test_append_record_writes_every_run_to_the_journal(self) -> None:
+        """Each run appends an entry, a repeated key included: keeping a write to once is the loop's part."""
+        first = self.tools.execute(self.write("call_1"))
+        self.tools.execute(self.write("call_2"))
+        self.assertEqual(
+            json.loads(first.content),
+            {"fixture_id": "fx-test-0001", "appended": "ship it", "idempotency_key": "k-1", "entry": 1},
+        )
+        entries = self.tools.journal.entries()
+        self.assertEqual(
+            [(e.number, e.key, e.record) for e in entries], [(1, "k-1", "ship it"), (2, "k-1", "ship it")]
+        )
+        self.assertEqual(len(self.tools.journal.by_key("k-1")), 2)
+        self.assertEqual(str(entries[0]), "#1 'k-1': 'ship it'")
+
+    def test_a_refused_write_lands_nothing(self) -> None:
+        """A write whose arguments break the schema is refused at the door and leaves no entry."""
+        result = self.tools.execute(ToolCall("call_1", "append_record", {"idempotency_key": "k"}))
+        self.assertEqual(result.error.code if result.error else None, "invalid_arguments")
+        self.assertEqual(self.tools.journal.entries(), ())
+
+    def test_write_key_names_writes_and_not_reads(self) -> None:
+        """A tool whose schema has idempotency_key is keyed by tool and key; any other tool is a read."""
+        self.assertEqual(write_key(self.write("a"), TOOLS["append_record"].parameters), "append_record:k-1")
+        self.assertEqual(write_key(self.write("b"), TOOLS["append_record"].parameters), "append_record:k-1")
+        self.assertIsNone(write_key(echo(), TOOLS["echo_json"].parameters))
+        bad = ToolCall("c", "append_record", {"idempotency_key": 7, "record": "x"})
+        self.assertIsNone(write_key(bad, TOOLS["append_record"].parameters))
 
 
 class ReadFixtureTests(GateToolsetTestCase):

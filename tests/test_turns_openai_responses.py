@@ -329,6 +329,23 @@ class PlayedTurnTest(unittest.TestCase):
         text, calls, reasoning, finish = self.collect(True)
         self.assertEqual((text, calls, finish), (turn.text, [], "length"))
 
+    def test_a_filtered_turn_ends_incomplete_for_the_content_filter(self) -> None:
+        """A content_filter turn ends incomplete with reason content_filter, whole and streamed."""
+        turn = ScriptedTurn(finish="content_filter", seed="filtered")
+        whole = wire.turn_whole(turn, recorded({"model": MODEL}))
+        assert isinstance(whole, JsonReply) and isinstance(whole.body, dict)
+        details = (whole.body["status"], whole.body["incomplete_details"])
+        self.assertEqual(details, ("incomplete", {"reason": "content_filter"}))
+        played = wire.turn_stream(turn, recorded({"model": MODEL, "stream": True}))
+        assert played is not None
+        last = [json.loads(e.data) for chunk in played.events for e in SSEDecoder().feed(chunk)][-1]
+        self.assertEqual(last["type"], "response.incomplete")
+        self.assertEqual(last["response"]["incomplete_details"], {"reason": "content_filter"})
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                self.provider.reply(lambda r: play_turn(wire, turn, r))
+                self.assertEqual(self.collect(stream)[3], "content_filter")
+
     def test_a_corrupt_call_reaches_the_loop_unparsed(self) -> None:
         """A finished function_call whose arguments do not parse comes unparsed, whole and streamed."""
         text = '{"text": "unterminated'

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .record import Recorder
     from .reference_loop import ReferenceLoop
     from .replay import ReplayWire
-    from .sandbox import SANDBOX_FILES, Sandbox
+    from .sandbox import SANDBOX_FILES, Journal, JournalEntry, Sandbox
     from .schema import (
         SchemaViolation,
         UnsupportedSchemaError,
@@ -46,13 +46,27 @@ if TYPE_CHECKING:
         Transition,
     )
     from .testcase import AgentLoopConformanceTestCase
-    from .tools import ALWAYS_ERROR, TOOLS, GateTool, GateToolset, tool_specs
+    from .tools import (
+        ALWAYS_ERROR,
+        BASE_TOOLS,
+        IDEMPOTENCY_KEY,
+        TOOLS,
+        GateTool,
+        GateToolset,
+        tool_specs,
+        write_key,
+    )
 
 #: Each public name, and the module of this package that defines it: imported on first use,
 #: so that ``import conformance.gate`` (a test module naming the mixin) loads neither
 #: asyncio nor ssl, which the recorder, the replay and the loop driver need only once at work.
 _EXPORTS: Dict[str, str] = {
     "ALWAYS_ERROR": "tools",
+    "BASE_TOOLS": "tools",
+    "IDEMPOTENCY_KEY": "tools",
+    "Journal": "sandbox",
+    "JournalEntry": "sandbox",
+    "write_key": "tools",
     "AgentLoop": "loop",
     "AgentLoopCase": "cases",
     "AgentLoopConformanceTestCase": "testcase",
@@ -104,6 +118,7 @@ __all__ = [
     "AgentLoopTarget",
     "AlreadyExecuted",
     "AsyncAgentLoop",
+    "BASE_TOOLS",
     "CallCancelled",
     "CallEvent",
     "CallState",
@@ -113,7 +128,10 @@ __all__ = [
     "Fixture",
     "GateTool",
     "GateToolset",
+    "IDEMPOTENCY_KEY",
     "InFlight",
+    "Journal",
+    "JournalEntry",
     "LoopResult",
     "LoopTask",
     "REFUSALS",
@@ -139,6 +157,7 @@ __all__ = [
     "strict_problems",
     "tool_specs",
     "validate",
+    "write_key",
 ]
 
 

@@ -32,7 +32,15 @@ if TYPE_CHECKING:
     from .log import ExecutionRecord
     from .tools import GateToolset
 
-__all__ = ["HOLD_BEFORE_LAST", "Conversation", "Exchange", "PlannedCall", "fixture_id_in"]
+__all__ = [
+    "HOLD_BEFORE_LAST",
+    "Conversation",
+    "Exchange",
+    "PlannedCall",
+    "fixture_id_in",
+    "same_write",
+    "scripted_write_key",
+]
 
 #: How long a stream is held right before a call's last argument event: the window
 #: in which a loop that runs a call on incomplete arguments is seen doing it.
@@ -41,6 +49,36 @@ HOLD_BEFORE_LAST = 0.15
 HOLD_FOR_CANCEL = 30.0
 
 _FIXTURE_ID = re.compile(r'"fixture_id"\s*:\s*"([^"\\]+)"')
+
+
+def scripted_write_key(call: ScriptedCall) -> Optional[str]:
+    """The key a loop runs the model's ``call`` at most once under, where its tool is a write."""
+    import json
+
+    from ..contract import ToolCall
+    from .tools import TOOLS, write_key
+
+    tool = TOOLS.get(call.name)
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return None
+    if tool is None or not isinstance(arguments, dict):
+        return None
+    return write_key(ToolCall(call.id, call.name, arguments), tool.parameters)
+
+
+def same_write(record: ExecutionRecord, call: ScriptedCall) -> bool:
+    """Whether ``record`` is a run of the write ``call`` asks for: the same write tool under the
+    same idempotency key, whose result answers a repeat of that write under any call id."""
+    from ..contract import ToolCall
+    from .tools import TOOLS, write_key
+
+    key = scripted_write_key(call)
+    if key is None or record.tool != call.name or not isinstance(record.arguments, dict):
+        return False
+    ran = ToolCall(record.call_id, record.tool, record.arguments)
+    return write_key(ran, TOOLS[call.name].parameters) == key
 
 
 def fixture_id_in(text: str) -> Optional[str]:
@@ -77,6 +115,8 @@ class Exchange:
     head_chunks: int = 0
     #: The fault this request was answered with instead of the turn (``faults``).
     fault: Optional[str] = None
+    #: The retry delay a 429 fault asked for, in seconds (``None``: it asked for none).
+    asked: Optional[float] = None
 
     @property
     def cut(self) -> bool:
@@ -146,7 +186,12 @@ class Conversation:
 
             played = wire.turn_stream(turn, request) if exchange.stream else None
             exchange.events = played
-            return fault_reply(exchange.fault, wire, turn, played, request)
+            faulty = fault_reply(exchange.fault, wire, turn, played, request)
+            if exchange.fault == "rate-limit":
+                from ._fault_replies import asked_delay
+
+                exchange.asked = asked_delay(faulty)
+            return faulty
         if not exchange.stream:
             if hold is not None and hold[1] == "cancel":
                 return HangReply()
@@ -260,7 +305,8 @@ class Conversation:
         record = self.toolset.log.find(fixture)
         if record is None:
             return f"the result carried {fixture}, which no execution returned"
-        if record.tool != call.name or (self.wire.sends_call_ids and record.call_id != call.id):
+        other = record.tool != call.name or (self.wire.sends_call_ids and record.call_id != call.id)
+        if other and not same_write(record, call):
             owner = f"{record.tool} {record.call_id}"
             return f"the result carried {fixture}, which the execution of {owner} returned"
         return fixture

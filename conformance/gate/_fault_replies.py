@@ -11,6 +11,7 @@ them, then the stream ends by a clean close or a reset. The 429 is the wire's ow
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping, Optional
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from ..wires._base import Wire
     from ..wires._turns import ScriptedTurn, TurnEvents
 
-__all__ = ["CUTS", "FAULT_REPLIES", "fault_reply", "rate_limit_reply"]
+__all__ = ["CUTS", "FAULT_REPLIES", "asked_delay", "fault_reply", "rate_limit_reply"]
 
 #: The faults that cut the model's turn short: its calls never completed.
 CUTS: FrozenSet[str] = frozenset(
@@ -162,3 +163,25 @@ def _shorten(value: Any, delay: str) -> Any:
     if isinstance(value, list):
         return [_shorten(v, delay) for v in value]
     return value
+
+
+def asked_delay(reply: Reply) -> Optional[float]:
+    """The retry delay a 429 asks for, in seconds (``retry-after-ms``, ``retry-after``, Gemini's
+    ``RetryInfo.retryDelay``), or ``None`` where it asks for none (Bedrock)."""
+    if not isinstance(reply, JsonReply):
+        return None
+    headers = {k.lower(): v for k, v in (reply.headers or {}).items()}
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000
+        if "retry-after" in headers:
+            return float(headers["retry-after"])
+    except ValueError:
+        return None
+    body = reply.body
+    text = bytes(body) if isinstance(body, (bytes, bytearray)) else json.dumps(body).encode()
+    match = _DELAY_VALUE.search(text)
+    return float(match.group(1)) if match else None
+
+
+_DELAY_VALUE = re.compile(rb'"retryDelay"\s*:\s*"([0-9.]+)s"')

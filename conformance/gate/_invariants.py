@@ -18,14 +18,16 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, BUDGET_GRACE
 from .._stall import not_counted
 from ..provider import RecordedRequest, WireEvent, events_around
-from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in
-from .log import ExecutionRecord
+from ._conversation import Conversation, Exchange, PlannedCall, fixture_id_in, same_write, scripted_write_key
+from .log import ExecutionRecord, InFlight
+from .sandbox import JournalEntry
 from .schema import validate
+from .stages import ENDED_FINISHES
 from .tools import TOOLS
 
 if TYPE_CHECKING:
@@ -79,6 +81,10 @@ class LoopSeen:
     conversation: Conversation
     records: Tuple[ExecutionRecord, ...]
     requests: List[RecordedRequest]
+    #: Executions still running when the case read the log (a tool left behind).
+    in_flight: Tuple[InFlight, ...] = ()
+    #: What the write tool wrote, every write in order.
+    journal: Tuple[JournalEntry, ...] = ()
 
     @property
     def stage(self) -> Any:
@@ -152,7 +158,8 @@ class LoopSeen:
     @_once
     def refused_calls(self) -> List[PlannedCall]:
         """The calls the loop must refuse: arguments that are not a JSON object, or an unknown tool."""
-        return [p for p in self.planned() if refusal(p) is not None]
+        # A call of a turn that ended at the limit is finish-reason's, whatever its arguments.
+        return [p for p in self.planned() if refusal(p) is not None and ended_turn(self, p) is None]
 
     @_once
     def on_refused_calls(self) -> List[Tuple[ExecutionRecord, PlannedCall]]:
@@ -307,6 +314,21 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
+def ended_turn(seen: LoopSeen, planned: PlannedCall) -> Optional[str]:
+    """The finish reason of the turn that made ``planned``, where it ended one whose calls must
+    not run (length, content_filter); ``None`` otherwise."""
+    turn = seen.exchanges[planned.exchange].turn
+    return turn.finish_reason if turn is not None and turn.finish_reason in ENDED_FINISHES else None
+
+
+def repeats_a_write(seen: LoopSeen, planned: PlannedCall) -> bool:
+    """Whether ``planned`` repeats a write an earlier call of the model's already asked for."""
+    key = scripted_write_key(planned.call)
+    return key is not None and any(
+        p.exchange < planned.exchange and scripted_write_key(p.call) == key for p in seen.planned()
+    )
+
+
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
@@ -339,6 +361,16 @@ def check_finished(seen: LoopSeen) -> List[LoopProblem]:
         ]
     if seen.stage.cancel or seen.refused:
         return []  # the cancel stage must raise; a refused history is result-format's
+    if o.error is not None and seen.stage.may_stop and not seen.stage.fault:
+        if str(o.error).strip():
+            return []  # a turn the provider ended may end the loop with an error that says why
+        return [
+            LoopProblem(
+                "finished",
+                f"the loop stopped with {type(o.error).__name__} and no message; say why (the turn was "
+                "cut off at the limit, or filtered), or return LoopResult with the turn's finish reason",
+            )
+        ]
     if o.error is not None:
         return [LoopProblem("finished", f"the loop raised {type(o.error).__name__}: {o.error}")]
     if not _is_result(o.result):
@@ -352,19 +384,27 @@ def check_finished(seen: LoopSeen) -> List[LoopProblem]:
     return []
 
 
+#: The finish reasons a loop may report for the model's last turn, by the turn's own: a turn
+#: the content filter ended is content_filter or refusal (Anthropic's word for it).
+_FINAL_FINISHES: Mapping[str, Tuple[str, ...]] = {
+    "length": ("length",),
+    "content_filter": ("content_filter", "refusal"),
+}
+
+
 def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
     stage = seen.stage
     if stage.budget or stage.cancel or not seen.finished_cleanly:
         return []
     result = seen.outcome.result
-    if stage.may_stop and _value(result.stopped) == "budget":
+    if stage.fault and stage.may_stop and _value(result.stopped) == "budget":
         return []  # stopping at a fault is allowed; recovered says whether it stopped well
     last = seen.exchanges[-1] if seen.exchanges else None
     turn = last.turn if last is not None else None
     if turn is None:
         return []
     problems = []
-    if turn.calls:
+    if turn.calls and turn.finish_reason not in ENDED_FINISHES:
         calls = ", ".join(f"{c.name} {c.id}" for c in turn.calls)
         problems.append(
             LoopProblem(
@@ -382,9 +422,11 @@ def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
                 seen.events_of(last),  # type: ignore[arg-type]
             )
         )
-    if _value(result.finish_reason) != "stop":
+    wanted = _FINAL_FINISHES.get(turn.finish_reason, ("stop",))
+    if _value(result.finish_reason) not in wanted:
+        said = " or ".join(repr(w) for w in wanted)
         problems.append(
-            LoopProblem("final-text", f"expected finish reason 'stop', got {result.finish_reason!r}")
+            LoopProblem("final-text", f"expected finish reason {said}, got {result.finish_reason!r}")
         )
     if _value(result.stopped) != "done":
         problems.append(
@@ -443,6 +485,39 @@ def check_budget(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+#: How each wire forces one tool, for the failure message (Ollama has no such setting).
+FORCED_FORMS: Mapping[str, str] = {
+    "openai-chat": 'tool_choice {"type": "function", "function": {"name": "%s"}}',
+    "openai-responses": 'tool_choice {"type": "function", "name": "%s"}',
+    "anthropic": 'tool_choice {"type": "tool", "name": "%s"}',
+    "gemini": 'toolConfig.functionCallingConfig {"mode": "ANY", "allowedFunctionNames": ["%s"]}',
+    "bedrock-converse": 'toolConfig.toolChoice {"tool": {"name": "%s"}}',
+}
+
+
+def check_tool_choice(seen: LoopSeen) -> List[LoopProblem]:
+    forced = seen.stage.tool_choice
+    form = FORCED_FORMS.get(seen.case.target.wire.name)
+    if forced is None or form is None:
+        return []  # nothing forced, or a wire with no way to force a tool (Ollama)
+    first = next((e for e in seen.exchanges if e.history is not None and not e.problems), None)
+    if first is None or first.history is None:
+        return []  # a refused history is result-format's
+    got = first.history.tool_choice
+    if got == forced:
+        return []
+    field = form.split(" ", 1)[0]
+    sent = "nothing" if got is None else f"{got.mode!r}" + (f" ({got.name})" if got.name else "")
+    return [
+        LoopProblem(
+            "tool-choice",
+            f"request {first.index + 1} must ask the provider to force {forced.name} in {field}; it "
+            f"carried {sent} there (expected {form % forced.name}); pass task.tool_choice to the client "
+            "on the first request",
+        )
+    ]
+
+
 # -- the executions -------------------------------------------------------------------------
 
 
@@ -498,20 +573,24 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     stage, problems = seen.stage, []
     planned = seen.planned()
     for index, call in enumerate(planned):
-        if refusal(call) is not None:
-            continue  # never to run: refused-call says whether it did
+        if refusal(call) is not None or ended_turn(seen, call):
+            continue  # never to run: refused-call (or finish-reason) says whether it did
         own = seen.records_for(call)
         if any(r.tool != call.call.name for r in own):
             continue  # it ran under another tool's name: tool-name says so
         records = [r for r in own if r.ran]
         if records and seen.faulted() and len(records) > 1:
             continue  # run again after a fault: re-executed says so
-        if not records and any(not same_arguments(call, r) for r in own):
-            continue  # handed over on other arguments and refused at the door: arguments says so
-        if stage.cancel:
-            expected: Tuple[int, ...] = (0,)
+        if stage.abort_in_tool:
+            # The tool the abort came in ran once; a loop running the turn's calls side by
+            # side may have begun the other before the abort (after it is after-cancel's).
+            expected: Tuple[int, ...] = (1,) if call.position == 0 else (0, 1)
+        elif stage.cancel:
+            expected = (0,)
         elif stage.budget and index == len(planned) - 1:
             expected = (0, 1)  # the call the loop stopped at may or may not have run
+        elif repeats_a_write(seen, call):
+            expected = (0, 1)  # answered with the first run's result, or run again: write-once says
         elif seen.answer_of(call) is None and not seen.finished_cleanly:
             continue  # the loop stopped before this call's turn was over: others say why
         elif not records and seen.came_too_late(call):
@@ -548,6 +627,26 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
                     "executions", f"{record.tool} {record.call_id}: {why}", seen.events_before(record.started)
                 )
             )
+    return problems
+
+
+def check_finish_reason(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.matches():
+        if planned is None or not record.ran:
+            continue  # a run no call accounts for is executions'; one refused at the door ran nothing
+        why = ended_turn(seen, planned)
+        if why is None:
+            continue
+        problems.append(
+            LoopProblem(
+                "finish-reason",
+                f"{seen.label(planned)}: executed ({record.fixture_id}) though its turn ended with "
+                f"finish reason {why!r}: the provider cut the turn off, so its calls never completed; "
+                "look at the finish reason before running anything",
+                seen.events_of(seen.exchanges[planned.exchange]),
+            )
+        )
     return problems
 
 
@@ -596,24 +695,103 @@ def check_executed_early(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
+def _starts(seen: LoopSeen) -> List[Tuple[str, str, float, str]]:
+    """Every execution's (tool, call id, start, how it ended), those still running included."""
+    out = [(r.tool, r.call_id, r.started, "" if r.ran else " (the toolset refused it: the signal had fired)")
+           for r in seen.ran()]
+    out += [(e.tool, e.call_id, e.started, " (still running when the case ended)") for e in seen.in_flight]
+    return sorted(out, key=lambda start: start[2])
+
+
 def check_after_cancel(seen: LoopSeen) -> List[LoopProblem]:
+    abort_at = seen.outcome.abort_at
+    if abort_at is None:
+        return []
+    returned = seen.outcome.ended_at
+    problems = []
+    for tool, call_id, started, how in _starts(seen):
+        if started >= abort_at and (returned is None or started <= returned):
+            problems.append(
+                LoopProblem(
+                    "after-cancel",
+                    f"{tool} {call_id}: execution started {1000 * (started - abort_at):.0f} ms "
+                    f"after the abort{how}; nothing may run once the caller cancelled",
+                    seen.events_before(started),
+                )
+            )
+    return problems
+
+
+def check_after_return(seen: LoopSeen) -> List[LoopProblem]:
+    returned = seen.outcome.ended_at
+    if returned is None:
+        return []  # a loop still running at the bound is finished's
+    problems = []
+    for tool, call_id, started, how in _starts(seen):
+        if started > returned:
+            after = "" if seen.outcome.abort_at is None else ", and so after the abort"
+            problems.append(
+                LoopProblem(
+                    "after-return",
+                    f"{tool} {call_id}: execution started {1000 * (started - returned):.0f} ms after "
+                    f"run() had returned{after}{how}; a tool task the loop left behind ran in the "
+                    "background (cancel or await every task before returning or raising)",
+                )
+            )
+    return problems
+
+
+#: How an execution ends when it saw the signal fire (or its task was cancelled).
+_STOPPED = ("aborted", "cancelled")
+
+
+def check_tool_signal(seen: LoopSeen) -> List[LoopProblem]:
     abort_at = seen.outcome.abort_at
     if abort_at is None:
         return []
     problems = []
     for record in seen.ran():
-        if record.started >= abort_at:
-            refused = "" if record.ran else " (the toolset refused it: the signal had fired)"
+        if not record.ran or record.started >= abort_at or record.ended <= abort_at:
+            continue  # refused, begun after the abort (after-cancel's), or over before it
+        if str(record.status) not in _STOPPED:
             problems.append(
                 LoopProblem(
-                    "after-cancel",
-                    f"{record.tool} {record.call_id}: execution started "
-                    f"{1000 * (record.started - abort_at):.0f} ms "
-                    f"after the abort{refused}; nothing may run once the caller cancelled",
-                    seen.events_before(record.started),
+                    "tool-signal",
+                    f"{record.tool} {record.call_id}: was running at the abort and ran on to its end "
+                    f"({record.status}, {1000 * (record.ended - abort_at):.0f} ms after the abort): the "
+                    "toolset never saw the signal; pass task.signal to toolset.execute / aexecute",
+                )
+            )
+    for entry in seen.in_flight:
+        if entry.started < abort_at:
+            problems.append(
+                LoopProblem(
+                    "tool-signal",
+                    f"{entry.tool} {entry.call_id}: was running at the abort and still ran when the case "
+                    "ended: the toolset never saw the signal; pass task.signal to toolset.execute",
                 )
             )
     return problems
+
+
+def check_request_after_abort(seen: LoopSeen) -> List[LoopProblem]:
+    abort_at = seen.outcome.abort_at
+    if abort_at is None:
+        return []
+    late = [e for e in seen.exchanges if e.request.received_at > abort_at]
+    if not late:
+        return []
+    first = late[0]
+    return [
+        LoopProblem(
+            "request-after-abort",
+            f"request {first.index + 1} ({first.request}) came "
+            f"{1000 * (first.request.received_at - abort_at):.0f} ms after the abort"
+            + (f", and {len(late) - 1} more after it" if len(late) > 1 else "")
+            + "; once the caller cancelled, the loop asks the model nothing more",
+            seen.events_before(first.request.received_at),
+        )
+    ]
 
 
 def check_abort_reason(seen: LoopSeen) -> List[LoopProblem]:
@@ -649,8 +827,8 @@ def check_abort_reason(seen: LoopSeen) -> List[LoopProblem]:
 
 def check_connection_closed(seen: LoopSeen) -> List[LoopProblem]:
     o = seen.outcome
-    if not seen.stage.cancel or o.abort_at is None or o.hung:
-        return []
+    if not seen.stage.cancel or seen.stage.abort_in_tool or o.abort_at is None or o.hung:
+        return []  # an abort in a tool comes after the reply was whole: no request is open
     if o.closed_after is None:
         return [
             LoopProblem(
@@ -763,7 +941,10 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
             continue
         own = seen.records_for(planned)
         record = next((r for r in seen.records if r.fixture_id == fixture), None)
-        if record is not None and record not in own:
+        abort_at = seen.outcome.abort_at
+        if record is not None and abort_at is not None and record.started >= abort_at:
+            continue  # a run begun after the abort: after-cancel's
+        if record is not None and record not in own and not same_write(record, planned.call):
             problems.append(
                 LoopProblem(
                     "call-ids",
@@ -1099,6 +1280,62 @@ def _fault_words(fault: Optional[str]) -> str:
     return words.get(fault or "", f"a broken stream ({fault})")
 
 
+def check_write_once(seen: LoopSeen) -> List[LoopProblem]:
+    keys: Dict[str, List[JournalEntry]] = {}
+    for entry in seen.journal:
+        keys.setdefault(entry.key, []).append(entry)
+    problems = []
+    for key, entries in keys.items():
+        if len(entries) < 2:
+            continue
+        writes = [r for r in seen.ran() if r.ran and r.tool == "append_record" and r.status == "ok"]
+        runs = ", ".join(f"{r.call_id} ({r.fixture_id})" for r in writes)
+        journal = "\n".join(f"      journal {e}" for e in seen.journal)
+        problems.append(
+            LoopProblem(
+                "write-once",
+                f"the write under idempotency key {key!r} landed {len(entries)} times (runs: {runs}); a "
+                "write runs at most once per key, however many call ids ask for it: answer a repeat "
+                "with the first run's result",
+                journal,
+            )
+        )
+    return problems
+
+
+#: How much sooner than asked a retry may come: the clocks' resolution, and the moment
+#: between the provider writing the 429 and noting the time.
+RETRY_TOLERANCE = 0.02
+
+
+def check_retry_wait(seen: LoopSeen) -> List[LoopProblem]:
+    from .._stall import WATCH
+
+    problems = []
+    exchanges = seen.exchanges
+    for exchange, after in zip(exchanges, exchanges[1:]):
+        asked = exchange.asked
+        if exchange.fault != "rate-limit" or asked is None:
+            continue
+        log = exchange.request.response
+        sent = log.times[-1] if log is not None and log.times else exchange.request.received_at
+        assert sent is not None and after.request.received_at is not None
+        # A stall of the whole process may have held the provider between writing the 429
+        # and noting the time: it is given back to the loop.
+        waited = after.request.received_at - sent + WATCH.between(sent, after.request.received_at)
+        if waited < asked - RETRY_TOLERANCE:
+            problems.append(
+                LoopProblem(
+                    "retry-wait",
+                    f"request {after.index + 1} came {1000 * waited:.0f} ms after request "
+                    f"{exchange.index + 1}'s 429, which asked for a retry delay of {asked:g} s; wait at "
+                    "least what the provider asks (LLMError.retry_after) before asking again",
+                    seen.events_of(exchange),
+                )
+            )
+    return problems
+
+
 def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     for record, planned in seen.on_refused_calls():
@@ -1179,11 +1416,16 @@ INVARIANTS: Dict[str, Check] = {
     "final-text": check_final_text,
     "requests": check_requests,
     "budget": check_budget,
+    "tool-choice": check_tool_choice,
     "tool-name": check_tool_name,
     "arguments": check_arguments,
     "executions": check_executions,
     "executed-early": check_executed_early,
+    "finish-reason": check_finish_reason,
     "after-cancel": check_after_cancel,
+    "after-return": check_after_return,
+    "tool-signal": check_tool_signal,
+    "request-after-abort": check_request_after_abort,
     "abort-reason": check_abort_reason,
     "connection-closed": check_connection_closed,
     "result-format": check_result_format,
@@ -1197,6 +1439,8 @@ INVARIANTS: Dict[str, Check] = {
     "reasoning": check_reasoning,
     "partial-call": check_partial_call,
     "re-executed": check_re_executed,
+    "write-once": check_write_once,
+    "retry-wait": check_retry_wait,
     "refused-call": check_refused_call,
     "recovered": check_recovered,
 }

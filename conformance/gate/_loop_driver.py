@@ -7,7 +7,9 @@ thread keeps the case's time bound. For the cancel stage an aborter thread fires
 task's signal at a protocol event (once the provider has flushed the chunk that
 carries the call's first argument fragment, or, for a whole reply, once the request
 is in), and the connection is watched from the abort on while the loop is still
-alive and unclosed: closing it in ``close()`` afterwards is too late to count.
+alive and unclosed: closing it in ``close()`` afterwards is too late to count. For
+the cancel-in-tool stage it fires once the toolset has seen ``delayed_value`` begin;
+the reply was whole by then, so no connection is watched.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .._driver import _is_async, close_loop, close_quietly, in_thread, observe_c
 from .._stall import WATCH
 from ..contract import AbortController
 from .loop import LoopTask
+from .tools import tool_specs
 
 if TYPE_CHECKING:
     from ._conversation import Conversation
@@ -92,7 +95,7 @@ class LoopDriver:
         stage = case.stage
         return LoopTask(
             prompt=stage.prompt,
-            tools=self.toolset.specs(),
+            tools=self.toolset.specs() + (tool_specs(*stage.extra_tools) if stage.extra_tools else ()),
             tool_choice=stage.tool_choice,
             toolset=self.toolset,
             signal=self.controller.signal,
@@ -157,6 +160,9 @@ class LoopDriver:
         while not conversation.first_reply.wait(0.02):
             if self.finished.is_set() or time.monotonic() > deadline:
                 return
+        if self.case.stage.abort_in_tool:
+            self._abort_in_tool(deadline)
+            return
         exchange = conversation.exchanges[0]
         request = exchange.request
         if exchange.stream and exchange.head_chunks:
@@ -172,6 +178,22 @@ class LoopDriver:
             # Long enough for the loop to have read the call opening: what it does with a
             # call it knows of is what the stage is about.
             self.finished.wait(SEEN_WITHIN)
+        if self.finished.is_set() or self.outcome.ended:
+            return
+        reason = ConformanceAbort(f"aborted by the gate's {self.case.name} case")
+        self.outcome.abort_reason = reason
+        self.outcome.abort_at = time.monotonic()
+        self.controller.abort(reason)
+
+    def _abort_in_tool(self, deadline: float) -> None:
+        """Fire the signal while the turn's ``delayed_value`` runs: once it has begun, and a moment on."""
+        log = self.toolset.log
+        while log.wait_begun("delayed_value", 0.02) is None:
+            if self.finished.is_set() or time.monotonic() > deadline:
+                return
+        # Long enough for the tool to be under way: what the loop does with a running tool
+        # is what the stage is about.
+        self.finished.wait(SEEN_WITHIN)
         if self.finished.is_set() or self.outcome.ended:
             return
         reason = ConformanceAbort(f"aborted by the gate's {self.case.name} case")
@@ -231,7 +253,9 @@ class LoopDriver:
             self._ended(None, exc)
         finally:
             try:
-                if self.outcome.abort_at is not None and not self.gave_up:
+                # An abort in a tool comes after the reply was whole: no request is open.
+                watch = not self.case.stage.abort_in_tool
+                if self.outcome.abort_at is not None and not self.gave_up and watch:
                     await self._observe_close()
             finally:
                 if agent is not None:

@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from .loop import AgentLoopTarget
-from .stages import LOOP_MODES, STAGES, Stage, reasoning_for
+from .stages import LOOP_MODES, STAGES, STOP_WITH_CALLS, Stage, reasoning_for
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
 
-__all__ = ["MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases", "shared_sandbox"]
+__all__ = ["LATE_RUN_GRACE", "MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases", "shared_sandbox"]
 
 #: The request budget every task carries.
 MAX_REQUESTS = 4
+#: How long the toolset is watched after a loop that was aborted (or given up on at the
+#: case's bound) has returned: a tool it left running in the background starts there.
+LATE_RUN_GRACE = 0.25
 
 _shared: Dict[int, Sandbox] = {}  # by process id: a forked child makes its own
 _shared_lock = threading.Lock()
@@ -103,6 +107,13 @@ class AgentLoopCase:
                 return f"{wire.name} cannot interleave two calls' fragments: it sends each call whole"
         if self.stage.reasoning and reasoning_for(wire) is None:
             return f"{wire.name} carries no reasoning across a tool turn"
+        if self.stage_name == "content-filter-turn" and wire.absent("content-filter"):
+            return f"{wire.name} has no content filter: {wire.absent('content-filter')}"
+        if self.stage_name == "calls-with-stop" and wire.name not in STOP_WITH_CALLS:
+            return (
+                f"no {wire.name} turn that calls tools ends with finish reason stop (the stage plays "
+                f"where a provider's does: {', '.join(STOP_WITH_CALLS)})"
+            )
         if self.stage.fault:
             from .faults import fault_skip
 
@@ -132,9 +143,21 @@ class AgentLoopCase:
                 provider.reply(conversation.handle)
                 driver = LoopDriver(self, provider, conversation, toolset)
                 outcome = driver.run()
+                if outcome.abort_at is not None or outcome.hung:
+                    # Nothing to wait for but an absence: a run that starts here is one the
+                    # loop left behind when it returned.
+                    time.sleep(LATE_RUN_GRACE)
                 requests = provider.requests
             driver.reclaim()
-            seen = LoopSeen(self, outcome, conversation, toolset.log.records(), requests)
+            seen = LoopSeen(
+                self,
+                outcome,
+                conversation,
+                toolset.log.records(),
+                requests,
+                toolset.log.in_flight(),
+                toolset.journal.entries(),
+            )
             problems = run_invariants(seen)
         if problems:
             raise AssertionError(failure_message(seen, problems))

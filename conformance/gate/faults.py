@@ -10,8 +10,10 @@ the turn's end event), inside that first event's bytes, or on the request that
 carries the results of a tool the loop already ran. A stream fault exists only in
 stream mode; the others in both. After a broken stream the model, asked again,
 makes the call anew (a new response, so a new call id); after a broken request that
-carried results it answers with its final text. Every fault is bounded: no pause is
-longer than the 429's 0.2 s, and the timeout stage's budget is 0.6 s.
+carried results it answers with its final text, but in the ambiguous retry, where it
+repeats a write under a new id. Every fault is bounded: no pause is longer than the
+429's 0.2 s, the timeout stage's budget is 0.6 s, and the storm of 429s ends after the
+request budget and two more.
 
 Two stages break the model's turn itself rather than the transport: it calls a tool
 the task lacks, or it writes a call's arguments as broken JSON on a turn that ends
@@ -20,8 +22,8 @@ where the provider never delivers such a call (Gemini, Ollama; Anthropic and Bed
 in a whole reply, whose ``input`` is an object) the stage is skipped with the reason.
 
 What the loop must do at each fault is checked by the fault invariants (in
-``_invariants``): ``partial-call``, ``re-executed``, ``refused-call`` and
-``recovered``.
+``_invariants``): ``partial-call``, ``re-executed``, ``write-once``, ``retry-wait``,
+``refused-call`` and ``recovered``.
 """
 
 from __future__ import annotations
@@ -40,9 +42,12 @@ __all__ = [
     "CUT_FRAGMENTS",
     "FAULT_STAGES",
     "RATE_LIMIT_RETRY_AFTER",
+    "RETRY_AFTER_BUDGET",
     "TIMEOUT_BUDGET",
     "UNKNOWN_TOOL",
+    "WRITE_ARGUMENTS",
     "fault_skip",
+    "raw_arguments_reach",
 ]
 
 #: The tool the unknown-tool stage's model calls: close to ``read_fixture``, as a
@@ -50,6 +55,10 @@ __all__ = [
 UNKNOWN_TOOL = "read_file"
 #: The delay the mid-conversation 429 asks for, in the wire's own form.
 RATE_LIMIT_RETRY_AFTER = 0.2
+#: The retry-after stage's ``max_seconds``: room for the budget's four requests and the
+#: three waits between them, and short enough that a loop that ignores the request
+#: budget runs into it.
+RETRY_AFTER_BUDGET = 2.0
 #: The timeout stage's ``max_seconds``: the loop's deadline, short so the stage stays quick.
 TIMEOUT_BUDGET = 0.6
 
@@ -85,6 +94,26 @@ def _after_execution(fault: str, every: bool = False) -> Callable[[Step], Script
         return step.final()
 
     return script
+
+
+def _storm(step: Step) -> ScriptedTurn:
+    # Past the budget and two more, the provider relents, so a loop that never stops still ends.
+    if step.index < step.max_requests + 2:
+        step.fault = "rate-limit"
+    return ScriptedTurn(text="The storm has passed.", seed=f"gate/{step.stage}/{step.index}")
+
+
+#: The ambiguous-retry stage's write: the same arguments on the model's first call and its repeat.
+WRITE_ARGUMENTS = {"idempotency_key": "order-7f3a-ship", "record": "ship order 7f3a"}
+
+
+def _ambiguous(step: Step) -> ScriptedTurn:
+    if step.index in (0, 2):
+        # The repeat is a new turn of the model's: a new response, so a new call id.
+        return step.turn(step.call("append_record", WRITE_ARGUMENTS))
+    if step.index == 1:
+        step.fault = "drop-reset"
+    return step.final()
 
 
 def _refused(name: str, arguments: str, fragments: Tuple[str, ...] = ()) -> Callable[[Step], ScriptedTurn]:
@@ -169,6 +198,34 @@ def _rows() -> Dict[str, Stage]:
             may_stop=True,
         ),
         Stage(
+            "ambiguous-retry",
+            "land the write append_record makes at most once per idempotency key, when the request "
+            "carrying its result got no response and the model, asked again, repeats the call under "
+            "a new call id",
+            "a write (a tool whose schema has idempotency_key) runs at most once per key in a task: "
+            "key it by tool and idempotency_key (conformance.gate.write_key), and answer a repeat "
+            "with the first run's result under the new call id",
+            "Record that order 7f3a ships.",
+            _ambiguous,
+            tools_called=("append_record", "append_record"),
+            fault="the request carrying append_record's result is answered with nothing (the "
+            "connection is reset); asked again, the model repeats the call, same arguments, new id",
+            may_stop=True,
+            extra_tools=("append_record",),
+        ),
+        Stage(
+            "retry-after",
+            "wait at least the retry delay each 429 asks for before asking again, and stop within "
+            "task.max_requests (and max_seconds) when the 429s keep coming",
+            "read the provider's retry delay (retry-after, retry-after-ms, RetryInfo) and wait it out "
+            "before the next request; count every retry in max_requests and give up with the error",
+            "Say something about the weather.",
+            _storm,
+            fault=f"every request gets the wire's own 429, asking for {RATE_LIMIT_RETRY_AFTER} s",
+            may_stop=True,
+            max_seconds=RETRY_AFTER_BUDGET,
+        ),
+        Stage(
             "timeout",
             f"stop within task.max_seconds ({TIMEOUT_BUDGET} s here) when the provider never answers, with "
             'a useful error or LoopResult(stopped="budget"), never running the tool again',
@@ -211,9 +268,15 @@ def _rows() -> Dict[str, Stage]:
     return {row.name: row for row in rows}
 
 
+def raw_arguments_reach(wire: Wire, stream: bool) -> bool:
+    """Whether argument text that is not a JSON object can reach a loop on ``wire`` (in a stream
+    or a whole reply): where it cannot, the provider carries arguments as an object."""
+    return ("stream" if stream else "chat") not in wire.argument_text_absent
+
+
 def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
     """Why ``wire`` cannot play ``stage``'s fault in ``mode``, or ``None``."""
-    if stage.name == "rate-limited":
+    if stage.name in ("rate-limited", "retry-after"):
         from ._fault_replies import scripting_wire
 
         absent = scripting_wire(wire).absent("rate-limit")

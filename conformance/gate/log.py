@@ -85,6 +85,8 @@ class ExecutionLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        #: Notified at every begin, for :meth:`wait_begun`.
+        self._begun = threading.Condition(self._lock)
         self._records: List[ExecutionRecord] = []
         self._running: Dict[str, InFlight] = {}
 
@@ -94,6 +96,7 @@ class ExecutionLog:
         """Note that an execution started."""
         with self._lock:
             self._running[entry.fixture_id] = entry
+            self._begun.notify_all()
 
     def end(self, record: ExecutionRecord) -> None:
         """Note that an execution ended, and keep its record."""
@@ -112,6 +115,16 @@ class ExecutionLog:
         """Executions still running, in the order they started."""
         with self._lock:
             return tuple(sorted(self._running.values(), key=lambda entry: entry.sequence))
+
+    def wait_begun(self, tool: str, timeout: float) -> Optional[InFlight]:
+        """Wait until an execution of ``tool`` is running, at most ``timeout`` seconds; it, or ``None``."""
+
+        def running() -> Optional[InFlight]:
+            return next((e for e in self._running.values() if e.tool == tool), None)
+
+        with self._begun:
+            self._begun.wait_for(lambda: running() is not None, max(0.0, timeout))
+            return running()
 
     def for_call(self, call_id: str) -> Tuple[ExecutionRecord, ...]:
         """The executions for one call id."""

@@ -14,8 +14,17 @@ It shows what the gate asks of a loop, in the order a loop meets it:
   schema or are not a JSON object at all (``ToolCall.unparsed_arguments``, which the
   tracker reads as the text it is): answer it with ``ToolError("unknown_tool")`` or
   ``ToolError("invalid_arguments")`` under its id, and carry on.
+- Run a write (a tool whose schema has an ``idempotency_key``, such as
+  ``append_record``) at most once per key in a task (:func:`~conformance.gate.write_key`):
+  a model that repeats the call under a new id, after a retry whose outcome it never
+  saw, gets the first run's result back under the new id, and nothing lands twice.
+  Reads may run again.
 - Carry the assistant turn back whole (:meth:`Message.from_response`): its text,
   its calls and the reasoning the provider needs, unaltered.
+- Look at the finish reason before running anything: a turn that ended ``length``
+  (cut off at the output limit) or ``content_filter`` / ``refusal`` runs none of its
+  calls, and the loop returns it as it is. A turn whose calls came with ``stop`` (as
+  Gemini and Ollama always say) runs them: the calls present decide.
 - Count requests and time; stop with ``stopped="budget"`` at either limit, before
   running a call whose result could not be sent.
 - On abort, the backend raises the reason and closes its connection; the loop lets
@@ -33,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..contract import (
     ChatRequest,
@@ -47,9 +56,12 @@ from ..contract import (
 )
 from .loop import LoopResult, LoopTask
 from .state import ToolCallTracker
+from .tools import write_key
 
 __all__ = ["ReferenceLoop"]
 
+#: The finish reasons whose turn's calls never run.
+ENDED = ("length", "content_filter", "refusal")
 #: The pause before another try where the provider asked for none.
 RETRY_PAUSE = 0.05
 
@@ -67,6 +79,7 @@ class ReferenceLoop:
         messages: List[Message] = [Message("user", task.prompt)]
         tracker = ToolCallTracker()
         schemas = {spec.name: spec.parameters for spec in task.tools}
+        self._writes: Dict[str, ToolResult] = {}  # by write key: a write lands once
         sent = answered = 0
         last = ChatResponse("", "stop")
         try:
@@ -95,7 +108,9 @@ class ReferenceLoop:
                     await self._pause(task, pause)
                     continue
                 answered += 1
-                if not last.tool_calls:
+                if not last.tool_calls or str(last.finish_reason) in ENDED:
+                    # A turn cut off at the limit, or stopped by the content filter, ends the
+                    # conversation: whatever calls it carries never completed.
                     return LoopResult(last.content, str(last.finish_reason))
                 if sent >= task.max_requests:
                     # No request is left to send results in: run nothing whose result would be lost.
@@ -170,14 +185,27 @@ class ReferenceLoop:
             message = "; ".join(str(p) for p in problems)
             return ToolResult(call.id, call.name, error=ToolError("invalid_arguments", message))
 
+        key = self._write_key(call, schema)
+        if key is not None and key in self._writes:
+            first = self._writes[key]
+            tracker.cancel(call.id, "a repeat of a write that already landed")
+            return ToolResult(call.id, call.name, first.content, first.error)
+
         async def run() -> ToolResult:
-            return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+            return await task.toolset.aexecute(call, key=key or call.id, signal=task.signal)
 
         result: ToolResult = await tracker.aexecute(call.id, run)
+        if key is not None:
+            self._writes[key] = result
         limit = self.max_result_chars
         if limit is not None and result.error is None and len(result.content) > limit:
             result = ToolResult(result.call_id, result.name, result.content[:limit])
         return result
+
+    @staticmethod
+    def _write_key(call: ToolCall, schema: Any) -> Optional[str]:
+        """The key a write runs once under (``None`` for a read, which may run again)."""
+        return write_key(call, schema)
 
     async def aclose(self) -> None:
         """Close the backend's connections."""

@@ -1,4 +1,5 @@
-"""The read-only directory ``read_fixture`` reads from, and the files it holds.
+"""The read-only directory ``read_fixture`` reads from, the files it holds, and the journal
+``append_record`` writes to.
 
 Strategy: the files are data in :data:`SANDBOX_FILES`, written to a fresh temporary
 directory that is then made read-only, so every run sees the same bytes and no tool
@@ -6,7 +7,8 @@ can change them. A path is taken relative to the sandbox, resolved (following an
 link), and refused unless it stays inside: a loop that lets a model read
 ``../../etc/passwd`` is told so by a structured error, and nothing ever raises into
 the loop. The directory goes away on :meth:`Sandbox.close`, or when the object is
-collected, whichever comes first.
+collected, whichever comes first. The one write tool writes to a :class:`Journal` in
+memory instead, one per toolset, so that a case's writes are its own.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
+import time
 import weakref
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Mapping, Optional, Tuple, Union
+from typing import Callable, List, Mapping, Optional, Tuple, Union
 
 from ..contract import ToolError
 
-__all__ = ["SANDBOX_FILES", "Sandbox"]
+__all__ = ["SANDBOX_FILES", "Journal", "JournalEntry", "Sandbox"]
 
 
 def _large_text() -> str:
@@ -134,3 +139,46 @@ class Sandbox:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self.files)} files"
         return f"<Sandbox {state}>"
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One write that landed: its place in the journal, its idempotency key, its text, when."""
+
+    number: int
+    key: str
+    record: str
+    at: float
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.key!r}: {self.record!r}"
+
+
+class Journal:
+    """The sandbox's one writable thing: an in-memory list that ``append_record`` appends to.
+
+    It keeps every write, a repeated key included: a real store behind a tool is only as
+    idempotent as the code that calls it, and a second entry under one key is what a
+    double write looks like. Thread-safe; readers get snapshots.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._entries: List[JournalEntry] = []
+        self._clock = clock
+
+    def append(self, key: str, record: str) -> JournalEntry:
+        with self._lock:
+            entry = JournalEntry(len(self._entries) + 1, key, record, self._clock())
+            self._entries.append(entry)
+            return entry
+
+    def entries(self) -> Tuple[JournalEntry, ...]:
+        with self._lock:
+            return tuple(self._entries)
+
+    def by_key(self, key: str) -> Tuple[JournalEntry, ...]:
+        return tuple(e for e in self.entries() if e.key == key)
+
+    def __repr__(self) -> str:
+        return f"<Journal {len(self.entries())} entries>"

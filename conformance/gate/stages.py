@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTERLEAVED",
+    "DELAY_MS",
+    "ENDED_FINISHES",
     "LOOP_MODES",
     "STAGES",
     "STRESS_STAGES",
@@ -182,6 +184,63 @@ def _cancel(step: Step) -> ScriptedTurn:
     return step.final()
 
 
+#: How long the cancel-in-tool stage's ``delayed_value`` call waits: the gate aborts
+#: 50 ms into it, so a loop that lets it run out is seen finishing it 250 ms after the abort.
+DELAY_MS = 300
+DELAYED_ARGUMENTS: Mapping[str, Any] = {"value": "gate", "delay_ms": DELAY_MS}
+
+
+def _cancel_in_tool(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        slow = step.call("delayed_value", DELAYED_ARGUMENTS, 0)
+        return step.turn(slow, step.call("echo_json", ECHO_ARGUMENTS, 1))
+    return step.final()
+
+
+#: The finish reasons that end a turn whose calls must not run: the provider cut the output
+#: at its limit, or its safety system stopped it.
+ENDED_FINISHES = ("length", "content_filter")
+#: What the length stage's model wrote before the limit cut it off.
+LENGTH_PREAMBLE = "Let me echo that for you."
+#: The length stage's cut call: the argument text written before the cut, in a stream ...
+CUT_ARGUMENTS = '{"text": "gate", "count": 2, "tags": ["a"'
+#: ... and, where the provider carries arguments as an object, what the cut left parseable.
+CUT_PARSEABLE = '{"text": "gate", "count": 2, "tags": ["a"]}'
+
+
+def _length(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        from .faults import raw_arguments_reach
+
+        text = CUT_ARGUMENTS if raw_arguments_reach(step.wire, step.history.stream) else CUT_PARSEABLE
+        call = step.call("echo_json", text)
+        return ScriptedTurn(LENGTH_PREAMBLE, (call,), finish="length", seed=f"gate/{step.stage}/0")
+    return step.final()
+
+
+def _filtered(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        return step.turn(step.call("echo_json", ECHO_ARGUMENTS))
+    return ScriptedTurn(finish="content_filter", seed=f"gate/{step.stage}/{step.index}")
+
+
+def _calls_with_stop(step: Step) -> ScriptedTurn:
+    if step.index == 0:
+        call = step.call("echo_json", ECHO_ARGUMENTS)
+        return ScriptedTurn(calls=(call,), finish="stop", seed=f"gate/{step.stage}/0")
+    return step.final()
+
+
+#: Where a provider really ends a turn that calls tools with ``stop``, by wire name, and the source.
+STOP_WITH_CALLS: Mapping[str, str] = {
+    "openai-chat": "finish_reason stop beside tool_calls in real api.openai.com replies (crewAI cassettes "
+    "test_output_json_dict_hierarchical.yaml, gpt-4o; test_memory_events_are_emitted.yaml, gpt-4o-mini), "
+    "and OpenAI-compatible servers",
+    "gemini": "Gemini ends every turn with finishReason STOP, functionCall parts or not",
+    "ollama": "Ollama ends every turn with done_reason stop, tool_calls or not",
+}
+
+
 def _fragments_plain() -> Tuple[str, ...]:
     text = json.dumps(dict(ECHO_ARGUMENTS))
     return (text[:6], text[6:18], text[18:30], text[30:])
@@ -210,6 +269,8 @@ class Stage:
     budget: bool = False
     #: The caller aborts during the first turn.
     cancel: bool = False
+    #: ... not in the stream but while the turn's first call (a ``delayed_value``) runs.
+    abort_in_tool: bool = False
     #: The model's tool turn carries reasoning that must come back.
     reasoning: bool = False
     #: Exactly this many generation requests, where the stage fixes it.
@@ -220,7 +281,9 @@ class Stage:
     #: (the table is in ``faults``); empty for the stages above.
     fault: str = ""
     #: At the fault the loop may recover, or stop with a useful error or
-    #: ``LoopResult(stopped="budget")``; otherwise it must carry on to the final text.
+    #: ``LoopResult(stopped="budget")``; otherwise it must carry on to the final text. In a
+    #: stage without a fault (a turn the provider ended), the loop may raise an error that
+    #: says why instead of returning the turn.
     may_stop: bool = False
     #: The task's ``max_seconds`` where the stage sets its own (shorter) budget.
     max_seconds: Optional[float] = None
@@ -228,6 +291,8 @@ class Stage:
     #: sends: why (the sentence its skip quotes). It runs only where the target names it
     #: in ``stress``.
     stress: str = ""
+    #: Tools the task offers beside the base four (the write tool, where the stage needs it).
+    extra_tools: Tuple[str, ...] = ()
 
 
 STAGES: Dict[str, Stage] = {
@@ -316,6 +381,54 @@ STAGES: Dict[str, Stage] = {
             _cancel,
             tools_called=("echo_json",),
             cancel=True,
+        ),
+        Stage(
+            "cancel-in-tool",
+            "pass the signal into the running tool, raise the caller's abort reason promptly, and start "
+            "no other call and send no further request after the abort",
+            "pass task.signal to toolset.execute / aexecute (the tool stops when it fires); on abort "
+            "raise signal.reason itself, without running the turn's other calls or asking again",
+            "Fetch a value slowly, then echo a greeting.",
+            _cancel_in_tool,
+            tools_called=("delayed_value", "echo_json"),
+            cancel=True,
+            abort_in_tool=True,
+        ),
+        Stage(
+            "length-tool-turn",
+            "run no call of a turn the provider cut off at its output limit (finish reason length), and "
+            "return its text with finish reason length (or raise an error that says so)",
+            "look at the finish reason before running a turn's calls: a length turn's calls are cut "
+            "off, even where what arrived parses; return LoopResult(text, 'length')",
+            "Echo a long greeting.",
+            _length,
+            tools_called=("echo_json",),
+            requests=1,
+            may_stop=True,
+        ),
+        Stage(
+            "content-filter-turn",
+            "stop cleanly when the provider's content filter ends a turn mid-conversation: return "
+            "LoopResult with finish reason content_filter (or refusal), or raise an error that says "
+            "so, asking nothing more",
+            "a content_filter (or refusal) finish ends the conversation: return it, never retry it "
+            "or run anything more",
+            "Echo a greeting, then comment on it.",
+            _filtered,
+            tools_called=("echo_json",),
+            requests=2,
+            may_stop=True,
+        ),
+        Stage(
+            "calls-with-stop",
+            "run the calls of a turn whose finish reason says stop, as the provider sends it there, and "
+            "send their results back",
+            "decide whether to run calls by the calls present, not by the finish reason: some "
+            "providers end a tool turn with stop",
+            "Echo a greeting.",
+            _calls_with_stop,
+            tools_called=("echo_json",),
+            requests=2,
         ),
         Stage(
             "large-result",

@@ -32,10 +32,19 @@ from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from ..contract import AbortSignal, ToolCall, ToolError, ToolResult, ToolSpec
 from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
-from .sandbox import Sandbox
+from .sandbox import Journal, Sandbox
 from .schema import gemini_schema, validate
 
-__all__ = ["ALWAYS_ERROR", "TOOLS", "GateTool", "GateToolset", "tool_specs"]
+__all__ = [
+    "ALWAYS_ERROR",
+    "BASE_TOOLS",
+    "IDEMPOTENCY_KEY",
+    "TOOLS",
+    "GateTool",
+    "GateToolset",
+    "tool_specs",
+    "write_key",
+]
 
 
 def _object(properties: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -103,8 +112,27 @@ TOOLS: Mapping[str, GateTool] = {
             "Fail, always with the same structured error; for testing error handling.",
             _object({"reason": {"type": "string", "description": "Why it is called; ignored."}}),
         ),
+        GateTool(
+            "append_record",
+            "Append a record to the journal: a write. Run it at most once per idempotency_key; a "
+            "repeated call with the same key gets the first call's result back.",
+            _object({
+                "idempotency_key": {
+                    "type": "string",
+                    "description": "The same for every attempt at this one write.",
+                },
+                "record": {"type": "string", "description": "The text to append."},
+            }),
+        ),
     )
 }
+
+#: The tools every task offers (the reads, the wait and the failure); a stage that needs a
+#: write offers ``append_record`` beside them.
+BASE_TOOLS: Tuple[str, ...] = ("echo_json", "read_fixture", "delayed_value", "always_error")
+#: The property whose presence in a tool's schema makes it a write, keyed by its value: a
+#: loop runs a write at most once per key within a task.
+IDEMPOTENCY_KEY = "idempotency_key"
 
 #: The error ``always_error`` returns, the same every time.
 ALWAYS_ERROR = ToolError(
@@ -116,11 +144,11 @@ ALWAYS_ERROR = ToolError(
 
 
 def tool_specs(*names: str, gemini: bool = False) -> Tuple[ToolSpec, ...]:
-    """The named tools (all of them when none is named) as :class:`~conformance.ToolSpec`.
+    """The named tools (the :data:`BASE_TOOLS` when none is named) as :class:`~conformance.ToolSpec`.
 
     ``gemini=True`` gives each schema in the form Gemini's ``parameters`` accepts.
     """
-    chosen = names or tuple(TOOLS)
+    chosen = names or BASE_TOOLS
     unknown = [name for name in chosen if name not in TOOLS]
     if unknown:
         raise ValueError(f"unknown gate tool(s) {', '.join(unknown)}; the tools are {', '.join(TOOLS)}")
@@ -149,17 +177,34 @@ def _always_error(toolset: GateToolset, arguments: Mapping[str, Any]) -> _Outcom
     return ALWAYS_ERROR
 
 
+def _append_record(toolset: GateToolset, arguments: Mapping[str, Any]) -> _Outcome:
+    # The journal writes whatever comes: keeping a write to once per key is the loop's part.
+    entry = toolset.journal.append(arguments[IDEMPOTENCY_KEY], arguments["record"])
+    return {"appended": entry.record, IDEMPOTENCY_KEY: entry.key, "entry": entry.number}
+
+
 #: What each tool does once its arguments are valid and its wait is over.
 _RUNNERS: Mapping[str, Callable[[GateToolset, Mapping[str, Any]], _Outcome]] = {
     "echo_json": _echo_json,
     "read_fixture": _read_fixture,
     "delayed_value": _delayed_value,
     "always_error": _always_error,
+    "append_record": _append_record,
 }
 
 
+def write_key(call: ToolCall, parameters: Mapping[str, Any]) -> Optional[str]:
+    """The key a loop runs ``call`` at most once under, where its tool is a write (its schema
+    has an ``idempotency_key`` property): ``"<tool>:<key>"``; ``None`` for any other call."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping) or IDEMPOTENCY_KEY not in properties:
+        return None
+    value = call.arguments.get(IDEMPOTENCY_KEY) if isinstance(call.arguments, Mapping) else None
+    return f"{call.name}:{value}" if isinstance(value, str) else None
+
+
 class GateToolset:
-    """The four tools over one sandbox, recording every execution in :attr:`log`.
+    """The tools over one sandbox and one journal, recording every execution in :attr:`log`.
 
     ``run_id`` prefixes every fixture id (``fx-<run_id>-0001``); give a fixed one to
     make the ids the same from run to run (a replayed final answer quotes them), or
@@ -183,6 +228,8 @@ class GateToolset:
         self.max_delay = max_delay
         self.clock = clock
         self.log = ExecutionLog()
+        #: What ``append_record`` wrote, every write in order (the evidence of a double write).
+        self.journal = Journal(clock)
         if sandbox is not None and files is not None:
             raise ValueError("give files or a sandbox, not both: a shared sandbox already holds its files")
         self._owns_sandbox = sandbox is None
@@ -193,7 +240,7 @@ class GateToolset:
     # -- the tools as the model sees them ---------------------------------------------
 
     def specs(self, *, gemini: bool = False) -> Tuple[ToolSpec, ...]:
-        """All four tools as :class:`~conformance.ToolSpec`, in Gemini's form if asked."""
+        """The four :data:`BASE_TOOLS` as :class:`~conformance.ToolSpec`, in Gemini's form if asked."""
         return tool_specs(gemini=gemini)
 
     # -- executing --------------------------------------------------------------------

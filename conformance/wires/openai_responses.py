@@ -610,6 +610,10 @@ MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
 
 
+#: The contract's finish reason -> ``incomplete_details.reason`` of a turn that ends ``incomplete``.
+_INCOMPLETE: Mapping[str, str] = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
 class _Turn:
     """The ids and items of one scripted turn, derived from its seed."""
 
@@ -630,6 +634,11 @@ class _Turn:
     @property
     def incomplete(self) -> bool:
         return self.turn.finish_reason == "length"
+
+    @property
+    def incomplete_reason(self) -> Optional[str]:
+        """Why the response ends ``incomplete``: the output limit, or the content filter."""
+        return _INCOMPLETE.get(self.turn.finish_reason)
 
     def reasoning_item(self, n: int, done: bool = True) -> Dict[str, Any]:
         """The ``reasoning`` output item; its ``encrypted_content`` only once it is done."""
@@ -700,8 +709,8 @@ def _stream_turn(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> Tur
         _stream_arguments(out, t, first, list(range(len(turn.calls))))
         for n in range(len(turn.calls)):
             _finish_call(out, t, first, n)
-    if t.incomplete:
-        out.incomplete("max_output_tokens")
+    if t.incomplete_reason is not None:
+        out.incomplete(t.incomplete_reason)
     else:
         out.completed()
     spans = {n: (min(at), max(at)) for n, at in out.argument_events.items()}
@@ -1230,16 +1239,16 @@ class OpenAIResponsesWire(Wire):
         """The ``response`` playing ``turn``: reasoning items, the message, the calls.
 
         Responses has no finish reason: a turn with calls ends ``completed`` like one
-        without, and only a ``length`` finish shows, as ``incomplete`` with
-        ``max_output_tokens``.
+        without, and only a ``length`` or ``content_filter`` finish shows, as ``incomplete``
+        with ``max_output_tokens`` or ``content_filter``.
         """
         from ..provider.replies import JsonReply
 
         t = _Turn(self.name, turn)
-        reason = "max_output_tokens" if t.incomplete else None
+        reason = t.incomplete_reason
         body = response(
             _model(request),
-            "incomplete" if t.incomplete else "completed",
+            "incomplete" if reason is not None else "completed",
             t.output(),
             incomplete_reason=reason,
             response_id=t.response_id,

@@ -175,7 +175,9 @@ class AnthropicToolRunnerLoop:
         if message is None:
             raise RuntimeError("the tool runner ended without a message")
         text, finish, calls = anthropic_outcome(message)
-        return LoopResult(text, finish, stopped="budget" if calls else "done")
+        # Calls left unanswered mean the runner stopped at its iteration limit; on a turn cut off
+        # at the output limit (stop_reason max_tokens) it stops by design, and runs none.
+        return LoopResult(text, finish, stopped="budget" if calls and finish == "tool_calls" else "done")
 
     def close(self) -> None:
         self.client.close()

@@ -31,6 +31,10 @@ What a loop adds to the SDK is what the gate asks of any loop:
   arguments are not a JSON object, never runs: it is answered with a structured
   ``ToolError`` (``unknown_tool``, ``invalid_arguments``), and its arguments go back
   in the history as ``{}``, since the provider refuses broken JSON there.
+- A turn that ended at the output limit (``length``, Anthropic ``max_tokens``) or by
+  the content filter runs none of its calls, and the loop returns it. A write (a tool
+  whose schema has ``idempotency_key``) runs once per ``write_key`` in a task; a repeat
+  under a new call id gets the first run's result.
 - ``tool_choice`` goes on the first request only, so the model can answer once it has
   the result.
 - The loop counts requests and time; it stops with ``stopped="budget"``, and bounds
@@ -67,7 +71,7 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Seq
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import AbortSignal, ToolCall, ToolChoice, ToolError, ToolResult, ToolSpec
-from conformance.gate import LoopResult, LoopTask
+from conformance.gate import LoopResult, LoopTask, write_key
 
 from ..test_provider_support import LONG_TESTS
 from ._support import flatten
@@ -351,6 +355,7 @@ class SyncDriver:
         budget = Budget(task)
         history: List[Any] = [{"role": "user", "content": task.prompt}]
         results: Dict[str, ToolResult] = {}  # by call id: a call never runs twice
+        writes = Writes(task)
         text, finish = "", "stop"
         unregister = task.signal.add_callback(self.guard.shutdown)
         try:
@@ -369,14 +374,14 @@ class SyncDriver:
                     continue
                 budget.answered += 1
                 text, finish = turn.text, turn.finish
-                if not turn.calls:
+                if not turn.calls or finish in ENDED:
                     return LoopResult(text, finish)
                 if budget.last():
                     return LoopResult(text, finish, stopped="budget")
                 history += turn.history
                 for call in turn.calls:
                     if call.id not in results:
-                        results[call.id] = call.refused or run_tool(task, call.call)
+                        results[call.id] = call.refused or writes.once(call, run_tool)
                 history += self.answer([(call, results[call.id]) for call in turn.calls])
         except Exception:
             reraise_abort(task.signal)
@@ -409,6 +414,7 @@ class AsyncDriver:
         signal = task.signal
         history: List[Any] = [{"role": "user", "content": task.prompt}]
         results: Dict[str, ToolResult] = {}  # by call id: a call never runs twice
+        writes = Writes(task)
         text, finish = "", "stop"
         while True:
             signal.raise_if_aborted()
@@ -428,18 +434,54 @@ class AsyncDriver:
                 signal.raise_reason()
             budget.answered += 1
             text, finish = turn.text, turn.finish
-            if not turn.calls:
+            if not turn.calls or finish in ENDED:
                 return LoopResult(text, finish)
             if budget.last():
                 return LoopResult(text, finish, stopped="budget")
             history += turn.history
             for call in turn.calls:
                 if call.id not in results:
-                    results[call.id] = call.refused or await arun_tool(task, call.call)
+                    results[call.id] = call.refused or await writes.aonce(call, arun_tool)
             history += self.answer([(call, results[call.id]) for call in turn.calls])
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+#: The finish reasons whose turn's calls never run: cut off at the limit, or filtered.
+ENDED = ("length", "content_filter", "refusal")
+
+
+class Writes:
+    """A write (a tool whose schema has ``idempotency_key``) runs once per key in a task; a repeat
+    under a new call id gets the first run's result back under its own id."""
+
+    def __init__(self, task: LoopTask) -> None:
+        self.task = task
+        self.schemas = {spec.name: spec.parameters for spec in task.tools}
+        self.done: Dict[str, ToolResult] = {}
+
+    def _key(self, call: Call) -> Optional[str]:
+        schema = self.schemas.get(call.call.name)
+        return write_key(call.call, schema) if schema is not None else None
+
+    def _repeat(self, call: Call, key: Optional[str]) -> Optional[ToolResult]:
+        first = self.done.get(key) if key is not None else None
+        return None if first is None else ToolResult(call.call.id, call.call.name, first.content, first.error)
+
+    def once(self, call: Call, run: Callable[[LoopTask, ToolCall], ToolResult]) -> ToolResult:
+        key = self._key(call)
+        result = self._repeat(call, key) or run(self.task, call.call)
+        if key is not None:
+            self.done.setdefault(key, result)
+        return result
+
+    async def aonce(self, call: Call, run: Callable[[LoopTask, ToolCall], Any]) -> ToolResult:
+        key = self._key(call)
+        result = self._repeat(call, key) or await run(self.task, call.call)
+        if key is not None:
+            self.done.setdefault(key, result)
+        return result
 
 
 def run_tool(task: LoopTask, call: ToolCall) -> ToolResult:
@@ -680,7 +722,10 @@ class _OpenAIResponsesBase:
             for item in response.output
             if item.type == "function_call"
         ]
-        finish = "length" if response.status == "incomplete" else "tool_calls" if calls else "stop"
+        finish = "tool_calls" if calls else "stop"
+        if response.status == "incomplete":
+            reason = getattr(response.incomplete_details, "reason", None)
+            finish = "content_filter" if reason == "content_filter" else "length"
         return Turn(response.output_text, finish, calls, list(response.output))
 
     def answer(self, answers: List[Tuple[Call, ToolResult]]) -> List[Any]:
@@ -756,6 +801,8 @@ def anthropic_outcome(message: Any) -> Tuple[str, str, List[Any]]:
     calls = [block for block in message.content if block.type == "tool_use"]
     reason = message.stop_reason
     finish = "stop" if reason in ANTHROPIC_STOPS else "tool_calls" if reason == "tool_use" else str(reason)
+    if reason == "max_tokens":
+        finish = "length"  # the contract's word for a turn cut off at the limit
     return text, finish, calls
 
 
@@ -891,6 +938,10 @@ PLAIN_STAGES = (
     "tool-error-corrects",
     "tool-error-insists",
     "cancel",
+    "cancel-in-tool",
+    "length-tool-turn",
+    "content-filter-turn",
+    "calls-with-stop",
     "large-result",
     "empty-result",
     "non-ascii-result",

@@ -9,9 +9,10 @@ and is skipped where it is absent.
 from __future__ import annotations
 
 import logging
+import re
 import unittest
 import warnings
-from typing import Any, Optional
+from typing import Any, FrozenSet, Mapping, Optional, Tuple
 
 from conformance.gate import AgentLoopConformanceTestCase, AgentLoopTarget
 from conformance.wires.anthropic import anthropic_wire
@@ -53,12 +54,56 @@ AGENTS_CHAT_SENDS_BROKEN_JSON = (
     "passes"
 )
 
+#: The framework bugs the gate finds, run as expected failures: the stage must fail with
+#: exactly these checks, for the reason given (a framework that is fixed then fails the test,
+#: and the entry goes).
+RUNNER_RUNS_ON_AFTER_ABORT = (
+    "anthropic's tool runner (2.15.0) catches every Exception a tool function raises, the "
+    "caller's abort reason included, into an is_error tool_result (anthropic/lib/tools/"
+    "_beta_runner.py, BetaToolRunner._run_tool), and _generate_tool_call_response goes on to "
+    "the turn's next tool_use block: after the abort inside delayed_value the runner calls "
+    "echo_json's function, which reaches the toolset (refused there, the signal having fired). "
+    "A tool function that checks the signal before it starts keeps the second call from running"
+)
+AGENTS_CHAT_RUNS_LENGTH_CALLS = (
+    "the OpenAI Agents SDK (openai-agents 0.24.0) over Chat Completions raises on finish_reason "
+    "'length' only when the turn has no text, refusal or tool call (agents/models/"
+    "openai_chatcompletions.py, OpenAIChatCompletionsModel.get_response; streamed, "
+    "ChatCmplStreamHandler in chatcmpl_stream_handler.py with raise_on_length_truncation): a "
+    "length turn with a preamble and a cut-off call is taken as a tool turn, the runner hands "
+    "the call's broken argument text to the tool (the toolset refuses it at the door), and the "
+    "next request carries that text back, which the API refuses with a 400. Over Responses the "
+    "SDK raises at the incomplete response and the stage passes"
+)
+
+
+class KnownFailures:
+    """Runs the cases in ``known`` (stage or stage/mode: (the check ids, why)) as expected failures."""
+
+    known: Mapping[str, Tuple[FrozenSet[str], str]] = {}
+
+    def run_agent_loop_case(self, stage: str, mode: str) -> None:
+        known = self.known.get(f"{stage}/{mode}") or self.known.get(stage)
+        if known is None:
+            super().run_agent_loop_case(stage, mode)  # type: ignore[misc]
+            return
+        checks, why = known
+        try:
+            super().run_agent_loop_case(stage, mode)  # type: ignore[misc]
+        except AssertionError as failed:
+            got = set(re.findall(r"^  - .*\[([a-z-]+)\]$", str(failed), re.M))
+            assert got == set(checks), f"expected the known failure {sorted(checks)} ({why}); got:\n{failed}"
+            return
+        raise AssertionError(f"{stage}/{mode} passes now; the known failure is gone: {why}")
+
+
 #: What runs without CONFORMANCE_LONG_TESTS=1: each framework on the happy path, whole
-#: and streamed; the other stages, the fault stages among them, run in the long run.
+#: and streamed, and on one turn the provider ends (a known failure for the Agents SDK over
+#: Chat); the other stages, the fault stages among them, run in the long run.
 QUICK = {
-    "AnthropicToolRunner": ["forced-tool/chat", "forced-tool/stream"],
-    "OpenAIAgentsResponses": ["forced-tool/chat", "forced-tool/stream"],
-    "OpenAIAgentsChat": ["forced-tool/chat", "forced-tool/stream"],
+    "AnthropicToolRunner": ["forced-tool/chat", "forced-tool/stream", "length-tool-turn/stream"],
+    "OpenAIAgentsResponses": ["forced-tool/chat", "forced-tool/stream", "content-filter-turn/stream"],
+    "OpenAIAgentsChat": ["forced-tool/chat", "forced-tool/stream", "length-tool-turn/chat"],
 }
 
 
@@ -112,11 +157,12 @@ def setUpModule() -> None:
 
 
 @unittest.skipUnless(HAVE_TOOL_RUNNER, RUNNER_MISSING)
-class AnthropicToolRunner(AgentLoopConformanceTestCase, unittest.TestCase):
+class AnthropicToolRunner(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """``Anthropic().beta.messages.tool_runner``, over HTTP/1.1."""
 
     wire = anthropic_wire
     skip = {"corrupt-arguments/stream": RUNNER_REPAIRS_ARGUMENTS}
+    known = {"cancel-in-tool": (frozenset({"after-cancel"}), RUNNER_RUNS_ON_AFTER_ABORT)}
 
     def create_loop(self, url: str) -> AnthropicToolRunnerLoop:
         return AnthropicToolRunnerLoop(url)
@@ -134,12 +180,13 @@ class OpenAIAgentsResponses(AgentLoopConformanceTestCase, unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_AGENTS, AGENTS_MISSING)
-class OpenAIAgentsChat(AgentLoopConformanceTestCase, unittest.TestCase):
+class OpenAIAgentsChat(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """The Agents SDK's ``Runner`` over ``OpenAIChatCompletionsModel``, over HTTP/1.1."""
 
     wire = openai_chat_wire
     error_results = "text"  # AGENTS_PLAIN_TEXT_ERRORS
     skip = {"corrupt-arguments": AGENTS_CHAT_SENDS_BROKEN_JSON}
+    known = {"length-tool-turn": (frozenset({"result-format"}), AGENTS_CHAT_RUNS_LENGTH_CALLS)}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")

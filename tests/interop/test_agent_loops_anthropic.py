@@ -36,6 +36,8 @@ QUICK = {
         "close-after-last-fragment/stream",
         "unknown-tool/stream",
         "timeout/chat",
+        "ambiguous-retry/chat",
+        "retry-after/stream",
     ],
 }
 

@@ -40,12 +40,14 @@ QUICK = {
         "corrupt-arguments/stream",
         "reset-after-first-fragment/stream",
         "rate-limited/chat",
+        "ambiguous-retry/stream",
     ],
     "OpenAIResponsesSyncLoop": [
         *share(1),
         "corrupt-arguments/stream",
         "close-mid-event/stream",
         "reset-after-execution/stream",
+        "retry-after/chat",
     ],
 }
 
