@@ -5,7 +5,7 @@
 
 Each creates the virtual environment ``.venv`` beside this file on first use (or the
 one named by ``CONFORMANCE_VENV``), installs the project into it editable, with the
-``test`` and ``interop`` extras for ``test``, and runs the command with the
+``test``, ``interop`` and ``frameworks`` extras for ``test``, and runs the command with the
 environment's Python from this folder, wherever it was called from. The install is
 repeated only when ``pyproject.toml`` changes. Standard library only, so it runs
 before anything is installed; it reaches nothing but the package index pip uses.
@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent
 TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
-EXTRAS = {"main": (), "test": ("test", "interop")}
+EXTRAS = {"main": (), "test": ("test", "interop", "frameworks")}
 USAGE = __doc__.split("\n\n")[1]
 #: Each test module's time alone, in seconds (``python -X dev -W error -m unittest
 #: MODULE``), as measured on the project's 2-core machine while it was busy: only the
