@@ -417,7 +417,7 @@ class AgentLoopReportTests(unittest.TestCase):
         self.assertEqual(set(cases_of(report)), expected)
 
     def test_each_case_keeps_its_requests_and_usage_as_evidence(self) -> None:
-        """Each agent-loop case reports every request's status and request id, and its usage, in both outputs."""
+        """Each agent-loop case reports each request's status and request id, and its usage, in both outputs."""
         with tempfile.TemporaryDirectory() as folder:
             status, printed, report, markdown = gate(["tests.test_gate_report:LOOP", "--smoke"], folder)
         assert report is not None
@@ -436,7 +436,8 @@ class AgentLoopReportTests(unittest.TestCase):
     def test_a_loop_that_reports_no_usage_passes_and_is_reported_so(self) -> None:
         """A loop that leaves LoopResult.usage unset passes; the report says "not reported"."""
         with tempfile.TemporaryDirectory() as folder:
-            status, printed, report, markdown = gate(["tests.test_gate_report:SILENT_LOOP", "--smoke"], folder)
+            argv = ["tests.test_gate_report:SILENT_LOOP", "--smoke"]
+            status, printed, report, markdown = gate(argv, folder)
         assert report is not None
         self.assertEqual(status, 0, printed)
         self.assertEqual(validate(load_schema(), report), ())
