@@ -417,7 +417,7 @@ class AgentLoopReportTests(unittest.TestCase):
         self.assertEqual(set(cases_of(report)), expected)
 
     def test_each_case_keeps_its_requests_and_usage_as_evidence(self) -> None:
-        """Each agent-loop case reports each request's status and request id, and its usage, in both outputs."""
+        """Each agent-loop case reports each request's status and request id, and its usage, in both files."""
         with tempfile.TemporaryDirectory() as folder:
             status, printed, report, markdown = gate(["tests.test_gate_report:LOOP", "--smoke"], folder)
         assert report is not None
