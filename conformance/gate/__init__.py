@@ -14,8 +14,16 @@ from __future__ import annotations
 
 from .cases import AgentLoopCase, agent_loop_cases
 from .fixture_format import Fixture, Stamp
-from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
-from .loop import AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
+from .log import (
+    REQUEST_ID_HEADERS,
+    ExecutionLog,
+    ExecutionRecord,
+    ExecutionStatus,
+    InFlight,
+    RequestRecord,
+    request_records,
+)
+from .loop import USAGE_NOT_REPORTED, AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
 from .record import Recorder
 from .reference_loop import ReferenceLoop
 from .replay import ReplayWire
@@ -65,9 +73,11 @@ __all__ = [
     "LoopResult",
     "LoopTask",
     "REFUSALS",
+    "REQUEST_ID_HEADERS",
     "Recorder",
     "ReferenceLoop",
     "ReplayWire",
+    "RequestRecord",
     "SANDBOX_FILES",
     "STAGES",
     "Sandbox",
@@ -80,10 +90,12 @@ __all__ = [
     "ToolCallTracker",
     "TrackedCall",
     "Transition",
+    "USAGE_NOT_REPORTED",
     "UnsupportedSchemaError",
     "agent_loop_cases",
     "check_schema",
     "gemini_schema",
+    "request_records",
     "strict_problems",
     "tool_specs",
     "validate",
