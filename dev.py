@@ -43,12 +43,12 @@ USAGE = __doc__.split("\n\n")[1]
 #: process of its own beside them, so that however long it is it holds up no other.
 WEIGHTS: Dict[str, float] = {
     "tests.test_mutants": 16,
+    "tests.interop.test_agent_frameworks": 16,
     "tests.test_provider_soak": 12,
     "tests.test_main": 11,
     "tests.test_gate_loop": 11,
     "tests.interop.test_anthropic_sdk": 9,
     "tests.test_driver": 9,
-    "tests.interop.test_agent_frameworks": 9,
     "tests.interop.test_agent_loops_openai": 8,
     "tests.test_gate_mutants": 8,
     "tests.interop.test_openai_responses_sdk": 7,

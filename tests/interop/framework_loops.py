@@ -116,9 +116,14 @@ class AnthropicToolRunnerLoop:
         )
 
     def tools(self, task: LoopTask, ids: CallIds) -> List[Any]:
+        schemas = {s.name: s.parameters for s in task.tools}
+
         def make(name: str) -> Any:
             def run(**arguments: Any) -> str:
                 call = ToolCall(ids.take(name), name, arguments)
+                violations = validate(schemas[name], arguments)
+                if violations:  # the runner hands a tool its input as the model wrote it
+                    raise ToolError("; ".join(str(v) for v in violations))
                 result: ToolResult = task.toolset.execute(call, key=call.id, signal=task.signal)
                 if result.is_error:
                     raise ToolError(result.text)  # the runner sends it with is_error: true
