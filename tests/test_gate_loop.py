@@ -263,6 +263,35 @@ class TargetTests(unittest.TestCase):
             with self.subTest(usage=wrong), self.assertRaisesRegex(ValueError, "LoopResult.usage must be"):
                 LoopResult("", "stop", usage=wrong)
 
+    def test_the_usage_sent_is_summed_over_whole_turns_where_the_wire_sends_it(self) -> None:
+        """Usage sent: summed over turns answered whole; none without include_usage; a cut is not judged."""
+        from types import SimpleNamespace
+
+        from conformance.contract import Usage
+        from conformance.gate._usage import UNJUDGED, sent_usage
+
+        def exchange(body: Any, end: str = "complete", fault: Optional[str] = None, cut: bool = False) -> Any:
+            request = SimpleNamespace(json=body, response=SimpleNamespace(end=end))
+            return SimpleNamespace(request=request, turn=object(), fault=fault, problems=(), cut=cut)
+
+        whole, streamed = {"stream": False}, {"stream": True, "stream_options": {"include_usage": True}}
+        table = [
+            ("two whole turns", "openai-chat", [exchange(whole), exchange(streamed)], (Usage(62, 34, 96), 2)),
+            ("no include_usage", "openai-chat", [exchange({"stream": True})], (None, 0)),
+            (
+                "a 429 reports none",
+                "anthropic",
+                [exchange({}), exchange({}, fault="rate-limit")],
+                (Usage(31, 17, 48), 1),
+            ),
+            ("a turn never sent whole", "gemini", [exchange({}, end="reset")], (None, 0)),
+            ("a cut stream", "anthropic", [exchange({}, cut=True, fault="close-after-first")], (UNJUDGED, 0)),
+            ("a wire of one's own", "my-wire", [exchange({})], (UNJUDGED, 0)),
+        ]
+        for name, wire, exchanges, expected in table:
+            with self.subTest(name):
+                self.assertEqual(sent_usage(wire, exchanges), expected)
+
     def test_a_request_record_says_status_and_request_id_or_none(self) -> None:
         """The record of a request keeps the provider's status and request id, None where none was sent."""
         import http.client
