@@ -5,7 +5,7 @@
 
 Each creates the virtual environment ``.venv`` beside this file on first use (or the
 one named by ``CONFORMANCE_VENV``), installs the project into it editable, with the
-``test`` and ``interop`` extras for ``test``, and runs the command with the
+``test``, ``interop`` and ``frameworks`` extras for ``test``, and runs the command with the
 environment's Python from this folder, wherever it was called from. The install is
 repeated only when ``pyproject.toml`` changes. Standard library only, so it runs
 before anything is installed; it reaches nothing but the package index pip uses.
@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent
 TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
-EXTRAS = {"main": (), "test": ("test", "interop")}
+EXTRAS = {"main": (), "test": ("test", "interop", "frameworks")}
 USAGE = __doc__.split("\n\n")[1]
 #: Each test module's time alone, in seconds (``python -X dev -W error -m unittest
 #: MODULE``), as measured on the project's 2-core machine while it was busy: only the
@@ -43,12 +43,12 @@ USAGE = __doc__.split("\n\n")[1]
 #: process of its own beside them, so that however long it is it holds up no other.
 WEIGHTS: Dict[str, float] = {
     "tests.test_mutants": 16,
+    "tests.interop.test_agent_frameworks": 16,
     "tests.test_provider_soak": 12,
     "tests.test_main": 11,
     "tests.test_gate_loop": 11,
     "tests.interop.test_anthropic_sdk": 9,
     "tests.test_driver": 9,
-    "tests.interop.test_agent_frameworks": 9,
     "tests.interop.test_agent_loops_openai": 8,
     "tests.test_gate_mutants": 8,
     "tests.interop.test_openai_responses_sdk": 7,

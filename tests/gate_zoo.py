@@ -357,6 +357,103 @@ class NeverForcesTheTool(ReferenceLoop):
         return await super().run(replace(task, tool_choice=None))
 
 
+class OffByOneBudget(ReferenceLoop):
+    """Counts its requests from the second one on, so it sends one more than the budget, then
+    says it stopped at the budget."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return await super().run(replace(task, max_requests=task.max_requests + 1))
+
+
+class SaysDoneAtItsBudget(ReferenceLoop):
+    """Stops at its budget, but reports ``stopped="done"`` as if the model had finished."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return replace(await super().run(task), stopped="done")
+
+
+class SaysBudgetAfterATool(ReferenceLoop):
+    """Reports ``stopped="budget"`` whenever the conversation ran a tool, though the model finished."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        return replace(result, stopped="budget") if len(task.toolset.log) else result
+
+
+class KeepsTheFirstFinishReason(ReferenceLoop):
+    """Returns the finish reason of the first turn (``tool_calls``), not of the last."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return self._keep(await whole(request))
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.first: Optional[str] = None
+        result = await super().run(task)
+        return replace(result, finish_reason=self.first or result.finish_reason)
+
+    def _keep(self, response: ChatResponse) -> ChatResponse:
+        if self.first is None:
+            self.first = str(response.finish_reason)
+        return response
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return self._keep(await super()._stream(request))
+
+
+class SkipsValidation(ReferenceLoop):
+    """Hands every call of a known tool to the toolset without checking its arguments against
+    the tool's schema (the tool is left to cope)."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        return await super()._execute(task, tracker, call, {} if schema is not None else None)
+
+
+class StopsWithoutAWord(ReferenceLoop):
+    """At a failed request, gives up with a bare ``RuntimeError()`` that says nothing."""
+
+    def _retry_pause(self, error: BaseException, task: LoopTask, started: float, sent: int) -> Any:
+        if task.signal.aborted:
+            return None
+        raise RuntimeError() from error
+
+
+class DropsUsage(ReferenceLoop):
+    """Reads no usage from its turns, and so reports it unavailable (``usage=None``)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return replace(await super().run(task), usage=None)
+
+
+class KeepsTheLastTurnsUsage(ReferenceLoop):
+    """Reports the usage of the last turn alone, not the sum over the conversation."""
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        whole = backend.chat
+
+        async def chat(request: ChatRequest) -> ChatResponse:
+            return self._keep(await whole(request))
+
+        self.backend = _Wrapped(backend, chat=chat)
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.last: Any = None
+        return replace(await super().run(task), usage=self.last)
+
+    def _keep(self, response: ChatResponse) -> ChatResponse:
+        self.last = response.usage
+        return response
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        return self._keep(await super()._stream(request))
+
+
 class ReturnsTheResponse(ReferenceLoop):
     """Hands back the backend's last response instead of a LoopResult."""
 
@@ -666,6 +763,30 @@ def mangle_non_ascii(messages: List[Message]) -> List[Message]:
         r = m.tool_result
         if r is not None and r.error is None:
             m = Message.tool(ToolResult(r.call_id, r.name, r.content.encode("ascii", "replace").decode()))
+        out.append(m)
+    return out
+
+
+def send_results_twice(messages: List[Message]) -> List[Message]:
+    """Sends each result twice, as a loop that appends a result on every retry of its bookkeeping."""
+    out = []
+    for m in messages:
+        out.append(m)
+        if m.tool_result is not None:
+            out.append(m)
+    return out
+
+
+def cut_call_signatures(messages: List[Message]) -> List[Message]:
+    """Keeps only the first 16 characters of each call's signature (a copy cut for logging)."""
+    out = []
+    for m in messages:
+        if m.role == "assistant" and any(c.reasoning for c in m.tool_calls):
+            calls = tuple(
+                replace(c, reasoning=tuple(replace(r, signature=r.signature[:16]) for r in c.reasoning))
+                for c in m.tool_calls
+            )
+            m = replace(m, tool_calls=calls)
         out.append(m)
     return out
 

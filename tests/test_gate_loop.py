@@ -290,6 +290,74 @@ class TargetTests(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "must be 'done' or 'budget'"):
             LoopResult("", "stop", stopped="gave-up")
 
+    def test_loop_result_usage_is_counts_none_or_unset(self) -> None:
+        """usage is a Usage, None (unavailable) or unset ("not reported"); anything else is refused."""
+        from conformance.contract import Usage
+        from conformance.gate.loop import USAGE_NOT_REPORTED
+
+        self.assertEqual(LoopResult("", "stop").usage, USAGE_NOT_REPORTED)
+        self.assertIsNone(LoopResult("", "stop", usage=None).usage)
+        self.assertEqual(LoopResult("", "stop", usage=Usage(1, 2, 3)).usage, Usage(1, 2, 3))
+        for wrong in ("unavailable", {"input_tokens": 1}, 96):
+            with self.subTest(usage=wrong), self.assertRaisesRegex(ValueError, "LoopResult.usage must be"):
+                LoopResult("", "stop", usage=wrong)
+
+    def test_the_usage_sent_is_summed_over_whole_turns_where_the_wire_sends_it(self) -> None:
+        """Usage sent: summed over turns answered whole; none without include_usage; a cut is not judged."""
+        from types import SimpleNamespace
+
+        from conformance.contract import Usage
+        from conformance.gate._usage import UNJUDGED, sent_usage
+
+        def exchange(body: Any, end: str = "complete", fault: Optional[str] = None, cut: bool = False) -> Any:
+            request = SimpleNamespace(json=body, response=SimpleNamespace(end=end))
+            return SimpleNamespace(request=request, turn=object(), fault=fault, problems=(), cut=cut)
+
+        whole, streamed = {"stream": False}, {"stream": True, "stream_options": {"include_usage": True}}
+        table = [
+            ("two whole turns", "openai-chat", [exchange(whole), exchange(streamed)], (Usage(62, 34, 96), 2)),
+            ("no include_usage", "openai-chat", [exchange({"stream": True})], (None, 0)),
+            (
+                "a 429 reports none",
+                "anthropic",
+                [exchange({}), exchange({}, fault="rate-limit")],
+                (Usage(31, 17, 48), 1),
+            ),
+            ("a turn never sent whole", "gemini", [exchange({}, end="reset")], (None, 0)),
+            ("a cut stream", "anthropic", [exchange({}, cut=True, fault="close-after-first")], (UNJUDGED, 0)),
+            ("a wire of one's own", "my-wire", [exchange({})], (UNJUDGED, 0)),
+        ]
+        for name, wire, exchanges, expected in table:
+            with self.subTest(name):
+                self.assertEqual(sent_usage(wire, exchanges), expected)
+
+    def test_a_request_record_says_status_and_request_id_or_none(self) -> None:
+        """The record of a request keeps the provider's status and request id, None where none was sent."""
+        import http.client
+        from urllib.parse import urlsplit
+
+        from conformance.gate.log import RequestRecord
+        from conformance.provider import DropReply, JsonReply, start_fake_provider
+
+        def post(url: str, path: str) -> None:
+            connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=5)
+            try:
+                connection.request("POST", path, body=b"{}", headers={"content-type": "application/json"})
+                connection.getresponse().read()
+            finally:
+                connection.close()
+
+        replies = iter([JsonReply({}, headers={"X-Amzn-RequestId": "1b2c"}), DropReply()])
+        with start_fake_provider() as provider:
+            provider.reply(lambda request: next(replies))
+            post(provider.url, "/one")
+            with self.assertRaises((http.client.HTTPException, ConnectionError)):
+                post(provider.url, "/two")
+            first, second = [RequestRecord.of(n, r) for n, r in enumerate(provider.requests, 1)]
+        self.assertEqual((first.status, first.request_id, first.target), (200, "1b2c", "/one"))
+        self.assertEqual((second.status, second.request_id), (None, None))
+        self.assertEqual(str(second), "POST /two (HTTP/1.1) -> no status")
+
     def test_a_skipped_stage_is_skipped_with_the_target_reason(self) -> None:
         """skip by stage or by stage and mode skips those cases with the reason given."""
         target = AgentLoopTarget(

@@ -5,8 +5,9 @@ Each mutant is the reference loop with one classic bug (``tests/gate_zoo.py``): 
 a call on arguments still arriving, runs earlier calls again, runs a tool after the
 cancel, sends a result with the wrong role, swaps two results, drops the error result,
 loops past its budget, mangles non-ASCII, drops the reasoning, answers a call twice
-where the provider sends no ids, sends results without their ids, and one bug for each
-invariant no other bug isolates; and at the provider's faults, it runs the call a
+where the provider sends no ids, sends results without their ids, drops usage or
+reports one turn's, and one bug for each invariant (each branch its own id) no other
+bug isolates; and at the provider's faults, it runs the call a
 broken stream had begun, takes a broken stream for the end of the turn, runs the last
 turn's calls again before a retry, starts the conversation again without the results
 after a failed request, runs an unknown tool as the closest-named one, repairs broken
@@ -165,8 +166,11 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "loops-past-its-budget",
         zoo.PastBudget,
         # Past its budget it retries a 429 that keeps coming for as long as the provider sends it.
-        {**both("tool-error-insists", {"budget"}), **both("retry-after", {"budget"})},
-        per_wire={"ollama": both("tool-error-insists", {"budget"})},
+        {
+            **both("tool-error-insists", {"max-requests", "stopped-budget"}),
+            **both("retry-after", {"max-requests", "stopped-budget"}),
+        },
+        per_wire={"ollama": both("tool-error-insists", {"max-requests", "stopped-budget"})},
     ),
     LoopMutant(
         "mangles-non-ascii", zoo.rewrite(zoo.mangle_non_ascii), both("non-ascii-result", {"result-content"})
@@ -218,6 +222,38 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),
     LoopMutant("ignores-its-limit", zoo.IgnoresItsLimit, both("large-result", {"result-size"})),
     LoopMutant("drops-empty-results", zoo.rewrite(zoo.drop_empty), both("empty-result", {"results"})),
+    # One bug for each branch of an invariant that the bugs above leave unguarded.
+    LoopMutant(
+        "counts-from-the-second-request", zoo.OffByOneBudget, both("tool-error-insists", {"max-requests"})
+    ),
+    LoopMutant(
+        "says-done-at-its-budget", zoo.SaysDoneAtItsBudget, both("tool-error-insists", {"stopped-budget"})
+    ),
+    LoopMutant("says-budget-after-a-tool", zoo.SaysBudgetAfterATool, both("forced-tool", {"stopped-done"})),
+    LoopMutant(
+        "keeps-the-first-finish-reason", zoo.KeepsTheFirstFinishReason, both("forced-tool", {"finish-reason"})
+    ),
+    LoopMutant("skips-validation", zoo.SkipsValidation, both("invalid-arguments", {"arguments-schema"})),
+    LoopMutant(
+        "sends-results-twice",
+        zoo.rewrite(zoo.send_results_twice),
+        both("forced-tool", {"duplicate-results"}),
+        # Gemini and Bedrock refuse a second result for one call with their 400.
+        per_wire={**on(("gemini", "bedrock-converse"), both("forced-tool", {"result-format"})), "ollama": {}},
+        why="Ollama sends no call ids: a second result cannot be told from a result for another call",
+    ),
+    LoopMutant(
+        "cuts-call-signatures",
+        zoo.rewrite(zoo.cut_call_signatures),
+        {},
+        per_wire={"gemini": both("reasoning", {"call-reasoning"})},
+        why="only Gemini ties a signature to the call itself (the thoughtSignature on its functionCall part)",
+    ),
+    LoopMutant("drops-usage", zoo.DropsUsage, both("forced-tool", {"usage"})),
+    LoopMutant("reports-one-turns-usage", zoo.KeepsTheLastTurnsUsage, both("tool-error-corrects", {"usage"})),
+    LoopMutant(
+        "stops-without-a-word", zoo.StopsWithoutAWord, both("close-after-execution", {"error-message"})
+    ),
     # The fault stages: a loop that mishandles what the provider broke.
     LoopMutant(
         "executes-a-partial-call",

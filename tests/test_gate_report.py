@@ -103,6 +103,22 @@ LOOP = AgentLoopTarget(
 )
 
 
+
+class SilentLoop(ReferenceLoop):
+    """The reference loop as a loop written before LoopResult.usage: it sets none."""
+
+    async def run(self, task: Any) -> Any:
+        result = await super().run(task)
+        return LoopResult(result.text, result.finish_reason, result.stopped)
+
+
+SILENT_LOOP = AgentLoopTarget(
+    "a loop that says nothing of usage",
+    openai_chat_wire,
+    lambda url: SilentLoop(OpenAIChatBackend(f"{url}/v1")),
+)
+
+
 class Guesser:
     """A loop that answers at once without asking the model: it runs no tool and quotes no result."""
 
@@ -453,6 +469,42 @@ class AgentLoopReportTests(unittest.TestCase):
         self.assertEqual(status, 0)
         expected = {f"{stage}/{mode}" for stage in LOOP_SMOKE for mode in ("chat", "stream")}
         self.assertEqual(set(cases_of(report)), expected)
+
+    def test_each_case_keeps_its_requests_and_usage_as_evidence(self) -> None:
+        """Each agent-loop case reports each request's status and request id, and its usage, in both files."""
+        with tempfile.TemporaryDirectory() as folder:
+            status, printed, report, markdown = gate(["tests.test_gate_report:LOOP", "--smoke"], folder)
+        assert report is not None
+        self.assertEqual(status, 0, printed)
+        case = cases_of(report)["forced-tool/chat"]
+        self.assertEqual([r["status"] for r in case["requests"]], [200, 200])
+        self.assertEqual([r["sequence"] for r in case["requests"]], [1, 2])
+        for request in case["requests"]:
+            self.assertRegex(request["request_id"], r"^req_[0-9a-f]{32}$")
+            self.assertEqual(request["target"], "/v1/chat/completions")
+            self.assertIn(f"200 `{request['request_id']}`", markdown)
+        twice = {"input_tokens": 62, "output_tokens": 34, "total_tokens": 96}
+        self.assertEqual(case["usage"], {"reported": twice, "sent": twice})
+        self.assertIn("usage 62 in, 34 out, 96 total (the provider's: 62 in, 34 out, 96 total)", markdown)
+
+    def test_a_loop_that_reports_no_usage_passes_and_is_reported_so(self) -> None:
+        """A loop that leaves LoopResult.usage unset passes; the report says "not reported"."""
+        with tempfile.TemporaryDirectory() as folder:
+            argv = ["tests.test_gate_report:SILENT_LOOP", "--smoke"]
+            status, printed, report, markdown = gate(argv, folder)
+        assert report is not None
+        self.assertEqual(status, 0, printed)
+        self.assertEqual(validate(load_schema(), report), ())
+        for case in cases_of(report).values():
+            self.assertEqual(case["usage"]["reported"], "not reported")
+            self.assertEqual(case["usage"]["sent"]["input_tokens"] % 31, 0)
+        self.assertIn("usage not reported (the provider's: 31 in, 17 out, 48 total)", markdown)
+
+    def test_the_backend_suite_keeps_no_request_evidence(self) -> None:
+        """A backend case reports no requests and no usage evidence: its own checks hold usage per reply."""
+        result = run_cases([DuckTypedCase("text/chat")], jobs=1)[0]
+        self.assertEqual(result.as_dict()["requests"], [])
+        self.assertIsNone(result.as_dict()["usage"])
 
     def test_a_broken_loop_fails_with_the_invariants_it_broke(self) -> None:
         """A loop that never asks the model exits 1; each failure names its invariant in both outputs."""

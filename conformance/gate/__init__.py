@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING, Any, Dict, List
 if TYPE_CHECKING:
     from .cases import AgentLoopCase, agent_loop_cases
     from .fixture_format import Fixture, Stamp
-    from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
-    from .loop import AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
+    from .log import (
+        REQUEST_ID_HEADERS,
+        ExecutionLog,
+        ExecutionRecord,
+        ExecutionStatus,
+        InFlight,
+        RequestRecord,
+        request_records,
+    )
+    from .loop import USAGE_NOT_REPORTED, AgentLoop, AgentLoopTarget, AsyncAgentLoop, LoopResult, LoopTask
     from .record import Recorder
     from .reference_loop import ReferenceLoop
     from .replay import ReplayWire
@@ -62,17 +70,13 @@ if TYPE_CHECKING:
 #: asyncio nor ssl, which the recorder, the replay and the loop driver need only once at work.
 _EXPORTS: Dict[str, str] = {
     "ALWAYS_ERROR": "tools",
-    "BASE_TOOLS": "tools",
-    "IDEMPOTENCY_KEY": "tools",
-    "Journal": "sandbox",
-    "JournalEntry": "sandbox",
-    "write_key": "tools",
     "AgentLoop": "loop",
     "AgentLoopCase": "cases",
     "AgentLoopConformanceTestCase": "testcase",
     "AgentLoopTarget": "loop",
     "AlreadyExecuted": "state",
     "AsyncAgentLoop": "loop",
+    "BASE_TOOLS": "tools",
     "CallCancelled": "state",
     "CallEvent": "state",
     "CallState": "state",
@@ -82,13 +86,18 @@ _EXPORTS: Dict[str, str] = {
     "Fixture": "fixture_format",
     "GateTool": "tools",
     "GateToolset": "tools",
+    "IDEMPOTENCY_KEY": "tools",
     "InFlight": "log",
+    "Journal": "sandbox",
+    "JournalEntry": "sandbox",
     "LoopResult": "loop",
     "LoopTask": "loop",
     "REFUSALS": "state",
+    "REQUEST_ID_HEADERS": "log",
     "Recorder": "record",
     "ReferenceLoop": "reference_loop",
     "ReplayWire": "replay",
+    "RequestRecord": "log",
     "SANDBOX_FILES": "sandbox",
     "STAGES": "stages",
     "Sandbox": "sandbox",
@@ -101,14 +110,18 @@ _EXPORTS: Dict[str, str] = {
     "ToolCallTracker": "state",
     "TrackedCall": "state",
     "Transition": "state",
+    "USAGE_NOT_REPORTED": "loop",
     "UnsupportedSchemaError": "schema",
     "agent_loop_cases": "cases",
     "check_schema": "schema",
     "gemini_schema": "schema",
+    "request_records": "log",
     "strict_problems": "schema",
     "tool_specs": "tools",
     "validate": "schema",
+    "write_key": "tools",
 }
+
 
 __all__ = [
     "ALWAYS_ERROR",
@@ -135,9 +148,11 @@ __all__ = [
     "LoopResult",
     "LoopTask",
     "REFUSALS",
+    "REQUEST_ID_HEADERS",
     "Recorder",
     "ReferenceLoop",
     "ReplayWire",
+    "RequestRecord",
     "SANDBOX_FILES",
     "STAGES",
     "Sandbox",
@@ -150,10 +165,12 @@ __all__ = [
     "ToolCallTracker",
     "TrackedCall",
     "Transition",
+    "USAGE_NOT_REPORTED",
     "UnsupportedSchemaError",
     "agent_loop_cases",
     "check_schema",
     "gemini_schema",
+    "request_records",
     "strict_problems",
     "tool_specs",
     "validate",

@@ -307,6 +307,9 @@ def refusal(planned: PlannedCall) -> Optional[str]:
         return f"its arguments {call.arguments!r} are not valid JSON"
     if not isinstance(arguments, dict):
         return f"its arguments {call.arguments!r} are not a JSON object"
+    violations = validate(TOOLS[call.name].parameters, arguments)
+    if violations:
+        return f"its arguments break {call.name}'s schema (" + "; ".join(map(str, violations)) + ")"
     return None
 
 
@@ -327,6 +330,18 @@ def repeats_a_write(seen: LoopSeen, planned: PlannedCall) -> bool:
     return key is not None and any(
         p.exchange < planned.exchange and scripted_write_key(p.call) == key for p in seen.planned()
     )
+
+
+def breaks_schema(planned: PlannedCall) -> bool:
+    """Whether ``planned``'s arguments are a JSON object its tool's schema forbids."""
+    call = planned.call
+    if call.name not in TOOLS:
+        return False
+    try:
+        arguments = json.loads(call.arguments)
+    except ValueError:
+        return False
+    return isinstance(arguments, dict) and bool(validate(TOOLS[call.name].parameters, arguments))
 
 
 def _indent(text: str) -> str:
@@ -392,47 +407,87 @@ _FINAL_FINISHES: Mapping[str, Tuple[str, ...]] = {
 }
 
 
-def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
+def _final_turn(seen: LoopSeen) -> Optional[Tuple[Any, Exchange, Any]]:
+    """The loop's result, the last exchange and the model's turn there, where the final
+    answer is to be judged: a clean finish of a stage that ends in the model's text."""
     stage = seen.stage
     if stage.budget or stage.cancel or not seen.finished_cleanly:
-        return []
+        return None
     result = seen.outcome.result
     if stage.fault and stage.may_stop and _value(result.stopped) == "budget":
-        return []  # stopping at a fault is allowed; recovered says whether it stopped well
+        return None  # stopping at a fault is allowed; recovered says whether it stopped well
     last = seen.exchanges[-1] if seen.exchanges else None
-    turn = last.turn if last is not None else None
-    if turn is None:
+    if last is None or last.turn is None:
+        return None
+    return result, last, last.turn
+
+
+def check_final_text(seen: LoopSeen) -> List[LoopProblem]:
+    final = _final_turn(seen)
+    if final is None:
         return []
-    problems = []
+    result, last, turn = final
     if turn.calls and turn.finish_reason not in ENDED_FINISHES:
         calls = ", ".join(f"{c.name} {c.id}" for c in turn.calls)
-        problems.append(
+        return [
             LoopProblem(
                 "final-text",
                 f"the loop returned while the model's last turn still called {calls}",
-                seen.events_of(last),  # type: ignore[arg-type]
+                seen.events_of(last),
             )
-        )
-        return problems
+        ]
     if result.text != turn.text:
-        problems.append(
+        return [
             LoopProblem(
                 "final-text",
                 f"expected the model's final text {turn.text!r}, got {result.text!r}",
-                seen.events_of(last),  # type: ignore[arg-type]
+                seen.events_of(last),
             )
-        )
+        ]
+    return []
+
+
+def _answered(final: Optional[Tuple[Any, Exchange, Any]]) -> bool:
+    """Whether the model's last turn ended the conversation: it called nothing, or it was cut
+    off (length) or filtered, so its calls never completed."""
+    return final is not None and (not final[2].calls or final[2].finish_reason in ENDED_FINISHES)
+
+
+def check_finish_reason(seen: LoopSeen) -> List[LoopProblem]:
+    final = _final_turn(seen)
+    if final is None or not _answered(final):
+        return []  # a turn still calling is final-text's
+    result, last, turn = final
     wanted = _FINAL_FINISHES.get(turn.finish_reason, ("stop",))
     if _value(result.finish_reason) not in wanted:
         said = " or ".join(repr(w) for w in wanted)
-        problems.append(
-            LoopProblem("final-text", f"expected finish reason {said}, got {result.finish_reason!r}")
-        )
+        return [
+            LoopProblem(
+                "finish-reason",
+                f"expected finish reason {said} (the model's last turn's), got "
+                f"{result.finish_reason!r}; map the provider's own spelling (end_turn, STOP, "
+                "stop_sequence, max_tokens) to the contract's, and report the last turn's, not an "
+                "earlier one's",
+                seen.events_of(last),
+            )
+        ]
+    return []
+
+
+def check_stopped_done(seen: LoopSeen) -> List[LoopProblem]:
+    final = _final_turn(seen)
+    if final is None or not _answered(final):
+        return []
+    result = final[0]
     if _value(result.stopped) != "done":
-        problems.append(
-            LoopProblem("final-text", f"expected stopped='done' (the model finished), got {result.stopped!r}")
-        )
-    return problems
+        return [
+            LoopProblem(
+                "stopped-done",
+                f"expected stopped='done' (the model finished within the budget), got {result.stopped!r}; "
+                'say stopped="budget" only when max_requests or max_seconds ran out',
+            )
+        ]
+    return []
 
 
 def check_requests(seen: LoopSeen) -> List[LoopProblem]:
@@ -454,35 +509,115 @@ def check_requests(seen: LoopSeen) -> List[LoopProblem]:
     ]
 
 
+def check_max_requests(seen: LoopSeen) -> List[LoopProblem]:
+    case = seen.case
+    got = len(seen.exchanges)
+    if got <= case.max_requests:
+        return []
+    return [
+        LoopProblem(
+            "max-requests",
+            f"the loop sent {got} generation requests; task.max_requests was {case.max_requests} "
+            "(count every request sent, a retry included, and stop before sending one more)",
+            seen.events_of(seen.exchanges[case.max_requests - 1]),
+        )
+    ]
+
+
 def check_budget(seen: LoopSeen) -> List[LoopProblem]:
     case, o = seen.case, seen.outcome
-    problems = []
-    got = len(seen.exchanges)
-    if got > case.max_requests:
-        problems.append(
-            LoopProblem(
-                "budget",
-                f"the loop sent {got} generation requests; task.max_requests was {case.max_requests}",
-                seen.events_of(seen.exchanges[case.max_requests - 1]),
-            )
-        )
     if o.ended_at is not None and o.ended_at - o.started - o.stalled_in_run > case.max_seconds + BUDGET_GRACE:
-        problems.append(
+        return [
             LoopProblem(
                 "budget",
                 f"the loop ran {o.ended_at - o.started:.2f} s{not_counted(o.stalled_in_run)}; "
                 f"task.max_seconds was {case.max_seconds}",
             )
+        ]
+    return []
+
+
+def check_stopped_budget(seen: LoopSeen) -> List[LoopProblem]:
+    if not (seen.stage.budget and seen.finished_cleanly):
+        return []
+    result = seen.outcome.result
+    if _value(result.stopped) == "budget":
+        return []
+    return [
+        LoopProblem(
+            "stopped-budget",
+            'the model kept calling always_error; expected LoopResult(stopped="budget") within '
+            f"max_requests, got stopped={result.stopped!r} after {len(seen.exchanges)} requests",
         )
-    if seen.stage.budget and seen.finished_cleanly and _value(seen.outcome.result.stopped) != "budget":
-        problems.append(
+    ]
+
+
+def _usage_words(usage: Any) -> str:
+    from ._usage import usage_tuple
+
+    i, o, t = usage_tuple(usage)
+    return f"{i} in, {o} out, {t} total"
+
+
+def check_usage(seen: LoopSeen) -> List[LoopProblem]:
+    from ._usage import UNJUDGED, sent_usage, usage_tuple
+    from .loop import USAGE_NOT_REPORTED
+
+    if not seen.finished_cleanly:
+        return []
+    reported = getattr(seen.outcome.result, "usage", USAGE_NOT_REPORTED)
+    if isinstance(reported, str) and reported == USAGE_NOT_REPORTED:
+        return []  # the loop says nothing of usage; the report says so
+    sent, turns = sent_usage(seen.case.target.wire.name, seen.exchanges)
+    if isinstance(sent, str) and sent == UNJUDGED:
+        return []
+    if _value(seen.outcome.result.stopped) == "budget" and sent is not None:
+        # A loop that stopped at its deadline may have given up on the last turn while
+        # the provider was still sending it (or just had): that turn may count or not.
+        fewer, _ = sent_usage(seen.case.target.wire.name, seen.exchanges, but_last=True)
+        if reported is None and fewer is None:
+            return []
+        if reported is not None and fewer is not None and usage_tuple(reported) == usage_tuple(fewer):
+            return []
+    if sent is None:
+        if reported is None:
+            return []
+        return [
             LoopProblem(
-                "budget",
-                'the model kept calling always_error; expected LoopResult(stopped="budget") within '
-                f"max_requests, got stopped={seen.outcome.result.stopped!r} after {got} requests",
+                "usage",
+                f"the provider reported no usage in this conversation, the loop reported "
+                f"{_usage_words(reported)}; report usage=None (unavailable) where no turn carried any",
             )
+        ]
+    if reported is None:
+        return [
+            LoopProblem(
+                "usage",
+                f"the provider reported usage on {turns} turn(s), {_usage_words(sent)} in all; the loop "
+                "reported none (usage=None): read each turn's usage (ChatResponse.usage, the stream's "
+                "last usage chunk) and sum it",
+            )
+        ]
+    if usage_tuple(reported) == usage_tuple(sent):
+        return []
+    per_turn = usage_tuple(_one_turn(sent, turns))
+    why = " (the usage of one turn only: sum every turn's)" if usage_tuple(reported) == per_turn else ""
+    return [
+        LoopProblem(
+            "usage",
+            f"expected usage {_usage_words(sent)}, summed over the {turns} turn(s) that reported it; the "
+            f"loop reported {_usage_words(reported)}{why}",
         )
-    return problems
+    ]
+
+
+def _one_turn(total: Any, turns: int) -> Any:
+    """One turn's share of ``total`` where every turn reported the same counts (the fixture's)."""
+    from ..contract import Usage
+
+    if turns < 1:
+        return total
+    return Usage(total.input_tokens // turns, total.output_tokens // turns, total.total_tokens // turns)
 
 
 #: How each wire forces one tool, for the failure message (Ollama has no such setting).
@@ -556,16 +691,26 @@ def check_arguments(seen: LoopSeen) -> List[LoopProblem]:
                     seen.events_before(record.started),
                 )
             )
-            continue
-        tool = TOOLS.get(record.tool)
-        violations = validate(tool.parameters, record.arguments) if tool is not None else []
-        if violations:
-            problems.append(
-                LoopProblem(
-                    "arguments",
-                    f"{seen.label(planned)}: arguments break the schema: " + "; ".join(map(str, violations)),
-                )
+    return problems
+
+
+def check_arguments_schema(seen: LoopSeen) -> List[LoopProblem]:
+    problems = []
+    for record, planned in seen.on_refused_calls():
+        if record.tool != planned.call.name or not breaks_schema(planned) or record.ran:
+            continue  # a run is refused-call's
+        tool = TOOLS[record.tool]
+        violations = "; ".join(map(str, validate(tool.parameters, record.arguments)))
+        problems.append(
+            LoopProblem(
+                "arguments-schema",
+                f"{seen.label(planned)}: handed to the toolset with arguments that break its schema "
+                f"({violations}); the gate's toolset refused them at the door, a tool of your own would "
+                "have run on them: validate a call against its tool's schema before executing it, and "
+                'send ToolError("invalid_arguments", ...) back instead',
+                seen.events_before(record.started),
             )
+        )
     return problems
 
 
@@ -630,7 +775,7 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     return problems
 
 
-def check_finish_reason(seen: LoopSeen) -> List[LoopProblem]:
+def check_ended_turn(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
     for record, planned in seen.matches():
         if planned is None or not record.ran:
@@ -640,7 +785,7 @@ def check_finish_reason(seen: LoopSeen) -> List[LoopProblem]:
             continue
         problems.append(
             LoopProblem(
-                "finish-reason",
+                "ended-turn",
                 f"{seen.label(planned)}: executed ({record.fixture_id}) though its turn ended with "
                 f"finish reason {why!r}: the provider cut the turn off, so its calls never completed; "
                 "look at the finish reason before running anything",
@@ -922,20 +1067,13 @@ def check_final_results(seen: LoopSeen) -> List[LoopProblem]:
 
 def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
     problems = []
-    wire = seen.case.target.wire
     for planned, exchange, message in _results_due(seen):
         if message is None or message.tool_result is None or refusal(planned) is not None:
             continue  # a refused call's result is refused-call's
+        # A result under another tool's name never gets this far on a shipped wire: Gemini
+        # refuses it (result-format), Ollama pairs results by name (results), the others
+        # carry no name with a result.
         result = message.tool_result
-        if result.name and result.name != planned.call.name:
-            problems.append(
-                LoopProblem(
-                    "call-ids",
-                    f"{seen.label(planned)}: request {exchange.index + 1} answered it under the tool "
-                    f"{result.name!r}",
-                )
-            )
-            continue
         fixture = fixture_id_in(result.content)
         if fixture is None:
             continue
@@ -953,8 +1091,15 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
                     f"{record.tool} {record.call_id}; each result must answer its own call",
                 )
             )
+    return problems
+
+
+def check_duplicate_results(seen: LoopSeen) -> List[LoopProblem]:
+    if not seen.case.target.wire.sends_call_ids:
+        return []
+    problems = []
     for exchange in seen.exchanges:
-        if exchange.history is None or exchange.problems or not wire.sends_call_ids:
+        if exchange.history is None or exchange.problems:
             continue  # a refused history is result-format's
         ids = [m.tool_result.call_id for m in exchange.history.results if m.tool_result is not None]
         ids = [i for i in ids if i]  # a result without an id answers no call twice
@@ -962,8 +1107,9 @@ def check_call_ids(seen: LoopSeen) -> List[LoopProblem]:
         if repeated:
             problems.append(
                 LoopProblem(
-                    "call-ids",
-                    f"request {exchange.index + 1}: more than one result for call {', '.join(repeated)}",
+                    "duplicate-results",
+                    f"request {exchange.index + 1}: more than one result for call {', '.join(repeated)}; "
+                    "send each call's result once",
                 )
             )
     return problems
@@ -1189,6 +1335,16 @@ def check_reasoning(seen: LoopSeen) -> List[LoopProblem]:
                     "come back byte for byte, signature included)",
                 )
             )
+    return problems
+
+
+def check_call_reasoning(seen: LoopSeen) -> List[LoopProblem]:
+    if not seen.stage.reasoning:
+        return []
+    problems = []
+    for exchange, answer, echoed in _echoed_turns(seen):
+        turn = exchange.turn
+        assert turn is not None
         for call in turn.calls:
             back = next(
                 (c for c in echoed.tool_calls if c.id == call.id or (not c.id and c.name == call.name)), None
@@ -1199,13 +1355,41 @@ def check_reasoning(seen: LoopSeen) -> List[LoopProblem]:
                 got = _reasoning_key(back.reasoning) if back is not None else "no such call"
                 problems.append(
                     LoopProblem(
-                        "reasoning",
+                        "call-reasoning",
                         f"{call.name} {call.id}: the call carried {_reasoning_key(call.reasoning)!r}; "
-                        "request "
-                        f"{answer.index + 1} sent back {got!r}",
+                        f"request {answer.index + 1} sent back {got!r} (a call's own signature comes "
+                        "back with that call, byte for byte)",
                     )
                 )
     return problems
+
+
+def _echoed_turns(seen: LoopSeen) -> List[Tuple[Exchange, Exchange, Message]]:
+    """Each tool turn, the accepted request after it, and the assistant turn there that echoes it."""
+    out = []
+    for exchange in seen.exchanges:
+        turn = exchange.turn
+        if turn is None or not turn.calls:
+            continue
+        answer = next(
+            (e for e in seen.exchanges[exchange.index + 1 :] if e.history is not None and not e.problems),
+            None,
+        )
+        if answer is None or answer.history is None:
+            continue
+        ids = {c.id for c in turn.calls}
+        names = {c.name for c in turn.calls}
+        echoed = next(
+            (
+                m
+                for m in answer.history.assistant_turns
+                if any(c.id in ids or (not c.id and c.name in names) for c in m.tool_calls)
+            ),
+            None,
+        )
+        if echoed is not None:
+            out.append((exchange, answer, echoed))
+    return out
 
 
 # -- the fault stages ---------------------------------------------------------------------
@@ -1398,30 +1582,44 @@ def check_recovered(seen: LoopSeen) -> List[LoopProblem]:
                 evidence(),
             )
         ]
-    if not str(o.error).strip():
-        return [
-            LoopProblem(
-                "recovered",
-                f"the loop stopped {at}{about} with {type(o.error).__name__} and no message; say what "
-                "happened (the status, the timeout, the broken stream)",
-                evidence(),
-            )
-        ]
     return []
+
+
+def check_error_message(seen: LoopSeen) -> List[LoopProblem]:
+    stage, o = seen.stage, seen.outcome
+    if not (stage.fault and stage.may_stop) or o.hung or o.error is None or str(o.error).strip():
+        return []
+    faulted = seen.faulted()
+    where = faulted[0] if faulted else (seen.exchanges[-1] if seen.exchanges else None)
+    at = f" after request {where.index + 1} got {_fault_words(where.fault)}" if where is not None else ""
+    return [
+        LoopProblem(
+            "error-message",
+            f"the loop stopped{at} with {type(o.error).__name__} and no message; say what happened "
+            "(the status, the timeout, the broken stream), or raise the client's own error",
+            _fault_evidence(seen, where) if where is not None else "",
+        )
+    ]
 
 
 #: Every invariant, by the id failure messages show.
 INVARIANTS: Dict[str, Check] = {
     "finished": check_finished,
     "final-text": check_final_text,
+    "finish-reason": check_finish_reason,
+    "stopped-done": check_stopped_done,
     "requests": check_requests,
+    "max-requests": check_max_requests,
     "budget": check_budget,
     "tool-choice": check_tool_choice,
+    "stopped-budget": check_stopped_budget,
+    "usage": check_usage,
     "tool-name": check_tool_name,
     "arguments": check_arguments,
+    "arguments-schema": check_arguments_schema,
     "executions": check_executions,
     "executed-early": check_executed_early,
-    "finish-reason": check_finish_reason,
+    "ended-turn": check_ended_turn,
     "after-cancel": check_after_cancel,
     "after-return": check_after_return,
     "tool-signal": check_tool_signal,
@@ -1433,16 +1631,19 @@ INVARIANTS: Dict[str, Check] = {
     "final-results": check_final_results,
     "call-ids": check_call_ids,
     "result-count": check_result_count,
+    "duplicate-results": check_duplicate_results,
     "error-result": check_error_result,
     "result-content": check_result_content,
     "result-size": check_result_size,
     "reasoning": check_reasoning,
+    "call-reasoning": check_call_reasoning,
     "partial-call": check_partial_call,
     "re-executed": check_re_executed,
     "write-once": check_write_once,
     "retry-wait": check_retry_wait,
     "refused-call": check_refused_call,
     "recovered": check_recovered,
+    "error-message": check_error_message,
 }
 
 
@@ -1464,7 +1665,9 @@ def failure_message(seen: LoopSeen, problems: List[LoopProblem]) -> str:
             lines.append(problem.evidence)
     if seen.outcome.left_behind:
         lines.append(f"  left behind: {seen.outcome.left_behind}")
-    shown = ", ".join(str(r) for r in seen.requests) or "none"
+    from .log import request_records
+
+    shown = "; ".join(str(r) for r in request_records(seen.requests)) or "none"
     lines.append(f"  requests seen: {shown}")
     if problems and all(p.check == "result-format" for p in problems):
         # What ran was fine: the history it was sent back in is what the provider refused.

@@ -13,16 +13,24 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from .loop import AgentLoopTarget
+from .loop import USAGE_NOT_REPORTED, AgentLoopTarget
 from .stages import LOOP_MODES, STAGES, STOP_WITH_CALLS, Stage, reasoning_for
 
 if TYPE_CHECKING:
+    from .log import RequestRecord
     from .sandbox import Sandbox
 
-__all__ = ["LATE_RUN_GRACE", "MAX_REQUESTS", "AgentLoopCase", "agent_loop_cases", "shared_sandbox"]
+__all__ = [
+    "LATE_RUN_GRACE",
+    "MAX_REQUESTS",
+    "AgentLoopCase",
+    "CaseEvidence",
+    "agent_loop_cases",
+    "shared_sandbox",
+]
 
 #: The request budget every task carries.
 MAX_REQUESTS = 4
@@ -58,6 +66,23 @@ def shared_sandbox() -> Sandbox:
         return sandbox
 
 
+@dataclass
+class CaseEvidence:
+    """What the last run of a case leaves for the release report, pass or fail.
+
+    ``requests``: each request the loop sent, with the status and request id the
+    provider answered it with. ``usage``: what the loop's ``LoopResult.usage`` said
+    (``"not reported"`` where it said nothing, or returned no result). ``sent_usage``:
+    what the provider reported over the conversation (``None``: no turn reported
+    any; ``"not judged"``: a stream cut short, or a wire the gate has no usage row for).
+    """
+
+    requests: Tuple[RequestRecord, ...] = ()
+    usage: Any = USAGE_NOT_REPORTED
+    sent_usage: Any = None
+    ran: bool = False
+
+
 @dataclass(frozen=True)
 class AgentLoopCase:
     """One stage in one mode for one agent-loop target; :meth:`run` raises on a breach."""
@@ -65,6 +90,8 @@ class AgentLoopCase:
     target: AgentLoopTarget
     stage_name: str
     mode: str
+    #: Filled by :meth:`run`, for the release report.
+    evidence: CaseEvidence = field(default_factory=CaseEvidence, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -158,9 +185,22 @@ class AgentLoopCase:
                 toolset.log.in_flight(),
                 toolset.journal.entries(),
             )
+            self._keep_evidence(seen)
             problems = run_invariants(seen)
         if problems:
             raise AssertionError(failure_message(seen, problems))
+
+
+    def _keep_evidence(self, seen: Any) -> None:
+        from ._usage import UNJUDGED, sent_usage
+        from .log import request_records
+
+        sent, _ = sent_usage(self.target.wire.name, seen.exchanges)
+        evidence = self.evidence
+        evidence.requests = request_records(seen.requests)
+        evidence.usage = getattr(seen.outcome.result, "usage", USAGE_NOT_REPORTED)
+        evidence.sent_usage = "not judged" if isinstance(sent, str) and sent == UNJUDGED else sent
+        evidence.ran = True
 
 
 def agent_loop_cases(target: AgentLoopTarget) -> List[AgentLoopCase]:

@@ -15,15 +15,16 @@ repeats a write under a new id. Every fault is bounded: no pause is longer than 
 429's 0.2 s, the timeout stage's budget is 0.6 s, and the storm of 429s ends after the
 request budget and two more.
 
-Two stages break the model's turn itself rather than the transport: it calls a tool
-the task lacks, or it writes a call's arguments as broken JSON on a turn that ends
-normally. A backend hands the loop that call with ``ToolCall.unparsed_arguments``;
-where the provider never delivers such a call (Gemini, Ollama; Anthropic and Bedrock
-in a whole reply, whose ``input`` is an object) the stage is skipped with the reason.
+Three stages break the model's turn itself rather than the transport: it calls a
+tool the task lacks, writes a call's arguments as broken JSON on a turn that ends
+normally, or writes them as a JSON object the tool's schema forbids. A backend hands
+the loop the broken call with ``ToolCall.unparsed_arguments``; where the provider
+never delivers such a call (Gemini, Ollama; Anthropic and Bedrock in a whole reply,
+whose ``input`` is an object) that stage is skipped with the reason.
 
 What the loop must do at each fault is checked by the fault invariants (in
 ``_invariants``): ``partial-call``, ``re-executed``, ``write-once``, ``retry-wait``,
-``refused-call`` and ``recovered``.
+``refused-call`` and ``recovered``, with ``arguments-schema`` and ``error-message``.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ from ..wires._turns import ScriptedTurn
 
 if TYPE_CHECKING:
     from ..wires._base import Wire
-    from .stages import Stage, Step
+    from ._stage import Stage, Step
 
 __all__ = [
     "CORRUPT_ARGUMENTS",
     "CUT_FRAGMENTS",
     "FAULT_STAGES",
+    "INVALID_ARGUMENTS",
     "RATE_LIMIT_RETRY_AFTER",
     "RETRY_AFTER_BUDGET",
     "TIMEOUT_BUDGET",
@@ -72,6 +74,10 @@ _ARGUMENTS = "".join(CUT_FRAGMENTS)
 #: it would be a valid call; a loop that repairs broken JSON runs it.
 CORRUPT_FRAGMENTS = ('{"text": "gate", ', '"count": 2, "tags": ', '["a", "b')
 CORRUPT_ARGUMENTS = "".join(CORRUPT_FRAGMENTS)
+
+#: The invalid-arguments stage's ``echo_json`` call: a JSON object, as a model writes
+#: one, whose ``count`` is a string where the schema asks for an integer.
+INVALID_ARGUMENTS = '{"text": "gate", "count": "two", "tags": ["a", "b"]}'
 
 def _cut_stream(fault: str) -> Callable[[Step], ScriptedTurn]:
     def script(step: Step) -> ScriptedTurn:
@@ -126,7 +132,7 @@ def _refused(name: str, arguments: str, fragments: Tuple[str, ...] = ()) -> Call
 
 
 def _rows() -> Dict[str, Stage]:
-    from .stages import Stage
+    from ._stage import Stage
 
     stream_only = ("stream",)
     rows = []
@@ -263,6 +269,18 @@ def _rows() -> Dict[str, Stage]:
             requests=2,
             fault="the model writes echo_json's arguments as broken JSON (an open string, array and "
             "object) on a turn that ends normally",
+        ),
+        Stage(
+            "invalid-arguments",
+            "never run a call whose arguments break its tool's schema (count is a string); send a "
+            "structured error back as its result and carry on",
+            "validate each call's arguments against its tool's schema before executing it, and answer "
+            'a call that fails with ToolResult(error=ToolError("invalid_arguments", ...))',
+            "Echo a greeting twice.",
+            _refused("echo_json", INVALID_ARGUMENTS),
+            tools_called=("echo_json",),
+            requests=2,
+            fault='the model writes echo_json\'s "count" as a string, which its schema types as an integer',
         ),
     ]
     return {row.name: row for row in rows}

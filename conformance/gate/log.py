@@ -1,4 +1,5 @@
-"""The record of every tool execution, so that a double or a late one shows.
+"""The record of every tool execution, so that a double or a late one shows, and of every
+request the loop sent, with the status and request id the provider answered it with.
 
 Strategy: the gate judges a loop by what its tools did, not by what the loop says it
 did. Each execution leaves one frozen :class:`ExecutionRecord` with a fixture id no
@@ -6,6 +7,12 @@ other execution has, the call id and idempotency key it ran for, and monotonic s
 and end times to set against the provider's events and the caller's cancel. The log
 takes records from any thread, and from sync and async loops alike, behind one lock;
 readers get snapshots, never the live list.
+
+A :class:`RequestRecord` is the evidence a release keeps of each request: what was
+asked, the status the provider answered with (``None`` where no status line went
+out: a dropped or unanswered request), and the provider's own request id, read from
+the reply header each provider names it in (:data:`REQUEST_ID_HEADERS`), ``None`` on
+a wire whose replies carry none (Gemini, Ollama).
 """
 
 from __future__ import annotations
@@ -13,11 +20,27 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import ToolError, ToolResult
 
-__all__ = ["ExecutionLog", "ExecutionRecord", "ExecutionStatus", "InFlight"]
+if TYPE_CHECKING:
+    from ..provider.replies import RecordedRequest
+
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "ExecutionLog",
+    "ExecutionRecord",
+    "ExecutionStatus",
+    "InFlight",
+    "RequestRecord",
+    "request_records",
+]
+
+#: The reply headers that carry the provider's id of a request, lower-case: OpenAI's
+#: ``x-request-id`` (Chat Completions and Responses), Anthropic's ``request-id``,
+#: Bedrock's ``x-amzn-RequestId``. Gemini and Ollama send none.
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-amzn-requestid")
 
 
 class ExecutionStatus(str, enum.Enum):
@@ -164,3 +187,60 @@ class ExecutionLog:
         with self._lock:
             done, running = len(self._records), len(self._running)
         return f"<ExecutionLog {done} finished, {running} running>"
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the loop sent, and how the provider answered it.
+
+    ``sequence`` counts the requests of a case from 1. ``status`` is the HTTP status
+    the provider sent, ``None`` where it sent no status line (the connection dropped
+    before one, or the request was never answered). ``request_id`` is the provider's
+    id of the request from its reply headers, ``None`` where the wire sends none.
+    """
+
+    sequence: int
+    method: str
+    target: str
+    http_version: str
+    status: Optional[int]
+    request_id: Optional[str]
+
+    @classmethod
+    def of(cls, sequence: int, request: RecordedRequest) -> RequestRecord:
+        """The record of ``request``, read from the reply the provider gave it."""
+        reply = request.response.reply if request.response is not None else None
+        status = getattr(reply, "status", None)
+        request_id = None
+        items = getattr(reply, "header_items", None)
+        if callable(items):
+            headers = {name.lower(): value for name, value in items()}
+            request_id = next((headers[h] for h in REQUEST_ID_HEADERS if h in headers), None)
+        return cls(
+            sequence,
+            request.method,
+            request.target,
+            request.http_version,
+            status if isinstance(status, int) else None,
+            request_id,
+        )
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "sequence": self.sequence,
+            "method": self.method,
+            "target": self.target,
+            "http_version": self.http_version,
+            "status": self.status,
+            "request_id": self.request_id,
+        }
+
+    def __str__(self) -> str:
+        status = "no status" if self.status is None else str(self.status)
+        rid = f", request id {self.request_id}" if self.request_id else ""
+        return f"{self.method} {self.target} ({self.http_version}) -> {status}{rid}"
+
+
+def request_records(requests: Sequence[RecordedRequest]) -> Tuple[RequestRecord, ...]:
+    """The record of each of ``requests``, in the order the provider received them."""
+    return tuple(RequestRecord.of(n, r) for n, r in enumerate(requests, 1))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Protocol, Tuple, Union
 
-from ..contract import AbortSignal, ToolChoice, ToolSpec
+from ..contract import AbortSignal, ToolChoice, ToolSpec, Usage
 from ..errors import TargetDefinitionError
 from ..wires._base import Wire
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ERROR_RESULTS",
     "STOPPED",
+    "USAGE_NOT_REPORTED",
     "AgentLoop",
     "AgentLoopTarget",
     "AsyncAgentLoop",
@@ -41,6 +42,9 @@ ERROR_RESULTS = ("structured", "text")
 
 #: How a loop may end: ``done`` (the model finished) or ``budget`` (it stopped at its limit).
 STOPPED = ("done", "budget")
+#: ``LoopResult.usage`` of a loop that says nothing of usage (one written before the
+#: field existed): not checked, and the report says "not reported".
+USAGE_NOT_REPORTED = "not reported"
 
 
 @dataclass(frozen=True)
@@ -74,15 +78,33 @@ class LoopResult:
 
     ``stopped`` is ``"done"`` when the model finished, ``"budget"`` when the loop
     stopped at ``max_requests`` or ``max_seconds``.
+
+    ``usage`` is the token usage of the whole conversation: a
+    :class:`~conformance.Usage` summed over every turn the provider answered in full,
+    or ``None`` to mark it unavailable (no turn reported any). Both are checked against
+    what the provider sent (``[usage]``). Left at :data:`USAGE_NOT_REPORTED`, nothing
+    is checked and the release report says "not reported".
     """
 
     text: str
     finish_reason: str
     stopped: str = "done"
+    usage: Union[Usage, None, str] = USAGE_NOT_REPORTED
 
     def __post_init__(self) -> None:
         if self.stopped not in STOPPED:
             raise ValueError(f"LoopResult.stopped must be 'done' or 'budget', got {self.stopped!r}")
+        usage = self.usage
+        if usage is None or usage == USAGE_NOT_REPORTED:
+            return
+        if isinstance(usage, str) or not all(
+            isinstance(getattr(usage, name, None), int)
+            for name in ("input_tokens", "output_tokens", "total_tokens")
+        ):
+            raise ValueError(
+                "LoopResult.usage must be a Usage(input_tokens, output_tokens, total_tokens) summed over "
+                f"the conversation, None where no turn reported usage, or left unset; got {usage!r}"
+            )
 
 
 class AgentLoop(Protocol):

@@ -26,7 +26,9 @@ It shows what the gate asks of a loop, in the order a loop meets it:
   calls, and the loop returns it as it is. A turn whose calls came with ``stop`` (as
   Gemini and Ollama always say) runs them: the calls present decide.
 - Count requests and time; stop with ``stopped="budget"`` at either limit, before
-  running a call whose result could not be sent.
+  running a call whose result could not be sent. Sum the usage of every turn the
+  provider answered in full into ``LoopResult.usage`` (``None`` where no turn
+  reported any).
 - On abort, the backend raises the reason and closes its connection; the loop lets
   it through and runs nothing more.
 - Bound each request by what is left of ``max_seconds``. When a request fails in a
@@ -53,6 +55,7 @@ from ..contract import (
     ToolCall,
     ToolError,
     ToolResult,
+    Usage,
 )
 from .loop import LoopResult, LoopTask
 from .state import ToolCallTracker
@@ -82,12 +85,17 @@ class ReferenceLoop:
         self._writes: Dict[str, ToolResult] = {}  # by write key: a write lands once
         sent = answered = 0
         last = ChatResponse("", "stop")
+        usage: Optional[Usage] = None
+
+        def ending(stopped: str = "done") -> LoopResult:
+            return LoopResult(last.content, str(last.finish_reason), stopped=stopped, usage=usage)
+
         try:
             while True:
                 task.signal.raise_if_aborted()
                 left = task.max_seconds - (time.monotonic() - started)
                 if sent >= task.max_requests or left <= 0:
-                    return LoopResult(last.content, str(last.finish_reason), stopped="budget")
+                    return ending("budget")
                 request = ChatRequest(
                     task.model,
                     tuple(messages),
@@ -100,7 +108,7 @@ class ReferenceLoop:
                 try:
                     last = await asyncio.wait_for(ask, left)
                 except asyncio.TimeoutError:
-                    return LoopResult(last.content, str(last.finish_reason), stopped="budget")
+                    return ending("budget")
                 except (LLMError, ConnectionError, EOFError, ValueError) as exc:
                     pause = self._retry_pause(exc, task, started, sent)
                     if pause is None:
@@ -108,13 +116,14 @@ class ReferenceLoop:
                     await self._pause(task, pause)
                     continue
                 answered += 1
+                usage = _add(usage, last.usage)
                 if not last.tool_calls or str(last.finish_reason) in ENDED:
                     # A turn cut off at the limit, or stopped by the content filter, ends the
                     # conversation: whatever calls it carries never completed.
-                    return LoopResult(last.content, str(last.finish_reason))
+                    return ending()
                 if sent >= task.max_requests:
                     # No request is left to send results in: run nothing whose result would be lost.
-                    return LoopResult(last.content, str(last.finish_reason), stopped="budget")
+                    return ending("budget")
                 messages.append(Message.from_response(last))
                 for call in last.tool_calls:
                     result = await self._execute(task, tracker, call, schemas.get(call.name))
@@ -157,6 +166,7 @@ class ReferenceLoop:
         calls: List[ToolCall] = []
         reasoning: List[Reasoning] = []
         finish = "stop"
+        usage: Optional[Usage] = None
         stream = self.backend.chat_stream(request)
         try:
             async for chunk in stream:
@@ -165,11 +175,13 @@ class ReferenceLoop:
                 reasoning.extend(chunk.reasoning)
                 if chunk.finish_reason is not None:
                     finish = str(chunk.finish_reason)
+                if chunk.usage is not None:
+                    usage = chunk.usage  # the turn's usage: the last a stream reports
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-        return ChatResponse("".join(text), finish, tuple(calls), reasoning=tuple(reasoning))
+        return ChatResponse("".join(text), finish, tuple(calls), usage=usage, reasoning=tuple(reasoning))
 
     async def _execute(
         self, task: LoopTask, tracker: ToolCallTracker, call: ToolCall, schema: Any
@@ -210,6 +222,19 @@ class ReferenceLoop:
     async def aclose(self) -> None:
         """Close the backend's connections."""
         await self.backend.aclose()
+
+
+def _add(total: Optional[Usage], turn: Optional[Usage]) -> Optional[Usage]:
+    """``total`` with one more turn's usage added; a turn that reported none adds nothing."""
+    if turn is None:
+        return total
+    if total is None:
+        return Usage(turn.input_tokens, turn.output_tokens, turn.total_tokens)
+    return Usage(
+        total.input_tokens + turn.input_tokens,
+        total.output_tokens + turn.output_tokens,
+        total.total_tokens + turn.total_tokens,
+    )
 
 
 def _is_stream_error(error: BaseException) -> bool:

@@ -183,13 +183,21 @@ class CaseResult:
     seconds: float = 0.0
     #: True when the case itself raised something other than a verdict (the text is the traceback).
     crashed: bool = False
+    #: Each request the case's loop sent, with the provider's status and request id
+    #: (``RequestRecord.as_dict()``); empty where the suite keeps none (the backend suite).
+    requests: Tuple[Mapping[str, Any], ...] = ()
+    #: ``{"reported": ..., "sent": ...}``: the usage the loop reported and what the
+    #: provider reported over the conversation; ``None`` where the suite keeps none.
+    usage: Optional[Mapping[str, Any]] = None
 
     @property
     def stream(self) -> bool:
         return self.mode == "stream"
 
     def as_dict(self) -> Dict[str, Any]:
-        return {**dataclasses.asdict(self), "stream": self.stream, "seconds": round(self.seconds, 4)}
+        out = {**dataclasses.asdict(self), "stream": self.stream, "seconds": round(self.seconds, 4)}
+        out["requests"] = [dict(r) for r in self.requests]
+        return out
 
 
 def _stage_and_mode(case: Any) -> Tuple[str, str]:
@@ -213,7 +221,34 @@ def _run_one(case: Any) -> CaseResult:
     status, detail = outcome(case)
     seconds = time.perf_counter() - started
     verdict = {"pass": "pass", "skip": "skip"}.get(status, "fail")
-    return CaseResult(str(case.name), stage, mode, verdict, detail, seconds, crashed=status == "ERROR")
+    requests, usage = _evidence(case)
+    return CaseResult(
+        str(case.name),
+        stage,
+        mode,
+        verdict,
+        detail,
+        seconds,
+        crashed=status == "ERROR",
+        requests=requests,
+        usage=usage,
+    )
+
+
+def _usage_json(usage: Any) -> Any:
+    """A usage as JSON: its three counts, ``None`` (unavailable, or none sent), or its mark."""
+    if usage is None or isinstance(usage, str):
+        return usage
+    return {name: getattr(usage, name, None) for name in ("input_tokens", "output_tokens", "total_tokens")}
+
+
+def _evidence(case: Any) -> Tuple[Tuple[Mapping[str, Any], ...], Optional[Mapping[str, Any]]]:
+    """The requests and usage a case that keeps evidence (the agent-loop suite's) left behind."""
+    evidence = getattr(case, "evidence", None)
+    if evidence is None or not getattr(evidence, "ran", False):
+        return (), None
+    requests = tuple(r.as_dict() for r in evidence.requests)
+    return requests, {"reported": _usage_json(evidence.usage), "sent": _usage_json(evidence.sent_usage)}
 
 
 def run_cases(cases: Sequence[Any], jobs: int) -> List[CaseResult]:
@@ -514,6 +549,11 @@ def _markdown(report: GateReport) -> str:
                 "",
                 "</details>",
             ]
+    kept = [r for r in report.results if r.requests or r.usage is not None]
+    if kept:
+        lines += ["", f"<details><summary>Evidence: requests and usage of {len(kept)} cases</summary>", ""]
+        lines += [f"- {_code(r.name)}: {_evidence_cell(r)}" for r in kept]
+        lines += ["", "</details>"]
     skips = [r for r in report.results if r.verdict == "skip"]
     if skips:
         noun = "case" if len(skips) == 1 else "cases"
@@ -521,6 +561,30 @@ def _markdown(report: GateReport) -> str:
         lines += [f"- {_code(r.name)}: {_cell(r.detail)}" for r in skips]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def _usage_cell(usage: Any) -> str:
+    if usage is None:
+        return "none"
+    if isinstance(usage, str):
+        return usage
+    return f"{usage['input_tokens']} in, {usage['output_tokens']} out, {usage['total_tokens']} total"
+
+
+def _evidence_cell(result: CaseResult) -> str:
+    """One case's evidence: usage reported (and sent), then each request's status and request id."""
+    parts = []
+    if result.usage is not None:
+        reported, sent = result.usage.get("reported"), result.usage.get("sent")
+        said = "unavailable" if reported is None else _usage_cell(reported)
+        parts.append(f"usage {said} (the provider's: {_usage_cell(sent)})")
+    answered = []
+    for r in result.requests:
+        status = "no status" if r.get("status") is None else str(r["status"])
+        answered.append(f"{status} {_code(str(r['request_id']))}" if r.get("request_id") else status)
+    if answered:
+        parts.append("requests " + ", ".join(answered))
+    return _cell("; ".join(parts))
 
 
 def _headline(detail: str, limit: int = 160) -> str:

@@ -13,17 +13,15 @@ loop must do is checked by the invariants (``_invariants``), never by wording.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..contract import Reasoning, ToolChoice
 from ..errors import TargetDefinitionError
-from ..wires._turns import ScriptedCall, ScriptedTurn
+from ..wires._turns import ScriptedTurn
+from ._stage import LOOP_MODES, Stage, Step
 
 if TYPE_CHECKING:
     from ..wires._base import Wire
-    from ..wires._turns import History
 
 __all__ = [
     "INTERLEAVED",
@@ -38,7 +36,6 @@ __all__ = [
     "reasoning_for",
 ]
 
-LOOP_MODES = ("chat", "stream")
 
 #: The text the model answers the plain-text stage with: non-ASCII, so a loop that
 #: decodes per chunk shows it.
@@ -60,57 +57,6 @@ def _fragments(arguments: str) -> Tuple[str, ...]:
     cuts = sorted({3, 9, inside, between, pair + 10, pair + 16, pair + 22, pair + 30, pair + 44, tail})
     bounds = [0, *[c for c in cuts if 0 < c < len(arguments)], len(arguments)]
     return tuple(arguments[a:b] for a, b in zip(bounds, bounds[1:]))
-
-
-@dataclass
-class Step:
-    """One generation request of a stage's conversation, as its script sees it.
-
-    ``index`` counts the generation requests (0 for the first); ``history`` is what
-    the loop sent. :meth:`call` makes a call with an id shaped like the wire's own,
-    the same on every run; :meth:`final` is the text turn that quotes, for every call
-    the model made so far, the fixture id of its result where it came back correlated.
-    """
-
-    index: int
-    wire: Wire
-    stage: str
-    history: History
-    max_requests: int
-    quote: Callable[[], str]
-    reasoning: Tuple[Reasoning, ...] = ()
-    call_reasoning: Tuple[Reasoning, ...] = ()
-    #: Set by a script that wants its stream held: (call position, "before-last" | "cancel").
-    hold: Optional[Tuple[int, str]] = None
-    #: Set by a script that answers this request with a fault instead of the turn
-    #: (a name of :data:`~conformance.gate._fault_replies.FAULT_REPLIES`).
-    fault: Optional[str] = None
-
-    def call(
-        self,
-        name: str,
-        arguments: Any,
-        position: int = 0,
-        fragments: Tuple[str, ...] = (),
-        reasoning: Tuple[Reasoning, ...] = (),
-    ) -> ScriptedCall:
-        from ..wires._base import provider_id
-
-        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        call_id = provider_id(_id_prefix(self.wire), f"gate/{self.stage}/{self.index}/{position}")
-        return ScriptedCall(call_id, name, text, fragments, reasoning)
-
-    def turn(self, *calls: ScriptedCall, interleave: bool = False) -> ScriptedTurn:
-        return ScriptedTurn(calls=calls, interleave=interleave, seed=f"gate/{self.stage}/{self.index}")
-
-    def final(self) -> ScriptedTurn:
-        return ScriptedTurn(text=self.quote(), seed=f"gate/{self.stage}/{self.index}")
-
-
-def _id_prefix(wire: Wire) -> str:
-    sample = wire.tool_call_id or "call_"
-    match = re.match(r"[A-Za-z]+_(?:01)?", sample)
-    return match.group(0) if match else "call_"
 
 
 # -- the scripts -------------------------------------------------------------------------
@@ -251,48 +197,6 @@ def _reasoning(step: Step) -> ScriptedTurn:
         call = step.call("echo_json", ECHO_ARGUMENTS, reasoning=step.call_reasoning)
         return ScriptedTurn(calls=(call,), reasoning=step.reasoning, seed=f"gate/{step.stage}/0")
     return step.final()
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One row of the stage table."""
-
-    name: str
-    must: str
-    hint: str
-    prompt: str
-    script: Callable[[Step], ScriptedTurn]
-    tool_choice: Optional[ToolChoice] = None
-    #: The tools the model calls, in the order it calls them ("" for none).
-    tools_called: Tuple[str, ...] = ()
-    #: The model keeps calling until the loop's budget: the loop must stop there.
-    budget: bool = False
-    #: The caller aborts during the first turn.
-    cancel: bool = False
-    #: ... not in the stream but while the turn's first call (a ``delayed_value``) runs.
-    abort_in_tool: bool = False
-    #: The model's tool turn carries reasoning that must come back.
-    reasoning: bool = False
-    #: Exactly this many generation requests, where the stage fixes it.
-    requests: Optional[int] = None
-    modes: Tuple[str, ...] = LOOP_MODES
-    notes: Mapping[str, str] = field(default_factory=dict)
-    #: A fault stage: the provider breaks the conversation at a protocol event
-    #: (the table is in ``faults``); empty for the stages above.
-    fault: str = ""
-    #: At the fault the loop may recover, or stop with a useful error or
-    #: ``LoopResult(stopped="budget")``; otherwise it must carry on to the final text. In a
-    #: stage without a fault (a turn the provider ended), the loop may raise an error that
-    #: says why instead of returning the turn.
-    may_stop: bool = False
-    #: The task's ``max_seconds`` where the stage sets its own (shorter) budget.
-    max_seconds: Optional[float] = None
-    #: Set on an opt-in stress stage, which plays what the format allows but no provider
-    #: sends: why (the sentence its skip quotes). It runs only where the target names it
-    #: in ``stress``.
-    stress: str = ""
-    #: Tools the task offers beside the base four (the write tool, where the stage needs it).
-    extra_tools: Tuple[str, ...] = ()
 
 
 STAGES: Dict[str, Stage] = {

@@ -1,5 +1,8 @@
 """Agent frameworks driven with the gate's tools: what a team gets from a framework's loop.
 
+Written against each framework's public API and the kit's (``conformance``,
+``conformance.gate``), as a team's own adapter would be.
+
 - ``AnthropicToolRunnerLoop``: anthropic-python's own loop,
   ``client.beta.messages.tool_runner(...)``, whole replies and ``stream=True``. It
   runs each ``tool_use`` through the tool's ``call(input)``, sends the results back
@@ -39,9 +42,10 @@ import threading
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
-from conformance.abort import race_abort
+from conformance import Usage, race_abort
 from conformance.contract import ToolCall, ToolResult
-from conformance.gate import LoopResult, LoopTask
+from conformance.contract import ToolError as GateToolError  # anthropic.lib.tools has a ToolError
+from conformance.gate import LoopResult, LoopTask, validate
 
 from .sdk_loops import (
     MAX_TOKENS,
@@ -112,9 +116,14 @@ class AnthropicToolRunnerLoop:
         )
 
     def tools(self, task: LoopTask, ids: CallIds) -> List[Any]:
+        schemas = {s.name: s.parameters for s in task.tools}
+
         def make(name: str) -> Any:
             def run(**arguments: Any) -> str:
                 call = ToolCall(ids.take(name), name, arguments)
+                violations = validate(schemas[name], arguments)
+                if violations:  # the runner hands a tool its input as the model wrote it
+                    raise ToolError("; ".join(str(v) for v in violations))
                 result: ToolResult = task.toolset.execute(call, key=call.id, signal=task.signal)
                 if result.is_error:
                     raise ToolError(result.text)  # the runner sends it with is_error: true
@@ -296,3 +305,283 @@ def prime(target: Any) -> None:
         AgentLoopCase(target, "forced-tool", "stream").run()
     except AssertionError:
         pass
+
+
+# -- pydantic-ai ---------------------------------------------------------------------------------
+
+HAVE_PYDANTIC_AI = importlib.util.find_spec("pydantic_ai") is not None
+
+
+def _usage(input_tokens: Any, output_tokens: Any) -> Optional[Usage]:
+    """A framework's token counts as the contract's usage; ``None`` where it counted nothing."""
+    if not input_tokens and not output_tokens:
+        return None
+    given, made = int(input_tokens or 0), int(output_tokens or 0)
+    return Usage(given, made, given + made)
+
+
+#: pydantic-ai's finish reasons (``ModelResponse.finish_reason``) in the contract's spelling.
+PYDANTIC_AI_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_call": "tool_calls",
+}
+
+
+class PydanticAILoop:
+    """An async loop over pydantic-ai's ``Agent.run``; ``api``: ``"chat"``, ``"responses"``, ``"anthropic"``.
+
+    The tools are the gate's own schemas (``Tool.from_schema``), each taking the
+    ``RunContext``, whose ``tool_call_id`` keys the execution. ``UsageLimits
+    (request_limit=...)`` is the request budget; the ``UsageLimitExceeded`` it raises is
+    a stop at the budget. Streamed mode hands ``run`` an ``event_stream_handler``, which
+    makes pydantic-ai stream every model request. A forced tool is asked for on the
+    first request only, through a capability's per-step model settings (a static
+    ``tool_choice`` would force a call on every step, and pydantic-ai refuses it).
+    """
+
+    def __init__(self, base_url: str, api: str, http2: bool = False) -> None:
+        self.api = api
+        if api == "anthropic":
+            import anthropic as anthropic_sdk
+
+            self.client: Any = anthropic_sdk.AsyncAnthropic(
+                api_key="test",
+                base_url=base_url,
+                max_retries=0,
+                timeout=SDK_TIMEOUT,
+                http_client=anthropic_sdk.DefaultAsyncHttpxClient(http1=not http2, http2=http2),
+            )
+        else:
+            import openai
+
+            self.client = openai.AsyncOpenAI(
+                api_key="test",
+                base_url=f"{base_url}/v1",
+                max_retries=0,
+                timeout=SDK_TIMEOUT,
+                http_client=openai.DefaultAsyncHttpxClient(http1=not http2, http2=http2),
+            )
+
+    def model(self, task: LoopTask) -> Any:
+        client = self.client.with_options(timeout=max(0.05, task.max_seconds))
+        if self.api == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            return AnthropicModel(task.model, provider=AnthropicProvider(anthropic_client=client))
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        model_class = OpenAIResponsesModel if self.api == "responses" else OpenAIChatModel
+        return model_class(task.model, provider=OpenAIProvider(openai_client=client))
+
+    def agent(self, task: LoopTask) -> Any:
+        from pydantic_ai import Agent, RunContext, Tool
+        from pydantic_ai.capabilities import AbstractCapability
+
+        schemas = {s.name: s.parameters for s in task.tools}
+
+        def make(name: str) -> Any:
+            async def run(ctx: RunContext[None], **arguments: Any) -> str:
+                call_id = str(ctx.tool_call_id)
+                # Tool.from_schema skips validating the arguments against the schema (its
+                # docstring says so): a loop that declares its tools by schema checks them.
+                violations = validate(schemas[name], arguments)
+                if violations:
+                    message = "; ".join(str(v) for v in violations)
+                    return ToolResult(call_id, name, error=GateToolError("invalid_arguments", message)).text
+                call = ToolCall(call_id, name, arguments)
+                result: ToolResult = await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+                return result.text
+
+            return run
+
+        tools = [
+            Tool.from_schema(
+                make(s.name),
+                name=s.name,
+                description=s.description,
+                json_schema=dict(s.parameters),
+                takes_ctx=True,
+            )
+            for s in task.tools
+        ]
+        capabilities: List[Any] = []
+        choice = task.tool_choice
+        if choice is not None and choice.mode == "tool":
+
+            class ForceFirst(AbstractCapability[None]):
+                def get_model_settings(self) -> Any:
+                    return lambda ctx: {"tool_choice": [choice.name]} if ctx.run_step <= 1 else {}
+
+            capabilities.append(ForceFirst())
+        settings: Dict[str, Any] = {"max_tokens": MAX_TOKENS} if self.api == "anthropic" else {}
+
+        model = self.model(task)
+        return Agent(model, tools=tools, capabilities=capabilities, model_settings=settings or None)
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        from pydantic_ai import UsageLimits
+        from pydantic_ai.exceptions import UsageLimitExceeded
+
+        agent = self.agent(task)
+
+        async def drain(ctx: Any, events: Any) -> None:
+            async for _event in events:
+                pass
+
+        limits = UsageLimits(request_limit=task.max_requests)
+        handler = drain if task.stream else None
+        try:
+            run = agent.run(
+                task.prompt, usage_limits=limits, event_stream_handler=handler, timeout=task.max_seconds
+            )
+            result = await race_abort(run, task.signal)
+        except UsageLimitExceeded:
+            return LoopResult("", "tool_calls", stopped="budget")
+        usage = result.usage
+        reason = str(result.response.finish_reason)
+        finish = PYDANTIC_AI_FINISH.get(reason, reason)
+        return LoopResult(str(result.output), finish, usage=_usage(usage.input_tokens, usage.output_tokens))
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+# -- LangChain ---------------------------------------------------------------------------------
+
+HAVE_LANGCHAIN = all(
+    importlib.util.find_spec(name) is not None
+    for name in ("langchain", "langchain_openai", "langchain_anthropic")
+)
+#: LangChain's finish reasons, from an AIMessage's response_metadata, in the contract's spelling.
+LANGCHAIN_FINISH = {"stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "completed": "stop"}
+
+
+class LangChainLoop:
+    """An async loop over ``langchain.agents.create_agent``; ``api`` is ``"chat"``, ``"responses"``
+    (``ChatOpenAI``, ``use_responses_api``) or ``"anthropic"`` (``ChatAnthropic``).
+
+    The tools are ``StructuredTool``s over the gate's JSON schemas; a middleware's
+    ``awrap_tool_call`` sees each call's id (``request.tool_call["id"]``) and hands it to
+    the tool through a context variable while LangChain runs it. ``streaming`` is the
+    task's stream flag. ``ModelCallLimitMiddleware(run_limit=max_requests,
+    exit_behavior="error")`` is the request budget; its ``ModelCallLimitExceededError``
+    is a stop at the budget, and so is the run's time running out (``asyncio.wait_for``
+    over ``max_seconds``). The finish reason is the last AIMessage's, mapped to the
+    contract's (``end_turn`` is ``stop``), and the usage the sum of every AIMessage's
+    ``usage_metadata``. ``ChatOpenAI`` is given the httpx client it sends with, which the
+    loop closes; ``ChatAnthropic`` takes none and keeps one per base URL for the life of
+    the process (``langchain_anthropic/_client_utils.py``, an ``lru_cache``), so each
+    case's client is left to the garbage collector, which warns of its open socket.
+    """
+
+    def __init__(self, base_url: str, api: str, http2: bool = False) -> None:
+        import httpx
+
+        self.base_url = base_url
+        self.api = api
+        # ChatOpenAI takes the httpx client it sends with, so the loop can close it; without
+        # one it keeps a client per base URL for the life of the process.
+        self.http = httpx.AsyncClient(http1=not http2, http2=http2, timeout=SDK_TIMEOUT)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def model(self, task: LoopTask) -> Any:
+        timeout = max(0.05, task.max_seconds)
+        if self.api == "anthropic":
+            from langchain_anthropic import ChatAnthropic
+
+            return ChatAnthropic(
+                model=task.model,
+                base_url=self.base_url,
+                api_key="test",
+                max_retries=0,
+                default_request_timeout=timeout,
+                max_tokens=MAX_TOKENS,
+                streaming=task.stream,
+            )
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(
+            model=task.model,
+            base_url=f"{self.base_url}/v1",
+            api_key="test",
+            max_retries=0,
+            timeout=timeout,
+            streaming=task.stream,
+            stream_usage=True,
+            use_responses_api=self.api == "responses",
+            http_async_client=self.http,
+        )
+
+    def agent(self, task: LoopTask) -> Any:
+        import contextvars
+
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
+        from langchain_core.tools import StructuredTool
+
+        current: contextvars.ContextVar[str] = contextvars.ContextVar("gate_call_id")
+
+        schemas = {s.name: s.parameters for s in task.tools}
+
+        def make(name: str) -> Any:
+            async def run(**arguments: Any) -> str:
+                call_id = current.get()
+                # A StructuredTool whose args_schema is a JSON schema dict passes the
+                # arguments through unvalidated (langchain_core/tools/base.py,
+                # BaseTool._parse_input): a loop that declares its tools by schema checks them.
+                violations = validate(schemas[name], arguments)
+                if violations:
+                    message = "; ".join(str(v) for v in violations)
+                    return ToolResult(call_id, name, error=GateToolError("invalid_arguments", message)).text
+                call = ToolCall(call_id, name, arguments)
+                result: ToolResult = await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+                return result.text
+
+            return run
+
+        class CallIds(AgentMiddleware):  # type: ignore[type-arg]
+            async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+                token = current.set(str(request.tool_call["id"]))
+                try:
+                    return await handler(request)
+                finally:
+                    current.reset(token)
+
+        tools = [
+            StructuredTool.from_function(
+                coroutine=make(s.name), name=s.name, description=s.description, args_schema=dict(s.parameters)
+            )
+            for s in task.tools
+        ]
+        model = self.model(task)
+        limit = ModelCallLimitMiddleware(run_limit=task.max_requests, exit_behavior="error")
+        return create_agent(model, tools, middleware=[CallIds(), limit])
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        import asyncio
+
+        from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
+        from langchain_core.messages import AIMessage
+
+        agent = self.agent(task)
+        work = asyncio.wait_for(agent.ainvoke({"messages": [("user", task.prompt)]}), task.max_seconds)
+        try:
+            state = await race_abort(work, task.signal)
+        except ModelCallLimitExceededError:
+            return LoopResult("", "tool_calls", stopped="budget")
+        except asyncio.TimeoutError:
+            return LoopResult("", "tool_calls", stopped="budget")
+        replies = [m for m in state["messages"] if isinstance(m, AIMessage)]
+        last = replies[-1]
+        meta = last.response_metadata or {}
+        reason = str(meta.get("finish_reason") or meta.get("stop_reason") or meta.get("status") or "")
+        finish = LANGCHAIN_FINISH.get(reason, "tool_calls" if last.tool_calls else reason)
+        counts = [m.usage_metadata for m in replies if m.usage_metadata]
+        usage = _usage(sum(c["input_tokens"] for c in counts), sum(c["output_tokens"] for c in counts))
+        return LoopResult(last.text if isinstance(last.text, str) else str(last.text()), finish, usage=usage)

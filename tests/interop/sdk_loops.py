@@ -71,7 +71,7 @@ from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Seq
 
 from conformance.abort import race_abort, shutdown_socket
 from conformance.contract import AbortSignal, ToolCall, ToolChoice, ToolError, ToolResult, ToolSpec
-from conformance.gate import LoopResult, LoopTask, write_key
+from conformance.gate import LoopResult, LoopTask, validate, write_key
 
 from ..test_provider_support import LONG_TESTS
 from ._support import flatten
@@ -245,7 +245,8 @@ class Call:
 
 
 def prepare(task: LoopTask, call_id: str, name: str, arguments: Any) -> Call:
-    """The call as the loop will handle it: refused when its tool is unknown or its arguments no JSON object.
+    """The call as the loop will handle it: refused when its tool is unknown, or its arguments are
+    no JSON object or break the tool's schema.
 
     ``arguments`` is the provider's argument text, or the object an SDK already parsed.
     """
@@ -269,6 +270,11 @@ def prepare(task: LoopTask, call_id: str, name: str, arguments: Any) -> Call:
     names = [spec.name for spec in task.tools]
     if name not in names:
         error = ToolError("unknown_tool", f"there is no tool {name!r}; the tools are {', '.join(names)}")
+        return Call(call, ToolResult(call_id, name, error=error))
+    schema = next(spec.parameters for spec in task.tools if spec.name == name)
+    violations = validate(schema, call.arguments)
+    if violations:
+        error = ToolError("invalid_arguments", "; ".join(str(v) for v in violations))
         return Call(call, ToolResult(call_id, name, error=error))
     return Call(call)
 

@@ -1,18 +1,23 @@
-"""The agent-loop suite through agent frameworks: anthropic's tool runner and the OpenAI Agents SDK.
+"""The agent-loop suite through agent frameworks: anthropic's tool runner, the OpenAI Agents SDK,
+pydantic-ai and LangChain's ``create_agent``.
 
 Each framework runs its own loop; the gate's tools are registered in it, and the
 stages it can run are run. A stage a framework cannot meet for a reason of its own
-design is skipped with that reason. The OpenAI Agents SDK needs Python 3.10 or later
-and is skipped where it is absent.
+design is skipped with that reason; a framework's bug is a known break, an expected
+failure that names the framework's code and must fail for the check it names (a pass,
+or a failure for another reason, is an unexpected success and turns the run red). The
+OpenAI Agents SDK, pydantic-ai and LangChain need Python 3.10 or later and are skipped
+where they are absent (``pip install -e .[frameworks]``).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import sys
 import unittest
 import warnings
-from typing import Any, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Callable, FrozenSet, Mapping, Optional, Tuple
 
 from conformance.gate import AgentLoopConformanceTestCase, AgentLoopTarget
 from conformance.wires.anthropic import anthropic_wire
@@ -20,7 +25,17 @@ from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
 from ..test_provider_support import AsyncioDebugOff
-from .framework_loops import HAVE_AGENTS, HAVE_TOOL_RUNNER, AnthropicToolRunnerLoop, OpenAIAgentsLoop, prime
+from .framework_loops import (
+    HAVE_AGENTS,
+    HAVE_LANGCHAIN,
+    HAVE_PYDANTIC_AI,
+    HAVE_TOOL_RUNNER,
+    AnthropicToolRunnerLoop,
+    LangChainLoop,
+    OpenAIAgentsLoop,
+    PydanticAILoop,
+    prime,
+)
 from .sdk_loops import LONG_TESTS, quick_suite
 
 AGENTS_MISSING = "openai-agents is not installed (it needs Python 3.10 or later): pip install openai-agents"
@@ -97,6 +112,88 @@ class KnownFailures:
         raise AssertionError(f"{stage}/{mode} passes now; the known failure is gone: {why}")
 
 
+PYDANTIC_AI_MISSING = (
+    "pydantic-ai is not installed (it needs Python 3.10 or later): "
+    "pip install 'pydantic-ai-slim[openai,anthropic]'"
+)
+LANGCHAIN_MISSING = (
+    "langchain, langchain-openai and langchain-anthropic are not all installed (they need Python 3.10 or "
+    "later): pip install langchain langchain-openai langchain-anthropic"
+)
+#: Where the gate itself is wrong today about a framework that does what the API allows
+#: (issue 22, "false failures"): skipped with the reason until the gate's rule is fixed.
+PYDANTIC_AI_ERROR_SHAPES = (
+    "pydantic-ai answers an unknown tool with {\"error\": \"...\"} (a string) and arguments that do not "
+    "parse with {\"error\": [{type, loc, msg}, ...]} (a list of typed errors); both are structured errors, "
+    "but the gate accepts only an object under error (issue 22, item 10)"
+)
+LANGCHAIN_TEXT_ERRORS = (
+    "LangChain's ToolNode answers a call to an unknown tool with the plain text \"Error: read_file is not a "
+    "valid tool, try one of [...]\" (ToolMessage status=error, which OpenAI's wires cannot carry); the "
+    "gate has no knob yet to accept a framework's text errors on a wire without an error marker "
+    "(issue 22, item 10)"
+)
+LANGCHAIN_INTERLEAVED = (
+    "langchain-openai's Responses stream reader keys a call by the output item it opened in and fails "
+    "(ToolMessage tool_call_id validation) on the gate's default Responses stream, which interleaves two "
+    "calls' argument deltas across output items; the real API streams one item after another "
+    "(issue 22, item 11)"
+)
+LANGCHAIN_ANTHROPIC_BARE_READ_ERROR = (
+    "langchain-anthropic lets the anthropic SDK's httpx.ReadError through when the stream is reset, and "
+    "httpcore's ReadError for a reset carries no message: the loop stops without saying what happened "
+    "(error-message)"
+)
+#: A framework's own bug: (the check that must catch it, what the framework's code does).
+LANGCHAIN_CLOSES_BROKEN_JSON = (
+    "refused-call",
+    "LangChain's stream path closes broken argument JSON and runs the tool: AIMessageChunk.init_tool_calls "
+    "(langchain_core/messages/ai.py) parses every tool_call_chunks entry with parse_partial_json "
+    "(langchain_core/utils/json.py), which closes the open string, array and object, so the finished "
+    "chunk's tool_calls hold {'text': 'gate', 'count': 2, 'tags': ['a', 'b']} and create_agent's "
+    "ToolNode runs echo_json on it",
+)
+LANGCHAIN_DROPS_BROKEN_CALL = (
+    "final-text",
+    "LangChain's whole-reply path moves a call whose arguments do not parse into "
+    "AIMessage.invalid_tool_calls (langchain_core/messages/tool.py, default_tool_parser), and "
+    "create_agent's edge after the model ends the run when tool_calls is empty, never looking at "
+    "invalid_tool_calls (langchain/agents/factory.py, _make_model_to_tools_edge), so the run ends as "
+    "a clean finish with the model's call unanswered",
+)
+
+LANGCHAIN_RESPONSES_SWALLOWS_CANCEL = (
+    "abort-reason",
+    "on Python 3.11 and earlier the cancel never reaches langchain-openai's Responses stream until the "
+    "request times out: _astream_with_chunk_timeout (langchain_openai/chat_models/_client_utils.py) reads "
+    "each chunk under asyncio.wait_for, whose 3.11 form can swallow a cancellation that arrives while "
+    "the read completes (3.12 rebuilt wait_for on asyncio.timeout, and there it passes); "
+    "ChatOpenAI(stream_chunk_timeout=0) reads without it and passes",
+)
+
+
+def known_break(cls: Any, case: str, expected: Tuple[str, str]) -> None:
+    """Mark ``cls``'s generated test of ``case`` as the framework's known break: an expected failure
+    that must fail for its check; a pass, or a failure for another reason, is an unexpected success."""
+    check, why = expected
+    stage, _, mode = case.partition("/")
+    name = f"test_{stage.replace('-', '_')}_{mode}"
+    original: Callable[[Any], None] = getattr(cls, name)
+
+    @unittest.expectedFailure
+    def test(self: Any) -> None:
+        try:
+            original(self)
+        except AssertionError as failed:
+            if f"[{check}]" in str(failed):
+                raise
+            print(f"\n{cls.__name__}.{name} failed, but not for [{check}]:\n{failed}")
+
+    test.__name__ = name
+    test.__doc__ = f"Known break, caught by [{check}]: {why}."
+    setattr(cls, name, test)
+
+
 #: What runs without CONFORMANCE_LONG_TESTS=1: each framework on the happy path, whole
 #: and streamed, and on one turn the provider ends (a known failure for the Agents SDK over
 #: Chat); the other stages, the fault stages among them, run in the long run.
@@ -104,6 +201,12 @@ QUICK = {
     "AnthropicToolRunner": ["forced-tool/chat", "forced-tool/stream", "length-tool-turn/stream"],
     "OpenAIAgentsResponses": ["forced-tool/chat", "forced-tool/stream", "content-filter-turn/stream"],
     "OpenAIAgentsChat": ["forced-tool/chat", "forced-tool/stream", "length-tool-turn/chat"],
+    "PydanticAIChat": ["forced-tool/chat", "forced-tool/stream"],
+    "PydanticAIResponses": ["forced-tool/stream"],
+    "PydanticAIAnthropic": ["forced-tool/chat"],
+    "LangChainChat": ["forced-tool/chat", "corrupt-arguments/stream"],
+    "LangChainResponses": ["forced-tool/stream"],
+    "LangChainAnthropic": ["forced-tool/chat", "forced-tool/stream"],
 }
 
 
@@ -139,6 +242,15 @@ def setUpModule() -> None:
     _saved.__enter__()
     warnings.filterwarnings("ignore", message=_RUNNER_WARNING, category=UserWarning)
     _AGENTS_LOG.setLevel(logging.CRITICAL)
+    # Each framework imported before any case's bound starts: on a busy machine an import
+    # alone can take seconds.
+    if HAVE_PYDANTIC_AI:
+        import pydantic_ai.models.anthropic  # noqa: F401
+        import pydantic_ai.models.openai  # noqa: F401
+    if HAVE_LANGCHAIN:
+        import langchain.agents  # noqa: F401
+        import langchain_anthropic  # noqa: F401
+        import langchain_openai  # noqa: F401
     if not LONG_TESTS:
         # The primes are for the cancel stage, which only the long run has; the
         # default cases only need the Agents SDK imported before their bound starts.
@@ -190,6 +302,92 @@ class OpenAIAgentsChat(KnownFailures, AgentLoopConformanceTestCase, unittest.Tes
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")
+
+
+
+@unittest.skipUnless(HAVE_PYDANTIC_AI, PYDANTIC_AI_MISSING)
+class PydanticAIChat(AgentLoopConformanceTestCase, unittest.TestCase):
+    """pydantic-ai's ``Agent.run`` over ``OpenAIChatModel``, over HTTP/1.1."""
+
+    wire = openai_chat_wire
+    timeout = 8.0  # pydantic-ai builds its tool schemas and graph on a run's first request
+    skip = {"unknown-tool": PYDANTIC_AI_ERROR_SHAPES, "corrupt-arguments": PYDANTIC_AI_ERROR_SHAPES}
+
+    def create_loop(self, url: str) -> PydanticAILoop:
+        return PydanticAILoop(url, "chat")
+
+
+@unittest.skipUnless(HAVE_PYDANTIC_AI, PYDANTIC_AI_MISSING)
+class PydanticAIResponses(AgentLoopConformanceTestCase, unittest.TestCase):
+    """pydantic-ai's ``Agent.run`` over ``OpenAIResponsesModel``, over HTTP/1.1.
+
+    The model is named as a reasoning model: pydantic-ai sends a reasoning item's
+    encrypted content back only for a model its profiles know to reason.
+    """
+
+    wire = openai_responses_wire
+    model = "gpt-5"
+    timeout = 8.0
+    skip = {"unknown-tool": PYDANTIC_AI_ERROR_SHAPES, "corrupt-arguments": PYDANTIC_AI_ERROR_SHAPES}
+
+    def create_loop(self, url: str) -> PydanticAILoop:
+        return PydanticAILoop(url, "responses")
+
+
+@unittest.skipUnless(HAVE_PYDANTIC_AI, PYDANTIC_AI_MISSING)
+class PydanticAIAnthropic(AgentLoopConformanceTestCase, unittest.TestCase):
+    """pydantic-ai's ``Agent.run`` over ``AnthropicModel``, over HTTP/1.1."""
+
+    wire = anthropic_wire
+    timeout = 8.0
+
+    def create_loop(self, url: str) -> PydanticAILoop:
+        return PydanticAILoop(url, "anthropic")
+
+
+@unittest.skipUnless(HAVE_LANGCHAIN, LANGCHAIN_MISSING)
+class LangChainChat(AgentLoopConformanceTestCase, unittest.TestCase):
+    """LangChain's ``create_agent`` over ``ChatOpenAI``, over HTTP/1.1."""
+
+    wire = openai_chat_wire
+    skip = {"unknown-tool": LANGCHAIN_TEXT_ERRORS}
+
+    def create_loop(self, url: str) -> LangChainLoop:
+        return LangChainLoop(url, "chat")
+
+
+@unittest.skipUnless(HAVE_LANGCHAIN, LANGCHAIN_MISSING)
+class LangChainResponses(AgentLoopConformanceTestCase, unittest.TestCase):
+    """LangChain's ``create_agent`` over ``ChatOpenAI(use_responses_api=True)``, over HTTP/1.1."""
+
+    wire = openai_responses_wire
+    skip = {"unknown-tool": LANGCHAIN_TEXT_ERRORS, "parallel-calls/stream": LANGCHAIN_INTERLEAVED}
+
+    def create_loop(self, url: str) -> LangChainLoop:
+        return LangChainLoop(url, "responses")
+
+
+@unittest.skipUnless(HAVE_LANGCHAIN, LANGCHAIN_MISSING)
+class LangChainAnthropic(AgentLoopConformanceTestCase, unittest.TestCase):
+    """LangChain's ``create_agent`` over ``ChatAnthropic``, over HTTP/1.1."""
+
+    wire = anthropic_wire
+    skip = {
+        "reset-after-first-fragment": LANGCHAIN_ANTHROPIC_BARE_READ_ERROR,
+        "reset-after-last-fragment": LANGCHAIN_ANTHROPIC_BARE_READ_ERROR,
+        "reset-mid-event": LANGCHAIN_ANTHROPIC_BARE_READ_ERROR,
+    }
+
+    def create_loop(self, url: str) -> LangChainLoop:
+        return LangChainLoop(url, "anthropic")
+
+
+for _cls in (LangChainChat, LangChainResponses, LangChainAnthropic):
+    known_break(_cls, "corrupt-arguments/stream", LANGCHAIN_CLOSES_BROKEN_JSON)
+for _cls in (LangChainChat, LangChainResponses):
+    known_break(_cls, "corrupt-arguments/chat", LANGCHAIN_DROPS_BROKEN_CALL)
+if sys.version_info < (3, 12):
+    known_break(LangChainResponses, "cancel/stream", LANGCHAIN_RESPONSES_SWALLOWS_CANCEL)
 
 
 if __name__ == "__main__":
