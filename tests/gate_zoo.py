@@ -950,9 +950,14 @@ class AsksAgainWhenFiltered(ReferenceLoop):
 
     @staticmethod
     async def _again(request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+        from conformance.gate.reference_loop import _add
+
         response: ChatResponse = await ask(request)
         if str(response.finish_reason) in ("content_filter", "refusal"):
+            first = response
             response = await ask(request)
+            # Both turns count (its only bug is the request it should not have sent).
+            response = replace(response, usage=_add(first.usage, response.usage))
         return response
 
 

@@ -168,7 +168,8 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         # Past its budget it retries a 429 that keeps coming for as long as the provider sends it.
         {
             **both("tool-error-insists", {"max-requests", "stopped-budget"}),
-            **both("retry-after", {"max-requests", "stopped-budget"}),
+            # A 429 that keeps coming leaves no final turn to say "done" at: max-requests alone.
+            **both("retry-after", {"max-requests"}),
         },
         per_wire={"ollama": both("tool-error-insists", {"max-requests", "stopped-budget"})},
     ),
@@ -279,9 +280,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     ),
     LoopMutant("writes-twice-on-a-repeat", zoo.KeysWritesByCallId, both("ambiguous-retry", {"write-once"})),
     LoopMutant(
-        "runs-cut-off-calls", zoo.RunsCutOffCalls, {"length-tool-turn/stream": {"finish-reason"}}, tapped=True
+        "runs-cut-off-calls", zoo.RunsCutOffCalls, {"length-tool-turn/stream": {"ended-turn"}}, tapped=True
     ),
-    LoopMutant("says-stop-at-the-limit", zoo.SaysStopAtTheLimit, both("length-tool-turn", {"final-text"})),
+    LoopMutant("says-stop-at-the-limit", zoo.SaysStopAtTheLimit, both("length-tool-turn", {"finish-reason"})),
     LoopMutant(
         "stops-silently-at-the-limit", zoo.StopsSilentlyAtTheLimit, both("length-tool-turn", {"finished"})
     ),
