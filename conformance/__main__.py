@@ -464,7 +464,8 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             printed: Dict[int, Any] = {}
             deadline = None if args.timeout is None else time.monotonic() + args.timeout
             try:
-                while not session.done.wait(0.1):
+                while not session.done.is_set():
+                    time.sleep(0.05)
                     _print_events(provider.requests, printed, out)
                     if deadline is not None and time.monotonic() > deadline:
                         out.write(f"no outcome reported within {args.timeout:g} s\n")
@@ -605,7 +606,7 @@ def listing(
                 variants = wire.variants(name, mode)
                 named = [v for v in variants if v.name]
                 if not named:
-                    out.write(f"  {name} --mode {mode}\n")
+                    out.write(f"  {name} --mode {mode}{_NOT_JUDGED_NOTE.get(name, '')}\n")
                     continue
                 for index, v in enumerate(named):
                     first = " (the default)" if index == 0 else ""
@@ -620,9 +621,16 @@ def listing(
                 if mode not in row.modes:
                     continue
                 skip = _stage_skip(wire, name, mode)
-                played = f": not played ({skip})" if skip else ""
+                played = f": not played ({skip})" if skip else _NOT_JUDGED_NOTE.get(name, "")
                 out.write(f"  --stage {name} --mode {mode}{played}\n")
     out.flush()
+
+
+#: What ``serve --list`` adds to a case it serves but cannot judge (``_judge.NOT_JUDGED``).
+_NOT_JUDGED_NOTE = {
+    "abort": " (served, not judged: the abort fires the caller's signal inside the client)",
+    "cancel": " (served, not judged: the cancel needs the caller's own signal or task)",
+}
 
 
 def _stage_skip(wire: Any, stage: str, mode: str) -> Optional[str]:

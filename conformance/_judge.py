@@ -376,13 +376,14 @@ class BackendSession(Session):
         from ._checks import Seen, failure_message, run_checks
         from .cases import BackendConformanceTarget, ConformanceCase
 
+        outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
         if self.scenario in NOT_JUDGED:
             return self._record("skip", NOT_JUDGED[self.scenario], (), ended)
         target = BackendConformanceTarget(
             CLIENT, self.wire, _elsewhere, model=self.model, http2=self.http2, timeout=self.timeout
         )
         case = ConformanceCase(target, self.scenario, self.mode)
-        seen = Seen(case, self.outcome(report, ended), requests, list(self.replies), self.variant, list(self.refusals))
+        seen = Seen(case, outcome, requests, list(self.replies), self.variant, list(self.refusals))
         problems = run_checks(seen)
         if not problems:
             return self._record("pass", "", (), ended)
@@ -470,9 +471,10 @@ class StageSession(Session):
     def judge(self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float) -> Verdict:
         from .gate._invariants import LoopSeen, failure_message, run_invariants
 
+        outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
         if self.case.stage_name in STAGE_NOT_JUDGED:
             return self._record("skip", STAGE_NOT_JUDGED[self.case.stage_name], (), ended)
-        seen = LoopSeen(self.case, self.outcome(report, ended), self.conversation, self.toolset.log.records(), requests)
+        seen = LoopSeen(self.case, outcome, self.conversation, self.toolset.log.records(), requests)
         problems = run_invariants(seen)
         if not problems:
             return self._record("pass", "", (), ended)
