@@ -4,13 +4,17 @@
     python -m conformance --suite backend       the backend suite alone (--suite loop: the agent loops)
     python -m conformance run MODULE:NAME       a user's target (backend or agent loop) or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--variant V] [--port P] [--http2]
-    python -m conformance serve --list [--wire W] [--scenario S]
+    python -m conformance serve --wire W --stage STAGE [--mode M] [--timeout S] [--json PATH] [--junit PATH]
+    python -m conformance serve --list [--wire W] [--scenario S | --stage STAGE]
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
     python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--junit PATH] [--smoke]
 
 Every command that runs cases takes --json PATH and --junit PATH (JUnit XML), written
 whether the cases pass or not; options shared with the top level (--jobs, --processes,
 --json, --junit) may stand before the command's name or after it.
+
+``serve`` judges the client it serves once the client reports how its run ended
+(``POST /conformance/outcome``), with the tools at ``POST /conformance/tools/<name>``.
 
 Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
 usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
@@ -420,9 +424,8 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     if args.scenario is not None and args.stage is not None:
         raise UsageError("give --scenario (a backend scenario) or --stage (an agent-loop stage), not both")
     if args.wire is None or (args.scenario is None and args.stage is None):
-        missing = " and ".join(
-            n for n, v in (("--wire", args.wire), ("--scenario or --stage", args.scenario or args.stage)) if not v
-        )
+        asked = (("--wire", args.wire), ("--scenario or --stage", args.scenario or args.stage))
+        missing = " and ".join(n for n, v in asked if not v)
         raise UsageError(f"serve needs {missing} (or --list, to see what each wire plays)")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
@@ -502,13 +505,13 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
             raise UsageError(f"{args.stage} runs in {', '.join(STAGES[args.stage].modes)} mode only")
         if args.variant:
             raise UsageError("--variant chooses a backend scenario's shape; a stage has one script")
-        session = StageSession(
+        stage_session = StageSession(
             wire, args.stage, args.mode, toolset, max_result_chars=args.max_result_chars, **common
         )
-        skip = session.case.skip
+        skip = stage_session.case.skip
         if skip:
             raise UsageError(f"{wire.name} does not play the {args.stage} stage in {args.mode} mode: {skip}")
-        return session, f"stage {args.stage}/{args.mode}"
+        return stage_session, f"stage {args.stage}/{args.mode}"
     if args.scenario not in SCENARIOS:
         from .gate.stages import STAGES
 
@@ -536,7 +539,9 @@ def _answered(requests: List[Any], within: float = 1.0) -> None:
         pending = [
             r
             for r in requests
-            if r.path == "/conformance/outcome" and not r.closed and not (r.response and r.response.complete())
+            if r.path == "/conformance/outcome"
+            and not r.closed
+            and not (r.response and r.response.complete())
         ]
         if not pending:
             return
@@ -614,11 +619,11 @@ def listing(
                     out.write(f"  {name} --mode {mode} --variant {v.name}{first}: {v.title}{source}\n")
         if scenario is not None:
             continue
-        for name, row in STAGES.items():
+        for name, stage_row in STAGES.items():
             if stage is not None and name != stage:
                 continue
             for mode in LOOP_MODES:
-                if mode not in row.modes:
+                if mode not in stage_row.modes:
                     continue
                 skip = _stage_skip(wire, name, mode)
                 played = f": not played ({skip})" if skip else _NOT_JUDGED_NOTE.get(name, "")
@@ -878,7 +883,8 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     serve.add_argument(
         "--list",
         action="store_true",
-        help="list every scenario, mode and variant the wire plays (every wire without --wire), and exit",
+        help="list every scenario, mode and variant, and every agent-loop stage, the wire plays (every "
+        "wire without --wire), and exit",
     )
     serve.add_argument("--port", type=int, default=0)
     serve.add_argument("--host", default="127.0.0.1")

@@ -24,7 +24,6 @@ a backend scenario, or the task of a stage (prompt, tools, tool choice, budgets)
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -94,6 +93,11 @@ def reported_error(data: Any) -> BaseException:
     return error
 
 
+def _get(data: Mapping[str, Any], name: str) -> Any:
+    """A reported field as given, ``None`` where left out: the checks say what it should be."""
+    return data.get(name)
+
+
 def _tool_calls(data: Any) -> Tuple[ToolCall, ...]:
     if data is None:
         return ()
@@ -103,7 +107,7 @@ def _tool_calls(data: Any) -> Tuple[ToolCall, ...]:
     for item in data:
         if not isinstance(item, Mapping):
             raise ReportError(f"each tool call must be an object {{id, name, arguments}}, got {item!r}")
-        calls.append(ToolCall(item.get("id"), item.get("name"), item.get("arguments")))
+        calls.append(ToolCall(_get(item, "id"), _get(item, "name"), _get(item, "arguments")))
     return tuple(calls)
 
 
@@ -111,8 +115,10 @@ def _usage(data: Any) -> Optional[Usage]:
     if data is None:
         return None
     if not isinstance(data, Mapping):
-        raise ReportError(f"usage must be {{input_tokens, output_tokens, total_tokens}} or null, got {data!r}")
-    return Usage(data.get("input_tokens"), data.get("output_tokens"), data.get("total_tokens"))
+        raise ReportError(
+            f"usage must be {{input_tokens, output_tokens, total_tokens}} or null, got {data!r}"
+        )
+    return Usage(_get(data, "input_tokens"), _get(data, "output_tokens"), _get(data, "total_tokens"))
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,12 @@ class Verdict:
 
     def as_dict(self) -> Dict[str, Any]:
         row = self.record.as_dict()
-        return {"verdict": row["outcome"], "case": row["case"], "checks": list(self.checks), "detail": row["detail"]}
+        return {
+            "verdict": row["outcome"],
+            "case": row["case"],
+            "checks": list(self.checks),
+            "detail": row["detail"],
+        }
 
 
 def _reply(status: int, body: Any) -> JsonReply:
@@ -197,7 +208,9 @@ class Session:
         """The provider's answer to a request outside :data:`JUDGE_PATH`."""
         raise NotImplementedError
 
-    def judge(self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float) -> Verdict:
+    def judge(
+        self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float
+    ) -> Verdict:
         raise NotImplementedError
 
     # -- the handler ----------------------------------------------------------------------
@@ -321,7 +334,9 @@ def _read_call(request: RecordedRequest, name: str) -> Tuple[ToolCall, Optional[
 
 
 def _tool_json(toolset: GateToolset) -> List[Dict[str, Any]]:
-    return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in toolset.specs()]
+    return [
+        {"name": s.name, "description": s.description, "parameters": s.parameters} for s in toolset.specs()
+    ]
 
 
 class BackendSession(Session):
@@ -329,7 +344,9 @@ class BackendSession(Session):
 
     kind = "backend"
 
-    def __init__(self, wire: Wire, scenario: str, mode: str, variant: Variant, toolset: GateToolset, **kw: Any) -> None:
+    def __init__(
+        self, wire: Wire, scenario: str, mode: str, variant: Variant, toolset: GateToolset, **kw: Any
+    ) -> None:
         super().__init__(wire, mode, toolset, **kw)
         self.scenario = scenario
         self.variant = variant
@@ -353,7 +370,13 @@ class BackendSession(Session):
             "model": self.model,
             "system": FX.system,
             "question": FX.question,
-            "tools": [{"name": FX.tool_name, "description": FX.tool_description, "parameters": dict(FX.tool_parameters)}],
+            "tools": [
+                {
+                    "name": FX.tool_name,
+                    "description": FX.tool_description,
+                    "parameters": dict(FX.tool_parameters),
+                }
+            ],
             "max_tokens": FX.max_tokens,
             "judged": self.scenario not in NOT_JUDGED,
         }
@@ -372,7 +395,9 @@ class BackendSession(Session):
         self.replies.append(reply)
         return reply
 
-    def judge(self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float) -> Verdict:
+    def judge(
+        self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float
+    ) -> Verdict:
         from ._checks import Seen, failure_message, run_checks
         from .cases import BackendConformanceTarget, ConformanceCase
 
@@ -401,7 +426,7 @@ class BackendSession(Session):
             chunks = [StreamChunk(str(report.get("content") or ""))] if self.mode == "stream" else []
             return Outcome(chunks=chunks, error=failed, error_at=ended, ended=True)
         content = report.get("content", "")
-        finish = report.get("finish_reason")
+        finish = _get(report, "finish_reason")
         calls = _tool_calls(report.get("tool_calls"))
         usage = _usage(report.get("usage"))
         if self.mode == "stream":
@@ -468,7 +493,9 @@ class StageSession(Session):
     def answer(self, request: RecordedRequest) -> Reply:
         return self.conversation.handle(request)
 
-    def judge(self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float) -> Verdict:
+    def judge(
+        self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float
+    ) -> Verdict:
         from .gate._invariants import LoopSeen, failure_message, run_invariants
 
         outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
@@ -492,11 +519,12 @@ class StageSession(Session):
             return LoopOutcome(
                 error=reported_error(error), error_at=ended, started=started, ended_at=ended, ended=True
             )
-        result = ReportedResult(report.get("text"), report.get("finish_reason"), report.get("stopped", "done"))
+        result = ReportedResult(
+            report.get("text"), report.get("finish_reason"), report.get("stopped", "done")
+        )
         return LoopOutcome(result=result, started=started, ended_at=ended, ended=True)
 
 
 def _elsewhere(url: str) -> Any:
     """The client's backend or loop: it runs in the client's own process, never here."""
     raise TypeError("serve judges a client in another process: there is no backend or loop to build here")
-

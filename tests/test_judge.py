@@ -90,7 +90,9 @@ def chat_loop(url: str, *, runs: int = 1) -> Dict[str, Any]:
                     f"/conformance/tools/{function['name']}",
                     {"call_id": tool_call["id"], "arguments": json.loads(function["arguments"])},
                 )
-            body["messages"].append({"role": "tool", "tool_call_id": tool_call["id"], "content": result["content"]})
+            body["messages"].append(
+                {"role": "tool", "tool_call_id": tool_call["id"], "content": result["content"]}
+            )
     return {"text": "", "finish_reason": "tool_calls", "stopped": "budget"}
 
 
@@ -125,7 +127,9 @@ class StageVerdictTests(unittest.TestCase):
         """A run that reports nothing is judged at --timeout as a loop still running: finished fails."""
         with tempfile.TemporaryDirectory() as folder:
             report = Path(folder) / "verdict.json"
-            serve = Serve("--wire", "openai-chat", "--stage", "text", "--timeout", "0.3", "--json", str(report))
+            serve = Serve(
+                "--wire", "openai-chat", "--stage", "text", "--timeout", "0.3", "--json", str(report)
+            )
             self.assertEqual(serve.end(), 1)
             document = json.loads(report.read_text(encoding="utf-8"))
         self.assertIn("no outcome reported within 0.3 s", serve.out.getvalue())
@@ -148,7 +152,8 @@ class StageVerdictTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as folder:
             paths = Path(folder) / "v.json", Path(folder) / "v.xml"
             serve = Serve(
-                "--wire", "openai-chat", "--stage", "forced-tool", "--mode", "stream", "--timeout", str(BOUND),
+                "--wire", "openai-chat", "--stage", "forced-tool", "--mode", "stream",
+                "--timeout", str(BOUND),
                 "--json", str(paths[0]), "--junit", str(paths[1]),
             )  # fmt: skip
             # The stream mode answers a stream; the loop reads the whole reply without it.
@@ -171,7 +176,10 @@ class BackendVerdictTests(unittest.TestCase):
         body = {
             "model": task["model"],
             "max_tokens": task["max_tokens"],
-            "messages": [{"role": "system", "content": task["system"]}, {"role": "user", "content": task["question"]}],
+            "messages": [
+                {"role": "system", "content": task["system"]},
+                {"role": "user", "content": task["question"]},
+            ],
             "tools": [{"type": "function", "function": t} for t in task["tools"]],
         }
         _, reply = call(serve.url, "/v1/chat/completions", body)
@@ -247,11 +255,17 @@ class ToolsEndpointTests(unittest.TestCase):
 
     def test_each_execution_is_recorded_as_the_toolset_records_it(self) -> None:
         """echo_json runs and carries its fixture id; always_error answers its structured error."""
-        status, echoed = call(self.url, "/conformance/tools/echo_json", {"call_id": "c1", "arguments": {"text": "x", "count": 1, "tags": []}})
+        status, echoed = call(
+            self.url,
+            "/conformance/tools/echo_json",
+            {"call_id": "c1", "arguments": {"text": "x", "count": 1, "tags": []}},
+        )
         self.assertEqual(status, 200)
         self.assertFalse(echoed["is_error"])
         self.assertEqual(json.loads(echoed["content"])["fixture_id"], "fx-t1-0001")
-        _, failed = call(self.url, "/conformance/tools/always_error", {"call_id": "c2", "arguments": {"reason": "r"}})
+        _, failed = call(
+            self.url, "/conformance/tools/always_error", {"call_id": "c2", "arguments": {"reason": "r"}}
+        )
         self.assertTrue(failed["is_error"])
         self.assertEqual(failed["error"]["code"], "fixture_failure")
         self.assertEqual(json.loads(failed["content"])["error"]["code"], "fixture_failure")
@@ -262,10 +276,14 @@ class ToolsEndpointTests(unittest.TestCase):
         ])  # fmt: skip
 
     def test_a_call_refused_at_the_door_is_recorded_as_not_run(self) -> None:
-        """Unparsed arguments (sent as text) and an unknown tool come back as errors, recorded with ran false."""
-        _, unparsed = call(self.url, "/conformance/tools/echo_json", {"call_id": "c1", "arguments": '{"text": "ga'})
+        """Unparsed arguments (sent as text) and an unknown tool are refused, recorded with ran false."""
+        _, unparsed = call(
+            self.url, "/conformance/tools/echo_json", {"call_id": "c1", "arguments": '{"text": "ga'}
+        )
         self.assertEqual(unparsed["error"]["code"], "invalid_arguments")
-        _, unknown = call(self.url, "/conformance/tools/read_file", {"call_id": "c2", "arguments": {}, "key": "k"})
+        _, unknown = call(
+            self.url, "/conformance/tools/read_file", {"call_id": "c2", "arguments": {}, "key": "k"}
+        )
         self.assertEqual(unknown["error"]["code"], "unknown_tool")
         records = self.toolset.log.records()
         self.assertEqual([(r.key, r.ran) for r in records], [("c1", False), ("k", False)])
@@ -275,7 +293,11 @@ class ToolsEndpointTests(unittest.TestCase):
         answers: List[Any] = []
         slow = threading.Thread(
             target=lambda: answers.append(
-                call(self.url, "/conformance/tools/delayed_value", {"call_id": "d", "arguments": {"value": "v", "delay_ms": 300}})
+                call(
+                    self.url,
+                    "/conformance/tools/delayed_value",
+                    {"call_id": "d", "arguments": {"value": "v", "delay_ms": 300}},
+                )
             )
         )
         started = time.monotonic()
@@ -305,7 +327,7 @@ class ReportTests(unittest.TestCase):
         """The error is named after the client's class and has exactly the fields it reported."""
         error = reported_error({"name": "APIError", "message": "no", "kind": "quota", "status": 429})
         self.assertEqual(type(error).__name__, "APIError")
-        self.assertEqual((str(error), getattr(error, "kind"), getattr(error, "status")), ("no", "quota", 429))
+        self.assertEqual((str(error), error.kind, error.status), ("no", "quota", 429))
         self.assertFalse(hasattr(error, "retryable"))
 
     def test_the_backend_task_is_the_conformance_request(self) -> None:
@@ -323,8 +345,12 @@ class ServeCommandTests(unittest.TestCase):
     def test_list_shows_stages_and_why_a_wire_skips_one(self) -> None:
         """serve --list names each stage and mode, and the gate's reason where the wire cannot play it."""
         out = io.StringIO()
-        self.assertEqual(main(["serve", "--list", "--wire", "openai-chat", "--stage", "reasoning"], out=out), 0)
-        self.assertIn("--stage reasoning --mode chat: not played (openai-chat carries no reasoning", out.getvalue())
+        self.assertEqual(
+            main(["serve", "--list", "--wire", "openai-chat", "--stage", "reasoning"], out=out), 0
+        )
+        self.assertIn(
+            "--stage reasoning --mode chat: not played (openai-chat carries no reasoning", out.getvalue()
+        )
         self.assertNotIn("text --mode chat", out.getvalue())
         out = io.StringIO()
         main(["serve", "--list", "--wire", "anthropic"], out=out)
@@ -335,13 +361,20 @@ class ServeCommandTests(unittest.TestCase):
         """A stage given as a scenario (and the other way round) is refused with the right option."""
         from tests.test_main import usage_error
 
-        self.assertIn("--stage forced-tool", usage_error(["serve", "--wire", "openai-chat", "--scenario", "forced-tool"]))
-        self.assertIn("--scenario tool-call", usage_error(["serve", "--wire", "openai-chat", "--stage", "tool-call"]))
+        self.assertIn(
+            "--stage forced-tool",
+            usage_error(["serve", "--wire", "openai-chat", "--scenario", "forced-tool"]),
+        )
+        self.assertIn(
+            "--scenario tool-call", usage_error(["serve", "--wire", "openai-chat", "--stage", "tool-call"])
+        )
         both = ["serve", "--wire", "openai-chat", "--stage", "text", "--scenario", "text"]
         self.assertIn("not both", usage_error(both))
         reasoning = usage_error(["serve", "--wire", "openai-chat", "--stage", "reasoning"])
         self.assertIn("does not play the reasoning stage", reasoning)
-        self.assertIn("stream mode only", usage_error(["serve", "--wire", "openai-chat", "--stage", "close-mid-event"]))
+        self.assertIn(
+            "stream mode only", usage_error(["serve", "--wire", "openai-chat", "--stage", "close-mid-event"])
+        )
 
 
 if __name__ == "__main__":

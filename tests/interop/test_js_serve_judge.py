@@ -49,13 +49,17 @@ RUNS: Dict[str, Run] = {
         "judge_openai.mjs", ("--wire", "openai-chat", "--stage", "parallel-calls", "--mode", "stream")
     ),
     "openai run-twice": Run(
-        "judge_openai.mjs", ("--wire", "openai-chat", "--stage", "forced-tool", "--mode", "stream"), "run-twice"
+        "judge_openai.mjs",
+        ("--wire", "openai-chat", "--stage", "forced-tool", "--mode", "stream"),
+        "run-twice",
     ),
     "openai tool-call stream": Run(
         "judge_openai.mjs", ("--wire", "openai-chat", "--scenario", "tool-call", "--mode", "stream")
     ),
     "openai quota": Run("judge_openai.mjs", ("--wire", "openai-chat", "--scenario", "quota")),
-    "openai retry-quota": Run("judge_openai.mjs", ("--wire", "openai-chat", "--scenario", "quota"), "retry-quota"),
+    "openai retry-quota": Run(
+        "judge_openai.mjs", ("--wire", "openai-chat", "--scenario", "quota"), "retry-quota"
+    ),
     "ai-sdk openai tool-error-corrects": Run(
         "judge_ai_sdk.mjs", ("--wire", "openai-chat", "--stage", "tool-error-corrects")
     ),
