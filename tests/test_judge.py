@@ -58,8 +58,8 @@ class Serve:
     def _run(self, argv: List[str]) -> None:
         self.status = main(argv, out=self.out)
 
-    def end(self) -> int:
-        self.thread.join(BOUND)
+    def end(self, bound: float = BOUND) -> int:
+        self.thread.join(bound)
         assert self.status is not None, self.out.getvalue()
         return self.status
 

@@ -102,7 +102,8 @@ def play(run: Run) -> Result:
         env={**os.environ, "NODE_NO_WARNINGS": "1"},
         check=False,
     )
-    status = serve.end()
+    # A script that failed reported nothing: serve then ends at its --timeout.
+    status = serve.end(RUN_TIMEOUT + 5)
     verdict = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
     return Result(status, serve.out.getvalue(), verdict, done.stderr)
 
