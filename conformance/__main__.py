@@ -505,9 +505,14 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
             raise UsageError(f"{args.stage} runs in {', '.join(STAGES[args.stage].modes)} mode only")
         if args.variant:
             raise UsageError("--variant chooses a backend scenario's shape; a stage has one script")
-        stage_session = StageSession(
-            wire, args.stage, args.mode, toolset, max_result_chars=args.max_result_chars, **common
-        )
+        from .errors import TargetDefinitionError
+
+        try:
+            stage_session = StageSession(
+                wire, args.stage, args.mode, toolset, max_result_chars=args.max_result_chars, **common
+            )
+        except TargetDefinitionError as exc:  # a --max-result-chars below 1
+            raise UsageError(str(exc).replace("max_result_chars", "--max-result-chars")) from None
         skip = stage_session.case.skip
         if skip:
             raise UsageError(f"{wire.name} does not play the {args.stage} stage in {args.mode} mode: {skip}")

@@ -370,6 +370,8 @@ class ServeCommandTests(unittest.TestCase):
         )
         both = ["serve", "--wire", "openai-chat", "--stage", "text", "--scenario", "text"]
         self.assertIn("not both", usage_error(both))
+        cut = ["serve", "--wire", "openai-chat", "--stage", "large-result", "--max-result-chars", "0"]
+        self.assertIn("--max-result-chars must be a positive number", usage_error(cut))
         reasoning = usage_error(["serve", "--wire", "openai-chat", "--stage", "reasoning"])
         self.assertIn("does not play the reasoning stage", reasoning)
         self.assertIn(
