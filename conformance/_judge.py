@@ -378,8 +378,19 @@ class BackendSession(Session):
                 }
             ],
             "max_tokens": FX.max_tokens,
+            "history": self.history(),
             "judged": self.scenario not in NOT_JUDGED,
         }
+
+    def history(self) -> List[Dict[str, Any]]:
+        """The turns a ``tool-result`` request carries after the question, as ``Message`` fields."""
+        if self.scenario != "tool-result":
+            return []
+        import dataclasses
+
+        from ._multiturn import expected_history
+
+        return [dataclasses.asdict(m) for m in expected_history(self.wire, self.variant.name)]
 
     def answer(self, request: RecordedRequest) -> Reply:
         from .cases import scenario_reply

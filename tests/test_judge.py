@@ -339,6 +339,18 @@ class ReportTests(unittest.TestCase):
             task = session.task()
         self.assertEqual((task["question"], task["tools"][0]["name"]), (FX.question, FX.tool_name))
         self.assertEqual((task["variant"], task["stream"]), (variant.name, True))
+        self.assertEqual(task["history"], [])
+
+    def test_a_tool_result_task_carries_the_earlier_turns(self) -> None:
+        """The tool-result task names the earlier call and its result, as the case's history sends them."""
+        with GateToolset() as toolset:
+            wire = WIRES["openai-chat"]
+            variant = wire.variants("tool-result", "chat")[0]
+            task = BackendSession(wire, "tool-result", "chat", variant, toolset, model="m").task()
+        turn, answer = json.loads(json.dumps(task["history"]))
+        self.assertEqual(turn["role"], "assistant")
+        self.assertEqual(turn["tool_calls"][0]["name"], FX.tool_name)
+        self.assertEqual(answer["tool_result"]["call_id"], turn["tool_calls"][0]["id"])
 
 
 class ServeCommandTests(unittest.TestCase):
