@@ -487,7 +487,8 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[Any, str]:
     """The judge's session for ``serve``'s scenario or stage, and the title it is served under."""
-    from ._judge import BackendSession, StageSession
+    from ._judge import BackendSession
+    from .gate._remote import StageSession
 
     common: Dict[str, Any] = {
         "model": args.model,
@@ -645,11 +646,11 @@ _NOT_JUDGED_NOTE = {
 
 def _stage_skip(wire: Any, stage: str, mode: str) -> Optional[str]:
     """Why ``wire`` does not play ``stage`` in ``mode`` (the gate's own skip reason), or ``None``."""
-    from ._judge import _elsewhere
+    from ._judge import elsewhere
     from .gate.cases import AgentLoopCase
     from .gate.loop import AgentLoopTarget
 
-    return AgentLoopCase(AgentLoopTarget("serve", wire, _elsewhere), stage, mode).skip
+    return AgentLoopCase(AgentLoopTarget("serve", wire, elsewhere), stage, mode).skip
 
 
 def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> None:

@@ -19,7 +19,9 @@ What cannot be judged from outside is said, not guessed: the ``abort`` and ``can
 scenarios and the ``cancel`` stage need the kit to fire the caller's signal (or
 cancel its task) inside the client, so they are served but their verdict is a skip
 that says why. ``GET /conformance/task`` tells the client what to run: the request of
-a backend scenario, or the task of a stage (prompt, tools, tool choice, budgets).
+a backend scenario, or the task of a stage (prompt, tools, tool choice, budgets). A
+backend scenario's session is here; a stage's is the gate's own
+(:class:`conformance.gate._remote.StageSession`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ __all__ = [
     "BackendSession",
     "ReportedError",
     "Session",
-    "StageSession",
     "Verdict",
     "reported_error",
 ]
@@ -57,11 +58,6 @@ NOT_JUDGED = {
     "in another process does not share: serve plays it (a reply that never comes) but cannot judge it",
     "cancel": "the cancel scenario cancels the caller's asyncio task, which only a Python backend "
     "has: serve plays it but cannot judge it",
-}
-STAGE_NOT_JUDGED = {
-    "cancel": "the cancel stage aborts through the task's signal inside the loop, which a client in "
-    "another process does not share: serve plays it (the stream holds after the call's first "
-    "argument fragment) but cannot judge it",
 }
 
 
@@ -333,7 +329,7 @@ def _read_call(request: RecordedRequest, name: str) -> Tuple[ToolCall, Optional[
     return ToolCall(call_id, name, dict(arguments)), key
 
 
-def _tool_json(toolset: GateToolset) -> List[Dict[str, Any]]:
+def tool_json(toolset: GateToolset) -> List[Dict[str, Any]]:
     return [
         {"name": s.name, "description": s.description, "parameters": s.parameters} for s in toolset.specs()
     ]
@@ -416,7 +412,7 @@ class BackendSession(Session):
         if self.scenario in NOT_JUDGED:
             return self._record("skip", NOT_JUDGED[self.scenario], (), ended)
         target = BackendConformanceTarget(
-            CLIENT, self.wire, _elsewhere, model=self.model, http2=self.http2, timeout=self.timeout
+            CLIENT, self.wire, elsewhere, model=self.model, http2=self.http2, timeout=self.timeout
         )
         case = ConformanceCase(target, self.scenario, self.mode)
         seen = Seen(case, outcome, requests, list(self.replies), self.variant, list(self.refusals))
@@ -445,97 +441,6 @@ class BackendSession(Session):
         return Outcome(response=ChatResponse(content, finish, calls, usage), ended=True)
 
 
-class StageSession(Session):
-    """A gate stage: the client is an agent loop, runs its tools here, and reports its result."""
-
-    kind = "loop"
-
-    def __init__(
-        self,
-        wire: Wire,
-        stage: str,
-        mode: str,
-        toolset: GateToolset,
-        *,
-        max_result_chars: Optional[int] = None,
-        **kw: Any,
-    ) -> None:
-        super().__init__(wire, mode, toolset, **kw)
-        from .gate._conversation import Conversation
-        from .gate.cases import AgentLoopCase
-        from .gate.loop import AgentLoopTarget
-
-        target = AgentLoopTarget(
-            CLIENT,
-            wire,
-            _elsewhere,
-            model=self.model,
-            http2=self.http2,
-            max_result_chars=max_result_chars,
-            timeout=self.timeout,
-        )
-        self.case = AgentLoopCase(target, stage, mode)
-        self.conversation = Conversation(wire, self.case.stage, toolset, self.case.max_requests)
-
-    @property
-    def case_name(self) -> str:
-        return self.case.name
-
-    def task(self) -> Dict[str, Any]:
-        stage = self.case.stage
-        choice = stage.tool_choice
-        return {
-            "kind": "loop",
-            "wire": self.wire.name,
-            "stage": stage.name,
-            "mode": self.mode,
-            "stream": self.mode == "stream",
-            "model": self.model,
-            "prompt": stage.prompt,
-            "tools": _tool_json(self.toolset),
-            "tool_choice": None if choice is None else {"mode": choice.mode, "name": choice.name},
-            "max_requests": self.case.max_requests,
-            "max_seconds": self.case.max_seconds,
-            "max_result_chars": self.case.target.max_result_chars,
-            "must": stage.must,
-            "judged": stage.name not in STAGE_NOT_JUDGED,
-        }
-
-    def answer(self, request: RecordedRequest) -> Reply:
-        return self.conversation.handle(request)
-
-    def judge(
-        self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float
-    ) -> Verdict:
-        from .gate._invariants import LoopSeen, failure_message, run_invariants
-
-        outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
-        if self.case.stage_name in STAGE_NOT_JUDGED:
-            return self._record("skip", STAGE_NOT_JUDGED[self.case.stage_name], (), ended)
-        seen = LoopSeen(self.case, outcome, self.conversation, self.toolset.log.records(), requests)
-        problems = run_invariants(seen)
-        if not problems:
-            return self._record("pass", "", (), ended)
-        return self._record("FAIL", failure_message(seen, problems), [p.check for p in problems], ended)
-
-    def outcome(self, report: Optional[Mapping[str, Any]], ended: float) -> Any:
-        """What the loop driver would have observed, from the client's report (``None``: none came)."""
-        from .gate._loop_driver import LoopOutcome
-
-        started = self.started if self.started is not None else self.opened
-        if report is None:
-            return LoopOutcome(started=started, hung=True, waited=ended - started)
-        error = report.get("error")
-        if error is not None:
-            return LoopOutcome(
-                error=reported_error(error), error_at=ended, started=started, ended_at=ended, ended=True
-            )
-        result = ReportedResult(
-            report.get("text"), report.get("finish_reason"), report.get("stopped", "done")
-        )
-        return LoopOutcome(result=result, started=started, ended_at=ended, ended=True)
-
-
-def _elsewhere(url: str) -> Any:
+def elsewhere(url: str) -> Any:
     """The client's backend or loop: it runs in the client's own process, never here."""
     raise TypeError("serve judges a client in another process: there is no backend or loop to build here")

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from conformance.__main__ import main
-from conformance._judge import BackendSession, StageSession, reported_error
+from conformance._judge import BackendSession, reported_error
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
+from conformance.gate._remote import StageSession
 from conformance.gate.log import ExecutionStatus
 from conformance.gate.tools import GateToolset
 from conformance.provider import start_fake_provider
