@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from .._judge import CLIENT, ReportedResult, Session, Verdict, elsewhere, tool_json, reported_error
+from .._judge import CLIENT, ReportedResult, Session, Verdict, elsewhere, reported_error, tool_json
 from ..provider import RecordedRequest, Reply
 
 if TYPE_CHECKING:
