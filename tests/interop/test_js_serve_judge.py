@@ -41,6 +41,8 @@ class Run:
     script: str
     serve: Tuple[str, ...]
     flaw: str = ""
+    #: serve's --timeout: the run's bound, and when a client that reported nothing is judged.
+    timeout: float = RUN_TIMEOUT
 
 
 RUNS: Dict[str, Run] = {
@@ -69,7 +71,17 @@ RUNS: Dict[str, Run] = {
     "ai-sdk anthropic run-twice": Run(
         "judge_ai_sdk.mjs", ("--wire", "anthropic", "--stage", "forced-tool"), "run-twice"
     ),
+    # A known break of ai 5.0.277: streamText settles its result promises only when the
+    # stream ends normally, so a connection closed mid-stream leaves result.text pending
+    # forever (vercel/ai#15495) and Node exits on the unsettled await, reporting nothing.
+    "ai-sdk openai broken stream": Run(
+        "judge_ai_sdk.mjs",
+        ("--wire", "openai-chat", "--stage", "close-after-first-fragment", "--mode", "stream"),
+        timeout=3.0,
+    ),
 }
+#: Node's exit status when the script's top-level await never settled.
+UNSETTLED_AWAIT = 13
 
 
 def skip_reason() -> Optional[str]:
@@ -89,10 +101,11 @@ class Result:
     output: str
     verdict: Dict[str, Any]
     stderr: str
+    node_status: int
 
 
 def play(run: Run) -> Result:
-    serve = Serve(*run.serve, "--timeout", str(RUN_TIMEOUT))
+    serve = Serve(*run.serve, "--timeout", str(run.timeout))
     done = subprocess.run(
         [str(NODE), run.script, serve.url, *([run.flaw] if run.flaw else [])],
         capture_output=True,
@@ -103,9 +116,9 @@ def play(run: Run) -> Result:
         check=False,
     )
     # A script that failed reported nothing: serve then ends at its --timeout.
-    status = serve.end(RUN_TIMEOUT + 5)
+    status = serve.end(run.timeout + 5)
     verdict = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
-    return Result(status, serve.out.getvalue(), verdict, done.stderr)
+    return Result(status, serve.out.getvalue(), verdict, done.stderr, done.returncode)
 
 
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
@@ -166,6 +179,16 @@ class JavaScriptClientsJudgedByServeTests(unittest.TestCase):
     def test_ai_sdk_anthropic_loop_that_runs_a_call_twice_fails(self) -> None:
         """An execute that runs its tool twice fails executions, over @ai-sdk/anthropic too."""
         self.assert_verdict("ai-sdk anthropic run-twice", 1, ("executions",))
+
+    def test_ai_sdk_stream_closed_mid_call_leaves_the_loop_pending(self) -> None:
+        """The known break: streamText never settles on a stream cut short, so serve judges a hung loop."""
+        result = self.results["ai-sdk openai broken stream"]
+        context = f"{result.output[-3000:]}\n{result.stderr[-2000:]}"
+        self.assertEqual(result.node_status, UNSETTLED_AWAIT, context)
+        self.assertEqual(result.status, 1, context)
+        self.assertIn("no outcome reported within 3 s", result.output)
+        self.assertIn("neither recovered nor stopped", result.output)
+        self.assertIn("[recovered]", result.output)
 
 
 if __name__ == "__main__":
