@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -352,6 +353,124 @@ class ReportTests(unittest.TestCase):
         self.assertEqual(turn["role"], "assistant")
         self.assertEqual(turn["tool_calls"][0]["name"], FX.tool_name)
         self.assertEqual(answer["tool_result"]["call_id"], turn["tool_calls"][0]["id"])
+
+
+class RemoteToolset:
+    """The gate's tools as a loop in another process reaches them: over serve's HTTP endpoint."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def aexecute(self, tool_call: Any, *, key: Optional[str] = None, signal: Any = None) -> Any:
+        import asyncio
+
+        from conformance.contract import ToolError, ToolResult
+
+        if signal is not None:
+            signal.raise_if_aborted()
+        unparsed = tool_call.unparsed_arguments
+        arguments = unparsed if unparsed is not None else dict(tool_call.arguments)
+        body: Dict[str, Any] = {"call_id": tool_call.id, "arguments": arguments}
+        if key is not None and key != tool_call.id:
+            body["key"] = key
+        _, answer = await asyncio.get_running_loop().run_in_executor(
+            None, call, self.url, f"/conformance/tools/{tool_call.name}", body
+        )
+        error = answer.get("error")
+        if error is not None:
+            return ToolResult(answer["call_id"], answer["name"], error=ToolError(**error))
+        return ToolResult(answer["call_id"], answer["name"], answer["content"])
+
+
+def remote_run(url: str, loop: Any) -> Dict[str, Any]:
+    """Run a Python loop as a client in another process would: the task, the tools and the
+    provider over HTTP; return the report it would send."""
+    import asyncio
+
+    from conformance.contract import AbortController, ToolChoice, ToolSpec
+    from conformance.gate.loop import LoopTask
+
+    _, data = call(url, "/conformance/task")
+    choice = data["tool_choice"]
+    task = LoopTask(
+        prompt=data["prompt"],
+        tools=tuple(ToolSpec(t["name"], t["description"], t["parameters"]) for t in data["tools"]),
+        tool_choice=None if choice is None else ToolChoice(choice["mode"], choice["name"]),
+        toolset=RemoteToolset(url),  # type: ignore[arg-type]
+        signal=AbortController().signal,
+        stream=data["stream"],
+        model=data["model"],
+        max_requests=data["max_requests"],
+        max_seconds=data["max_seconds"],
+    )
+
+    async def run() -> Dict[str, Any]:
+        try:
+            result = await loop.run(task)
+        except Exception as exc:  # what the loop raised is its report
+            return {"error": {"name": type(exc).__name__, "message": str(exc)}}
+        finally:
+            await loop.aclose()
+        return {"text": result.text, "finish_reason": result.finish_reason, "stopped": result.stopped}
+
+    return asyncio.run(run())
+
+
+def zoo_loop(loop_class: Any, url: str) -> Any:
+    """``loop_class`` (the reference loop or one of the zoo's) over the Anthropic reference backend."""
+    from conformance.reference import REFERENCE_BACKENDS
+
+    return loop_class(REFERENCE_BACKENDS["anthropic"](url, False), max_result_chars=4096)
+
+
+class SameVerdictTests(unittest.TestCase):
+    """A loop judged through serve gets the verdict the Python gate gives it."""
+
+    def judged(self, wire: str, stage: str, mode: str, create_loop: Any) -> Dict[str, Any]:
+        serve = Serve("--wire", wire, "--stage", stage, "--mode", mode, "--max-result-chars", "4096")
+        report = remote_run(serve.url, create_loop(serve.url))
+        _, verdict = call(serve.url, "/conformance/outcome", report)
+        serve.end()
+        return dict(verdict)
+
+    def test_the_reference_loop_passes_every_stage_it_is_judged_on(self) -> None:
+        """The reference loop, with its tools over HTTP, passes every stage but cancel, as in Python."""
+        from conformance.gate.cases import AgentLoopCase
+        from conformance.gate.loop import AgentLoopTarget
+        from conformance.gate.reference_loop import ReferenceLoop
+        from conformance.gate.stages import STAGES
+
+        wire = "anthropic"
+        for stage, row in STAGES.items():
+            for mode in row.modes:
+                probe = AgentLoopCase(AgentLoopTarget("probe", WIRES[wire], lambda url: None), stage, mode)
+                if stage == "cancel" or probe.skip:
+                    continue
+                with self.subTest(stage=stage, mode=mode):
+                    verdict = self.judged(wire, stage, mode, functools.partial(zoo_loop, ReferenceLoop))
+                    self.assertEqual(verdict["verdict"], "pass", verdict["detail"])
+
+    def test_a_broken_loop_fails_with_the_gate_s_own_check_ids(self) -> None:
+        """Zoo loops judged through serve fail with the very invariants the Python gate names."""
+        from conformance.gate.cases import AgentLoopCase
+        from conformance.gate.loop import AgentLoopTarget
+        from tests import gate_zoo
+
+        table = [
+            ("SendsErrorsAsText", "error-result", "chat"),
+            ("RerunsEarlierCalls", "tool-error-corrects", "stream"),
+            ("IgnoresItsLimit", "large-result", "chat"),
+        ]
+        for name, stage, mode in table:
+            with self.subTest(loop=name, stage=stage, mode=mode):
+                create_loop = functools.partial(zoo_loop, getattr(gate_zoo, name))
+                target = AgentLoopTarget("python", WIRES["anthropic"], create_loop, max_result_chars=4096)
+                with self.assertRaises(AssertionError) as python:
+                    AgentLoopCase(target, stage, mode).run()
+                verdict = self.judged("anthropic", stage, mode, create_loop)
+                self.assertEqual(verdict["verdict"], "fail")
+                ids = re.findall(r"\[([a-z-]+)\]$", str(python.exception), re.MULTILINE)
+                self.assertEqual(verdict["checks"], list(dict.fromkeys(ids)))
 
 
 class ServeCommandTests(unittest.TestCase):
