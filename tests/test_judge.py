@@ -473,6 +473,137 @@ class SameVerdictTests(unittest.TestCase):
                 self.assertEqual(verdict["checks"], list(dict.fromkeys(ids)))
 
 
+#: What a client in another process cannot show the judge: how its backend lives and ends.
+OWN_LIFE = frozenset(
+    {"finished", "abort-reason", "abort-promptly", "cancel-propagates", "connection-closed", "backend-closed"}
+)
+#: The error fields a backend's report carries, where its exception has them.
+ERROR_FIELDS = ("kind", "code", "retryable", "retry_after", "status", "details")
+
+
+def backend_report(backend: Any, request: Any, stream: bool) -> Dict[str, Any]:
+    """What a backend in another process would report of one call: its reply, or its error."""
+    import asyncio
+    import inspect
+
+    async def settle(value: Any) -> Any:
+        return await value if inspect.isawaitable(value) else value
+
+    def usage_of(usage: Any) -> Any:
+        names = ("input_tokens", "output_tokens", "total_tokens")
+        return None if usage is None else {n: getattr(usage, n, None) for n in names}
+
+    def calls_of(calls: Any) -> List[Dict[str, Any]]:
+        return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls or ()]
+
+    async def run() -> Dict[str, Any]:
+        content: List[str] = []
+        calls: List[Dict[str, Any]] = []
+        finish = usage = None
+        try:
+            if not stream:
+                reply = await settle(backend.chat(request))
+                return {
+                    "content": reply.content,
+                    "finish_reason": getattr(reply.finish_reason, "value", reply.finish_reason),
+                    "tool_calls": calls_of(reply.tool_calls),
+                    "usage": usage_of(reply.usage),
+                }
+            chunks = await settle(backend.chat_stream(request))
+
+            def keep(chunk: Any) -> None:
+                nonlocal finish, usage
+                content.append(chunk.content)
+                calls.extend(calls_of(chunk.tool_calls))
+                if chunk.finish_reason is not None:
+                    finish = getattr(chunk.finish_reason, "value", chunk.finish_reason)
+                usage = chunk.usage if chunk.usage is not None else usage
+
+            # Chunk by chunk, so that what came before an error is reported beside it.
+            if hasattr(chunks, "__aiter__"):
+                async for chunk in chunks:
+                    keep(chunk)
+            else:
+                for chunk in chunks:
+                    keep(chunk)
+            return {
+                "content": "".join(content),
+                "finish_reason": finish,
+                "tool_calls": calls,
+                "usage": usage_of(usage),
+            }
+        except Exception as exc:  # what the backend raised is its report
+            error = {"name": type(exc).__name__, "message": str(exc)}
+            error.update({f: getattr(exc, f) for f in ERROR_FIELDS if hasattr(exc, f)})
+            if "details" in error:
+                error["details"] = dict(error["details"])
+            return {"content": "".join(content), "error": error}
+        finally:
+            close = getattr(backend, "aclose", None) or getattr(backend, "close", None)
+            if close is not None:
+                await settle(close())
+
+    return asyncio.run(asyncio.wait_for(run(), BOUND))
+
+
+class SameBackendVerdictTests(unittest.TestCase):
+    """A backend judged through serve gets the verdict the Python suite gives it."""
+
+    wire = "openai-chat"
+
+    def judged(
+        self, scenario: str, mode: str, variant: str, create: Any, model: str = "conformance-model"
+    ) -> Any:
+        from conformance._multiturn import multi_turn_request
+
+        serve = Serve(
+            "--wire", self.wire, "--scenario", scenario, "--mode", mode, "--model", model,
+            *(("--variant", variant) if variant else ()),
+        )  # fmt: skip
+        request = multi_turn_request(WIRES[self.wire], scenario, variant, model, None)
+        report = backend_report(create(serve.url, False), request, mode == "stream")
+        _, verdict = call(serve.url, "/conformance/outcome", report)
+        serve.end()
+        return verdict
+
+    def test_the_reference_backend_passes_every_judged_scenario(self) -> None:
+        """The reference backend, reporting what it returned or raised, passes every variant."""
+        from conformance.reference import REFERENCE_BACKENDS
+        from conformance.scenarios import SCENARIOS
+
+        wire = WIRES[self.wire]
+        for scenario, row in SCENARIOS.items():
+            if scenario in ("abort", "cancel") or wire.absent(scenario):
+                continue
+            for mode in row.modes:
+                for variant in wire.variants(scenario, mode):
+                    with self.subTest(scenario=scenario, mode=mode, variant=variant.name):
+                        verdict = self.judged(scenario, mode, variant.name, REFERENCE_BACKENDS[self.wire])
+                        self.assertEqual(verdict["verdict"], "pass", verdict["detail"])
+
+    def test_every_mutant_is_caught_by_the_checks_it_declares(self) -> None:
+        """Each mutant of the zoo judged through serve fails its cases with exactly its declared checks."""
+        from tests.test_mutants import MUTANTS
+
+        wire = WIRES[self.wire]
+        tried = 0
+        for mutant in MUTANTS[self.wire]:
+            if mutant.headers or "h1" not in mutant.transports or OWN_LIFE & set(mutant.checks):
+                continue
+            for case in mutant.cases:
+                scenario, mode = case.split("/")
+                if scenario in ("abort", "cancel"):
+                    continue
+                with self.subTest(mutant=mutant.name, case=case):
+                    caught: List[str] = []
+                    for variant in wire.variants(scenario, mode):
+                        verdict = self.judged(scenario, mode, variant.name, mutant.create, mutant.model)
+                        caught += verdict["checks"]
+                    self.assertEqual(sorted(set(caught)), sorted(mutant.checks))
+                    tried += 1
+        self.assertGreater(tried, 10)
+
+
 class ServeCommandTests(unittest.TestCase):
     def test_list_shows_stages_and_why_a_wire_skips_one(self) -> None:
         """serve --list names each stage and mode, and the gate's reason where the wire cannot play it."""
