@@ -65,7 +65,7 @@ WEIGHTS: Dict[str, float] = {
     "tests.interop.test_turns_sdks": 3,
     "tests.test_cases": 3,
     "tests.test_gate_report": 3,
-    "tests.test_judge": 4,
+    "tests.test_judge": 6,
     "tests.test_turns_openai_responses": 2.5,
     "tests.test_provider": 2.4,
     "tests.test_provider_h2": 2.2,
