@@ -293,24 +293,27 @@ class ToolsEndpointTests(unittest.TestCase):
     def test_delayed_value_waits_without_holding_up_the_provider(self) -> None:
         """delayed_value waits its delay on the provider's loop while other requests are answered."""
         answers: List[Any] = []
-        slow = threading.Thread(
-            target=lambda: answers.append(
-                call(
-                    self.url,
-                    "/conformance/tools/delayed_value",
-                    {"call_id": "d", "arguments": {"value": "v", "delay_ms": 300}},
-                )
-            )
-        )
-        started = time.monotonic()
-        slow.start()
-        time.sleep(0.05)
+
+        def slow() -> None:
+            body = {"call_id": "d", "arguments": {"value": "v", "delay_ms": 1000}}
+            answers.append(call(self.url, "/conformance/tools/delayed_value", body))
+            answers.append(time.monotonic())
+
+        waiting = threading.Thread(target=slow)
+        waiting.start()
+        # Asked once the delayed call is running, and answered while it still waits.
+        deadline = time.monotonic() + BOUND
+        while not self.toolset.log.in_flight() and time.monotonic() < deadline:
+            time.sleep(0.01)
         status, task = call(self.url, "/conformance/task")
-        quick = time.monotonic() - started
-        slow.join(BOUND)
+        answered = time.monotonic()
+        waiting.join(BOUND)
         self.assertEqual((status, task["stage"]), (200, "forced-tool"))
-        self.assertLess(quick, 0.3)
+        self.assertLess(answered, answers[1])
         self.assertEqual(json.loads(answers[0][1]["content"])["value"], "v")
+        self.assertGreaterEqual(
+            self.toolset.log.records()[0].ended - self.toolset.log.records()[0].started, 1.0
+        )
 
     def test_a_bad_tool_request_is_refused_and_not_recorded(self) -> None:
         """A body without a call id, or arguments of the wrong type, gets a 400 and leaves no record."""
