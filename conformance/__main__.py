@@ -411,7 +411,6 @@ def served(reply: Any) -> Any:
 
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     from .gate.tools import GateToolset
-    from .provider import start_fake_provider
     from .provider._server import is_loopback
     from .wires import WIRES
 
@@ -437,49 +436,62 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
     wire = WIRES[args.wire]
     with GateToolset(run_id=args.run_id) as toolset:
         session, title = _serve_session(args, wire, toolset)
-        if not is_loopback(args.host):
-            out.write(f"warning: listening on {args.host}, reachable from other machines\n")
-            out.flush()
+        try:
+            return _serve_run(session, title, wire, reports, args, out)
+        finally:
+            session.close()
 
-        def handler(request: Any) -> Any:
-            out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
-            out.flush()
-            return session.handle(request)
 
-        # A serve session may run for days: keep the newest requests, not all of them.
-        provider = start_fake_provider(
-            http2=args.http2,
-            host=args.host,
-            port=args.port,
-            allow_remote=args.allow_remote,
-            max_requests=SERVE_MAX_REQUESTS,
+def _serve_run(
+    session: Any, title: str, wire: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO
+) -> int:
+    """Serve until the client reports (or ``--timeout``, or Ctrl-C); print and write the verdict."""
+    from .provider import start_fake_provider
+    from .provider._server import is_loopback
+
+    if not is_loopback(args.host):
+        out.write(f"warning: listening on {args.host}, reachable from other machines\n")
+        out.flush()
+
+    def handler(request: Any) -> Any:
+        out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
+        out.flush()
+        return session.handle(request)
+
+    # A serve session may run for days: keep the newest requests, not all of them.
+    provider = start_fake_provider(
+        http2=args.http2,
+        host=args.host,
+        port=args.port,
+        allow_remote=args.allow_remote,
+        max_requests=SERVE_MAX_REQUESTS,
+    )
+    with provider:
+        session.attach(lambda: provider.requests)
+        provider.reply(handler)
+        until = f"POST {provider.url}/conformance/outcome ends the run"
+        bound = f" (or {args.timeout:g} s pass)" if args.timeout is not None else ""
+        out.write(
+            f"serving {wire.title} {title} at {provider.url}"
+            f"{' (h2c only)' if args.http2 else ''}; {until}{bound}; Ctrl-C stops\n"
         )
-        with provider:
-            session.attach(lambda: provider.requests)
-            provider.reply(handler)
-            until = f"POST {provider.url}/conformance/outcome ends the run"
-            bound = f" (or {args.timeout:g} s pass)" if args.timeout is not None else ""
-            out.write(
-                f"serving {wire.title} {title} at {provider.url}"
-                f"{' (h2c only)' if args.http2 else ''}; {until}{bound}; Ctrl-C stops\n"
-            )
-            out.flush()
-            printed: Dict[int, Any] = {}
-            deadline = None if args.timeout is None else time.monotonic() + args.timeout
-            try:
-                while not session.done.is_set():
-                    time.sleep(0.05)
-                    _print_events(provider.requests, printed, out)
-                    if deadline is not None and time.monotonic() > deadline:
-                        out.write(f"no outcome reported within {args.timeout:g} s\n")
-                        session.give_up()
-                        break
-            except KeyboardInterrupt:
-                out.write("stopped\n")
-                return 0
-            # Let the client read its verdict before the port closes.
-            _answered(provider.requests)
-            _print_events(provider.requests, printed, out)
+        out.flush()
+        printed: Dict[int, Any] = {}
+        deadline = None if args.timeout is None else time.monotonic() + args.timeout
+        try:
+            while not session.done.is_set():
+                time.sleep(0.05)
+                _print_events(provider.requests, printed, out)
+                if deadline is not None and time.monotonic() > deadline:
+                    out.write(f"no outcome reported within {args.timeout:g} s\n")
+                    session.give_up()
+                    break
+        except KeyboardInterrupt:
+            out.write("stopped\n")
+            return 0
+        # Let the client read its verdict before the port closes.
+        _answered(provider.requests)
+        _print_events(provider.requests, printed, out)
     verdict = session.verdict
     assert verdict is not None
     return _say_verdict(verdict, reports, args, out)

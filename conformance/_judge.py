@@ -280,6 +280,9 @@ class Session:
         self.done.set()
         return _reply(200, verdict.as_dict())
 
+    def close(self) -> None:
+        """Let go of what the session holds while the run lasts (nothing, unless a subclass says)."""
+
     def give_up(self) -> Verdict:
         """The verdict on a client that reported nothing in time: judged as one still running."""
         with self.lock:

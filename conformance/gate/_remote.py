@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .._judge import CLIENT, ReportedResult, Session, Verdict, elsewhere, reported_error, tool_json
+from .._stall import WATCH
 from ..provider import RecordedRequest, Reply
 
 if TYPE_CHECKING:
@@ -61,6 +62,16 @@ class StageSession(Session):
         )
         self.case = AgentLoopCase(target, stage, mode)
         self.conversation = Conversation(wire, self.case.stage, toolset, self.case.max_requests)
+        # As the loop driver does for a stage with a budget of its own: the time this
+        # process could not run is not counted against the loop's max_seconds.
+        self.watching = self.case.stage.max_seconds is not None
+        if self.watching:
+            WATCH.start()
+
+    def close(self) -> None:
+        if self.watching:
+            self.watching = False
+            WATCH.stop()
 
     @property
     def case_name(self) -> str:
@@ -110,12 +121,18 @@ class StageSession(Session):
         started = self.started if self.started is not None else self.opened
         if report is None:
             return LoopOutcome(started=started, hung=True, waited=ended - started)
+        stalled = WATCH.between(started, ended) if self.watching else 0.0
         error = report.get("error")
         if error is not None:
             return LoopOutcome(
-                error=reported_error(error), error_at=ended, started=started, ended_at=ended, ended=True
+                error=reported_error(error),
+                error_at=ended,
+                started=started,
+                ended_at=ended,
+                ended=True,
+                stalled_in_run=stalled,
             )
         result = ReportedResult(
             report.get("text"), report.get("finish_reason"), report.get("stopped", "done")
         )
-        return LoopOutcome(result=result, started=started, ended_at=ended, ended=True)
+        return LoopOutcome(result=result, started=started, ended_at=ended, ended=True, stalled_in_run=stalled)
