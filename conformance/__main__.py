@@ -4,13 +4,17 @@
     python -m conformance --suite backend       the backend suite alone (--suite loop: the agent loops)
     python -m conformance run MODULE:NAME       a user's target (backend or agent loop) or TestCase class
     python -m conformance serve --wire W --scenario S [--mode M] [--variant V] [--port P] [--http2]
-    python -m conformance serve --list [--wire W] [--scenario S]
+    python -m conformance serve --wire W --stage STAGE [--mode M] [--timeout S] [--json PATH] [--junit PATH]
+    python -m conformance serve --list [--wire W] [--scenario S | --stage STAGE]
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
     python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--junit PATH] [--smoke]
 
 Every command that runs cases takes --json PATH and --junit PATH (JUnit XML), written
 whether the cases pass or not; options shared with the top level (--jobs, --processes,
 --json, --junit) may stand before the command's name or after it.
+
+``serve`` judges the client it serves once the client reports how its run ended
+(``POST /conformance/outcome``), with the tools at ``POST /conformance/tools/<name>``.
 
 Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
 usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
@@ -406,48 +410,54 @@ def served(reply: Any) -> Any:
 
 
 def command_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from .cases import scenario_reply
-    from .provider import JsonReply, start_fake_provider
+    from .gate.tools import GateToolset
     from .provider._server import is_loopback
     from .wires import WIRES
 
     if args.wire is not None and args.wire not in WIRES:
         raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
     if args.list:
-        listing(out, [WIRES[args.wire]] if args.wire else list(WIRES.values()), args.scenario)
+        listing(out, [WIRES[args.wire]] if args.wire else list(WIRES.values()), args.scenario, args.stage)
         return 0
-    if args.wire is None or args.scenario is None:
-        missing = " and ".join(f"--{n}" for n in ("wire", "scenario") if getattr(args, n) is None)
+    reports = report_paths(args)
+    if args.scenario is not None and args.stage is not None:
+        raise UsageError("give --scenario (a backend scenario) or --stage (an agent-loop stage), not both")
+    if args.wire is None or (args.scenario is None and args.stage is None):
+        asked = (("--wire", args.wire), ("--scenario or --stage", args.scenario or args.stage))
+        missing = " and ".join(n for n, v in asked if not v)
         raise UsageError(f"serve needs {missing} (or --list, to see what each wire plays)")
-    if args.scenario not in SCENARIOS:
-        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
-    if args.mode not in SCENARIOS[args.scenario].modes:
-        raise UsageError(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
-    variant = chosen_variant(WIRES[args.wire], args.scenario, args.mode, args.variant)
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     if not is_loopback(args.host) and not args.allow_remote:
         raise UsageError(
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
             "add --allow-remote if you mean it"
         )
     wire = WIRES[args.wire]
-    absent = wire.absent(args.scenario)
-    if absent is not None:
-        raise UsageError(f"{wire.name} has no {args.scenario} scenario: {absent}")
+    with GateToolset(run_id=args.run_id) as toolset:
+        session, title = _serve_session(args, wire, toolset)
+        try:
+            return _serve_run(session, title, wire, reports, args, out)
+        finally:
+            session.close()
 
-    def handler(request: Any) -> Any:
-        out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
-        out.flush()
-        if wire.is_generation(request):
-            reply = scenario_reply(wire, args.scenario, args.mode, request, variant.name)
-            if reply is None:
-                reason = f"{wire.name} has no {args.scenario} case"
-                return JsonReply({"error": {"message": reason, "type": "not_implemented"}}, status=501)
-            return served(reply)
-        return served(wire.aux_reply(request))
+
+def _serve_run(
+    session: Any, title: str, wire: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO
+) -> int:
+    """Serve until the client reports (or ``--timeout``, or Ctrl-C); print and write the verdict."""
+    from .provider import start_fake_provider
+    from .provider._server import is_loopback
 
     if not is_loopback(args.host):
         out.write(f"warning: listening on {args.host}, reachable from other machines\n")
         out.flush()
+
+    def handler(request: Any) -> Any:
+        out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
+        out.flush()
+        return session.handle(request)
+
     # A serve session may run for days: keep the newest requests, not all of them.
     provider = start_fake_provider(
         http2=args.http2,
@@ -457,21 +467,122 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
         max_requests=SERVE_MAX_REQUESTS,
     )
     with provider:
+        session.attach(lambda: provider.requests)
         provider.reply(handler)
-        shape = f" [{variant.name}: {variant.title}]" if variant.name else ""
+        until = f"POST {provider.url}/conformance/outcome ends the run"
+        bound = f" (or {args.timeout:g} s pass)" if args.timeout is not None else ""
         out.write(
-            f"serving {wire.title} {args.scenario}/{args.mode}{shape} at {provider.url}"
-            f"{' (h2c only)' if args.http2 else ''}; Ctrl-C stops\n"
+            f"serving {wire.title} {title} at {provider.url}"
+            f"{' (h2c only)' if args.http2 else ''}; {until}{bound}; Ctrl-C stops\n"
         )
         out.flush()
         printed: Dict[int, Any] = {}
+        deadline = None if args.timeout is None else time.monotonic() + args.timeout
         try:
-            while True:
-                time.sleep(0.1)
+            while not session.done.is_set():
+                time.sleep(0.05)
                 _print_events(provider.requests, printed, out)
+                if deadline is not None and time.monotonic() > deadline:
+                    out.write(f"no outcome reported within {args.timeout:g} s\n")
+                    session.give_up()
+                    break
         except KeyboardInterrupt:
             out.write("stopped\n")
-    return 0
+            return 0
+        # Let the client read its verdict before the port closes.
+        _answered(provider.requests)
+        _print_events(provider.requests, printed, out)
+    verdict = session.verdict
+    assert verdict is not None
+    return _say_verdict(verdict, reports, args, out)
+
+
+def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[Any, str]:
+    """The judge's session for ``serve``'s scenario or stage, and the title it is served under."""
+    from ._judge import BackendSession
+    from .gate._remote import StageSession
+
+    common: Dict[str, Any] = {
+        "model": args.model,
+        "http2": args.http2,
+        "timeout": args.timeout or DEFAULT_CLIENT_TIMEOUT,
+        "dress": served,
+    }
+    if args.stage is not None:
+        from .gate.stages import STAGES
+
+        if args.stage not in STAGES:
+            hint = f"; it is a backend scenario: --scenario {args.stage}" if args.stage in SCENARIOS else ""
+            raise UsageError(f"unknown stage {args.stage!r}; known: {', '.join(STAGES)}{hint}")
+        if args.mode not in STAGES[args.stage].modes:
+            raise UsageError(f"{args.stage} runs in {', '.join(STAGES[args.stage].modes)} mode only")
+        if args.variant:
+            raise UsageError("--variant chooses a backend scenario's shape; a stage has one script")
+        from .errors import TargetDefinitionError
+
+        try:
+            stage_session = StageSession(
+                wire, args.stage, args.mode, toolset, max_result_chars=args.max_result_chars, **common
+            )
+        except TargetDefinitionError as exc:  # a --max-result-chars below 1
+            raise UsageError(str(exc).replace("max_result_chars", "--max-result-chars")) from None
+        skip = stage_session.case.skip
+        if skip:
+            raise UsageError(f"{wire.name} does not play the {args.stage} stage in {args.mode} mode: {skip}")
+        return stage_session, f"stage {args.stage}/{args.mode}"
+    if args.scenario not in SCENARIOS:
+        from .gate.stages import STAGES
+
+        hint = f"; it is an agent-loop stage: --stage {args.scenario}" if args.scenario in STAGES else ""
+        raise UsageError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}{hint}")
+    if args.mode not in SCENARIOS[args.scenario].modes:
+        raise UsageError(f"{args.scenario} runs in {', '.join(SCENARIOS[args.scenario].modes)} mode only")
+    absent = wire.absent(args.scenario)
+    if absent is not None:
+        raise UsageError(f"{wire.name} has no {args.scenario} scenario: {absent}")
+    variant = chosen_variant(wire, args.scenario, args.mode, args.variant)
+    shape = f" [{variant.name}: {variant.title}]" if variant.name else ""
+    session = BackendSession(wire, args.scenario, args.mode, variant, toolset, **common)
+    return session, f"{args.scenario}/{args.mode}{shape}"
+
+
+#: The bound ``serve`` gives a client's run when ``--timeout`` is not set, as a
+#: target's default ``timeout``: the task's ``max_seconds`` is most of it.
+DEFAULT_CLIENT_TIMEOUT = 5.0
+
+
+def _answered(requests: List[Any], within: float = 1.0) -> None:
+    """Wait, bounded, until the report's answer (the verdict) has gone out."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        pending = [
+            r
+            for r in requests
+            if r.path == "/conformance/outcome"
+            and not r.closed
+            and not (r.response and r.response.complete())
+        ]
+        if not pending:
+            return
+        time.sleep(0.01)
+
+
+def _say_verdict(verdict: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO) -> int:
+    record = verdict.record
+    words = {"pass": "passed", "FAIL": "FAILED", "ERROR": "ERROR", "skip": "skipped"}[record.outcome]
+    line = f"verdict: {record.wire} {record.case} {words}"
+    if verdict.checks:
+        line += f" [{', '.join(verdict.checks)}]"
+    out.write("\n" + _paint(line, record.outcome, use_colour(out)) + "\n")
+    if record.detail:
+        out.write(record.detail + "\n")
+    if reports:
+        command = f"python -m conformance serve --wire {args.wire} " + (
+            f"--stage {args.stage}" if args.stage else f"--scenario {args.scenario}"
+        )
+        _write([record], reports, f"{command} --mode {args.mode}", record.seconds, out)
+    out.flush()
+    return 1 if verdict.failed else 0
 
 
 def chosen_variant(wire: Any, scenario: str, mode: str, name: Optional[str]) -> Any:
@@ -492,14 +603,24 @@ def chosen_variant(wire: Any, scenario: str, mode: str, name: Optional[str]) -> 
     raise UsageError(f"{wire.name} has no variant {name!r} of {scenario}/{mode}; {hint}")
 
 
-def listing(out: TextIO, wires: Sequence[Any], scenario: Optional[str] = None) -> None:
-    """``serve --list``: every scenario and mode each wire plays, with each variant and its source."""
+def listing(
+    out: TextIO, wires: Sequence[Any], scenario: Optional[str] = None, stage: Optional[str] = None
+) -> None:
+    """``serve --list``: every scenario and mode each wire plays, with each variant and its source;
+    then every agent-loop stage and mode it plays (``serve --stage``), or why not.
+
+    ``--scenario`` narrows the list to one scenario, ``--stage`` to one stage.
+    """
+    from .gate.stages import LOOP_MODES, STAGES
+
     if scenario is not None and scenario not in SCENARIOS:
         raise UsageError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    if stage is not None and stage not in STAGES:
+        raise UsageError(f"unknown stage {stage!r}; known: {', '.join(STAGES)}")
     for wire in wires:
         out.write(f"{wire.name} ({wire.title}):\n")
         for name, row in SCENARIOS.items():
-            if scenario is not None and name != scenario:
+            if stage is not None or (scenario is not None and name != scenario):
                 continue
             absent = wire.absent(name)
             if absent is not None:
@@ -509,13 +630,40 @@ def listing(out: TextIO, wires: Sequence[Any], scenario: Optional[str] = None) -
                 variants = wire.variants(name, mode)
                 named = [v for v in variants if v.name]
                 if not named:
-                    out.write(f"  {name} --mode {mode}\n")
+                    out.write(f"  {name} --mode {mode}{_NOT_JUDGED_NOTE.get(name, '')}\n")
                     continue
                 for index, v in enumerate(named):
                     first = " (the default)" if index == 0 else ""
                     source = f"; seen in {v.source}" if v.source else ""
                     out.write(f"  {name} --mode {mode} --variant {v.name}{first}: {v.title}{source}\n")
+        if scenario is not None:
+            continue
+        for name, stage_row in STAGES.items():
+            if stage is not None and name != stage:
+                continue
+            for mode in LOOP_MODES:
+                if mode not in stage_row.modes:
+                    continue
+                skip = _stage_skip(wire, name, mode)
+                played = f": not played ({skip})" if skip else _NOT_JUDGED_NOTE.get(name, "")
+                out.write(f"  --stage {name} --mode {mode}{played}\n")
     out.flush()
+
+
+#: What ``serve --list`` adds to a case it serves but cannot judge (``_judge.NOT_JUDGED``).
+_NOT_JUDGED_NOTE = {
+    "abort": " (served, not judged: the abort fires the caller's signal inside the client)",
+    "cancel": " (served, not judged: the cancel needs the caller's own signal or task)",
+}
+
+
+def _stage_skip(wire: Any, stage: str, mode: str) -> Optional[str]:
+    """Why ``wire`` does not play ``stage`` in ``mode`` (the gate's own skip reason), or ``None``."""
+    from ._judge import elsewhere
+    from .gate.cases import AgentLoopCase
+    from .gate.loop import AgentLoopTarget
+
+    return AgentLoopCase(AgentLoopTarget("serve", wire, elsewhere), stage, mode).skip
 
 
 def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> None:
@@ -728,9 +876,23 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         help="a BackendConformanceTarget, an AgentLoopTarget, or a TestCase class using either mixin",
     )
     _shared_options(run, suppress=True)
-    serve = sub.add_parser("serve", help="serve one scenario to any client, logging each request")
+    serve = sub.add_parser(
+        "serve",
+        help="serve one scenario or agent-loop stage to a client in any language, and judge it",
+        description="Serve one backend scenario (--scenario) or one agent-loop stage (--stage) of the "
+        "gate to a client in any language, logging each request. On the same port: GET "
+        "/conformance/task says what to run, POST /conformance/tools/<name> runs the gate's tools, and "
+        "POST /conformance/outcome (the client's result) ends the run with the verdict the Python "
+        "suite would give, printed, answered and written to --json and --junit.",
+        epilog="exit status: 0 the client passed (or the case cannot be judged from outside, or Ctrl-C), "
+        "1 a check failed, 2 a usage error",
+    )
     serve.add_argument("--wire", help=f"one of {wires}")
-    serve.add_argument("--scenario", help=f"one of {', '.join(SCENARIOS)}")
+    serve.add_argument("--scenario", help=f"a backend scenario: one of {', '.join(SCENARIOS)}")
+    serve.add_argument(
+        "--stage",
+        help="an agent-loop stage of the gate (the scripted multi-turn conversations; see --list)",
+    )
     serve.add_argument("--mode", default="chat", choices=MODES)
     serve.add_argument(
         "--variant",
@@ -740,12 +902,33 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     serve.add_argument(
         "--list",
         action="store_true",
-        help="list every scenario, mode and variant the wire plays (every wire without --wire), and exit",
+        help="list every scenario, mode and variant, and every agent-loop stage, the wire plays (every "
+        "wire without --wire), and exit",
     )
     serve.add_argument("--port", type=int, default=0)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     serve.add_argument("--http2", action="store_true", help="speak h2c only")
+    serve.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="end the run after this long even if no outcome was reported (then judged as a client still "
+        f"running); also the run's bound, of which the task's max_seconds is 80%% (default "
+        f"{DEFAULT_CLIENT_TIMEOUT:g} s, and no end)",
+    )
+    serve.add_argument("--model", default="conformance-model", help="the model the client must name")
+    serve.add_argument(
+        "--max-result-chars",
+        type=int,
+        metavar="N",
+        help="the client's loop cuts tool results to this many characters (the large-result stage)",
+    )
+    serve.add_argument(
+        "--run-id", help="the tools' run id, so that fixture ids repeat from run to run (default: random)"
+    )
+    for option, text in _RESULT_OPTIONS:
+        serve.add_argument(option, default=argparse.SUPPRESS, metavar="PATH", help="the verdict: " + text)
     record = sub.add_parser("record", help="record a real provider's answers as replayable fixtures")
     record.add_argument("--wire", required=True)
     record.add_argument(

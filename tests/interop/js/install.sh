@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the exact npm packages of package-lock.json into tests/interop/js/node_modules,
-# for the h2c interop test (tests/interop/test_js_bedrock_h2c.py). Nothing is installed
+# for the JavaScript interop tests (tests/interop/test_js_*.py). Nothing is installed
 # globally. Without Node the test skips itself, so this script does too.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
