@@ -719,13 +719,15 @@ def check_executions(seen: LoopSeen) -> List[LoopProblem]:
     planned = seen.planned()
     for index, call in enumerate(planned):
         if refusal(call) is not None or ended_turn(seen, call):
-            continue  # never to run: refused-call (or finish-reason) says whether it did
+            continue  # never to run: refused-call (or ended-turn) says whether it did
         own = seen.records_for(call)
         if any(r.tool != call.call.name for r in own):
             continue  # it ran under another tool's name: tool-name says so
         records = [r for r in own if r.ran]
         if records and seen.faulted() and len(records) > 1:
             continue  # run again after a fault: re-executed says so
+        if not records and any(not same_arguments(call, r) for r in own):
+            continue  # handed over on other arguments and refused at the door: arguments says so
         if stage.abort_in_tool:
             # The tool the abort came in ran once; a loop running the turn's calls side by
             # side may have begun the other before the abort (after it is after-cancel's).

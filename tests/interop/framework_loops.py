@@ -457,7 +457,17 @@ HAVE_LANGCHAIN = all(
     for name in ("langchain", "langchain_openai", "langchain_anthropic")
 )
 #: LangChain's finish reasons, from an AIMessage's response_metadata, in the contract's spelling.
-LANGCHAIN_FINISH = {"stop": "stop", "end_turn": "stop", "stop_sequence": "stop", "completed": "stop"}
+LANGCHAIN_FINISH = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "completed": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+    "refusal": "refusal",
+}
 
 
 class LangChainLoop:
@@ -559,9 +569,24 @@ class LangChainLoop:
             )
             for s in task.tools
         ]
+        choice = task.tool_choice
+
+        class ForcesFirst(AgentMiddleware):  # type: ignore[type-arg]
+            """Forces the task's tool on the first model call only: a model bound with
+            ``tool_choice`` would be forced on every call, and never give its answer."""
+
+            calls = 0
+
+            async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+                ForcesFirst.calls += 1
+                if ForcesFirst.calls == 1 and choice is not None and choice.mode != "auto":
+                    forced = choice.name if choice.mode == "tool" else "any"
+                    request = request.override(tool_choice=forced)
+                return await handler(request)
+
         model = self.model(task)
         limit = ModelCallLimitMiddleware(run_limit=task.max_requests, exit_behavior="error")
-        return create_agent(model, tools, middleware=[CallIds(), limit])
+        return create_agent(model, tools, middleware=[CallIds(), ForcesFirst(), limit])
 
     async def run(self, task: LoopTask) -> LoopResult:
         import asyncio
@@ -581,6 +606,9 @@ class LangChainLoop:
         last = replies[-1]
         meta = last.response_metadata or {}
         reason = str(meta.get("finish_reason") or meta.get("stop_reason") or meta.get("status") or "")
+        if reason == "incomplete":  # a Responses turn the provider ended: its reason says why
+            details = meta.get("incomplete_details")
+            reason = str(details.get("reason") or reason) if isinstance(details, dict) else reason
         finish = LANGCHAIN_FINISH.get(reason, "tool_calls" if last.tool_calls else reason)
         counts = [m.usage_metadata for m in replies if m.usage_metadata]
         usage = _usage(sum(c["input_tokens"] for c in counts), sum(c["output_tokens"] for c in counts))

@@ -123,8 +123,8 @@ LANGCHAIN_MISSING = (
 #: Where the gate itself is wrong today about a framework that does what the API allows
 #: (issue 22, "false failures"): skipped with the reason until the gate's rule is fixed.
 PYDANTIC_AI_ERROR_SHAPES = (
-    "pydantic-ai answers an unknown tool with {\"error\": \"...\"} (a string) and arguments that do not "
-    "parse with {\"error\": [{type, loc, msg}, ...]} (a list of typed errors); both are structured errors, "
+    'pydantic-ai answers an unknown tool with {"error": "..."} (a string) and arguments that do not '
+    'parse with {"error": [{type, loc, msg}, ...]} (a list of typed errors); both are structured errors, '
     "but the gate accepts only an object under error (issue 22, item 10)"
 )
 LANGCHAIN_TEXT_ERRORS = (
@@ -171,26 +171,57 @@ LANGCHAIN_RESPONSES_SWALLOWS_CANCEL = (
     "ChatOpenAI(stream_chunk_timeout=0) reads without it and passes",
 )
 
+PYDANTIC_AI_GOES_ON_AFTER_LENGTH = (
+    "pydantic-ai (2.68.0) does not stop at a turn the provider cut off at its output limit when the "
+    "cut-off call's arguments happen to parse: GraphAgentState.check_incomplete_tool_call "
+    "(pydantic_ai/_agent_graph.py) raises IncompleteToolCall on finish_reason 'length' only when the "
+    "last part's arguments are invalid JSON, so the run goes on with the stage's cut-off call "
+    '({"text": "gate", "count": 2, "tags": ["a"]}): it asks the model again, and over Anthropic '
+    "whole replies runs the call first"
+)
+LANGCHAIN_RUNS_LENGTH_CALLS = (
+    "LangChain's create_agent (langchain 1.5.2) routes to the tools whenever the last AIMessage has "
+    "tool_calls, never reading its finish reason (langchain/agents/factory.py, "
+    "_make_model_to_tools_edge): the call of a turn the provider cut off at its output limit runs (on "
+    "a stream it reaches the toolset with the fragments it had, which refuses it) and the model is "
+    "asked again"
+)
 
-def known_break(cls: Any, case: str, expected: Tuple[str, str]) -> None:
+
+def known_break(cls: Any, case: str, expected: Tuple[str, str], *, race: bool = False) -> None:
     """Mark ``cls``'s generated test of ``case`` as the framework's known break: an expected failure
-    that must fail for its check; a pass, or a failure for another reason, is an unexpected success."""
+    that must fail for its check; a pass, or a failure for another reason, is an unexpected success.
+
+    ``race`` marks a break that happens only when two events fall one way (a cancel landing
+    while a read completes): then a pass is allowed, and a failure must still be the check's.
+    """
     check, why = expected
     stage, _, mode = case.partition("/")
     name = f"test_{stage.replace('-', '_')}_{mode}"
     original: Callable[[Any], None] = getattr(cls, name)
 
-    @unittest.expectedFailure
-    def test(self: Any) -> None:
+    def run(self: Any) -> None:
         try:
             original(self)
         except AssertionError as failed:
             if f"[{check}]" in str(failed):
                 raise
             print(f"\n{cls.__name__}.{name} failed, but not for [{check}]:\n{failed}")
+            if race:
+                raise AssertionError(
+                    f"expected a pass or the known break [{check}], got:\n{failed}"
+                ) from None
 
+    def raced(self: Any) -> None:
+        try:
+            run(self)
+        except AssertionError as failed:
+            if f"[{check}]" not in str(failed):
+                raise
+
+    test = raced if race else unittest.expectedFailure(run)
     test.__name__ = name
-    test.__doc__ = f"Known break, caught by [{check}]: {why}."
+    test.__doc__ = f"Known break{' (a race)' if race else ''}, caught by [{check}]: {why}."
     setattr(cls, name, test)
 
 
@@ -304,21 +335,22 @@ class OpenAIAgentsChat(KnownFailures, AgentLoopConformanceTestCase, unittest.Tes
         return OpenAIAgentsLoop(url, "chat")
 
 
-
 @unittest.skipUnless(HAVE_PYDANTIC_AI, PYDANTIC_AI_MISSING)
-class PydanticAIChat(AgentLoopConformanceTestCase, unittest.TestCase):
+class PydanticAIChat(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """pydantic-ai's ``Agent.run`` over ``OpenAIChatModel``, over HTTP/1.1."""
 
     wire = openai_chat_wire
     timeout = 8.0  # pydantic-ai builds its tool schemas and graph on a run's first request
     skip = {"unknown-tool": PYDANTIC_AI_ERROR_SHAPES, "corrupt-arguments": PYDANTIC_AI_ERROR_SHAPES}
 
+    known = {"length-tool-turn": (frozenset({"requests"}), PYDANTIC_AI_GOES_ON_AFTER_LENGTH)}
+
     def create_loop(self, url: str) -> PydanticAILoop:
         return PydanticAILoop(url, "chat")
 
 
 @unittest.skipUnless(HAVE_PYDANTIC_AI, PYDANTIC_AI_MISSING)
-class PydanticAIResponses(AgentLoopConformanceTestCase, unittest.TestCase):
+class PydanticAIResponses(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """pydantic-ai's ``Agent.run`` over ``OpenAIResponsesModel``, over HTTP/1.1.
 
     The model is named as a reasoning model: pydantic-ai sends a reasoning item's
@@ -330,45 +362,66 @@ class PydanticAIResponses(AgentLoopConformanceTestCase, unittest.TestCase):
     timeout = 8.0
     skip = {"unknown-tool": PYDANTIC_AI_ERROR_SHAPES, "corrupt-arguments": PYDANTIC_AI_ERROR_SHAPES}
 
+    known = {"length-tool-turn": (frozenset({"requests"}), PYDANTIC_AI_GOES_ON_AFTER_LENGTH)}
+
     def create_loop(self, url: str) -> PydanticAILoop:
         return PydanticAILoop(url, "responses")
 
 
 @unittest.skipUnless(HAVE_PYDANTIC_AI, PYDANTIC_AI_MISSING)
-class PydanticAIAnthropic(AgentLoopConformanceTestCase, unittest.TestCase):
+class PydanticAIAnthropic(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """pydantic-ai's ``Agent.run`` over ``AnthropicModel``, over HTTP/1.1."""
 
     wire = anthropic_wire
     timeout = 8.0
+
+    known = {
+        "length-tool-turn/chat": (frozenset({"ended-turn", "requests"}), PYDANTIC_AI_GOES_ON_AFTER_LENGTH),
+        "length-tool-turn/stream": (frozenset({"requests"}), PYDANTIC_AI_GOES_ON_AFTER_LENGTH),
+    }
 
     def create_loop(self, url: str) -> PydanticAILoop:
         return PydanticAILoop(url, "anthropic")
 
 
 @unittest.skipUnless(HAVE_LANGCHAIN, LANGCHAIN_MISSING)
-class LangChainChat(AgentLoopConformanceTestCase, unittest.TestCase):
+class LangChainChat(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """LangChain's ``create_agent`` over ``ChatOpenAI``, over HTTP/1.1."""
 
     wire = openai_chat_wire
     skip = {"unknown-tool": LANGCHAIN_TEXT_ERRORS}
+
+    known = {
+        "length-tool-turn/stream": (
+            frozenset({"ended-turn", "refused-call", "requests"}),
+            LANGCHAIN_RUNS_LENGTH_CALLS,
+        )
+    }
 
     def create_loop(self, url: str) -> LangChainLoop:
         return LangChainLoop(url, "chat")
 
 
 @unittest.skipUnless(HAVE_LANGCHAIN, LANGCHAIN_MISSING)
-class LangChainResponses(AgentLoopConformanceTestCase, unittest.TestCase):
+class LangChainResponses(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """LangChain's ``create_agent`` over ``ChatOpenAI(use_responses_api=True)``, over HTTP/1.1."""
 
     wire = openai_responses_wire
     skip = {"unknown-tool": LANGCHAIN_TEXT_ERRORS, "parallel-calls/stream": LANGCHAIN_INTERLEAVED}
+
+    known = {
+        "length-tool-turn/stream": (
+            frozenset({"ended-turn", "refused-call", "requests"}),
+            LANGCHAIN_RUNS_LENGTH_CALLS,
+        )
+    }
 
     def create_loop(self, url: str) -> LangChainLoop:
         return LangChainLoop(url, "responses")
 
 
 @unittest.skipUnless(HAVE_LANGCHAIN, LANGCHAIN_MISSING)
-class LangChainAnthropic(AgentLoopConformanceTestCase, unittest.TestCase):
+class LangChainAnthropic(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """LangChain's ``create_agent`` over ``ChatAnthropic``, over HTTP/1.1."""
 
     wire = anthropic_wire
@@ -376,6 +429,14 @@ class LangChainAnthropic(AgentLoopConformanceTestCase, unittest.TestCase):
         "reset-after-first-fragment": LANGCHAIN_ANTHROPIC_BARE_READ_ERROR,
         "reset-after-last-fragment": LANGCHAIN_ANTHROPIC_BARE_READ_ERROR,
         "reset-mid-event": LANGCHAIN_ANTHROPIC_BARE_READ_ERROR,
+    }
+
+    known = {
+        "length-tool-turn/chat": (frozenset({"ended-turn", "requests"}), LANGCHAIN_RUNS_LENGTH_CALLS),
+        "length-tool-turn/stream": (
+            frozenset({"ended-turn", "refused-call", "requests"}),
+            LANGCHAIN_RUNS_LENGTH_CALLS,
+        ),
     }
 
     def create_loop(self, url: str) -> LangChainLoop:
@@ -387,7 +448,7 @@ for _cls in (LangChainChat, LangChainResponses, LangChainAnthropic):
 for _cls in (LangChainChat, LangChainResponses):
     known_break(_cls, "corrupt-arguments/chat", LANGCHAIN_DROPS_BROKEN_CALL)
 if sys.version_info < (3, 12):
-    known_break(LangChainResponses, "cancel/stream", LANGCHAIN_RESPONSES_SWALLOWS_CANCEL)
+    known_break(LangChainResponses, "cancel/stream", LANGCHAIN_RESPONSES_SWALLOWS_CANCEL, race=True)
 
 
 if __name__ == "__main__":
