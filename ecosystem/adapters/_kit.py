@@ -1,0 +1,203 @@
+"""What the backend adapters share: the abort race, the error mapping, the OpenAI-shaped messages.
+
+Strategy: an adapter shows what its library does, so it adds as little as it can.
+Each is an async backend whose ``chat`` and ``chat_stream`` call the library once and
+translate what came back; the abort is raced with the kit's own :func:`race_abort`
+(the library's task is cancelled, and an httpx-based client closes its connection as
+it unwinds). What a provider's failure means is the provider's business, not the
+library's: given the status, headers and body the library surfaced, the kind is
+read by the kit's reference backend for that wire (its public ``status_error``), so
+a row fails on an error only where the library lost what a careful user needs.
+Retries are turned off through each library's own knob, so that each answer
+surfaces as it came and a retry the library makes on its own shows in the table.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+
+from conformance import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+    race_abort,
+    race_abort_iter,
+)
+from conformance.contract import ERROR_KINDS
+from conformance.reference import REFERENCE_BACKENDS
+
+__all__ = [
+    "AsyncAdapter",
+    "call",
+    "last_chunk",
+    "response",
+    "tool_calls",
+    "usage",
+    "openai_messages",
+    "openai_tools",
+    "parse_arguments",
+    "status_error",
+    "stream_error",
+]
+
+#: No connection is ever made through these: they only read errors.
+_READERS: Dict[str, Any] = {}
+
+
+def _reader(wire: str) -> Any:
+    if wire not in _READERS:
+        _READERS[wire] = REFERENCE_BACKENDS[wire]("http://127.0.0.1:9", False)
+    return _READERS[wire]
+
+
+def status_error(wire: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+    """The contract's error for a failure status, as the kit's reference backend reads it."""
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    error: LLMError = _reader(wire).status_error(status, lower, raw)
+    return error
+
+
+def stream_error(wire: str, body: Mapping[str, Any], message: str = "") -> LLMError:
+    """The contract's error for a failure reported inside a stream (no status)."""
+    kind = _reader(wire).error_kind(None, body)
+    text = message or str(body.get("message") or body)
+    if kind in ERROR_KINDS:
+        return LLMError.from_kind(kind, text, provider=wire, details={"kind": kind})
+    return LLMError(text, code="LLM_INVALID_REQUEST", kind=kind, retryable=False, provider=wire)
+
+
+def parse_arguments(raw: Any) -> Dict[str, Any]:
+    """Arguments as a dict: a dict as it is, JSON text parsed (raising where it does not parse)."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    parsed = json.loads(raw or "{}")
+    if not isinstance(parsed, dict):
+        raise ValueError(f"arguments are not an object: {raw!r}")
+    return parsed
+
+
+def openai_tools(request: ChatRequest) -> List[Dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+        for t in request.tools
+    ]
+
+
+def openai_messages(request: ChatRequest) -> List[Dict[str, Any]]:
+    """The conversation as Chat Completions messages."""
+    out: List[Dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        elif message.role == "assistant" and message.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+                        }
+                        for c in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def usage(input_tokens: Any, output_tokens: Any, total: Any = None) -> Optional[Usage]:
+    if input_tokens is None and output_tokens is None:
+        return None
+    i, o = int(input_tokens or 0), int(output_tokens or 0)
+    return Usage(i, o, int(total) if total is not None else i + o)
+
+
+async def call(request: ChatRequest, awaitable: Any) -> Any:
+    """``awaitable`` raced against the request's abort signal."""
+    return await race_abort(awaitable, request.signal)
+
+
+class AsyncAdapter:
+    """An async backend over one library: subclasses give ``complete`` and ``events``.
+
+    ``complete(request)`` returns a :class:`ChatResponse`; ``events(request)`` yields
+    :class:`StreamChunk` items; ``error(exc)`` turns the library's exception into the
+    contract's (or returns ``None`` to let it through).
+    """
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        raise NotImplementedError
+
+    def error(self, exc: BaseException) -> Optional[BaseException]:
+        return None
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        try:
+            return await race_abort(self.complete(request), request.signal)
+        except Exception as exc:
+            mapped = None if _is_abort(request, exc) else self.error(exc)
+            if mapped is None or mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in race_abort_iter(self.events(request), request.signal):
+                yield chunk
+        except Exception as exc:
+            mapped = None if _is_abort(request, exc) else self.error(exc)
+            if mapped is None or mapped is exc:
+                raise
+            raise mapped from exc
+
+
+def _is_abort(request: ChatRequest, exc: BaseException) -> bool:
+    signal = request.signal
+    return signal is not None and signal.aborted and exc is signal.reason
+
+
+def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
+    """The calls of a turn from ``(id, name, arguments)`` as the library gave them.
+
+    Arguments the library left as text are parsed here; where they do not parse, a
+    ``length`` turn drops the call (it was cut off) and any other keeps it with its raw
+    text, as the contract asks. Arguments the library already made a dict are taken
+    as they are: what it did to them is what the table judges.
+    """
+    calls: List[ToolCall] = []
+    for call_id, name, arguments in raw:
+        if isinstance(arguments, Mapping):
+            calls.append(ToolCall(call_id, name, dict(arguments)))
+            continue
+        try:
+            calls.append(ToolCall(call_id, name, parse_arguments(arguments)))
+        except ValueError:
+            if finish != "length":
+                calls.append(ToolCall(call_id, name, {}, unparsed_arguments=str(arguments)))
+    return calls
+
+
+def response(text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()) -> ChatResponse:
+    """A whole turn: a turn with calls is a ``tool_calls`` turn whatever the provider said."""
+    calls = tool_calls(raw_calls, finish)
+    if calls and finish not in ("length", "content_filter", "refusal"):
+        finish = "tool_calls"
+    return ChatResponse(text, finish, tuple(calls), used, tuple(reasoning))
+
+
+def last_chunk(finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()) -> StreamChunk:
+    """The chunk that ends a stream: the calls, complete, and how the turn finished."""
+    whole = response("", finish, raw_calls, used, reasoning)
+    return StreamChunk("", whole.tool_calls, whole.finish_reason, used, whole.reasoning)
