@@ -61,10 +61,14 @@ def status_error(wire: str, status: int, headers: Mapping[str, str], raw: bytes)
     return error
 
 
-def stream_error(wire: str, body: Mapping[str, Any], message: str = "") -> LLMError:
-    """The contract's error for a failure reported inside a stream (no status)."""
+def stream_error(wire: str, body: Any, message: str = "") -> LLMError:
+    """The contract's error for a failure reported inside a stream (no status).
+
+    ``body`` is what the wire's reader takes: the error object for the JSON wires,
+    the error's text for Ollama's.
+    """
     kind = _reader(wire).error_kind(None, body)
-    text = message or str(body.get("message") or body)
+    text = message or (str(body.get("message") or body) if isinstance(body, Mapping) else str(body))
     if kind in ERROR_KINDS:
         return LLMError.from_kind(kind, text, provider=wire, details={"kind": kind})
     return LLMError(text, code="LLM_INVALID_REQUEST", kind=kind, retryable=False, provider=wire)
@@ -192,6 +196,10 @@ def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
 def response(text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()) -> ChatResponse:
     """A whole turn: a turn with calls is a ``tool_calls`` turn whatever the provider said."""
     calls = tool_calls(raw_calls, finish)
+    if finish == "length" and calls and len(calls) == len(list(raw_calls)):
+        # A turn cut off by the token limit ends inside its last call, whatever shape
+        # the library gave its arguments in (a dict may be a cut-off input closed up).
+        calls = calls[:-1]
     if calls and finish not in ("length", "content_filter", "refusal"):
         finish = "tool_calls"
     return ChatResponse(text, finish, tuple(calls), used, tuple(reasoning))
