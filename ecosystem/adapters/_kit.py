@@ -209,3 +209,68 @@ def last_chunk(finish: str, raw_calls: Any, used: Optional[Usage], reasoning: An
     """The chunk that ends a stream: the calls, complete, and how the turn finished."""
     whole = response("", finish, raw_calls, used, reasoning)
     return StreamChunk("", whole.tool_calls, whole.finish_reason, used, whole.reasoning)
+
+
+#: Chat Completions' finish reasons, as the contract's.
+OPENAI_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
+
+
+def openai_turn(done: Any) -> ChatResponse:
+    """A Chat Completions reply (the openai SDK's model, or a library's look-alike) as a turn."""
+    choice = done.choices[0]
+    message = choice.message
+    calls = [(c.id, c.function.name, c.function.arguments) for c in getattr(message, "tool_calls", None) or ()]
+    used = getattr(done, "usage", None)
+    counted = used and usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
+    return response(message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted)
+
+
+async def openai_chunks(stream: Any, thoughts: Optional["Thoughts"] = None) -> AsyncIterator[StreamChunk]:
+    """Chat Completions stream chunks (the SDK's, or a look-alike) as the contract's: calls whole at the end.
+
+    ``thoughts`` gathers the reasoning a library adds to each delta, handed over at the end.
+    """
+    pending: Dict[int, List[Any]] = {}
+    finish, counted = "stop", None
+    async for chunk in stream:
+        used = getattr(chunk, "usage", None)
+        if used:
+            counted = usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None and delta.content:
+                yield StreamChunk(delta.content)
+            if delta is not None and thoughts is not None:
+                thoughts.add(delta)
+            for part in (getattr(delta, "tool_calls", None) or ()) if delta is not None else ():
+                slot = pending.setdefault(part.index or 0, ["", "", ""])
+                if part.id:
+                    slot[0] = part.id
+                if part.function and part.function.name:
+                    slot[1] = part.function.name
+                if part.function and part.function.arguments:
+                    slot[2] += part.function.arguments
+            if choice.finish_reason:
+                finish = OPENAI_FINISH.get(choice.finish_reason, "stop")
+    found = thoughts.items() if thoughts is not None else []
+    yield last_chunk(finish, [tuple(pending[i]) for i in sorted(pending)], counted, found)
+
+
+class Thoughts:
+    """Reasoning gathered from a stream's deltas; a subclass says where its library puts it."""
+
+    def add(self, delta: Any) -> None:
+        raise NotImplementedError
+
+    def items(self) -> List[Any]:
+        raise NotImplementedError
+
+
+def retry_after(headers: Mapping[str, str]) -> Optional[float]:
+    """Seconds from ``retry-after-ms``, then ``retry-after`` (seconds only), or ``None``."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None

@@ -9,13 +9,20 @@ import openai
 from conformance import BackendConformanceTarget, ChatRequest, ChatResponse, StreamChunk, openai_chat_wire
 from conformance import openai_responses_wire
 
-from ._kit import AsyncAdapter, last_chunk, openai_messages, openai_tools, response, status_error, stream_error, usage
+from ._kit import (
+    AsyncAdapter,
+    openai_chunks,
+    openai_messages,
+    openai_tools,
+    openai_turn,
+    response,
+    status_error,
+    stream_error,
+    usage,
+)
 
 LIBRARY = "openai"
 KIND = "backend"
-
-FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
-
 
 def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     """The SDK's error as the contract's: from the status, headers and body it kept."""
@@ -46,36 +53,15 @@ class Chat(AsyncAdapter):
         return openai_error("openai-chat", exc)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        done = await self.client.chat.completions.create(**self.params(request))
-        choice = done.choices[0]
-        calls = [(c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls or ()]
-        used = done.usage and usage(done.usage.prompt_tokens, done.usage.completion_tokens, done.usage.total_tokens)
-        return response(choice.message.content or "", FINISH.get(choice.finish_reason, "stop"), calls, used)
+        return openai_turn(await self.client.chat.completions.create(**self.params(request)))
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         stream = await self.client.chat.completions.create(
             **self.params(request), stream=True, stream_options={"include_usage": True}
         )
-        pending: Dict[int, List[Any]] = {}
-        finish, used = "stop", None
         async with stream:
-            async for chunk in stream:
-                if chunk.usage:
-                    used = usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, chunk.usage.total_tokens)
-                for choice in chunk.choices:
-                    if choice.delta.content:
-                        yield StreamChunk(choice.delta.content)
-                    for delta in choice.delta.tool_calls or ():
-                        slot = pending.setdefault(delta.index, ["", "", ""])
-                        if delta.id:
-                            slot[0] = delta.id
-                        if delta.function and delta.function.name:
-                            slot[1] = delta.function.name
-                        if delta.function and delta.function.arguments:
-                            slot[2] += delta.function.arguments
-                    if choice.finish_reason:
-                        finish = FINISH.get(choice.finish_reason, "stop")
-        yield last_chunk(finish, [tuple(pending[i]) for i in sorted(pending)], used)
+            async for chunk in openai_chunks(stream):
+                yield chunk
 
 
 def responses_input(request: ChatRequest) -> List[Dict[str, Any]]:
