@@ -154,7 +154,7 @@ def report(
             print("--check: there is no committed results.json to compare with")
             status = 1
         else:
-            for line in table.changed_verdicts(committed, results):
+            for line in table.changed_verdicts(committed, results, classifications):
                 print(f"CHANGED {line}")
                 status = 1
     cases = sum(len(row["cases"]) for row in results["rows"])

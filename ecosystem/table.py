@@ -77,6 +77,9 @@ class Classification:
     knob: str = ""
     evidence: str = ""
     reproduce: str = ""
+    #: The case fails only some of the time (a race in the library): its verdict is
+    #: left out of the comparison with the committed table, and the page says so.
+    flaky: bool = False
 
     def matches(self, failure: Failure) -> bool:
         return (
@@ -158,14 +161,25 @@ def _verdicts(results: Mapping[str, Any]) -> Dict[Tuple[str, str, str], str]:
     return verdicts
 
 
-def changed_verdicts(committed: Mapping[str, Any], fresh: Mapping[str, Any]) -> List[str]:
-    """One line per verdict of ``fresh`` that differs from ``committed``, for the targets both ran."""
+def changed_verdicts(
+    committed: Mapping[str, Any], fresh: Mapping[str, Any], classifications: Sequence[Classification] = ()
+) -> List[str]:
+    """One line per verdict of ``fresh`` that differs from ``committed``, for the targets both ran.
+
+    A case a ``flaky`` classification names is not compared: it passes or fails by a race.
+    """
     before, after = _verdicts(committed), _verdicts(fresh)
     ran = {(a, t) for a, t, _ in after}
+    libraries = {(row["adapter"], row["target"]): row["library"] for row in fresh.get("rows", [])}
+    flaky = [c for c in classifications if c.flaky]
     lines: List[str] = []
     for key in sorted(set(before) | set(after)):
         if (key[0], key[1]) not in ran:
             continue  # a target this run did not run (--only) is not compared
+        library = libraries.get((key[0], key[1]), "")
+        if any(c.library == library and fnmatch.fnmatchcase(key[1], c.target)
+               and fnmatch.fnmatchcase(key[2], c.case) for c in flaky):
+            continue
         old, new = before.get(key, "absent"), after.get(key, "absent")
         if old != new:
             lines.append(f"{key[1]} {key[2]}: committed {old!r}, now {new!r}")
@@ -223,6 +237,8 @@ def _failure_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Cl
         for failure in mine:
             label = found.get(failure)
             tag = f"{label.kind} `{label.id}`" if label else "**unclassified**"
+            if label is not None and label.flaky:
+                tag += " (intermittent)"
             lines.append(f"- `{failure.case}` `[{failure.check}]` {failure.reason} — {tag}")
         lines.append("")
     return lines

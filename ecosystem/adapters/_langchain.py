@@ -10,6 +10,7 @@ way). Errors are the provider SDK's own exceptions, which LangChain lets through
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -106,10 +107,12 @@ class LangChainChat(AsyncAdapter):
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         total: Optional[Any] = None
-        async for chunk in self.bound(request).astream(lc_messages(request, self.reasoning_blocks)):
-            total = chunk if total is None else total + chunk
-            if chunk.text:
-                yield StreamChunk(chunk.text)
+        # Closed whichever way this ends, so the HTTP response under it is closed at once.
+        async with aclosing(self.bound(request).astream(lc_messages(request, self.reasoning_blocks))) as stream:
+            async for chunk in stream:
+                total = chunk if total is None else total + chunk
+                if chunk.text:
+                    yield StreamChunk(chunk.text)
         if total is None:
             raise RuntimeError("the stream gave no chunk")
         turn = turn_of(total, self.read_reasoning)

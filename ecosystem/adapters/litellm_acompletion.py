@@ -189,7 +189,8 @@ def targets() -> List[BackendConformanceTarget]:
         # LiteLLM reads what a Gemini model supports from its name (a name it does not
         # know gets its system prompt inlined into the user turn): a real model's name.
         BackendConformanceTarget(
-            "litellm acompletion gemini/", gemini_wire, GeminiCompletion, model="gemini-2.5-flash", client="litellm"
+            "litellm acompletion gemini/", gemini_wire, GeminiCompletion, model="gemini-2.5-flash",
+            skip={"reasoning": "the adapter does not read LiteLLM's Gemini thought signatures yet"}, client="litellm"
         ),
         BackendConformanceTarget("litellm acompletion ollama_chat/", ollama_wire, OllamaCompletion, client="litellm"),
     ]
