@@ -46,7 +46,9 @@ CLASSES: Mapping[str, str] = {
 }
 RESULTS_SCHEMA = 1
 #: ``  - [variant] text [check-id]``: a problem line of a case's failure message.
-_PROBLEM = re.compile(r"^\s+- (?:\[(?P<variant>[^\]]+)\] )?(?P<text>.*) \[(?P<check>[a-z0-9][a-z0-9:._-]*)\]$")
+_PROBLEM = re.compile(
+    r"^\s+- (?:\[(?P<variant>[^\]]+)\] )?(?P<text>.*) \[(?P<check>[a-z0-9][a-z0-9:._-]*)\]$"
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,6 @@ class Classification:
     upstream: str = ""
     knob: str = ""
     evidence: str = ""
-    reproduce: str = ""
     #: The case fails only some of the time (a race in the library): its verdict is
     #: left out of the comparison with the committed table, and the page says so.
     flaky: bool = False
@@ -108,7 +109,9 @@ def load_classifications(path: Path) -> List[Classification]:
         found.append(item)
     ids = [c.id for c in found]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"{path.name}: classification ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        raise ValueError(
+            f"{path.name}: classification ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
     return found
 
 
@@ -156,7 +159,11 @@ def _verdicts(results: Mapping[str, Any]) -> Dict[Tuple[str, str, str], str]:
         for item in row["failures"]:
             checks.setdefault(item["case"], []).append(item["check"])
         for case, outcome in row["cases"].items():
-            shown = outcome if outcome not in ("fail", "error") else f"{outcome} {' '.join(sorted(checks.get(case, [])))}"
+            shown = (
+                outcome
+                if outcome not in ("fail", "error")
+                else f"{outcome} {' '.join(sorted(checks.get(case, [])))}"
+            )
             verdicts[(row["adapter"], row["target"], case)] = shown
     return verdicts
 
@@ -177,8 +184,12 @@ def changed_verdicts(
         if (key[0], key[1]) not in ran:
             continue  # a target this run did not run (--only) is not compared
         library = libraries.get((key[0], key[1]), "")
-        if any(c.library == library and fnmatch.fnmatchcase(key[1], c.target)
-               and fnmatch.fnmatchcase(key[2], c.case) for c in flaky):
+        if any(
+            c.library == library
+            and fnmatch.fnmatchcase(key[1], c.target)
+            and fnmatch.fnmatchcase(key[2], c.case)
+            for c in flaky
+        ):
             continue
         old, new = before.get(key, "absent"), after.get(key, "absent")
         if old != new:
@@ -204,7 +215,9 @@ def _columns(rows: Sequence[Mapping[str, Any]]) -> List[str]:
 
 def _cell(row: Mapping[str, Any], name: str) -> str:
     marks = [
-        f"{_MARK[row['cases'][f'{name}/{mode}']]}" for mode in ("chat", "stream") if f"{name}/{mode}" in row["cases"]
+        f"{_MARK[row['cases'][f'{name}/{mode}']]}"
+        for mode in ("chat", "stream")
+        if f"{name}/{mode}" in row["cases"]
     ]
     return "".join(marks) or " "
 
@@ -265,7 +278,7 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
         "",
         "```",
         "python3 dev.py ecosystem            # every adapter; writes ecosystem/results.json and this page",
-        "python3 dev.py ecosystem --check    # the same, and fail on a verdict the committed table does not show",
+        "python3 dev.py ecosystem --check    # the same; fail on a verdict the committed table does not show",
         "python3 dev.py ecosystem --only openai_sdk --only anthropic_sdk   # some adapters",
         "```",
         "",
@@ -288,13 +301,17 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
     for bug in bugs:
         lines.append(f"- **{bug.library}** (`{bug.id}`): {bug.summary}")
         lines.append(f"  Code: {bug.where}." + (f" Upstream: {bug.upstream}." if bug.upstream else ""))
-        if bug.reproduce:
-            lines.append(f"  Reproduce: `{bug.reproduce}`")
+        seen = next(f for f, c in found.items() if c is bug)
+        lines.append(
+            f"  Reproduce: `python3 dev.py ecosystem --only {seen.adapter}`, case `{seen.case}` of "
+            f"*{seen.target}*, which fails with: {seen.reason} `[{seen.check}]`"
+        )
     lines.append("")
     kit = [c for c in used if c.kind == "kit-bug"]
     if kit:
         lines += ["## Kit bugs open", ""]
-        lines += [f"- `{c.id}` ({c.library}): {c.summary} Evidence: {c.evidence}" for c in kit]
+        lines += ["These failures are the kit's, not the libraries': each is to be fixed in the kit.", ""]
+        lines += [f"- `{c.id}` ({c.library}): {c.summary} Evidence: {c.evidence}." for c in kit]
         lines.append("")
     choices = [c for c in used if c.kind == "design-choice"]
     if choices:

@@ -15,14 +15,16 @@ from ecosystem import runner, table
 
 #: A failure message in the shape the kit's cases raise (see conformance._checks.failure_message).
 MESSAGE = """openai-chat/stream truncated-tool-call: the backend must report "length" and drop the call
-  - [cut-mid-string] the call get_weather was yielded although its arguments were cut off [stream-dropped-truncated]
+  - [cut-mid-string] the call get_weather was yielded with cut-off arguments [stream-dropped-truncated]
   - finish_reason was 'tool_calls', expected 'length' [finish-reason]
   - finish_reason was 'tool_calls', expected 'length' [finish-reason]
   requests seen: POST /v1/chat/completions
   hint: drop a call whose arguments do not parse when the turn ended on length"""
 
 
-def row(outcome: str = "fail", check: str = "stream-dropped-truncated", library: str = "somelib") -> Dict[str, Any]:
+def row(
+    outcome: str = "fail", check: str = "stream-dropped-truncated", library: str = "somelib"
+) -> Dict[str, Any]:
     failures = [{"case": "truncated-tool-call/stream", "check": check, "reason": "yielded a cut-off call"}]
     return {
         "adapter": "somelib_adapter",
@@ -79,13 +81,16 @@ class TableTest(unittest.TestCase):
         self.assertEqual(
             table.problems_in(MESSAGE),
             [
-                ("stream-dropped-truncated", "the call get_weather was yielded although its arguments were cut off"),
+                (
+                    "stream-dropped-truncated",
+                    "the call get_weather was yielded with cut-off arguments",
+                ),
                 ("finish-reason", "finish_reason was 'tool_calls', expected 'length'"),
             ],
         )
 
     def test_classify_splits_classified_unclassified_and_unused(self) -> None:
-        """A failure a pattern matches is classified; another library's failure is not, and the unused entry is named."""
+        """A failure a pattern matches is classified, another library's is not, an unused entry is named."""
         mine, other = table.failures_of([row(), row(library="otherlib")])
         stale = classification(id="stale", check="never-seen")
         found, unclassified, unused = table.classify([mine, other], [classification(), stale])
@@ -107,13 +112,16 @@ class TableTest(unittest.TestCase):
                     table.load_classifications(path)
 
     def test_changed_verdicts_names_each_change(self) -> None:
-        """A case that passed and now fails, or fails on another check, is a change; a target not run is not."""
+        """A pass turned failure, or a failure on another check, is a change; a target not run is not."""
         committed = results([row(outcome="pass"), {**row(), "adapter": "not_run", "target": "other"}])
         self.assertEqual(table.changed_verdicts(committed, results([row(outcome="pass")])), [])
         changed = table.changed_verdicts(committed, results([row()]))
         self.assertEqual(
             changed,
-            ["somelib chat truncated-tool-call/stream: committed 'pass', now 'fail stream-dropped-truncated'"],
+            [
+                "somelib chat truncated-tool-call/stream: "
+                "committed 'pass', now 'fail stream-dropped-truncated'"
+            ],
         )
         other_check = table.changed_verdicts(results([row()]), results([row(check="finish-reason")]))
         self.assertEqual(len(other_check), 1)
@@ -121,8 +129,13 @@ class TableTest(unittest.TestCase):
     def test_a_flaky_case_is_not_compared(self) -> None:
         """A case a flaky classification names may pass in one run and fail in the next."""
         flaky = classification(flaky=True)
-        self.assertEqual(table.changed_verdicts(results([row(outcome="pass")]), results([row()]), [flaky]), [])
-        self.assertEqual(len(table.changed_verdicts(results([row(outcome="pass")]), results([row()]), [classification()])), 1)
+        self.assertEqual(
+            table.changed_verdicts(results([row(outcome="pass")]), results([row()]), [flaky]), []
+        )
+        self.assertEqual(
+            len(table.changed_verdicts(results([row(outcome="pass")]), results([row()]), [classification()])),
+            1,
+        )
 
     def test_page_lists_the_bug_and_marks_the_unclassified(self) -> None:
         """The page shows each library bug with its code, and flags a failure nothing classifies."""
@@ -135,7 +148,7 @@ class TableTest(unittest.TestCase):
 
 class RunnerTest(unittest.TestCase):
     def test_run_target_records_pass_skip_fail_and_error(self) -> None:
-        """Each case's outcome is kept; a failure's check ids come from its message, a crash as error:<type>."""
+        """Each outcome is kept; a failure's check ids come from its message, a crash as error:<type>."""
         cases = [
             _Case("text/chat", None),
             _Case("content-filter/chat", unittest.SkipTest("no filter")),
@@ -163,7 +176,7 @@ class RunnerTest(unittest.TestCase):
         )
 
     def run_main(self, fresh: List[Dict[str, Any]], entries: List[table.Classification], *args: str) -> int:
-        """The command over ``fresh`` rows (as if adapters had run) in a folder of its own; its exit status."""
+        """The command over ``fresh`` rows (as if adapters had run), in a folder of its own: its status."""
         with tempfile.TemporaryDirectory() as folder:
             here = Path(folder)
             (here / "classifications.json").write_text(
@@ -189,7 +202,9 @@ class RunnerTest(unittest.TestCase):
     def test_an_unclassified_failure_fails_the_command(self) -> None:
         """An injected failure no classification matches makes the command exit 1 and name it."""
         self.assertEqual(self.run_main([row()], []), 1)
-        self.assertIn("UNCLASSIFIED somelib chat truncated-tool-call/stream [stream-dropped-truncated]", self.printed)
+        self.assertIn(
+            "UNCLASSIFIED somelib chat truncated-tool-call/stream [stream-dropped-truncated]", self.printed
+        )
         self.assertEqual(self.run_main([row()], [classification()]), 0)
         self.assertEqual(self.written["rows"][0]["cases"]["truncated-tool-call/stream"], "fail")
 

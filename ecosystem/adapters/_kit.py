@@ -86,7 +86,10 @@ def parse_arguments(raw: Any) -> Dict[str, Any]:
 
 def openai_tools(request: ChatRequest) -> List[Dict[str, Any]]:
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+        }
         for t in request.tools
     ]
 
@@ -193,7 +196,9 @@ def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
     return calls
 
 
-def response(text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()) -> ChatResponse:
+def response(
+    text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()
+) -> ChatResponse:
     """A whole turn: a turn with calls is a ``tool_calls`` turn whatever the provider said."""
     calls = tool_calls(raw_calls, finish)
     if finish == "length" and calls and len(calls) == len(list(raw_calls)):
@@ -212,20 +217,29 @@ def last_chunk(finish: str, raw_calls: Any, used: Optional[Usage], reasoning: An
 
 
 #: Chat Completions' finish reasons, as the contract's.
-OPENAI_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
+OPENAI_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+}
 
 
 def openai_turn(done: Any) -> ChatResponse:
     """A Chat Completions reply (the openai SDK's model, or a library's look-alike) as a turn."""
     choice = done.choices[0]
     message = choice.message
-    calls = [(c.id, c.function.name, c.function.arguments) for c in getattr(message, "tool_calls", None) or ()]
+    calls = [
+        (c.id, c.function.name, c.function.arguments) for c in getattr(message, "tool_calls", None) or ()
+    ]
     used = getattr(done, "usage", None)
     counted = used and usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
-    return response(message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted)
+    return response(
+        message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted
+    )
 
 
-async def openai_chunks(stream: Any, thoughts: Optional["Thoughts"] = None) -> AsyncIterator[StreamChunk]:
+async def openai_chunks(stream: Any, thoughts: Optional[Thoughts] = None) -> AsyncIterator[StreamChunk]:
     """Chat Completions stream chunks (the SDK's, or a look-alike) as the contract's: calls whole at the end.
 
     ``thoughts`` gathers the reasoning a library adds to each delta, handed over at the end.

@@ -23,11 +23,22 @@ __all__ = ["LangChainChat", "lc_messages"]
 
 #: The finish reasons of the integrations' ``response_metadata``, as the contract's.
 FINISH = {
-    "stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter",
-    "end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
-    "refusal": "refusal", "STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter",
-    "PROHIBITED_CONTENT": "content_filter", "content_filtered": "content_filter",
-    "guardrail_intervened": "content_filter", "completed": "stop",
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+    "completed": "stop",
 }
 _FINISH_KEYS = ("finish_reason", "stop_reason", "stopReason")
 
@@ -41,13 +52,25 @@ def lc_messages(request: ChatRequest, reasoning_blocks: Callable[[Any], List[Dic
             out.append(HumanMessage(message.content))
         elif message.role == "tool" and message.tool_result is not None:
             result = message.tool_result
-            out.append(ToolMessage(result.text, tool_call_id=result.call_id, name=result.name,
-                                   status="error" if result.error is not None else "success"))
+            out.append(
+                ToolMessage(
+                    result.text,
+                    tool_call_id=result.call_id,
+                    name=result.name,
+                    status="error" if result.error is not None else "success",
+                )
+            )
         else:
-            calls = [{"name": c.name, "args": dict(c.arguments), "id": c.id, "type": "tool_call"} for c in message.tool_calls]
+            calls = [
+                {"name": c.name, "args": dict(c.arguments), "id": c.id, "type": "tool_call"}
+                for c in message.tool_calls
+            ]
             blocks = reasoning_blocks(message)
             if blocks:
-                content: Any = [*blocks, *([{"type": "text", "text": message.content}] if message.content else [])]
+                content: Any = [
+                    *blocks,
+                    *([{"type": "text", "text": message.content}] if message.content else []),
+                ]
             else:
                 content = message.content
             out.append(AIMessage(content=content, tool_calls=calls))
@@ -58,7 +81,13 @@ def finish_of(message: Any) -> str:
     meta = message.response_metadata or {}
     if meta.get("status") == "incomplete":
         reason = (meta.get("incomplete_details") or {}).get("reason")
-        return "length" if reason == "max_output_tokens" else "content_filter" if reason == "content_filter" else "stop"
+        return (
+            "length"
+            if reason == "max_output_tokens"
+            else "content_filter"
+            if reason == "content_filter"
+            else "stop"
+        )
     for key in _FINISH_KEYS:
         value = meta.get(key)
         if value:
@@ -71,7 +100,9 @@ def turn_of(message: Any, read_reasoning: Callable[[Any], List[Reasoning]]) -> C
     finish = finish_of(message)
     calls: List[Any] = [(c["id"], c["name"], c["args"]) for c in message.tool_calls]
     # A call LangChain could not parse keeps its raw text: the contract's unparsed call.
-    calls += [(c.get("id") or "", c.get("name") or "", c.get("args") or "") for c in message.invalid_tool_calls]
+    calls += [
+        (c.get("id") or "", c.get("name") or "", c.get("args") or "") for c in message.invalid_tool_calls
+    ]
     meta = message.usage_metadata
     used = meta and usage(meta.get("input_tokens"), meta.get("output_tokens"), meta.get("total_tokens"))
     return response(message.text, finish, calls, used, read_reasoning(message))
@@ -108,7 +139,9 @@ class LangChainChat(AsyncAdapter):
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         total: Optional[Any] = None
         # Closed whichever way this ends, so the HTTP response under it is closed at once.
-        async with aclosing(self.bound(request).astream(lc_messages(request, self.reasoning_blocks))) as stream:
+        async with aclosing(
+            self.bound(request).astream(lc_messages(request, self.reasoning_blocks))
+        ) as stream:
             async for chunk in stream:
                 total = chunk if total is None else total + chunk
                 if chunk.text:
@@ -116,5 +149,9 @@ class LangChainChat(AsyncAdapter):
         if total is None:
             raise RuntimeError("the stream gave no chunk")
         turn = turn_of(total, self.read_reasoning)
-        yield last_chunk(turn.finish_reason, [(c.id, c.name, dict(c.arguments)) for c in turn.tool_calls],
-                         turn.usage, turn.reasoning)
+        yield last_chunk(
+            turn.finish_reason,
+            [(c.id, c.name, dict(c.arguments)) for c in turn.tool_calls],
+            turn.usage,
+            turn.reasoning,
+        )

@@ -29,9 +29,13 @@ async def run_tool(task: LoopTask, call_id: str, name: str, arguments: Any) -> T
         try:
             arguments = json.loads(arguments or "{}")
         except ValueError as exc:
-            return ToolResult(call_id, name, error=ToolError("invalid_arguments", f"the arguments are not JSON: {exc}"))
+            return ToolResult(
+                call_id, name, error=ToolError("invalid_arguments", f"the arguments are not JSON: {exc}")
+            )
         if not isinstance(arguments, dict):
-            return ToolResult(call_id, name, error=ToolError("invalid_arguments", "the arguments are not a JSON object"))
+            return ToolResult(
+                call_id, name, error=ToolError("invalid_arguments", "the arguments are not a JSON object")
+            )
     return await task.toolset.aexecute(ToolCall(call_id, name, arguments), signal=task.signal)
 
 

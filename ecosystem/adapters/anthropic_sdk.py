@@ -6,14 +6,27 @@ from typing import Any, AsyncIterator, Dict, List, Optional
 
 import anthropic
 
-from conformance import BackendConformanceTarget, ChatRequest, ChatResponse, Reasoning, StreamChunk, anthropic_wire
+from conformance import (
+    BackendConformanceTarget,
+    ChatRequest,
+    ChatResponse,
+    Reasoning,
+    StreamChunk,
+    anthropic_wire,
+)
 
 from ._kit import AsyncAdapter, last_chunk, response, status_error, stream_error, usage
 
 LIBRARY = "anthropic"
 KIND = "backend"
 
-STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls", "refusal": "refusal"}
+STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
 
 
 def anthropic_messages(request: ChatRequest) -> List[Dict[str, Any]]:
@@ -38,7 +51,10 @@ def anthropic_messages(request: ChatRequest) -> List[Dict[str, Any]]:
                     blocks.append({"type": "redacted_thinking", "data": item.data})
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)} for c in message.tool_calls]
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+                for c in message.tool_calls
+            ]
             out.append({"role": "assistant", "content": blocks})
         elif message.role != "system":
             out.append({"role": message.role, "content": message.content})
@@ -47,7 +63,9 @@ def anthropic_messages(request: ChatRequest) -> List[Dict[str, Any]]:
 
 def reasoning_of(block: Any) -> Optional[Reasoning]:
     if block.type == "thinking":
-        return Reasoning("thinking", text=block.thinking, signature=block.signature or "", provider="anthropic")
+        return Reasoning(
+            "thinking", text=block.thinking, signature=block.signature or "", provider="anthropic"
+        )
     if block.type == "redacted_thinking":
         return Reasoning("redacted_thinking", data=block.data, provider="anthropic")
     return None
@@ -71,7 +89,8 @@ class Messages(AsyncAdapter):
             params["system"] = system
         if request.tools:
             params["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in request.tools
+                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+                for t in request.tools
             ]
         return params
 
@@ -102,7 +121,13 @@ class Messages(AsyncAdapter):
                     output_tokens = event.message.usage.output_tokens
                 elif event.type == "content_block_start":
                     block = event.content_block
-                    blocks[event.index] = {"type": block.type, "block": block, "json": "", "text": "", "signature": ""}
+                    blocks[event.index] = {
+                        "type": block.type,
+                        "block": block,
+                        "json": "",
+                        "text": "",
+                        "signature": "",
+                    }
                 elif event.type == "content_block_delta":
                     slot, delta = blocks[event.index], event.delta
                     if delta.type == "text_delta":
@@ -119,18 +144,28 @@ class Messages(AsyncAdapter):
                 elif event.type == "message_stop":
                     stopped = True
         if not stopped:
-            raise stream_error("anthropic", {"type": "api_error", "message": "the stream ended before message_stop"})
+            raise stream_error(
+                "anthropic", {"type": "api_error", "message": "the stream ended before message_stop"}
+            )
         calls, reasoning = [], []
         for _, slot in sorted(blocks.items()):
             block = slot["block"]
             if slot["type"] == "tool_use":
                 calls.append((block.id, block.name, slot["json"] or "{}"))
             elif slot["type"] == "thinking":
-                reasoning.append(Reasoning("thinking", text=slot["text"], signature=slot["signature"], provider="anthropic"))
+                reasoning.append(
+                    Reasoning(
+                        "thinking", text=slot["text"], signature=slot["signature"], provider="anthropic"
+                    )
+                )
             elif slot["type"] == "redacted_thinking":
                 reasoning.append(Reasoning("redacted_thinking", data=block.data, provider="anthropic"))
         yield last_chunk(finish, calls, usage(input_tokens, output_tokens), reasoning)
 
 
 def targets() -> List[BackendConformanceTarget]:
-    return [BackendConformanceTarget("anthropic AsyncAnthropic messages", anthropic_wire, Messages, client="anthropic")]
+    return [
+        BackendConformanceTarget(
+            "anthropic AsyncAnthropic messages", anthropic_wire, Messages, client="anthropic"
+        )
+    ]

@@ -9,22 +9,35 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conformance import BackendConformanceTarget, ChatRequest, ChatResponse, LLMError, Reasoning, StreamChunk
-from conformance import bedrock_converse_wire
+from conformance import (
+    BackendConformanceTarget,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    Reasoning,
+    StreamChunk,
+    bedrock_converse_wire,
+)
 
 from ._kit import last_chunk, response, status_error, usage
 
 LIBRARY = "boto3"
 KIND = "backend"
 
-STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-        "content_filtered": "content_filter", "guardrail_intervened": "content_filter"}
+STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+}
 
 
 def converse_messages(request: ChatRequest) -> List[Dict[str, Any]]:
@@ -32,7 +45,9 @@ def converse_messages(request: ChatRequest) -> List[Dict[str, Any]]:
     for message in request.messages:
         if message.role == "tool" and message.tool_result is not None:
             result = message.tool_result
-            block: Dict[str, Any] = {"toolResult": {"toolUseId": result.call_id, "content": [{"text": result.text}]}}
+            block: Dict[str, Any] = {
+                "toolResult": {"toolUseId": result.call_id, "content": [{"text": result.text}]}
+            }
             if result.error is not None:
                 block["toolResult"]["status"] = "error"
             if out and out[-1]["role"] == "user" and "toolResult" in out[-1]["content"][-1]:
@@ -51,7 +66,10 @@ def converse_messages(request: ChatRequest) -> List[Dict[str, Any]]:
                     blocks.append({"reasoningContent": {"redactedContent": base64.b64decode(item.data)}})
             if message.content:
                 blocks.append({"text": message.content})
-            blocks += [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": dict(c.arguments)}} for c in message.tool_calls]
+            blocks += [
+                {"toolUse": {"toolUseId": c.id, "name": c.name, "input": dict(c.arguments)}}
+                for c in message.tool_calls
+            ]
             out.append({"role": "assistant", "content": blocks})
         elif message.role == "user":
             out.append({"role": "user", "content": [{"text": message.content}]})
@@ -75,8 +93,13 @@ def bedrock_error(exc: ClientError) -> LLMError:
 class Converse:
     def __init__(self, url: str) -> None:
         self.client = boto3.client(
-            "bedrock-runtime", endpoint_url=url, region_name="us-east-1", aws_access_key_id="test",
-            aws_secret_access_key="test", config=Config(retries={"total_max_attempts": 1, "mode": "standard"}))
+            "bedrock-runtime",
+            endpoint_url=url,
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -87,9 +110,18 @@ class Converse:
         if system:
             params["system"] = system
         if request.tools:
-            params["toolConfig"] = {"tools": [
-                {"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": dict(t.parameters)}}}
-                for t in request.tools]}
+            params["toolConfig"] = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": t.name,
+                            "description": t.description,
+                            "inputSchema": {"json": dict(t.parameters)},
+                        }
+                    }
+                    for t in request.tools
+                ]
+            }
         if request.max_tokens is not None:
             params["inferenceConfig"] = {"maxTokens": request.max_tokens}
         return params
@@ -109,8 +141,13 @@ class Converse:
             elif "reasoningContent" in block:
                 reasoning.append(reasoning_of(block["reasoningContent"]))
         used = out.get("usage", {})
-        return response("".join(text), STOP.get(out.get("stopReason", ""), "stop"), calls,
-                        usage(used.get("inputTokens"), used.get("outputTokens"), used.get("totalTokens")), reasoning)
+        return response(
+            "".join(text),
+            STOP.get(out.get("stopReason", ""), "stop"),
+            calls,
+            usage(used.get("inputTokens"), used.get("outputTokens"), used.get("totalTokens")),
+            reasoning,
+        )
 
     def chat_stream(self, request: ChatRequest) -> Iterator[StreamChunk]:
         try:
@@ -122,9 +159,16 @@ class Converse:
                     start = event["contentBlockStart"]
                     use = start["start"].get("toolUse")
                     if use:
-                        blocks[start["contentBlockIndex"]] = {"id": use["toolUseId"], "name": use["name"], "input": ""}
+                        blocks[start["contentBlockIndex"]] = {
+                            "id": use["toolUseId"],
+                            "name": use["name"],
+                            "input": "",
+                        }
                 elif "contentBlockDelta" in event:
-                    index, delta = event["contentBlockDelta"]["contentBlockIndex"], event["contentBlockDelta"]["delta"]
+                    index, delta = (
+                        event["contentBlockDelta"]["contentBlockIndex"],
+                        event["contentBlockDelta"]["delta"],
+                    )
                     slot = blocks.setdefault(index, {})
                     if "text" in delta:
                         yield StreamChunk(delta["text"])
@@ -145,32 +189,62 @@ class Converse:
         except ClientError as exc:
             raise bedrock_error(exc) from exc
         if not stopped:
-            raise LLMError.from_kind("server_error", "the stream ended before messageStop", provider="bedrock-converse",
-                                     details={"kind": "server_error"})
+            raise LLMError.from_kind(
+                "server_error",
+                "the stream ended before messageStop",
+                provider="bedrock-converse",
+                details={"kind": "server_error"},
+            )
         calls, reasoning = [], []
         for _, slot in sorted(blocks.items()):
             if "name" in slot:
                 calls.append((slot["id"], slot["name"], slot["input"] or "{}"))
             elif "redacted" in slot:
-                reasoning.append(Reasoning("redacted_thinking", data=base64.b64encode(slot["redacted"]).decode(),
-                                           provider="bedrock-converse"))
+                reasoning.append(
+                    Reasoning(
+                        "redacted_thinking",
+                        data=base64.b64encode(slot["redacted"]).decode(),
+                        provider="bedrock-converse",
+                    )
+                )
             elif "thinking" in slot or "signature" in slot:
-                reasoning.append(Reasoning("thinking", text=slot.get("thinking", ""), signature=slot.get("signature", ""),
-                                           provider="bedrock-converse"))
+                reasoning.append(
+                    Reasoning(
+                        "thinking",
+                        text=slot.get("thinking", ""),
+                        signature=slot.get("signature", ""),
+                        provider="bedrock-converse",
+                    )
+                )
         yield last_chunk(finish, calls, used, reasoning)
 
 
 def reasoning_of(block: Dict[str, Any]) -> Reasoning:
     if "redactedContent" in block:
-        return Reasoning("redacted_thinking", data=base64.b64encode(block["redactedContent"]).decode(),
-                         provider="bedrock-converse")
+        return Reasoning(
+            "redacted_thinking",
+            data=base64.b64encode(block["redactedContent"]).decode(),
+            provider="bedrock-converse",
+        )
     text = block.get("reasoningText", {})
-    return Reasoning("thinking", text=text.get("text", ""), signature=text.get("signature", ""), provider="bedrock-converse")
+    return Reasoning(
+        "thinking",
+        text=text.get("text", ""),
+        signature=text.get("signature", ""),
+        provider="bedrock-converse",
+    )
 
 
 NO_ABORT = "boto3's client is synchronous and takes no abort signal; no public API reaches its socket"
 
 
 def targets() -> List[BackendConformanceTarget]:
-    return [BackendConformanceTarget("boto3 bedrock-runtime converse", bedrock_converse_wire, Converse,
-                                     skip={"abort": NO_ABORT}, client="boto3")]
+    return [
+        BackendConformanceTarget(
+            "boto3 bedrock-runtime converse",
+            bedrock_converse_wire,
+            Converse,
+            skip={"abort": NO_ABORT},
+            client="boto3",
+        )
+    ]

@@ -43,8 +43,9 @@ def gate_tool(task: LoopTask, spec: Any) -> StructuredTool:
         result = await run_tool(task, CALL_ID.get(), spec.name, arguments)
         return result.text
 
-    return StructuredTool.from_function(coroutine=invoke, name=spec.name, description=spec.description,
-                                        args_schema=dict(spec.parameters))
+    return StructuredTool.from_function(
+        coroutine=invoke, name=spec.name, description=spec.description, args_schema=dict(spec.parameters)
+    )
 
 
 class AgentLoop:
@@ -52,16 +53,27 @@ class AgentLoop:
         self.url = url
 
     def model(self, task: LoopTask) -> Any:
-        return ChatOpenAI(model=task.model, base_url=f"{self.url}/v1", api_key="test", max_retries=0,
-                          timeout=task.max_seconds, streaming=task.stream)
+        return ChatOpenAI(
+            model=task.model,
+            base_url=f"{self.url}/v1",
+            api_key="test",
+            max_retries=0,
+            timeout=task.max_seconds,
+            streaming=task.stream,
+        )
 
     async def run(self, task: LoopTask) -> LoopResult:
-        agent = create_agent(self.model(task), tools=[gate_tool(task, spec) for spec in task.tools],
-                             middleware=[call_id_for_tool])
+        agent = create_agent(
+            self.model(task),
+            tools=[gate_tool(task, spec) for spec in task.tools],
+            middleware=[call_id_for_tool],
+        )
         # Each model turn and each tool turn is a step of the graph: N requests, N - 1 tool turns.
         config = {"recursion_limit": 2 * task.max_requests - 1}
         try:
-            state = await until_abort(task, agent.ainvoke({"messages": [HumanMessage(task.prompt)]}, config=config))
+            state = await until_abort(
+                task, agent.ainvoke({"messages": [HumanMessage(task.prompt)]}, config=config)
+            )
         except GraphRecursionError:
             return budget_result()
         return text_result(state["messages"][-1].text)
@@ -69,20 +81,41 @@ class AgentLoop:
 
 class ResponsesLoop(AgentLoop):
     def model(self, task: LoopTask) -> Any:
-        return ChatOpenAI(model=task.model, base_url=f"{self.url}/v1", api_key="test", max_retries=0,
-                          timeout=task.max_seconds, streaming=task.stream, use_responses_api=True)
+        return ChatOpenAI(
+            model=task.model,
+            base_url=f"{self.url}/v1",
+            api_key="test",
+            max_retries=0,
+            timeout=task.max_seconds,
+            streaming=task.stream,
+            use_responses_api=True,
+        )
 
 
 class AnthropicLoop(AgentLoop):
     def model(self, task: LoopTask) -> Any:
-        return ChatAnthropic(model=task.model, base_url=self.url, api_key="test", max_retries=0,
-                             timeout=task.max_seconds, streaming=task.stream)
+        return ChatAnthropic(
+            model=task.model,
+            base_url=self.url,
+            api_key="test",
+            max_retries=0,
+            timeout=task.max_seconds,
+            streaming=task.stream,
+        )
 
 
 def targets() -> List[AgentLoopTarget]:
     return [
-        AgentLoopTarget("langchain create_agent, ChatOpenAI", openai_chat_wire, AgentLoop, client="langchain"),
-        AgentLoopTarget("langchain create_agent, ChatOpenAI use_responses_api", openai_responses_wire, ResponsesLoop,
-                        client="langchain"),
-        AgentLoopTarget("langchain create_agent, ChatAnthropic", anthropic_wire, AnthropicLoop, client="langchain"),
+        AgentLoopTarget(
+            "langchain create_agent, ChatOpenAI", openai_chat_wire, AgentLoop, client="langchain"
+        ),
+        AgentLoopTarget(
+            "langchain create_agent, ChatOpenAI use_responses_api",
+            openai_responses_wire,
+            ResponsesLoop,
+            client="langchain",
+        ),
+        AgentLoopTarget(
+            "langchain create_agent, ChatAnthropic", anthropic_wire, AnthropicLoop, client="langchain"
+        ),
     ]

@@ -29,20 +29,31 @@ class Chat(LangChainChat):
         found: List[Reasoning] = []
         for b in blocks:
             if isinstance(b, dict) and b.get("type") == "thinking":
-                found.append(Reasoning("thinking", text=b.get("thinking", ""), signature=b.get("signature", ""),
-                                       provider="anthropic"))
+                found.append(
+                    Reasoning(
+                        "thinking",
+                        text=b.get("thinking", ""),
+                        signature=b.get("signature", ""),
+                        provider="anthropic",
+                    )
+                )
             elif isinstance(b, dict) and b.get("type") == "redacted_thinking":
                 found.append(Reasoning("redacted_thinking", data=b.get("data", ""), provider="anthropic"))
         return found
 
     def reasoning_blocks(self, message: Any) -> List[Dict[str, Any]]:
         return [
-            {"type": "thinking", "thinking": r.text, "signature": r.signature} if r.kind == "thinking"
+            {"type": "thinking", "thinking": r.text, "signature": r.signature}
+            if r.kind == "thinking"
             else {"type": "redacted_thinking", "data": r.data}
-            for r in message.reasoning if r.kind in ("thinking", "redacted_thinking")
+            for r in message.reasoning
+            if r.kind in ("thinking", "redacted_thinking")
         ]
 
 
 def targets() -> List[BackendConformanceTarget]:
-    return [BackendConformanceTarget("langchain-anthropic ChatAnthropic", anthropic_wire, Chat,
-                                     client="langchain-anthropic")]
+    return [
+        BackendConformanceTarget(
+            "langchain-anthropic ChatAnthropic", anthropic_wire, Chat, client="langchain-anthropic"
+        )
+    ]

@@ -19,7 +19,9 @@ class Chat(LangChainChat):
     wire = "gemini"
 
     def build(self, url: str) -> Any:
-        return ChatGoogleGenerativeAI(model="conformance-model", google_api_key="test", base_url=url, max_retries=0)
+        return ChatGoogleGenerativeAI(
+            model="conformance-model", google_api_key="test", base_url=url, max_retries=0
+        )
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
         cause = exc
@@ -34,5 +36,12 @@ NOT_MAPPED = "the adapter does not read langchain-google-genai's thought signatu
 
 
 def targets() -> List[BackendConformanceTarget]:
-    return [BackendConformanceTarget("langchain-google-genai ChatGoogleGenerativeAI", gemini_wire, Chat,
-                                     skip={"reasoning": NOT_MAPPED}, client="langchain-google-genai")]
+    return [
+        BackendConformanceTarget(
+            "langchain-google-genai ChatGoogleGenerativeAI",
+            gemini_wire,
+            Chat,
+            skip={"reasoning": NOT_MAPPED},
+            client="langchain-google-genai",
+        )
+    ]

@@ -21,10 +21,10 @@ import litellm  # noqa: E402
 from conformance import (  # noqa: E402
     ERROR_KINDS,
     BackendConformanceTarget,
-    LLMError,
-    Reasoning,
     ChatRequest,
     ChatResponse,
+    LLMError,
+    Reasoning,
     StreamChunk,
     anthropic_wire,
     gemini_wire,
@@ -32,9 +32,16 @@ from conformance import (  # noqa: E402
     openai_chat_wire,
 )
 
-from ._kit import AsyncAdapter, Thoughts, openai_chunks, openai_messages, openai_tools, openai_turn  # noqa: E402
+from ._kit import (  # noqa: E402
+    AsyncAdapter,
+    Thoughts,
+    openai_chunks,
+    openai_messages,
+    openai_tools,
+    openai_turn,
+    stream_error,  # noqa: E402
+)
 from ._kit import retry_after as seconds  # noqa: E402
-from ._kit import stream_error  # noqa: E402
 
 LIBRARY = "litellm"
 KIND = "backend"
@@ -69,21 +76,33 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
         exc = exc.original_exception
         body = getattr(exc, "body", None)
         if kind_of(exc) is None and isinstance(body, dict):  # the provider SDK's own mid-stream error
-            return stream_error(wire, body.get("error", body) if isinstance(body.get("error"), dict) else body)
+            return stream_error(
+                wire, body.get("error", body) if isinstance(body.get("error"), dict) else body
+            )
     kind = kind_of(exc)
     if kind is None:
         return None
     status = getattr(exc, "status_code", None)
-    headers = {str(k).lower(): str(v) for k, v in (getattr(exc, "litellm_response_headers", None) or {}).items()}
+    headers = {
+        str(k).lower(): str(v) for k, v in (getattr(exc, "litellm_response_headers", None) or {}).items()
+    }
     retry_after = None
     if kind == "rate_limit":
         retry_after = seconds(headers)
     message = str(getattr(exc, "message", exc))
     if kind in ERROR_KINDS:
-        return LLMError.from_kind(kind, message, retry_after=retry_after, status=status, provider=wire,
-                                  details={"kind": kind})
-    return LLMError(message, code="LLM_INVALID_REQUEST", kind=kind, retryable=False, status=status, provider=wire,
-                    details={"kind": kind})
+        return LLMError.from_kind(
+            kind, message, retry_after=retry_after, status=status, provider=wire, details={"kind": kind}
+        )
+    return LLMError(
+        message,
+        code="LLM_INVALID_REQUEST",
+        kind=kind,
+        retryable=False,
+        status=status,
+        provider=wire,
+        details={"kind": kind},
+    )
 
 
 class LiteLLMThoughts(Thoughts):
@@ -108,7 +127,12 @@ class LiteLLMThoughts(Thoughts):
             return [
                 Reasoning("redacted_thinking", data=b.get("data", ""), provider=self.wire)
                 if b.get("type") == "redacted_thinking"
-                else Reasoning("thinking", text=b.get("thinking", ""), signature=b.get("signature") or "", provider=self.wire)
+                else Reasoning(
+                    "thinking",
+                    text=b.get("thinking", ""),
+                    signature=b.get("signature") or "",
+                    provider=self.wire,
+                )
                 for b in self.blocks
             ]
         return [Reasoning("thinking", text=self.text, provider=self.wire)] if self.text else []
@@ -120,9 +144,11 @@ def with_thoughts(request: ChatRequest, messages: List[Dict[str, Any]]) -> List[
     sent = [m for m in messages if m["role"] == "assistant"]
     for message, out in zip(assistants, sent):
         blocks = [
-            {"type": "thinking", "thinking": r.text, "signature": r.signature} if r.kind == "thinking"
+            {"type": "thinking", "thinking": r.text, "signature": r.signature}
+            if r.kind == "thinking"
             else {"type": "redacted_thinking", "data": r.data}
-            for r in message.reasoning if r.kind in ("thinking", "redacted_thinking")
+            for r in message.reasoning
+            if r.kind in ("thinking", "redacted_thinking")
         ]
         if blocks and any(r.signature or r.data for r in message.reasoning):
             out["thinking_blocks"] = blocks
@@ -165,7 +191,9 @@ class Completion(AsyncAdapter):
         return replace(openai_turn(done), reasoning=tuple(thoughts.items()))
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
-        stream = await litellm.acompletion(**self.params(request), stream=True, stream_options={"include_usage": True})
+        stream = await litellm.acompletion(
+            **self.params(request), stream=True, stream_options={"include_usage": True}
+        )
         async for chunk in openai_chunks(stream, LiteLLMThoughts(self.wire)):
             yield chunk
 
@@ -184,13 +212,23 @@ class OllamaCompletion(Completion):
 
 def targets() -> List[BackendConformanceTarget]:
     return [
-        BackendConformanceTarget("litellm acompletion openai/", openai_chat_wire, Completion, client="litellm"),
-        BackendConformanceTarget("litellm acompletion anthropic/", anthropic_wire, AnthropicCompletion, client="litellm"),
+        BackendConformanceTarget(
+            "litellm acompletion openai/", openai_chat_wire, Completion, client="litellm"
+        ),
+        BackendConformanceTarget(
+            "litellm acompletion anthropic/", anthropic_wire, AnthropicCompletion, client="litellm"
+        ),
         # LiteLLM reads what a Gemini model supports from its name (a name it does not
         # know gets its system prompt inlined into the user turn): a real model's name.
         BackendConformanceTarget(
-            "litellm acompletion gemini/", gemini_wire, GeminiCompletion, model="gemini-2.5-flash",
-            skip={"reasoning": "the adapter does not read LiteLLM's Gemini thought signatures yet"}, client="litellm"
+            "litellm acompletion gemini/",
+            gemini_wire,
+            GeminiCompletion,
+            model="gemini-2.5-flash",
+            skip={"reasoning": "the adapter does not read LiteLLM's Gemini thought signatures yet"},
+            client="litellm",
         ),
-        BackendConformanceTarget("litellm acompletion ollama_chat/", ollama_wire, OllamaCompletion, client="litellm"),
+        BackendConformanceTarget(
+            "litellm acompletion ollama_chat/", ollama_wire, OllamaCompletion, client="litellm"
+        ),
     ]

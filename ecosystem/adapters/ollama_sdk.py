@@ -8,7 +8,14 @@ from typing import Any, AsyncIterator, Dict, List, Optional
 
 import ollama
 
-from conformance import BackendConformanceTarget, ChatRequest, ChatResponse, Reasoning, StreamChunk, ollama_wire
+from conformance import (
+    BackendConformanceTarget,
+    ChatRequest,
+    ChatResponse,
+    Reasoning,
+    StreamChunk,
+    ollama_wire,
+)
 
 from ._kit import AsyncAdapter, last_chunk, openai_tools, response, status_error, stream_error, usage
 
@@ -20,12 +27,16 @@ def ollama_messages(request: ChatRequest) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     for message in request.messages:
         if message.role == "tool" and message.tool_result is not None:
-            out.append({"role": "tool", "tool_name": message.tool_result.name, "content": message.tool_result.text})
+            out.append(
+                {"role": "tool", "tool_name": message.tool_result.name, "content": message.tool_result.text}
+            )
         elif message.role == "assistant" and message.tool_calls:
             turn: Dict[str, Any] = {
                 "role": "assistant",
                 "content": message.content,
-                "tool_calls": [{"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in message.tool_calls],
+                "tool_calls": [
+                    {"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in message.tool_calls
+                ],
             }
             thinking = "".join(r.text for r in message.reasoning if r.kind == "thinking")
             if thinking:
@@ -71,8 +82,13 @@ class Chat(AsyncAdapter):
         thinking = done.message.thinking
         reasoning = [Reasoning("thinking", text=thinking, provider="ollama")] if thinking else []
         finish = "length" if done.done_reason == "length" else "stop"
-        return response(done.message.content or "", finish, self.calls(done.message),
-                        usage(done.prompt_eval_count, done.eval_count), reasoning)
+        return response(
+            done.message.content or "",
+            finish,
+            self.calls(done.message),
+            usage(done.prompt_eval_count, done.eval_count),
+            reasoning,
+        )
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         stream = await self.client.chat(**self.params(request), stream=True)

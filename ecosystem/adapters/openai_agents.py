@@ -37,8 +37,13 @@ def gate_tool(task: LoopTask, spec: Any) -> FunctionTool:
         result = await run_tool(task, context.tool_call_id, spec.name, arguments)
         return result.text
 
-    return FunctionTool(name=spec.name, description=spec.description, params_json_schema=dict(spec.parameters),
-                        on_invoke_tool=invoke, strict_json_schema=False)
+    return FunctionTool(
+        name=spec.name,
+        description=spec.description,
+        params_json_schema=dict(spec.parameters),
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
+    )
 
 
 class RunnerLoop:
@@ -48,16 +53,27 @@ class RunnerLoop:
         self.url = url
 
     async def run(self, task: LoopTask) -> LoopResult:
-        client = openai.AsyncOpenAI(base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds)
+        client = openai.AsyncOpenAI(
+            base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds
+        )
         kind = OpenAIResponsesModel if self.responses else OpenAIChatCompletionsModel
         model = kind(model=task.model, openai_client=client)
         choice = task.tool_choice
-        settings = ModelSettings(tool_choice=None if choice is None else choice.name if choice.mode == "tool" else choice.mode)
-        agent = Agent(name="gate", instructions=None, model=model, model_settings=settings,
-                      tools=[gate_tool(task, spec) for spec in task.tools])
+        settings = ModelSettings(
+            tool_choice=None if choice is None else choice.name if choice.mode == "tool" else choice.mode
+        )
+        agent = Agent(
+            name="gate",
+            instructions=None,
+            model=model,
+            model_settings=settings,
+            tools=[gate_tool(task, spec) for spec in task.tools],
+        )
         try:
             if task.stream:
-                streamed = Runner.run_streamed(agent, task.prompt, max_turns=task.max_requests, run_config=RunConfig())
+                streamed = Runner.run_streamed(
+                    agent, task.prompt, max_turns=task.max_requests, run_config=RunConfig()
+                )
 
                 async def drain() -> Any:
                     async for _ in streamed.stream_events():
@@ -81,8 +97,16 @@ class ResponsesRunnerLoop(RunnerLoop):
 
 def targets() -> List[AgentLoopTarget]:
     return [
-        AgentLoopTarget("openai-agents Runner, OpenAIChatCompletionsModel", openai_chat_wire, RunnerLoop,
-                        client="openai-agents"),
-        AgentLoopTarget("openai-agents Runner, OpenAIResponsesModel", openai_responses_wire, ResponsesRunnerLoop,
-                        client="openai-agents"),
+        AgentLoopTarget(
+            "openai-agents Runner, OpenAIChatCompletionsModel",
+            openai_chat_wire,
+            RunnerLoop,
+            client="openai-agents",
+        ),
+        AgentLoopTarget(
+            "openai-agents Runner, OpenAIResponsesModel",
+            openai_responses_wire,
+            ResponsesRunnerLoop,
+            client="openai-agents",
+        ),
     ]

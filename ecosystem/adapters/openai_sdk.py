@@ -6,8 +6,14 @@ from typing import Any, AsyncIterator, Dict, List, Optional
 
 import openai
 
-from conformance import BackendConformanceTarget, ChatRequest, ChatResponse, StreamChunk, openai_chat_wire
-from conformance import openai_responses_wire
+from conformance import (
+    BackendConformanceTarget,
+    ChatRequest,
+    ChatResponse,
+    StreamChunk,
+    openai_chat_wire,
+    openai_responses_wire,
+)
 
 from ._kit import (
     AsyncAdapter,
@@ -23,6 +29,7 @@ from ._kit import (
 
 LIBRARY = "openai"
 KIND = "backend"
+
 
 def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     """The SDK's error as the contract's: from the status, headers and body it kept."""
@@ -84,7 +91,12 @@ def responses_input(request: ChatRequest) -> List[Dict[str, Any]]:
                 items.append({"role": "assistant", "content": message.content})
             for c in message.tool_calls:
                 items.append(
-                    {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": json.dumps(dict(c.arguments))}
+                    {
+                        "type": "function_call",
+                        "call_id": c.id,
+                        "name": c.name,
+                        "arguments": json.dumps(dict(c.arguments)),
+                    }
                 )
         else:
             items.append({"role": message.role, "content": message.content})
@@ -125,7 +137,12 @@ class Responses(Chat):
         params: Dict[str, Any] = {"model": request.model, "input": responses_input(request)}
         if request.tools:
             params["tools"] = [
-                {"type": "function", "name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                }
                 for t in request.tools
             ]
         if request.max_tokens is not None:
@@ -149,7 +166,8 @@ class Responses(Chat):
                 elif event.type == "response.failed":
                     failure = event.response.error
                     raise stream_error(
-                        "openai-responses", {"code": failure and failure.code, "message": failure and failure.message}
+                        "openai-responses",
+                        {"code": failure and failure.code, "message": failure and failure.message},
                     )
                 elif event.type in ("response.completed", "response.incomplete"):
                     turn = responses_turn(event.response)
@@ -160,6 +178,10 @@ class Responses(Chat):
 
 def targets() -> List[BackendConformanceTarget]:
     return [
-        BackendConformanceTarget("openai AsyncOpenAI chat.completions", openai_chat_wire, Chat, client="openai"),
-        BackendConformanceTarget("openai AsyncOpenAI responses", openai_responses_wire, Responses, client="openai"),
+        BackendConformanceTarget(
+            "openai AsyncOpenAI chat.completions", openai_chat_wire, Chat, client="openai"
+        ),
+        BackendConformanceTarget(
+            "openai AsyncOpenAI responses", openai_responses_wire, Responses, client="openai"
+        ),
     ]

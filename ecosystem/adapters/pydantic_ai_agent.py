@@ -34,8 +34,13 @@ def gate_tool(task: LoopTask, spec: Any) -> Tool[Any]:
         result = await run_tool(task, context.tool_call_id, spec.name, arguments)
         return result.text
 
-    return Tool.from_schema(invoke, name=spec.name, description=spec.description,
-                            json_schema=dict(spec.parameters), takes_ctx=True)
+    return Tool.from_schema(
+        invoke,
+        name=spec.name,
+        description=spec.description,
+        json_schema=dict(spec.parameters),
+        takes_ctx=True,
+    )
 
 
 class AgentLoop:
@@ -43,7 +48,9 @@ class AgentLoop:
         self.url = url
 
     def model(self, task: LoopTask) -> Any:
-        client = openai.AsyncOpenAI(base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds)
+        client = openai.AsyncOpenAI(
+            base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds
+        )
         return OpenAIChatModel(task.model, provider=OpenAIProvider(openai_client=client))
 
     async def run(self, task: LoopTask) -> LoopResult:
@@ -51,16 +58,23 @@ class AgentLoop:
         settings: ModelSettings = {}
         if choice is not None:
             settings["tool_choice"] = [choice.name] if choice.mode == "tool" and choice.name else choice.mode  # type: ignore[typeddict-item]
-        agent = Agent(self.model(task), tools=[gate_tool(task, spec) for spec in task.tools], model_settings=settings)
+        agent = Agent(
+            self.model(task), tools=[gate_tool(task, spec) for spec in task.tools], model_settings=settings
+        )
 
         async def drain(context: Any, events: Any) -> None:
             async for _ in events:
                 pass
 
         try:
-            done = await until_abort(task, agent.run(
-                task.prompt, usage_limits=UsageLimits(request_limit=task.max_requests),
-                event_stream_handler=drain if task.stream else None))
+            done = await until_abort(
+                task,
+                agent.run(
+                    task.prompt,
+                    usage_limits=UsageLimits(request_limit=task.max_requests),
+                    event_stream_handler=drain if task.stream else None,
+                ),
+            )
         except UsageLimitExceeded:
             return budget_result()
         return text_result(done.output)
@@ -68,20 +82,32 @@ class AgentLoop:
 
 class ResponsesLoop(AgentLoop):
     def model(self, task: LoopTask) -> Any:
-        client = openai.AsyncOpenAI(base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds)
+        client = openai.AsyncOpenAI(
+            base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds
+        )
         return OpenAIResponsesModel(task.model, provider=OpenAIProvider(openai_client=client))
 
 
 class AnthropicLoop(AgentLoop):
     def model(self, task: LoopTask) -> Any:
-        client = anthropic.AsyncAnthropic(base_url=self.url, api_key="test", max_retries=0, timeout=task.max_seconds)
+        client = anthropic.AsyncAnthropic(
+            base_url=self.url, api_key="test", max_retries=0, timeout=task.max_seconds
+        )
         return AnthropicModel(task.model, provider=AnthropicProvider(anthropic_client=client))
 
 
 def targets() -> List[AgentLoopTarget]:
     return [
-        AgentLoopTarget("pydantic-ai Agent, OpenAIChatModel", openai_chat_wire, AgentLoop, client="pydantic-ai-slim"),
-        AgentLoopTarget("pydantic-ai Agent, OpenAIResponsesModel", openai_responses_wire, ResponsesLoop,
-                        client="pydantic-ai-slim"),
-        AgentLoopTarget("pydantic-ai Agent, AnthropicModel", anthropic_wire, AnthropicLoop, client="pydantic-ai-slim"),
+        AgentLoopTarget(
+            "pydantic-ai Agent, OpenAIChatModel", openai_chat_wire, AgentLoop, client="pydantic-ai-slim"
+        ),
+        AgentLoopTarget(
+            "pydantic-ai Agent, OpenAIResponsesModel",
+            openai_responses_wire,
+            ResponsesLoop,
+            client="pydantic-ai-slim",
+        ),
+        AgentLoopTarget(
+            "pydantic-ai Agent, AnthropicModel", anthropic_wire, AnthropicLoop, client="pydantic-ai-slim"
+        ),
     ]
