@@ -231,7 +231,12 @@ def _matrix(rows: Sequence[Mapping[str, Any]], word: str) -> List[str]:
     for row in rows:
         cells = " | ".join(_cell(row, name) for name in names)
         lines.append(f"| {row['library']} | {row['version']} | {row['target']} | {row['wire']} | {cells} |")
+    retried = [f"{row['target']} `{case}`" for row in rows for case in row.get("retried", ())]
     lines.append("")
+    if retried:
+        shown = ", ".join(retried)
+        lines.append(f"Failed once and passed when run again (a timing bound under load): {shown}.")
+        lines.append("")
     lines.append(
         f"Each cell is the {word}'s chat then stream verdict (one mark where it runs in one mode): "
         "✓ pass, ✗ fail, E error (the case raised where it should have answered), – skip."
@@ -284,7 +289,14 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
         "",
         "The command builds `.venv-ecosystem` with the versions pinned in `ecosystem/requirements.txt`;",
         "the adapters are `ecosystem/adapters/*.py`, the classifications `ecosystem/classifications.json`.",
-        "It exits non-zero on an unclassified failure, and with `--check` on a changed verdict.",
+        "It exits non-zero on an unclassified failure, and with `--check` on a changed verdict;",
+        "`--page-only` renders this page again from the committed results after a classification changes.",
+        "",
+        "Each adapter uses its library as its documentation shows, with the library's own retries",
+        "turned off through its own knob, so that every answer surfaces as it came. Where a library",
+        "needs a setting to speak to a provider it does not know by name (a model name it reads",
+        "capabilities from, a streaming override), the adapter sets it and says so. A skip gives its",
+        "reason: the wire has no such case, or the adapter does not reach that part of the library yet.",
         "",
         f"Generated {results['generated']} with Python {results['python']}, kit {results['kit']}, "
         f"in {results['seconds']:.0f} s on a 2-core machine ({results['jobs']} adapters at once).",

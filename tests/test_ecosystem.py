@@ -68,6 +68,15 @@ class _Case:
             raise self.raises
 
 
+class _Flaky(_Case):
+    """A case that fails on its first run only."""
+
+    def run(self) -> None:
+        raises, self.raises = self.raises, None
+        if raises is not None:
+            raise raises
+
+
 class _Target:
     name = "somelib chat"
 
@@ -174,6 +183,15 @@ class RunnerTest(unittest.TestCase):
                 ("abort/chat", "error:KeyError"),
             ],
         )
+
+    def test_a_failure_is_run_again_before_it_is_believed(self) -> None:
+        """A case that fails once and then passes is a pass, named as retried."""
+        cases = [_Flaky("abort/stream", AssertionError(MESSAGE)), _Case("text/chat", AssertionError(MESSAGE))]
+        with mock.patch.object(runner, "_cases", return_value=cases):
+            found = runner.run_target("a", "somelib", "1.0", "backend", _Target())
+        self.assertEqual(found["cases"], {"abort/stream": "pass", "text/chat": "fail"})
+        self.assertEqual(found["retried"], ["abort/stream"])
+        self.assertEqual({f["case"] for f in found["failures"]}, {"text/chat"})
 
     def run_main(self, fresh: List[Dict[str, Any]], entries: List[table.Classification], *args: str) -> int:
         """The command over ``fresh`` rows (as if adapters had run), in a folder of its own: its status."""
