@@ -2,6 +2,7 @@
 
     python3 dev.py main [ARGS]    the main job: python -m conformance ARGS
     python3 dev.py test [NAMES]   the tests: python -X dev -W error -m unittest (discover, or NAMES)
+    python3 dev.py ecosystem [ARGS]  the conformance table: python -m ecosystem.runner ARGS
 
 Each creates the virtual environment ``.venv`` beside this file on first use (or the
 one named by ``CONFORMANCE_VENV``), installs the project into it editable, with the
@@ -17,6 +18,10 @@ summed over them. With ``CONFORMANCE_LONG_TESTS=1``
 (the full soak and fuzz, as CI runs them) it runs ``unittest discover`` in one
 process, so that the soak's time bounds hold as designed; ``test --serial`` does that
 too, and ``test NAMES`` runs just those.
+
+``ecosystem`` has a virtual environment of its own, ``.venv-ecosystem`` (or the one
+named by ``CONFORMANCE_ECOSYSTEM_VENV``), with the project and the libraries pinned in
+``ecosystem/requirements.txt``, so that neither of the other two ever needs them.
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent
 TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
-EXTRAS = {"main": (), "test": ("test", "interop", "frameworks")}
+EXTRAS = {"main": (), "test": ("test", "interop", "frameworks"), "ecosystem": ()}
+#: The conformance table's pinned libraries, installed into its own environment.
+ECOSYSTEM_REQUIREMENTS = ROOT / "ecosystem" / "requirements.txt"
 USAGE = __doc__.split("\n\n")[1]
 #: Each test module's time alone, in seconds (``python -X dev -W error -m unittest
 #: MODULE``), as measured on the project's 2-core machine while it was busy: only the
@@ -86,6 +93,7 @@ SHORT = (
     "tests.test_contract",
     "tests.test_decoders",
     "tests.test_dev",
+    "tests.test_ecosystem",
     "tests.test_encoders",
     "tests.test_gate_faults",
     "tests.test_gate_record",
@@ -119,7 +127,9 @@ WEIGHTS.update(dict.fromkeys(SHORT, 1.0))
 PROCESSES = 4
 
 
-def environment() -> Path:
+def environment(command: str = "") -> Path:
+    if command == "ecosystem":
+        return Path(os.environ.get("CONFORMANCE_ECOSYSTEM_VENV") or ROOT / ".venv-ecosystem").resolve()
     return Path(os.environ.get("CONFORMANCE_VENV") or ROOT / ".venv").resolve()
 
 
@@ -127,22 +137,24 @@ def interpreter(env: Path) -> Path:
     return env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure(extras: Sequence[str]) -> Path:
-    """The environment's Python, with the project and ``extras`` installed."""
-    env = environment()
+def ensure(extras: Sequence[str], requirements: Optional[Path] = None, command: str = "") -> Path:
+    """The environment's Python, with the project and ``extras`` (and ``requirements``) installed."""
+    env = environment(command)
     python = interpreter(env)
     if not python.exists():
         print(f"creating the virtual environment {env}", flush=True)
         venv.create(env, with_pip=True)
     # One stamp per set of extras, keyed on pyproject.toml: a change to the
     # dependencies reinstalls, an unchanged tree costs nothing.
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    keyed = (ROOT / "pyproject.toml").read_bytes() + (requirements.read_bytes() if requirements else b"")
+    digest = hashlib.sha256(keyed).hexdigest()[:16]
     stamp = env / f".conformance-{'-'.join(extras) or 'base'}-{digest}"
     if not stamp.exists():
         target = f".[{','.join(extras)}]" if extras else "."
         print(f"installing {target} (editable) into {env}", flush=True)
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        done = subprocess.run([*pip, "-e", target], cwd=ROOT)
+        wanted = ["-r", str(requirements)] if requirements else []
+        done = subprocess.run([*pip, "-e", target, *wanted], cwd=ROOT)
         if done.returncode != 0:
             raise SystemExit(
                 f"pip install -e '{target}' failed (exit {done.returncode}); see pip's output above"
@@ -226,6 +238,11 @@ def main(argv: List[str]) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
+    if command == "ecosystem":
+        python = ensure((), ECOSYSTEM_REQUIREMENTS, command)
+        args = ["-m", "ecosystem.runner", *rest]
+        print(f"== {command}: python {' '.join(args)}", flush=True)
+        return subprocess.run([str(python), *args], cwd=ROOT).returncode
     python = ensure(EXTRAS[command])
     if command == "main":
         args = ["-m", "conformance", *rest]

@@ -1,0 +1,1 @@
+"""One module per library: ``LIBRARY``, ``KIND`` and ``targets()`` (see :mod:`ecosystem.runner`)."""

@@ -1,0 +1,290 @@
+"""What the backend adapters share: the abort race, the error mapping, the OpenAI-shaped messages.
+
+Strategy: an adapter shows what its library does, so it adds as little as it can.
+Each is an async backend whose ``chat`` and ``chat_stream`` call the library once and
+translate what came back; the abort is raced with the kit's own :func:`race_abort`
+(the library's task is cancelled, and an httpx-based client closes its connection as
+it unwinds). What a provider's failure means is the provider's business, not the
+library's: given the status, headers and body the library surfaced, the kind is
+read by the kit's reference backend for that wire (its public ``status_error``), so
+a row fails on an error only where the library lost what a careful user needs.
+Retries are turned off through each library's own knob, so that each answer
+surfaces as it came and a retry the library makes on its own shows in the table.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+
+from conformance import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+    race_abort,
+    race_abort_iter,
+)
+from conformance.contract import ERROR_KINDS
+from conformance.reference import REFERENCE_BACKENDS
+
+__all__ = [
+    "AsyncAdapter",
+    "call",
+    "last_chunk",
+    "response",
+    "tool_calls",
+    "usage",
+    "openai_messages",
+    "openai_tools",
+    "parse_arguments",
+    "status_error",
+    "stream_error",
+]
+
+#: No connection is ever made through these: they only read errors.
+_READERS: Dict[str, Any] = {}
+
+
+def _reader(wire: str) -> Any:
+    if wire not in _READERS:
+        _READERS[wire] = REFERENCE_BACKENDS[wire]("http://127.0.0.1:9", False)
+    return _READERS[wire]
+
+
+def status_error(wire: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+    """The contract's error for a failure status, as the kit's reference backend reads it."""
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    error: LLMError = _reader(wire).status_error(status, lower, raw)
+    return error
+
+
+def stream_error(wire: str, body: Any, message: str = "") -> LLMError:
+    """The contract's error for a failure reported inside a stream (no status).
+
+    ``body`` is what the wire's reader takes: the error object for the JSON wires,
+    the error's text for Ollama's.
+    """
+    kind = _reader(wire).error_kind(None, body)
+    text = message or (str(body.get("message") or body) if isinstance(body, Mapping) else str(body))
+    if kind in ERROR_KINDS:
+        return LLMError.from_kind(kind, text, provider=wire, details={"kind": kind})
+    return LLMError(text, code="LLM_INVALID_REQUEST", kind=kind, retryable=False, provider=wire)
+
+
+def parse_arguments(raw: Any) -> Dict[str, Any]:
+    """Arguments as a dict: a dict as it is, JSON text parsed (raising where it does not parse)."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    parsed = json.loads(raw or "{}")
+    if not isinstance(parsed, dict):
+        raise ValueError(f"arguments are not an object: {raw!r}")
+    return parsed
+
+
+def openai_tools(request: ChatRequest) -> List[Dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+        }
+        for t in request.tools
+    ]
+
+
+def openai_messages(request: ChatRequest) -> List[Dict[str, Any]]:
+    """The conversation as Chat Completions messages."""
+    out: List[Dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": result.text})
+        elif message.role == "assistant" and message.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+                        }
+                        for c in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def usage(input_tokens: Any, output_tokens: Any, total: Any = None) -> Optional[Usage]:
+    if input_tokens is None and output_tokens is None:
+        return None
+    i, o = int(input_tokens or 0), int(output_tokens or 0)
+    return Usage(i, o, int(total) if total is not None else i + o)
+
+
+async def call(request: ChatRequest, awaitable: Any) -> Any:
+    """``awaitable`` raced against the request's abort signal."""
+    return await race_abort(awaitable, request.signal)
+
+
+class AsyncAdapter:
+    """An async backend over one library: subclasses give ``complete`` and ``events``.
+
+    ``complete(request)`` returns a :class:`ChatResponse`; ``events(request)`` yields
+    :class:`StreamChunk` items; ``error(exc)`` turns the library's exception into the
+    contract's (or returns ``None`` to let it through).
+    """
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        raise NotImplementedError
+
+    def error(self, exc: BaseException) -> Optional[BaseException]:
+        return None
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        try:
+            return await race_abort(self.complete(request), request.signal)
+        except Exception as exc:
+            mapped = None if _is_abort(request, exc) else self.error(exc)
+            if mapped is None or mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in race_abort_iter(self.events(request), request.signal):
+                yield chunk
+        except Exception as exc:
+            mapped = None if _is_abort(request, exc) else self.error(exc)
+            if mapped is None or mapped is exc:
+                raise
+            raise mapped from exc
+
+
+def _is_abort(request: ChatRequest, exc: BaseException) -> bool:
+    signal = request.signal
+    return signal is not None and signal.aborted and exc is signal.reason
+
+
+def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
+    """The calls of a turn from ``(id, name, arguments)`` as the library gave them.
+
+    Arguments the library left as text are parsed here; where they do not parse, a
+    ``length`` turn drops the call (it was cut off) and any other keeps it with its raw
+    text, as the contract asks. Arguments the library already made a dict are taken
+    as they are: what it did to them is what the table judges.
+    """
+    calls: List[ToolCall] = []
+    for call_id, name, arguments in raw:
+        if isinstance(arguments, Mapping):
+            calls.append(ToolCall(call_id, name, dict(arguments)))
+            continue
+        try:
+            calls.append(ToolCall(call_id, name, parse_arguments(arguments)))
+        except ValueError:
+            if finish != "length":
+                calls.append(ToolCall(call_id, name, {}, unparsed_arguments=str(arguments)))
+    return calls
+
+
+def response(
+    text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()
+) -> ChatResponse:
+    """A whole turn: a turn with calls is a ``tool_calls`` turn whatever the provider said."""
+    calls = tool_calls(raw_calls, finish)
+    if finish == "length" and calls and len(calls) == len(list(raw_calls)):
+        # A turn cut off by the token limit ends inside its last call, whatever shape
+        # the library gave its arguments in (a dict may be a cut-off input closed up).
+        calls = calls[:-1]
+    if calls and finish not in ("length", "content_filter", "refusal"):
+        finish = "tool_calls"
+    return ChatResponse(text, finish, tuple(calls), used, tuple(reasoning))
+
+
+def last_chunk(finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()) -> StreamChunk:
+    """The chunk that ends a stream: the calls, complete, and how the turn finished."""
+    whole = response("", finish, raw_calls, used, reasoning)
+    return StreamChunk("", whole.tool_calls, whole.finish_reason, used, whole.reasoning)
+
+
+#: Chat Completions' finish reasons, as the contract's.
+OPENAI_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def openai_turn(done: Any) -> ChatResponse:
+    """A Chat Completions reply (the openai SDK's model, or a library's look-alike) as a turn."""
+    choice = done.choices[0]
+    message = choice.message
+    calls = [
+        (c.id, c.function.name, c.function.arguments) for c in getattr(message, "tool_calls", None) or ()
+    ]
+    used = getattr(done, "usage", None)
+    counted = used and usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
+    return response(
+        message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted
+    )
+
+
+async def openai_chunks(stream: Any, thoughts: Optional[Thoughts] = None) -> AsyncIterator[StreamChunk]:
+    """Chat Completions stream chunks (the SDK's, or a look-alike) as the contract's: calls whole at the end.
+
+    ``thoughts`` gathers the reasoning a library adds to each delta, handed over at the end.
+    """
+    pending: Dict[int, List[Any]] = {}
+    finish, counted = "stop", None
+    async for chunk in stream:
+        used = getattr(chunk, "usage", None)
+        if used:
+            counted = usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None and delta.content:
+                yield StreamChunk(delta.content)
+            if delta is not None and thoughts is not None:
+                thoughts.add(delta)
+            for part in (getattr(delta, "tool_calls", None) or ()) if delta is not None else ():
+                slot = pending.setdefault(part.index or 0, ["", "", ""])
+                if part.id:
+                    slot[0] = part.id
+                if part.function and part.function.name:
+                    slot[1] = part.function.name
+                if part.function and part.function.arguments:
+                    slot[2] += part.function.arguments
+            if choice.finish_reason:
+                finish = OPENAI_FINISH.get(choice.finish_reason, "stop")
+    found = thoughts.items() if thoughts is not None else []
+    yield last_chunk(finish, [tuple(pending[i]) for i in sorted(pending)], counted, found)
+
+
+class Thoughts:
+    """Reasoning gathered from a stream's deltas; a subclass says where its library puts it."""
+
+    def add(self, delta: Any) -> None:
+        raise NotImplementedError
+
+    def items(self) -> List[Any]:
+        raise NotImplementedError
+
+
+def retry_after(headers: Mapping[str, str]) -> Optional[float]:
+    """Seconds from ``retry-after-ms``, then ``retry-after`` (seconds only), or ``None``."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None

@@ -1,0 +1,187 @@
+"""openai-python as the user's backend: ``AsyncOpenAI`` Chat Completions and Responses."""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Dict, List, Optional
+
+import openai
+
+from conformance import (
+    BackendConformanceTarget,
+    ChatRequest,
+    ChatResponse,
+    StreamChunk,
+    openai_chat_wire,
+    openai_responses_wire,
+)
+
+from ._kit import (
+    AsyncAdapter,
+    openai_chunks,
+    openai_messages,
+    openai_tools,
+    openai_turn,
+    response,
+    status_error,
+    stream_error,
+    usage,
+)
+
+LIBRARY = "openai"
+KIND = "backend"
+
+
+def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
+    """The SDK's error as the contract's: from the status, headers and body it kept."""
+    if isinstance(exc, openai.APIStatusError):
+        return status_error(wire, exc.status_code, exc.response.headers, exc.response.content)
+    if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
+        body = exc.body if isinstance(exc.body, dict) else {"message": exc.message}
+        return stream_error(wire, body.get("error", body) if isinstance(body.get("error"), dict) else body)
+    return None
+
+
+class Chat(AsyncAdapter):
+    def __init__(self, url: str) -> None:
+        self.client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    def params(self, request: ChatRequest) -> Dict[str, Any]:
+        params: Dict[str, Any] = {"model": request.model, "messages": openai_messages(request)}
+        if request.tools:
+            params["tools"] = openai_tools(request)
+        if request.max_tokens is not None:
+            params["max_tokens"] = request.max_tokens
+        return params
+
+    def error(self, exc: BaseException) -> Optional[BaseException]:
+        return openai_error("openai-chat", exc)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return openai_turn(await self.client.chat.completions.create(**self.params(request)))
+
+    async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        stream = await self.client.chat.completions.create(
+            **self.params(request), stream=True, stream_options={"include_usage": True}
+        )
+        async with stream:
+            async for chunk in openai_chunks(stream):
+                yield chunk
+
+
+def responses_input(request: ChatRequest) -> List[Dict[str, Any]]:
+    items: List[Dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            items.append({"type": "function_call_output", "call_id": result.call_id, "output": result.text})
+        elif message.role == "assistant" and message.tool_calls:
+            import json
+
+            for reasoning in message.reasoning:
+                if reasoning.id:
+                    item: Dict[str, Any] = {"type": "reasoning", "id": reasoning.id, "summary": []}
+                    item["summary"] = [{"type": "summary_text", "text": t} for t in reasoning.summary]
+                    if reasoning.data:
+                        item["encrypted_content"] = reasoning.data
+                    items.append(item)
+            if message.content:
+                items.append({"role": "assistant", "content": message.content})
+            for c in message.tool_calls:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": c.id,
+                        "name": c.name,
+                        "arguments": json.dumps(dict(c.arguments)),
+                    }
+                )
+        else:
+            items.append({"role": message.role, "content": message.content})
+    return items
+
+
+def responses_turn(done: Any) -> ChatResponse:
+    """A finished Responses object as a turn."""
+    from conformance import Reasoning
+
+    text, calls, reasoning = "", [], []
+    for item in done.output:
+        if item.type == "message":
+            text += "".join(getattr(part, "text", "") for part in item.content if part.type == "output_text")
+        elif item.type == "function_call":
+            calls.append((item.call_id, item.name, item.arguments))
+        elif item.type == "reasoning":
+            reasoning.append(
+                Reasoning(
+                    "reasoning_item",
+                    id=item.id,
+                    summary=tuple(s.text for s in item.summary or ()),
+                    data=getattr(item, "encrypted_content", None) or "",
+                    provider="openai-responses",
+                )
+            )
+    finish = "stop"
+    if done.status == "incomplete" and done.incomplete_details is not None:
+        finish = {"max_output_tokens": "length", "content_filter": "content_filter"}.get(
+            done.incomplete_details.reason or "", "stop"
+        )
+    used = done.usage and usage(done.usage.input_tokens, done.usage.output_tokens, done.usage.total_tokens)
+    return response(text, finish, calls, used, reasoning)
+
+
+class Responses(Chat):
+    def params(self, request: ChatRequest) -> Dict[str, Any]:
+        params: Dict[str, Any] = {"model": request.model, "input": responses_input(request)}
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                }
+                for t in request.tools
+            ]
+        if request.max_tokens is not None:
+            params["max_output_tokens"] = request.max_tokens
+        return params
+
+    def error(self, exc: BaseException) -> Optional[BaseException]:
+        return openai_error("openai-responses", exc)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return responses_turn(await self.client.responses.create(**self.params(request)))
+
+    async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        stream = await self.client.responses.create(**self.params(request), stream=True)
+        async with stream:
+            async for event in stream:
+                if event.type == "response.output_text.delta":
+                    yield StreamChunk(event.delta)
+                elif event.type == "error":
+                    raise stream_error("openai-responses", {"code": event.code, "message": event.message})
+                elif event.type == "response.failed":
+                    failure = event.response.error
+                    raise stream_error(
+                        "openai-responses",
+                        {"code": failure and failure.code, "message": failure and failure.message},
+                    )
+                elif event.type in ("response.completed", "response.incomplete"):
+                    turn = responses_turn(event.response)
+                    yield StreamChunk("", turn.tool_calls, turn.finish_reason, turn.usage, turn.reasoning)
+                    return
+        raise stream_error("openai-responses", {"message": "the stream ended before response.completed"})
+
+
+def targets() -> List[BackendConformanceTarget]:
+    return [
+        BackendConformanceTarget(
+            "openai AsyncOpenAI chat.completions", openai_chat_wire, Chat, client="openai"
+        ),
+        BackendConformanceTarget(
+            "openai AsyncOpenAI responses", openai_responses_wire, Responses, client="openai"
+        ),
+    ]

@@ -1,0 +1,113 @@
+"""pydantic-ai's own loop: ``Agent.run``, with its OpenAI (Chat, Responses) and Anthropic model classes.
+
+A stream-mode task runs with an ``event_stream_handler``, which makes the agent
+stream each model request. The model clients' retries are off and their timeout is
+the task's budget; the agent's own settings are its defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import anthropic
+import openai
+from pydantic_ai import Agent, Tool
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import UsageLimits
+
+from conformance import anthropic_wire, openai_chat_wire, openai_responses_wire
+from conformance.gate import AgentLoopTarget, LoopResult, LoopTask
+
+from ._loops import budget_result, run_tool, text_result, until_abort
+
+LIBRARY = "pydantic-ai-slim"
+KIND = "loop"
+
+
+def gate_tool(task: LoopTask, spec: Any) -> Tool[Any]:
+    async def invoke(context: Any, **arguments: Any) -> str:
+        result = await run_tool(task, context.tool_call_id, spec.name, arguments)
+        return result.text
+
+    return Tool.from_schema(
+        invoke,
+        name=spec.name,
+        description=spec.description,
+        json_schema=dict(spec.parameters),
+        takes_ctx=True,
+    )
+
+
+class AgentLoop:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def model(self, task: LoopTask) -> Any:
+        client = openai.AsyncOpenAI(
+            base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds
+        )
+        return OpenAIChatModel(task.model, provider=OpenAIProvider(openai_client=client))
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        choice = task.tool_choice
+        settings: ModelSettings = {}
+        if choice is not None:
+            settings["tool_choice"] = [choice.name] if choice.mode == "tool" and choice.name else choice.mode  # type: ignore[typeddict-item]
+        agent = Agent(
+            self.model(task), tools=[gate_tool(task, spec) for spec in task.tools], model_settings=settings
+        )
+
+        async def drain(context: Any, events: Any) -> None:
+            async for _ in events:
+                pass
+
+        try:
+            done = await until_abort(
+                task,
+                agent.run(
+                    task.prompt,
+                    usage_limits=UsageLimits(request_limit=task.max_requests),
+                    event_stream_handler=drain if task.stream else None,
+                ),
+            )
+        except UsageLimitExceeded:
+            return budget_result()
+        return text_result(done.output)
+
+
+class ResponsesLoop(AgentLoop):
+    def model(self, task: LoopTask) -> Any:
+        client = openai.AsyncOpenAI(
+            base_url=f"{self.url}/v1", api_key="test", max_retries=0, timeout=task.max_seconds
+        )
+        return OpenAIResponsesModel(task.model, provider=OpenAIProvider(openai_client=client))
+
+
+class AnthropicLoop(AgentLoop):
+    def model(self, task: LoopTask) -> Any:
+        client = anthropic.AsyncAnthropic(
+            base_url=self.url, api_key="test", max_retries=0, timeout=task.max_seconds
+        )
+        return AnthropicModel(task.model, provider=AnthropicProvider(anthropic_client=client))
+
+
+def targets() -> List[AgentLoopTarget]:
+    return [
+        AgentLoopTarget(
+            "pydantic-ai Agent, OpenAIChatModel", openai_chat_wire, AgentLoop, client="pydantic-ai-slim"
+        ),
+        AgentLoopTarget(
+            "pydantic-ai Agent, OpenAIResponsesModel",
+            openai_responses_wire,
+            ResponsesLoop,
+            client="pydantic-ai-slim",
+        ),
+        AgentLoopTarget(
+            "pydantic-ai Agent, AnthropicModel", anthropic_wire, AnthropicLoop, client="pydantic-ai-slim"
+        ),
+    ]

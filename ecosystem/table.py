@@ -1,0 +1,367 @@
+"""The conformance table's data: verdicts, their classification, the page, the comparison.
+
+Strategy: the runner hands this module plain rows (one per target: the library, its
+version, the wire, and each case's verdict with the check ids behind a failure), and
+everything after that is pure: every failure is matched against the classifications
+kept beside the adapters, the page is rendered from the rows, and a fresh run is
+compared with the committed one verdict by verdict. Nothing here imports a library
+under test, so the tests feed it made-up rows without any of them installed.
+
+A failure is one (case, check) pair. A case that raised something other than the
+contract's ``AssertionError`` (an adapter or library crash) counts as a failure of the
+pseudo-check ``error:<ExceptionType>``, which needs a classification like any other.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = [
+    "CLASSES",
+    "Classification",
+    "Failure",
+    "changed_verdicts",
+    "classify",
+    "failures_of",
+    "load_classifications",
+    "problems_in",
+    "render_page",
+]
+
+#: What a failure can be, and the field each class must name.
+CLASSES: Mapping[str, str] = {
+    # The library does what no provider's API allows: its code is cited.
+    "library-bug": "where",
+    # The library chooses, and documents, a behaviour the contract does not take; the
+    # target could declare it through the knob named.
+    "design-choice": "knob",
+    # The kit failed a library that did what the provider's API allows: a kit bug,
+    # listed as open at the top of the page until it is fixed.
+    "kit-bug": "evidence",
+}
+RESULTS_SCHEMA = 1
+#: ``  - [variant] text [check-id]``: a problem line of a case's failure message.
+_PROBLEM = re.compile(
+    r"^\s+- (?:\[(?P<variant>[^\]]+)\] )?(?P<text>.*) \[(?P<check>[a-z0-9][a-z0-9:._-]*)\]$"
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One check that failed in one case of one target."""
+
+    adapter: str
+    library: str
+    target: str
+    case: str
+    check: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Classification:
+    """What a set of failures is, matched by library, target, case and check (``fnmatch`` patterns)."""
+
+    id: str
+    library: str
+    case: str
+    check: str
+    kind: str
+    summary: str
+    target: str = "*"
+    where: str = ""
+    upstream: str = ""
+    knob: str = ""
+    evidence: str = ""
+    #: The case fails only some of the time (a race in the library): its verdict is
+    #: left out of the comparison with the committed table, and the page says so.
+    flaky: bool = False
+
+    def matches(self, failure: Failure) -> bool:
+        return (
+            failure.library == self.library
+            and fnmatch.fnmatchcase(failure.target, self.target)
+            and fnmatch.fnmatchcase(failure.case, self.case)
+            and fnmatch.fnmatchcase(failure.check, self.check)
+        )
+
+
+def load_classifications(path: Path) -> List[Classification]:
+    """The classifications in ``path``, each checked for its class's required field."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    found: List[Classification] = []
+    for number, entry in enumerate(raw.get("classifications", [])):
+        try:
+            item = Classification(**entry)
+        except TypeError as error:
+            raise ValueError(f"{path.name}: classification #{number}: {error}") from None
+        if item.kind not in CLASSES:
+            raise ValueError(
+                f"{path.name}: {item.id}: kind must be one of {', '.join(CLASSES)}, got {item.kind!r}"
+            )
+        if not getattr(item, CLASSES[item.kind]).strip():
+            raise ValueError(f"{path.name}: {item.id}: a {item.kind} must name its {CLASSES[item.kind]}")
+        found.append(item)
+    ids = [c.id for c in found]
+    if len(set(ids)) != len(ids):
+        raise ValueError(
+            f"{path.name}: classification ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
+    return found
+
+
+def problems_in(message: str) -> List[Tuple[str, str]]:
+    """Each (check id, one-line reason) in a case's failure message, in order, once each."""
+    seen: Dict[str, str] = {}
+    for line in message.splitlines():
+        match = _PROBLEM.match(line)
+        if match and match.group("check") not in seen:
+            reason = match.group("text").strip()
+            seen[match.group("check")] = reason if len(reason) <= 240 else reason[:237] + "..."
+    return list(seen.items())
+
+
+def failures_of(rows: Iterable[Mapping[str, Any]]) -> List[Failure]:
+    """Every failure in ``rows``, in row and case order."""
+    return [
+        Failure(row["adapter"], row["library"], row["target"], item["case"], item["check"], item["reason"])
+        for row in rows
+        for item in row["failures"]
+    ]
+
+
+def classify(
+    failures: Sequence[Failure], classifications: Sequence[Classification]
+) -> Tuple[Dict[Failure, Classification], List[Failure], List[Classification]]:
+    """Each failure's classification (the first that matches), the unclassified, the unused."""
+    found: Dict[Failure, Classification] = {}
+    unclassified: List[Failure] = []
+    for failure in failures:
+        match = next((c for c in classifications if c.matches(failure)), None)
+        if match is None:
+            unclassified.append(failure)
+        else:
+            found[failure] = match
+    used = {c.id for c in found.values()}
+    return found, unclassified, [c for c in classifications if c.id not in used]
+
+
+def _verdicts(results: Mapping[str, Any]) -> Dict[Tuple[str, str, str], str]:
+    """``(adapter, target, case)`` to its verdict: the outcome, with a failure's check ids."""
+    verdicts: Dict[Tuple[str, str, str], str] = {}
+    for row in results.get("rows", []):
+        checks: Dict[str, List[str]] = {}
+        for item in row["failures"]:
+            checks.setdefault(item["case"], []).append(item["check"])
+        for case, outcome in row["cases"].items():
+            shown = (
+                outcome
+                if outcome not in ("fail", "error")
+                else f"{outcome} {' '.join(sorted(checks.get(case, [])))}"
+            )
+            verdicts[(row["adapter"], row["target"], case)] = shown
+    return verdicts
+
+
+def changed_verdicts(
+    committed: Mapping[str, Any], fresh: Mapping[str, Any], classifications: Sequence[Classification] = ()
+) -> List[str]:
+    """One line per verdict of ``fresh`` that differs from ``committed``, for the targets both ran.
+
+    A case a ``flaky`` classification names is not compared: it passes or fails by a race.
+    """
+    before, after = _verdicts(committed), _verdicts(fresh)
+    ran = {(a, t) for a, t, _ in after}
+    libraries = {(row["adapter"], row["target"]): row["library"] for row in fresh.get("rows", [])}
+    flaky = [c for c in classifications if c.flaky]
+    lines: List[str] = []
+    for key in sorted(set(before) | set(after)):
+        if (key[0], key[1]) not in ran:
+            continue  # a target this run did not run (--only) is not compared
+        library = libraries.get((key[0], key[1]), "")
+        if any(
+            c.library == library
+            and fnmatch.fnmatchcase(key[1], c.target)
+            and fnmatch.fnmatchcase(key[2], c.case)
+            for c in flaky
+        ):
+            continue
+        old, new = before.get(key, "absent"), after.get(key, "absent")
+        if old != new:
+            lines.append(f"{key[1]} {key[2]}: committed {old!r}, now {new!r}")
+    return lines
+
+
+# -- the page ------------------------------------------------------------------------
+
+_MARK = {"pass": "✓", "fail": "✗", "error": "E", "skip": "–"}
+
+
+def _columns(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The scenario or stage names of ``rows``' cases, in first-seen order."""
+    names: List[str] = []
+    for row in rows:
+        for case in row["cases"]:
+            name = case.rsplit("/", 1)[0]
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _cell(row: Mapping[str, Any], name: str) -> str:
+    marks = [
+        f"{_MARK[row['cases'][f'{name}/{mode}']]}"
+        for mode in ("chat", "stream")
+        if f"{name}/{mode}" in row["cases"]
+    ]
+    return "".join(marks) or " "
+
+
+def _matrix(rows: Sequence[Mapping[str, Any]], word: str) -> List[str]:
+    names = _columns(rows)
+    lines = [
+        f"| library | version | target | wire | {' | '.join(names)} |",
+        "|" + "---|" * (4 + len(names)),
+    ]
+    for row in rows:
+        cells = " | ".join(_cell(row, name) for name in names)
+        lines.append(f"| {row['library']} | {row['version']} | {row['target']} | {row['wire']} | {cells} |")
+    retried = [f"{row['target']} `{case}`" for row in rows for case in row.get("retried", ())]
+    lines.append("")
+    if retried:
+        shown = ", ".join(retried)
+        lines.append(f"Failed once and passed when run again (a timing bound under load): {shown}.")
+        lines.append("")
+    lines.append(
+        f"Each cell is the {word}'s chat then stream verdict (one mark where it runs in one mode): "
+        "✓ pass, ✗ fail, E error (the case raised where it should have answered), – skip."
+    )
+    return lines
+
+
+def _failure_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Classification]) -> List[str]:
+    lines: List[str] = []
+    for row in rows:
+        mine = [f for f in failures_of([row])]
+        if not mine:
+            continue
+        lines.append(f"**{row['target']}** ({row['library']} {row['version']}, {row['wire']}):")
+        lines.append("")
+        for failure in mine:
+            label = found.get(failure)
+            tag = f"{label.kind} `{label.id}`" if label else "**unclassified**"
+            if label is not None and label.flaky:
+                tag += " (intermittent)"
+            lines.append(f"- `{failure.case}` `[{failure.check}]` {failure.reason} — {tag}")
+        lines.append("")
+    return lines
+
+
+def render_page(results: Mapping[str, Any], classifications: Sequence[Classification]) -> str:
+    """``docs/ecosystem.md``: how to reproduce it, the versions, the bugs found, the matrices."""
+    rows = results["rows"]
+    found, unclassified, _ = classify(failures_of(rows), classifications)
+    versions: Dict[str, str] = {}
+    for row in rows:
+        versions.setdefault(row["library"], row["version"])
+    used = [c for c in classifications if c in found.values()]
+    lines = [
+        "# The conformance table",
+        "",
+        "Popular LLM clients and agent frameworks, each held by a small adapter to the backend suite",
+        "(the library as the user's backend) or to the migration gate (the library's own agent loop,",
+        "its tools run through the gate's toolset), on every wire it speaks, against the fake",
+        "provider. Every failure below is classified: a library bug (with the library's code), a",
+        "design choice the library documents (with the knob that declares it), or a kit bug.",
+        "",
+        "## Reproduce it",
+        "",
+        "```",
+        "python3 dev.py ecosystem            # every adapter; writes ecosystem/results.json and this page",
+        "python3 dev.py ecosystem --check    # the same; fail on a verdict the committed table does not show",
+        "python3 dev.py ecosystem --only openai_sdk --only anthropic_sdk   # some adapters",
+        "```",
+        "",
+        "The command builds `.venv-ecosystem` with the versions pinned in `ecosystem/requirements.txt`;",
+        "the adapters are `ecosystem/adapters/*.py`, the classifications `ecosystem/classifications.json`.",
+        "It exits non-zero on an unclassified failure, and with `--check` on a changed verdict;",
+        "`--page-only` renders this page again from the committed results after a classification changes.",
+        "",
+        "Each adapter uses its library as its documentation shows, with the library's own retries",
+        "turned off through its own knob, so that every answer surfaces as it came. Where a library",
+        "needs a setting to speak to a provider it does not know by name (a model name it reads",
+        "capabilities from, a streaming override), the adapter sets it and says so. A skip gives its",
+        "reason: the wire has no such case, or the adapter does not reach that part of the library yet.",
+        "",
+        f"Generated {results['generated']} with Python {results['python']}, kit {results['kit']}, "
+        f"in {results['seconds']:.0f} s on a 2-core machine ({results['jobs']} adapters at once).",
+        "",
+        "| library | version |",
+        "|---|---|",
+        *(f"| {name} | {version} |" for name, version in sorted(versions.items())),
+        "",
+    ]
+    bugs = [c for c in used if c.kind == "library-bug"]
+    lines += ["## Library bugs found", ""]
+    if not bugs:
+        lines += ["None in this run.", ""]
+    for bug in bugs:
+        lines.append(f"- **{bug.library}** (`{bug.id}`): {bug.summary}")
+        lines.append(f"  Code: {bug.where}." + (f" Upstream: {bug.upstream}." if bug.upstream else ""))
+        seen = next(f for f, c in found.items() if c is bug)
+        lines.append(
+            f"  Reproduce: `python3 dev.py ecosystem --only {seen.adapter}`, case `{seen.case}` of "
+            f"*{seen.target}*, which fails with: {seen.reason} `[{seen.check}]`"
+        )
+    lines.append("")
+    kit = [c for c in used if c.kind == "kit-bug"]
+    if kit:
+        lines += ["## Kit bugs open", ""]
+        lines += ["These failures are the kit's, not the libraries': each is to be fixed in the kit.", ""]
+        lines += [f"- `{c.id}` ({c.library}): {c.summary} Evidence: {c.evidence}." for c in kit]
+        lines.append("")
+    choices = [c for c in used if c.kind == "design-choice"]
+    if choices:
+        lines += ["## Documented design choices", ""]
+        lines += [f"- **{c.library}** (`{c.id}`): {c.summary} Knob: {c.knob}." for c in choices]
+        lines.append("")
+    if unclassified:
+        lines += ["## Unclassified", "", f"{len(unclassified)} failures have no classification yet.", ""]
+    for kind, word, title in (("backend", "scenario", "Backends"), ("loop", "stage", "Agent loops")):
+        mine = [row for row in rows if row["kind"] == kind]
+        if not mine:
+            continue
+        lines += [f"## {title}", "", *_matrix(mine, word), "", "### Failures", ""]
+        lines += _failure_lines(mine, found) or ["None.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def new_results(
+    rows: Sequence[Mapping[str, Any]], *, generated: str, python: str, kit: str, seconds: float, jobs: int
+) -> Dict[str, Any]:
+    """The ``results.json`` document: the run's facts, then the rows in adapter and target order."""
+    ordered = sorted(rows, key=lambda r: (r["kind"], r["adapter"], r["target"]))
+    return {
+        "schema": RESULTS_SCHEMA,
+        "generated": generated,
+        "python": python,
+        "kit": kit,
+        "seconds": round(seconds, 1),
+        "jobs": jobs,
+        "rows": list(ordered),
+    }
+
+
+def read_results(path: Path) -> Optional[Dict[str, Any]]:
+    """The committed results, or ``None`` where there are none yet."""
+    if not path.exists():
+        return None
+    data: Dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("schema") != RESULTS_SCHEMA:
+        raise ValueError(f"{path.name}: schema {data.get('schema')!r}, this runner reads {RESULTS_SCHEMA}")
+    return data

@@ -1,0 +1,242 @@
+"""The conformance table's machinery, fed made-up rows: none of the table's libraries is needed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List
+from unittest import mock
+
+from ecosystem import runner, table
+
+#: A failure message in the shape the kit's cases raise (see conformance._checks.failure_message).
+MESSAGE = """openai-chat/stream truncated-tool-call: the backend must report "length" and drop the call
+  - [cut-mid-string] the call get_weather was yielded with cut-off arguments [stream-dropped-truncated]
+  - finish_reason was 'tool_calls', expected 'length' [finish-reason]
+  - finish_reason was 'tool_calls', expected 'length' [finish-reason]
+  requests seen: POST /v1/chat/completions
+  hint: drop a call whose arguments do not parse when the turn ended on length"""
+
+
+def row(
+    outcome: str = "fail", check: str = "stream-dropped-truncated", library: str = "somelib"
+) -> Dict[str, Any]:
+    failures = [{"case": "truncated-tool-call/stream", "check": check, "reason": "yielded a cut-off call"}]
+    return {
+        "adapter": "somelib_adapter",
+        "library": library,
+        "version": "1.0",
+        "kind": "backend",
+        "target": "somelib chat",
+        "wire": "openai-chat",
+        "cases": {"text/chat": "pass", "truncated-tool-call/stream": outcome, "content-filter/chat": "skip"},
+        "failures": failures if outcome in ("fail", "error") else [],
+    }
+
+
+def results(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
+    return table.new_results(rows, generated="2026-01-01", python="3.11.0", kit="0.0", seconds=1.0, jobs=1)
+
+
+def classification(**changes: Any) -> table.Classification:
+    fields = {
+        "id": "somelib-keeps-truncated",
+        "library": "somelib",
+        "case": "truncated-tool-call/*",
+        "check": "stream-dropped-truncated",
+        "kind": "library-bug",
+        "summary": "yields a call cut off by the token limit",
+        "where": "somelib/stream.py:10",
+    }
+    fields.update(changes)
+    return table.Classification(**fields)
+
+
+class _Case:
+    """A stand-in for a kit case: a name, and what ``run`` raises."""
+
+    def __init__(self, name: str, raises: BaseException | None) -> None:
+        self.name = name
+        self.raises = raises
+
+    def run(self) -> None:
+        if self.raises is not None:
+            raise self.raises
+
+
+class _Flaky(_Case):
+    """A case that fails on its first run only."""
+
+    def run(self) -> None:
+        raises, self.raises = self.raises, None
+        if raises is not None:
+            raise raises
+
+
+class _Target:
+    name = "somelib chat"
+
+    class wire:  # noqa: N801 - stands in for a Wire instance
+        name = "openai-chat"
+
+
+class TableTest(unittest.TestCase):
+    def test_problems_in_reads_each_check_once(self) -> None:
+        """A case's failure message gives each check id once, with its line's text as the reason."""
+        self.assertEqual(
+            table.problems_in(MESSAGE),
+            [
+                (
+                    "stream-dropped-truncated",
+                    "the call get_weather was yielded with cut-off arguments",
+                ),
+                ("finish-reason", "finish_reason was 'tool_calls', expected 'length'"),
+            ],
+        )
+
+    def test_classify_splits_classified_unclassified_and_unused(self) -> None:
+        """A failure a pattern matches is classified, another library's is not, an unused entry is named."""
+        mine, other = table.failures_of([row(), row(library="otherlib")])
+        stale = classification(id="stale", check="never-seen")
+        found, unclassified, unused = table.classify([mine, other], [classification(), stale])
+        self.assertEqual(found[mine].id, "somelib-keeps-truncated")
+        self.assertEqual(unclassified, [other])
+        self.assertEqual([c.id for c in unused], ["stale"])
+
+    def test_a_class_without_its_field_is_refused(self) -> None:
+        """A library bug that cites no code, or an unknown kind, is refused when the file loads."""
+        for entry, problem in (
+            ({**classification().__dict__, "where": ""}, "must name its where"),
+            ({**classification().__dict__, "kind": "shrug"}, "kind must be one of"),
+            ({**classification().__dict__, "kind": "design-choice"}, "must name its knob"),
+        ):
+            with self.subTest(problem), tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "classifications.json"
+                path.write_text(json.dumps({"classifications": [entry]}), encoding="utf-8")
+                with self.assertRaisesRegex(ValueError, problem):
+                    table.load_classifications(path)
+
+    def test_changed_verdicts_names_each_change(self) -> None:
+        """A pass turned failure, or a failure on another check, is a change; a target not run is not."""
+        committed = results([row(outcome="pass"), {**row(), "adapter": "not_run", "target": "other"}])
+        self.assertEqual(table.changed_verdicts(committed, results([row(outcome="pass")])), [])
+        changed = table.changed_verdicts(committed, results([row()]))
+        self.assertEqual(
+            changed,
+            [
+                "somelib chat truncated-tool-call/stream: "
+                "committed 'pass', now 'fail stream-dropped-truncated'"
+            ],
+        )
+        other_check = table.changed_verdicts(results([row()]), results([row(check="finish-reason")]))
+        self.assertEqual(len(other_check), 1)
+
+    def test_a_flaky_case_is_not_compared(self) -> None:
+        """A case a flaky classification names may pass in one run and fail in the next."""
+        flaky = classification(flaky=True)
+        self.assertEqual(
+            table.changed_verdicts(results([row(outcome="pass")]), results([row()]), [flaky]), []
+        )
+        self.assertEqual(
+            len(table.changed_verdicts(results([row(outcome="pass")]), results([row()]), [classification()])),
+            1,
+        )
+
+    def test_page_lists_the_bug_and_marks_the_unclassified(self) -> None:
+        """The page shows each library bug with its code, and flags a failure nothing classifies."""
+        page = table.render_page(results([row()]), [classification()])
+        self.assertIn("somelib/stream.py:10", page)
+        self.assertIn("| somelib | 1.0 | somelib chat | openai-chat | ✓ | ✗ | – |", page)
+        self.assertNotIn("Unclassified", page)
+        self.assertIn("**unclassified**", table.render_page(results([row()]), []))
+
+
+class RunnerTest(unittest.TestCase):
+    def test_run_target_records_pass_skip_fail_and_error(self) -> None:
+        """Each outcome is kept; a failure's check ids come from its message, a crash as error:<type>."""
+        cases = [
+            _Case("text/chat", None),
+            _Case("content-filter/chat", unittest.SkipTest("no filter")),
+            _Case("truncated-tool-call/stream", AssertionError(MESSAGE)),
+            _Case("abort/chat", KeyError("get_weather")),
+        ]
+        with mock.patch.object(runner, "_cases", return_value=cases):
+            found = runner.run_target("a", "somelib", "1.0", "backend", _Target())
+        self.assertEqual(
+            found["cases"],
+            {
+                "text/chat": "pass",
+                "content-filter/chat": "skip",
+                "truncated-tool-call/stream": "fail",
+                "abort/chat": "error",
+            },
+        )
+        self.assertEqual(
+            [(f["case"], f["check"]) for f in found["failures"]],
+            [
+                ("truncated-tool-call/stream", "stream-dropped-truncated"),
+                ("truncated-tool-call/stream", "finish-reason"),
+                ("abort/chat", "error:KeyError"),
+            ],
+        )
+
+    def test_a_failure_is_run_again_before_it_is_believed(self) -> None:
+        """A case that fails once and then passes is a pass, named as retried."""
+        cases = [_Flaky("abort/stream", AssertionError(MESSAGE)), _Case("text/chat", AssertionError(MESSAGE))]
+        with mock.patch.object(runner, "_cases", return_value=cases):
+            found = runner.run_target("a", "somelib", "1.0", "backend", _Target())
+        self.assertEqual(found["cases"], {"abort/stream": "pass", "text/chat": "fail"})
+        self.assertEqual(found["retried"], ["abort/stream"])
+        self.assertEqual({f["case"] for f in found["failures"]}, {"text/chat"})
+
+    def run_main(self, fresh: List[Dict[str, Any]], entries: List[table.Classification], *args: str) -> int:
+        """The command over ``fresh`` rows (as if adapters had run), in a folder of its own: its status."""
+        with tempfile.TemporaryDirectory() as folder:
+            here = Path(folder)
+            (here / "classifications.json").write_text(
+                json.dumps({"classifications": [e.__dict__ for e in entries]}), encoding="utf-8"
+            )
+            (here / "results.json").write_text(json.dumps(results([row(outcome="pass")])), encoding="utf-8")
+            patches = [
+                mock.patch.object(runner, "CLASSIFICATIONS", here / "classifications.json"),
+                mock.patch.object(runner, "RESULTS", here / "results.json"),
+                mock.patch.object(runner, "PAGE", here / "ecosystem.md"),
+                mock.patch.object(runner, "adapters", return_value=["somelib_adapter"]),
+                mock.patch.object(runner, "run_adapter", return_value=fresh),
+                mock.patch.object(runner.metadata, "version", return_value="0.0"),
+            ]
+            with contextlib.ExitStack() as stack, contextlib.redirect_stdout(io.StringIO()) as out:
+                for patch in patches:
+                    stack.enter_context(patch)
+                status = runner.main(list(args))
+            self.printed = out.getvalue()
+            self.written = json.loads((here / "results.json").read_text(encoding="utf-8"))
+            return status
+
+    def test_an_unclassified_failure_fails_the_command(self) -> None:
+        """An injected failure no classification matches makes the command exit 1 and name it."""
+        self.assertEqual(self.run_main([row()], []), 1)
+        self.assertIn(
+            "UNCLASSIFIED somelib chat truncated-tool-call/stream [stream-dropped-truncated]", self.printed
+        )
+        self.assertEqual(self.run_main([row()], [classification()]), 0)
+        self.assertEqual(self.written["rows"][0]["cases"]["truncated-tool-call/stream"], "fail")
+
+    def test_check_fails_on_a_changed_verdict(self) -> None:
+        """With --check, a classified failure where the committed table had a pass still exits 1."""
+        self.assertEqual(self.run_main([row()], [classification()], "--check"), 1)
+        self.assertIn("CHANGED somelib chat truncated-tool-call/stream", self.printed)
+        self.assertEqual(self.run_main([row(outcome="pass")], [classification()], "--check"), 0)
+
+    def test_the_committed_classifications_load(self) -> None:
+        """The classifications beside the adapters are well formed, each with its class's field."""
+        loaded = table.load_classifications(runner.CLASSIFICATIONS)
+        self.assertEqual(len({c.id for c in loaded}), len(loaded))
+
+
+if __name__ == "__main__":
+    unittest.main()
