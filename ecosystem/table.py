@@ -276,8 +276,18 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
         "Popular LLM clients and agent frameworks, each held by a small adapter to the backend suite",
         "(the library as the user's backend) or to the migration gate (the library's own agent loop,",
         "its tools run through the gate's toolset), on every wire it speaks, against the fake",
-        "provider. Every failure below is classified: a library bug (with the library's code), a",
-        "design choice the library documents (with the knob that declares it), or a kit bug.",
+        "provider. Each failure is classified: a library bug (with the library's code), a design",
+        "choice the library documents (with the knob that declares it), or a kit bug.",
+        *(
+            [
+                "",
+                f"**{len(unclassified)} failures of this run are not classified yet** (listed under",
+                "[Unclassified](#unclassified)): the command exits non-zero until each has its",
+                "classification, so they cannot drift into the table unexplained.",
+            ]
+            if unclassified
+            else []
+        ),
         "",
         "## Reproduce it",
         "",

@@ -31,6 +31,7 @@ from conformance.contract import ERROR_KINDS
 from conformance.reference import REFERENCE_BACKENDS
 
 __all__ = [
+    "TRANSPORT_ERRORS",
     "AsyncAdapter",
     "call",
     "last_chunk",
@@ -42,6 +43,7 @@ __all__ = [
     "parse_arguments",
     "status_error",
     "stream_error",
+    "transport_error",
 ]
 
 #: No connection is ever made through these: they only read errors.
@@ -72,6 +74,40 @@ def stream_error(wire: str, body: Any, message: str = "") -> LLMError:
     if kind in ERROR_KINDS:
         return LLMError.from_kind(kind, text, provider=wire, details={"kind": kind})
     return LLMError(text, code="LLM_INVALID_REQUEST", kind=kind, retryable=False, provider=wire)
+
+
+#: The libraries' own classes for a connection that failed or a body cut short, by module
+#: and name: each library treats them as worth a retry (openai and anthropic retry their
+#: APIConnectionError by default), and a careful backend built on it reports them as the
+#: contract's retryable server_error. Matched by name so no library need be installed.
+TRANSPORT_ERRORS = {
+    ("openai", "APIConnectionError"),
+    ("anthropic", "APIConnectionError"),
+    ("httpx", "TransportError"),
+    ("httpcore", "ReadError"),
+    ("httpcore", "RemoteProtocolError"),
+    ("aiohttp", "ClientPayloadError"),
+    ("aiohttp", "ClientConnectionError"),
+    ("urllib3", "ProtocolError"),
+    ("botocore", "ResponseStreamingError"),
+}
+
+
+def transport_error(exc: BaseException, wire: str) -> Optional[LLMError]:
+    """The contract's retryable server_error where ``exc`` (or what it wraps) is the library's
+    connection error, else ``None``."""
+    seen = 0
+    current: Optional[BaseException] = exc
+    while current is not None and seen < 8:
+        for klass in type(current).__mro__:
+            top = klass.__module__.split(".")[0]
+            if (top, klass.__name__) in TRANSPORT_ERRORS:
+                message = f"the connection failed or was cut short: {type(current).__name__}: {current}"
+                details = {"kind": "server_error", "transport": True}
+                return LLMError.from_kind("server_error", message, provider=wire, details=details)
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
 
 
 def parse_arguments(raw: Any) -> Dict[str, Any]:
@@ -150,12 +186,23 @@ class AsyncAdapter:
     def error(self, exc: BaseException) -> Optional[BaseException]:
         return None
 
+    #: The wire this adapter's library speaks, for the errors it maps.
+    wire = ""
+
+    def _mapped(self, request: ChatRequest, exc: BaseException) -> Optional[BaseException]:
+        if _is_abort(request, exc):
+            return None
+        mapped = self.error(exc)
+        if mapped is None or mapped is exc:
+            return transport_error(exc, self.wire)
+        return mapped
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         try:
             return await race_abort(self.complete(request), request.signal)
         except Exception as exc:
-            mapped = None if _is_abort(request, exc) else self.error(exc)
-            if mapped is None or mapped is exc:
+            mapped = self._mapped(request, exc)
+            if mapped is None:
                 raise
             raise mapped from exc
 
@@ -164,8 +211,8 @@ class AsyncAdapter:
             async for chunk in race_abort_iter(self.events(request), request.signal):
                 yield chunk
         except Exception as exc:
-            mapped = None if _is_abort(request, exc) else self.error(exc)
-            if mapped is None or mapped is exc:
+            mapped = self._mapped(request, exc)
+            if mapped is None:
                 raise
             raise mapped from exc
 

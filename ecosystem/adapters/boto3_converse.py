@@ -25,7 +25,7 @@ from conformance import (
     bedrock_converse_wire,
 )
 
-from ._kit import last_chunk, response, status_error, usage
+from ._kit import last_chunk, response, status_error, transport_error, usage
 
 LIBRARY = "boto3"
 KIND = "backend"
@@ -188,6 +188,11 @@ class Converse:
                     used = usage(u.get("inputTokens"), u.get("outputTokens"), u.get("totalTokens"))
         except ClientError as exc:
             raise bedrock_error(exc) from exc
+        except Exception as exc:
+            cut = transport_error(exc, "bedrock-converse")
+            if cut is None:
+                raise
+            raise cut from exc
         if not stopped:
             raise LLMError.from_kind(
                 "server_error",
