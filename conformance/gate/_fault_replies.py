@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     from ..wires._base import Wire
     from ..wires._turns import ScriptedTurn, TurnEvents
 
-__all__ = ["CUTS", "FAULT_REPLIES", "asked_delay", "fault_reply", "rate_limit_reply"]
+__all__ = [
+    "CUTS",
+    "FAULT_REPLIES",
+    "RATE_LIMIT_RETRY_AFTER",
+    "asked_delay",
+    "fault_reply",
+    "rate_limit_reply",
+    "scripting_wire",
+]
 
 #: The faults that cut the model's turn short: its calls never completed.
 CUTS: FrozenSet[str] = frozenset(
@@ -31,6 +39,10 @@ CUTS: FrozenSet[str] = frozenset(
 
 #: How long a cut stream waits after its last chunk before it breaks.
 CUT_AFTER = 0.05
+
+#: The delay the mid-conversation 429 asks for, in the wire's own form. Here, a floor
+#: below the fault stages that name it in their text, since the reply is what asks.
+RATE_LIMIT_RETRY_AFTER = 0.2
 
 FaultReply = Callable[["Wire", "ScriptedTurn", Optional["TurnEvents"], "RecordedRequest"], Optional[Reply]]
 
@@ -86,8 +98,6 @@ def _hang(
 def _rate_limit(
     wire: Wire, turn: ScriptedTurn, played: Optional[TurnEvents], request: RecordedRequest
 ) -> Optional[Reply]:
-    from .faults import RATE_LIMIT_RETRY_AFTER
-
     return rate_limit_reply(wire, request, RATE_LIMIT_RETRY_AFTER)
 
 

@@ -33,6 +33,7 @@ import json
 from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 from ..wires._turns import ScriptedTurn
+from ._fault_replies import RATE_LIMIT_RETRY_AFTER, scripting_wire
 
 if TYPE_CHECKING:
     from ..wires._base import Wire
@@ -55,8 +56,6 @@ __all__ = [
 #: The tool the unknown-tool stage's model calls: close to ``read_fixture``, as a
 #: model's slip is, and not one of the task's tools.
 UNKNOWN_TOOL = "read_file"
-#: The delay the mid-conversation 429 asks for, in the wire's own form.
-RATE_LIMIT_RETRY_AFTER = 0.2
 #: The retry-after stage's ``max_seconds``: room for the budget's four requests and the
 #: three waits between them, and short enough that a loop that ignores the request
 #: budget runs into it.
@@ -295,8 +294,6 @@ def raw_arguments_reach(wire: Wire, stream: bool) -> bool:
 def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
     """Why ``wire`` cannot play ``stage``'s fault in ``mode``, or ``None``."""
     if stage.name in ("rate-limited", "retry-after"):
-        from ._fault_replies import scripting_wire
-
         absent = scripting_wire(wire).absent("rate-limit")
         if absent:
             return f"{wire.name} has no rate-limit reply: {absent}"
