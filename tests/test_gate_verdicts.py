@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple
 from unittest import mock
 
 from conformance.contract import ToolResult
-from conformance.gate import AgentLoopTarget, ReferenceLoop, _invariants, agent_loop_cases
+from conformance.gate import AgentLoopTarget, ReferenceLoop, agent_loop_cases
 from conformance.gate.cases import AgentLoopCase
 from conformance.gate.loop import LoopTask
 from conformance.wires import WIRES
@@ -105,7 +105,7 @@ class ErrorShapeTests(unittest.TestCase):
         todo = [c for w in GATE_WIRES for c in cases(target(SendsFrameworkErrors, w), ERROR_STAGES)]
         self.assertTrue(any(c.stage_name == "corrupt-arguments" for c in todo))
         self.assertEqual(failures(run_all(todo)), [])
-        with mock.patch.object(_invariants, "error_payload", _dict_errors_only):
+        with mock.patch("conformance.gate._invariants.results.error_payload", _dict_errors_only):
             detail = run(next(c for c in todo if c.name == "corrupt-arguments/chat"))[1]
             self.assertIn("[refused-call]", detail)
             detail = run(next(c for c in todo if c.name == "error-result/chat"))[1]
@@ -251,6 +251,10 @@ class RunsInReverse(ReferenceLoop):
         return next(result for other, result in self.done if other is call)
 
 
+def _never_the_same(planned: Any, record: Any) -> bool:
+    return False
+
+
 class ReverseOrderTests(unittest.TestCase):
     def test_parallel_calls_run_last_first_pass_where_the_provider_sends_no_ids(self) -> None:
         """On Ollama, runs are tied to calls by tool name and arguments first, then by order."""
@@ -258,7 +262,9 @@ class ReverseOrderTests(unittest.TestCase):
         self.assertEqual(len(todo), 2 * len(GATE_WIRES))
         self.assertEqual(failures(run_all(todo)), [])
         ollama = next(c for c in todo if c.target.wire.name == "ollama")
-        with mock.patch.object(_invariants, "same_arguments", lambda planned, record: False):
+        # Where the pairing asks, and where the executions check asks again.
+        pairing = mock.patch("conformance.gate._invariants._seen.same_arguments", _never_the_same)
+        with pairing, mock.patch("conformance.gate._invariants.executions.same_arguments", _never_the_same):
             detail = run(ollama)[1]
         self.assertIn("[arguments]", detail)
 

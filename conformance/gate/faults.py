@@ -23,7 +23,7 @@ never delivers such a call (Gemini, Ollama; Anthropic and Bedrock in a whole rep
 whose ``input`` is an object) that stage is skipped with the reason.
 
 What the loop must do at each fault is checked by the fault invariants (in
-``_invariants``): ``partial-call``, ``re-executed``, ``write-once``, ``retry-wait``,
+``_invariants.recovery``): ``partial-call``, ``re-executed``, ``write-once``, ``retry-wait``,
 ``refused-call`` and ``recovered``, with ``arguments-schema`` and ``error-message``.
 """
 
