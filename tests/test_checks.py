@@ -14,8 +14,10 @@ from typing import Any, AsyncIterator, Dict, List, Optional
 from unittest import mock
 from urllib.parse import urlsplit
 
-from conformance import _checks as checks
-from conformance._checks import CALL_ID_SEPARATORS, CHECKS, Problem, Seen, carries_id
+from conformance._checks import CALL_ID_SEPARATORS, CHECKS, Problem, Seen, _table, carries_id
+from conformance._checks._seen import REPLY_SCENARIOS
+from conformance._checks.replies import _FINISH, _TEXT_FINISH
+from conformance._checks.tool_calls import _NO_CALL_TURNS, _OWN_CALL_RULE, TOOL_TURNS
 from conformance.cases import BackendConformanceTarget, ConformanceCase
 from conformance.contract import ChatRequest, Reasoning, StreamChunk, ToolCall
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
@@ -319,11 +321,32 @@ class CheckTableTests(unittest.TestCase):
 
     def test_every_reply_scenario_has_a_finish_reason_and_a_rule_for_its_calls(self) -> None:
         """A turn that ends normally is judged on its finish reason and on its calls, by one table each."""
-        for scenario in checks._REPLY_SCENARIOS:
+        for scenario in REPLY_SCENARIOS:
             with self.subTest(scenario=scenario):
-                self.assertEqual((scenario in checks._FINISH) + (scenario in checks._TEXT_FINISH), 1)
-                tables = (checks._TOOL_TURNS, checks._NO_CALL_TURNS, checks._OWN_CALL_RULE)
+                self.assertEqual((scenario in _FINISH) + (scenario in _TEXT_FINISH), 1)
+                tables = (TOOL_TURNS, _NO_CALL_TURNS, _OWN_CALL_RULE)
                 self.assertEqual(sum(scenario in t for t in tables), 1)
+
+    def test_the_table_takes_every_familys_rows_once_each_in_its_place(self) -> None:
+        """The families' rows become one table in the order given; a row without a place, a place
+        without a row, an id listed twice or held by two families is refused at import."""
+
+        def check(seen: Seen) -> List[str]:
+            return []
+
+        table = _table(("b", "a", "c"), {"a": check, "c": check}, {"b": check})
+        self.assertEqual(list(table), ["b", "a", "c"])
+        wrong = {
+            "no place for ['c']": (("a", "b"), {"a": check, "c": check}, {"b": check}),
+            "no row for ['d']": (("a", "b", "d"), {"a": check}, {"b": check}),
+            "lists ['a'] more than once": (("a", "a", "b"), {"a": check}, {"b": check}),
+            "two families hold a check 'a'": (("a", "b"), {"a": check}, {"a": check, "b": check}),
+        }
+        for said, (order, *families) in wrong.items():
+            with self.subTest(said=said):
+                with self.assertRaises(ValueError) as raised:
+                    _table(order, *families)
+                self.assertIn(said, str(raised.exception))
 
     def test_the_troubleshooting_page_explains_every_check(self) -> None:
         """Each check id has its row in the table of docs/troubleshooting.md, and no row outlives its id."""

@@ -1,0 +1,116 @@
+"""A stream or body broken before its end: cut short of the terminal event, or a damaged frame.
+
+A cut is a failure, never a short success: a retryable error of a kind a careful
+client derives from a cut that carries no status (:data:`CUT_KINDS`), with no finish
+reason and no tool call yielded before it. A frame whose checksum fails is an error too.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from ..contract import ERROR_KINDS
+from ._seen import MISSING, Check, Seen, describe, value_of
+
+__all__ = ["CUT_KINDS", "ROWS"]
+
+
+def _corrupt_frame(seen: Seen) -> List[str]:
+    if seen.scenario != "corrupt-frame" or not seen.ended or seen.error is not None:
+        return []
+    content = seen.collected()[0]
+    return [
+        "expected an error once the damaged frame arrived, got a normal end after the text "
+        f"{content!r} (the frame's checksum was not checked)"
+    ]
+
+
+#: The kinds a backend may give a connection cut before the provider's terminal event.
+#: The cut carries no status and no error type, so nothing in the bytes tells a
+#: server's failure from an overloaded server shedding its connections: what a careful
+#: client derives is a retryable server_error, and overloaded is as defensible.
+CUT_KINDS = ("server_error", "overloaded")
+
+
+def _cut_error(seen: Seen) -> Optional[BaseException]:
+    """The error a backend raised for a cut stream or body, if it raised one."""
+    if seen.scenario != "stream-cut" or not seen.ended:
+        return None
+    return seen.error
+
+
+def _cut_raised(seen: Seen) -> List[str]:
+    if seen.scenario != "stream-cut" or not seen.ended or seen.error is not None:
+        return []
+    if seen.case.mode == "stream":
+        content = seen.collected()[0]
+        return [
+            f"expected a retryable error once the connection closed before {seen.wire.terminal_event}, "
+            f"got a normal end after {len(seen.outcome.chunks)} chunks (text {content!r}): a cut "
+            "stream is a failure, never a short success"
+        ]
+    return [
+        "expected a retryable error for a body cut short of its Content-Length, got the reply "
+        f"{seen.outcome.response!r}"
+    ]
+
+
+def _cut_retryable(seen: Seen) -> List[str]:
+    error = _cut_error(seen)
+    if error is None or getattr(error, "retryable", None) is True:
+        return []
+    return [
+        f"expected retryable True on the error for a connection cut short (the same request may well "
+        f"succeed), got {describe(error)}"
+    ]
+
+
+def _cut_kind(seen: Seen) -> List[str]:
+    error = _cut_error(seen)
+    if error is None:
+        return []
+    kind, code = getattr(error, "kind", MISSING), getattr(error, "code", MISSING)
+    if kind in CUT_KINDS and code == ERROR_KINDS[kind].code:
+        return []
+    wanted = " or ".join(f"{k!r} ({ERROR_KINDS[k].code})" for k in CUT_KINDS)
+    return [
+        f"expected an error of kind {wanted}, got {describe(error)}: a cut carries no status or "
+        "error type, so either is what a careful client derives, and no other kind"
+    ]
+
+
+def _cut_finish(seen: Seen) -> List[str]:
+    if seen.scenario != "stream-cut" or seen.case.mode != "stream":
+        return []
+    for index, chunk in enumerate(seen.outcome.chunks):
+        reason = getattr(chunk, "finish_reason", None)
+        if reason is not None:
+            return [
+                f"expected no finish reason before the error, got {value_of(reason)!r} on chunk {index}: "
+                f"the turn never reached {seen.wire.terminal_event}, so it did not finish"
+            ]
+    return []
+
+
+def _cut_tool_call(seen: Seen) -> List[str]:
+    if seen.scenario != "stream-cut" or seen.case.mode != "stream":
+        return []
+    for index, chunk in enumerate(seen.outcome.chunks):
+        calls = list(getattr(chunk, "tool_calls", None) or ())
+        if calls:
+            return [
+                f"expected no tool call before the error, got {calls!r} on chunk {index}: a call is "
+                f"complete only once the turn reached {seen.wire.terminal_event}"
+            ]
+    return []
+
+
+#: This family's rows of :data:`~conformance._checks.CHECKS`.
+ROWS: Dict[str, Check] = {
+    "corrupt-frame": _corrupt_frame,
+    "cut-raised": _cut_raised,
+    "cut-retryable": _cut_retryable,
+    "cut-kind": _cut_kind,
+    "cut-finish": _cut_finish,
+    "cut-tool-call": _cut_tool_call,
+}

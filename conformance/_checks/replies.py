@@ -1,0 +1,166 @@
+"""A turn that ends normally: the reply came, with the provider's text, finish reason and usage.
+
+The finish reason each reply scenario calls for is one table (:data:`_FINISH`), and
+the turns that end with their text another (:data:`_TEXT_FINISH`), so that each is
+proven by a bug of its own; in a stream the finish reason comes once. The usage is
+the provider's, and ``None`` where it reported none.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..fixture import CONFORMANCE_FIXTURE as FX
+from ._seen import REPLY_SCENARIOS, Check, Seen, describe, value_of
+from .reasoning import reasoning_mixed_in, without_reasoning
+from .tool_calls import TOOL_TURNS
+
+__all__ = ["ROWS"]
+
+
+def _reply(seen: Seen) -> List[str]:
+    if seen.scenario not in REPLY_SCENARIOS or not seen.ended:
+        return []
+    if seen.error is not None:
+        if seen.scenario == "corrupt-arguments":
+            return [
+                "expected a reply carrying the call with its raw argument text (arguments that do "
+                "not parse are the caller's to answer, not a failure of the turn), got "
+                f"{describe(seen.error)}"
+            ]
+        return [f"expected a reply, got {describe(seen.error)}"]
+    if seen.case.mode == "chat" and seen.outcome.response is None:
+        return ["expected a ChatResponse, got None"]
+    return []
+
+
+def _content(seen: Seen) -> List[str]:
+    expected = seen.wire.texts.get(seen.scenario)
+    if not seen.got_reply or expected is None:
+        return []
+    content = seen.collected()[0]
+    if content == expected:
+        return []
+    if reasoning_mixed_in(seen, content) and without_reasoning(seen, content) == expected:
+        return []  # the answer is whole; the reasoning-apart check names what was added to it
+    if seen.scenario == "truncated-tool-call":
+        return [f"expected the text sent before the cut, {expected!r}, got {content!r}"]
+    return [f"expected the text {expected!r}, got {content!r}"]
+
+
+def _tool_turn_content(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in TOOL_TURNS:
+        return []
+    expected = seen.wire.texts.get(seen.scenario, "")
+    content = seen.collected()[0]
+    # None and "" both say "no text": a ChatResponse may carry either where none came.
+    if content == expected or (not expected and content is None):
+        return []
+    sent = f"the text {expected!r}" if expected else "no text"
+    return [
+        f"expected the content the provider sent with the call ({sent}), got {content!r}: "
+        "a tool turn's content is the model's, never one of the backend's own"
+    ]
+
+
+#: The finish reason each reply scenario calls for. The turns that end with their text
+#: are judged apart (``text-finish``), so that each table is proven by a bug of its own.
+_TEXT_FINISH = {"text": ("stop",), "tool-result": ("stop",)}
+
+
+_FINISH = {
+    "tool-call": ("tool_calls",),
+    "tool-call-with-stop": ("tool_calls",),
+    "parallel-tool-calls": ("tool_calls",),
+    "truncated-tool-call": ("length",),
+    # The provider ended the turn normally with a call (tool_calls, tool_use): the
+    # caller must answer it, broken or not, so the turn is a tool turn.
+    "corrupt-arguments": ("tool_calls",),
+    "content-filter": ("content_filter", "refusal"),
+    "reasoning": ("stop",),
+}
+
+
+def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
+    finish = seen.collected()[1]
+    if finish in allowed:
+        return []
+    said = " (the provider said stop)" if seen.scenario == "tool-call-with-stop" else ""
+    wanted = " or ".join(f'"{a}"' for a in allowed)
+    return [f"expected finish_reason {wanted}{said}, got {finish!r}"]
+
+
+def _finish_reason(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in _FINISH:
+        return []
+    return _finish_problem(seen, _FINISH[seen.scenario])
+
+
+def _text_finish(seen: Seen) -> List[str]:
+    if not seen.got_reply or seen.scenario not in _TEXT_FINISH:
+        return []
+    return _finish_problem(seen, _TEXT_FINISH[seen.scenario])
+
+
+def _finish_once(seen: Seen) -> List[str]:
+    """In a stream, the finish reason comes once, on the last chunk that carries one."""
+    if seen.case.mode != "stream" or not seen.ended:
+        return []
+    carrying = [
+        (index, value_of(chunk.finish_reason))
+        for index, chunk in enumerate(seen.outcome.chunks)
+        if getattr(chunk, "finish_reason", None) is not None
+    ]
+    if len(carrying) <= 1:
+        return []
+    (first, early), (last, final) = carrying[0], carrying[-1]
+    return [
+        f"expected the finish reason once, on the last chunk that carries one (chunk {last}: "
+        f"{final!r}), got {early!r} already on chunk {first} ({len(carrying)} of "
+        f"{len(seen.outcome.chunks)} chunks carry one): a consumer that stops at the first "
+        "finish reason loses the rest of the turn"
+    ]
+
+
+def _usage_tuple(usage: Any) -> Optional[Tuple[Any, Any, Any]]:
+    if usage is None:
+        return None
+    return (
+        getattr(usage, "input_tokens", None),
+        getattr(usage, "output_tokens", None),
+        getattr(usage, "total_tokens", None),
+    )
+
+
+def _usage(seen: Seen) -> List[str]:
+    """The usage the provider reported in this reply; ``None`` where it reported none."""
+    if not seen.got_reply:
+        return []
+    usage = seen.collected()[3]
+    generations = seen.generations()
+    if generations:
+        sent = seen.wire.usage_sent(seen.scenario, generations[0])
+    else:
+        sent = seen.scenario in seen.wire.reports_usage
+    if not sent:
+        if usage is None:
+            return []
+        return [
+            f"expected usage None (the provider reported none in this reply), got {usage!r}: "
+            "counts the provider never sent are made up, and zeros are counts"
+        ]
+    if _usage_tuple(usage) == _usage_tuple(FX.usage):
+        return []
+    return [f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}"]
+
+
+#: This family's rows of :data:`~conformance._checks.CHECKS`.
+ROWS: Dict[str, Check] = {
+    "reply": _reply,
+    "content": _content,
+    "tool-turn-content": _tool_turn_content,
+    "finish-reason": _finish_reason,
+    "text-finish": _text_finish,
+    "finish-once": _finish_once,
+    "usage": _usage,
+}
