@@ -380,30 +380,41 @@ class SaysBudgetAfterATool(ReferenceLoop):
         return replace(result, stopped="budget") if len(task.toolset.log) else result
 
 
-class KeepsTheFirstFinishReason(ReferenceLoop):
-    """Returns the finish reason of the first turn (``tool_calls``), not of the last."""
+class _Observing(ReferenceLoop):
+    """A loop shown every response its backend gives, whole or streamed, through :meth:`observe`."""
 
     def __init__(self, backend: Any, **kwargs: Any) -> None:
         super().__init__(backend, **kwargs)
         whole = backend.chat
 
         async def chat(request: ChatRequest) -> ChatResponse:
-            return self._keep(await whole(request))
+            response: ChatResponse = await whole(request)
+            self.observe(response)
+            return response
 
         self.backend = _Wrapped(backend, chat=chat)
+
+    async def _stream(self, request: ChatRequest) -> ChatResponse:
+        response = await super()._stream(request)
+        self.observe(response)
+        return response
+
+    def observe(self, response: ChatResponse) -> None:
+        """Called with each response, in the order the turns came."""
+        raise NotImplementedError
+
+
+class KeepsTheFirstFinishReason(_Observing):
+    """Returns the finish reason of the first turn (``tool_calls``), not of the last."""
 
     async def run(self, task: LoopTask) -> LoopResult:
         self.first: Optional[str] = None
         result = await super().run(task)
         return replace(result, finish_reason=self.first or result.finish_reason)
 
-    def _keep(self, response: ChatResponse) -> ChatResponse:
+    def observe(self, response: ChatResponse) -> None:
         if self.first is None:
             self.first = str(response.finish_reason)
-        return response
-
-    async def _stream(self, request: ChatRequest) -> ChatResponse:
-        return self._keep(await super()._stream(request))
 
 
 class SkipsValidation(ReferenceLoop):
@@ -430,28 +441,15 @@ class DropsUsage(ReferenceLoop):
         return replace(await super().run(task), usage=None)
 
 
-class KeepsTheLastTurnsUsage(ReferenceLoop):
+class KeepsTheLastTurnsUsage(_Observing):
     """Reports the usage of the last turn alone, not the sum over the conversation."""
-
-    def __init__(self, backend: Any, **kwargs: Any) -> None:
-        super().__init__(backend, **kwargs)
-        whole = backend.chat
-
-        async def chat(request: ChatRequest) -> ChatResponse:
-            return self._keep(await whole(request))
-
-        self.backend = _Wrapped(backend, chat=chat)
 
     async def run(self, task: LoopTask) -> LoopResult:
         self.last: Any = None
         return replace(await super().run(task), usage=self.last)
 
-    def _keep(self, response: ChatResponse) -> ChatResponse:
+    def observe(self, response: ChatResponse) -> None:
         self.last = response.usage
-        return response
-
-    async def _stream(self, request: ChatRequest) -> ChatResponse:
-        return self._keep(await super()._stream(request))
 
 
 class ReturnsTheResponse(ReferenceLoop):
@@ -462,30 +460,17 @@ class ReturnsTheResponse(ReferenceLoop):
         return ChatResponse(result.text, result.finish_reason)
 
 
-class KeepsTheFirstText(ReferenceLoop):
+class KeepsTheFirstText(_Observing):
     """Returns the text of the first turn (empty on a tool turn), not the model's final text."""
-
-    def __init__(self, backend: Any, **kwargs: Any) -> None:
-        super().__init__(backend, **kwargs)
-        whole = backend.chat
-
-        async def chat(request: ChatRequest) -> ChatResponse:
-            return self._keep(await whole(request))
-
-        self.backend = _Wrapped(backend, chat=chat)
 
     async def run(self, task: LoopTask) -> LoopResult:
         self.first: Optional[str] = None
         result = await super().run(task)
         return replace(result, text=self.first or "")
 
-    def _keep(self, response: ChatResponse) -> ChatResponse:
+    def observe(self, response: ChatResponse) -> None:
         if self.first is None:
             self.first = response.content
-        return response
-
-    async def _stream(self, request: ChatRequest) -> ChatResponse:
-        return self._keep(await super()._stream(request))
 
 
 class AsksOnceMore(ReferenceLoop):
