@@ -89,6 +89,7 @@ SHORT = (
     "tests.interop.test_boto3_turns",
     "tests.interop.test_js_bedrock_h2c",
     "tests.test_abort",
+    "tests.test_architecture",
     "tests.test_checks",
     "tests.test_contract",
     "tests.test_decoders",
