@@ -64,6 +64,11 @@ def stream_error(wire: str, body: Any) -> LLMError:
 #: and name: each library treats them as worth a retry (openai and anthropic retry their
 #: APIConnectionError by default), and a careful backend built on it reports them as the
 #: contract's retryable server_error. Matched by name so no library need be installed.
+#: httpx2, the transport of the openai and anthropic SDKs, is left out on purpose: both
+#: SDKs promise their own APIConnectionError for a connection that fails, and a caller
+#: written to their documentation catches that; one that lets httpx2's error through
+#: (anthropic, inside a stream: anthropic/_streaming.py) breaks the promise, which the
+#: table shows rather than repairs.
 TRANSPORT_ERRORS = {
     ("openai", "APIConnectionError"),
     ("anthropic", "APIConnectionError"),
