@@ -72,6 +72,9 @@ if TYPE_CHECKING:
         StreamReply,
         start_fake_provider,
     )
+    from .reference import (
+        provider_error,
+    )
     from .scenarios import (
         MODES,
         SCENARIOS,
@@ -142,6 +145,7 @@ _EXPORTS: Dict[str, str] = {
     "ollama_wire": "wires",
     "openai_chat_wire": "wires",
     "openai_responses_wire": "wires",
+    "provider_error": "reference",
     "race_abort": "abort",
     "race_abort_iter": "abort",
     "shutdown_on_abort": "abort",
@@ -200,6 +204,7 @@ __all__ = [
     "ollama_wire",
     "openai_chat_wire",
     "openai_responses_wire",
+    "provider_error",
     "race_abort",
     "race_abort_iter",
     "shutdown_on_abort",

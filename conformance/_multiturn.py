@@ -7,7 +7,9 @@ that already holds a ``get_weather`` call and its result (or its structured erro
 or the reasoning the provider tied to the call) and reads back what the backend
 made of it: a history the real API would refuse is answered with that API's 400,
 as production would answer it. ``parallel-tool-calls`` answers with two calls in
-one turn, their argument fragments interleaved where the format allows. The
+one turn, streamed one after the other as every provider streams them (the formats
+allow alternating fragments, but no provider was seen sending that order, and the
+agent-loop suite keeps it to an opt-in stress stage). The
 ``reasoning`` scenario is played here too, by the same turn builders: the fixture's
 text after the reasoning its variant carries.
 """
@@ -106,7 +108,7 @@ def multi_turn_reply(
         return None
     seed = f"{scenario}/{variant or 'default'}"
     if scenario == "parallel-tool-calls":
-        return play_turn(wire, ScriptedTurn(calls=parallel_calls(wire), interleave=True, seed=seed), request)
+        return play_turn(wire, ScriptedTurn(calls=parallel_calls(wire), seed=seed), request)
     history = wire.read_history(request)
     if history is None:
         return None

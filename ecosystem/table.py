@@ -29,6 +29,7 @@ __all__ = [
     "classify",
     "failures_of",
     "load_classifications",
+    "matches_pattern",
     "problems_in",
     "render_page",
 ]
@@ -63,9 +64,19 @@ class Failure:
     reason: str
 
 
+def matches_pattern(value: str, pattern: str) -> bool:
+    """Whether ``value`` matches ``pattern``: ``fnmatch`` patterns, alternatives split by ``|``.
+
+    One finding often shows under two check ids (a loop that asks again both sends too
+    many requests and says it stopped at the budget), so one entry names both.
+    """
+    return any(fnmatch.fnmatchcase(value, part) for part in pattern.split("|"))
+
+
 @dataclass(frozen=True)
 class Classification:
-    """What a set of failures is, matched by library, target, case and check (``fnmatch`` patterns)."""
+    """What a set of failures is, matched by library, target, case and check (``fnmatch``
+    patterns, alternatives split by ``|``)."""
 
     id: str
     library: str
@@ -85,9 +96,9 @@ class Classification:
     def matches(self, failure: Failure) -> bool:
         return (
             failure.library == self.library
-            and fnmatch.fnmatchcase(failure.target, self.target)
-            and fnmatch.fnmatchcase(failure.case, self.case)
-            and fnmatch.fnmatchcase(failure.check, self.check)
+            and matches_pattern(failure.target, self.target)
+            and matches_pattern(failure.case, self.case)
+            and matches_pattern(failure.check, self.check)
         )
 
 
@@ -186,8 +197,8 @@ def changed_verdicts(
         library = libraries.get((key[0], key[1]), "")
         if any(
             c.library == library
-            and fnmatch.fnmatchcase(key[1], c.target)
-            and fnmatch.fnmatchcase(key[2], c.case)
+            and matches_pattern(key[1], c.target)
+            and matches_pattern(key[2], c.case)
             for c in flaky
         ):
             continue
@@ -301,6 +312,11 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
         "the adapters are `ecosystem/adapters/*.py`, the classifications `ecosystem/classifications.json`.",
         "It exits non-zero on an unclassified failure, and with `--check` on a changed verdict;",
         "`--page-only` renders this page again from the committed results after a classification changes.",
+        "Two runs in a row give the same verdicts (`python3 dev.py ecosystem && python3 dev.py ecosystem",
+        "--check` exits 0): a failing case is run once more before it is believed, and a library's own",
+        "race is marked intermittent and left out of the comparison. A run that adds failures prints each",
+        "as `UNCLASSIFIED <target> <case> [<check>]`; each gets an entry in the classifications, keyed by",
+        "library, target, case and check (`fnmatch` patterns, `|` between alternatives).",
         "",
         "Each adapter uses its library as its documentation shows, with the library's own retries",
         "turned off through its own knob, so that every answer surfaces as it came. Where a library",

@@ -381,5 +381,38 @@ class StreamCutTests(unittest.TestCase):
                 case("stream-cut", mode, lambda url: OverloadOnCut(f"{url}/v1")).run()
 
 
+class ParallelCallsTests(unittest.TestCase):
+    def test_parallel_calls_stream_one_call_after_the_other(self) -> None:
+        """On every wire, each parallel call's argument events all come before the next call's first."""
+        import json
+        from unittest import mock
+        from urllib.parse import urlsplit
+
+        from conformance import _multiturn
+        from conformance.fixture import conformance_request
+        from conformance.provider import RecordedRequest
+        from conformance.reference import REFERENCE_BACKENDS
+        from conformance.wires import WIRES
+
+        for name, wire in WIRES.items():
+            if not wire.scripts_turns():
+                continue
+            backend = REFERENCE_BACKENDS[name]("http://127.0.0.1:1", False)
+            request = conformance_request("conformance-model")
+            url = urlsplit(backend.url(request, True))
+            body = json.dumps(backend.body(request, True)).encode()
+            recorded = RecordedRequest("POST", url.path, url.query, {}, body, "HTTP/1.1")
+            with self.subTest(wire=name), mock.patch.object(
+                _multiturn, "play_turn", wraps=_multiturn.play_turn
+            ) as played:
+                self.assertIsNotNone(scenario_reply(wire, "parallel-tool-calls", "stream", recorded, ""))
+                turn = played.call_args.args[1]
+                events = wire.turn_stream(turn, recorded)
+                assert events is not None
+                spans = [events.arguments[index] for index in range(len(turn.calls))]
+                self.assertEqual(len(spans), 2)
+                self.assertGreater(spans[1][0], spans[0][1], f"{name}: the calls' fragments alternate")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -107,6 +107,15 @@ class TableTest(unittest.TestCase):
         self.assertEqual(unclassified, [other])
         self.assertEqual([c.id for c in unused], ["stale"])
 
+    def test_a_pattern_names_alternatives_split_by_a_bar(self) -> None:
+        """One entry matches either of two check ids, and neither a third nor another case."""
+        either = classification(check="finish-reason|stream-dropped-*")
+        for check in ("finish-reason", "stream-dropped-truncated"):
+            with self.subTest(check=check):
+                self.assertTrue(either.matches(table.failures_of([row(check=check)])[0]))
+        self.assertFalse(either.matches(table.failures_of([row(check="usage")])[0]))
+        self.assertFalse(classification(case="text/*|abort/*").matches(table.failures_of([row()])[0]))
+
     def test_a_class_without_its_field_is_refused(self) -> None:
         """A library bug that cites no code, or an unknown kind, is refused when the file loads."""
         for entry, problem in (
@@ -183,6 +192,14 @@ class RunnerTest(unittest.TestCase):
                 ("abort/chat", "error:KeyError"),
             ],
         )
+
+    def test_a_reason_reads_the_same_in_every_run(self) -> None:
+        """A fixture id's random run id is left out of the reason, its sequence number kept."""
+        message = MESSAGE.replace("with cut-off arguments", "with cut-off arguments (fx-1a2b3c4d-0002)")
+        with mock.patch.object(runner, "_cases", return_value=[_Case("text/chat", AssertionError(message))]):
+            found = runner.run_target("a", "somelib", "1.0", "backend", _Target())
+        wanted = "the call get_weather was yielded with cut-off arguments (fx-<run>-0002)"
+        self.assertEqual(found["failures"][0]["reason"], wanted)
 
     def test_a_failure_is_run_again_before_it_is_believed(self) -> None:
         """A case that fails once and then passes is a pass, named as retried."""

@@ -133,6 +133,64 @@ class PublicApiTests(unittest.TestCase):
             _base.Histroy  # noqa: B018
 
 
+class ProviderErrorTests(unittest.TestCase):
+    def test_every_wires_failure_replies_read_as_their_kind(self) -> None:
+        """provider_error reads each wire's failure replies, every variant, as the kind the shape means."""
+        import json
+
+        from conformance import SCENARIOS, WIRES, JsonReply, RecordedRequest, provider_error
+
+        read = 0
+        for name, wire in WIRES.items():
+            for scenario, row in SCENARIOS.items():
+                if row.error_kind is None or scenario == "stream-error":
+                    continue
+                for variant in wire.variants(scenario, "chat"):
+                    with self.subTest(wire=name, scenario=scenario, variant=variant.name):
+                        body = json.dumps({"model": "m", "messages": [], "contents": []}).encode()
+                        request = RecordedRequest("POST", "/v1/x", "", {}, body, "HTTP/1.1")
+                        reply = wire.reply(scenario, "chat", request, variant.name)
+                        if not isinstance(reply, JsonReply):
+                            continue
+                        error = provider_error(
+                            wire, reply.encoded(), status=reply.status, headers=dict(reply.headers or {})
+                        )
+                        self.assertIn(error.kind, variant.accepted_kinds(row.error_kind))
+                        self.assertEqual(error.status, reply.status)
+                        read += 1
+        self.assertGreaterEqual(read, 6 * 5, "every wire's failure replies were read")
+
+    def test_a_failure_inside_a_stream_reads_from_what_the_stream_carried(self) -> None:
+        """Without a status, the error object, Ollama's text or Bedrock's exception gives the kind."""
+        from conformance import provider_error
+
+        cases = (
+            ("anthropic", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ("openai-chat", {"error": {"type": "server_error", "code": "server_is_overloaded"}}),
+            ("openai-responses", {"type": "error", "code": "server_is_overloaded", "message": "busy"}),
+            ("gemini", {"error": {"code": 503, "status": "UNAVAILABLE", "message": "overloaded"}}),
+            ("bedrock-converse", {"__type": "throttlingException", "message": "Too many requests"}),
+            ("ollama", "server busy, please try again.  maximum pending requests exceeded"),
+        )
+        for wire, carried in cases:
+            with self.subTest(wire=wire):
+                error = provider_error(wire, carried)
+                self.assertIsInstance(error, conformance.LLMError)
+                self.assertIn(error.kind, ("overloaded", "rate_limit"))
+                self.assertTrue(error.retryable)
+                self.assertEqual(error.details["kind"], error.kind)
+
+    def test_a_wire_without_a_reference_backend_is_named(self) -> None:
+        """A wire name no reference backend reads is a ValueError that lists the ones it knows."""
+        from conformance import provider_error
+
+        wrong = "no reference backend reads wire 'openai-chats'; use one of: openai-chat"
+        with self.assertRaisesRegex(ValueError, wrong):
+            provider_error("openai-chats", b"{}", status=500)
+        with self.assertRaisesRegex(ValueError, "error object"):
+            provider_error("anthropic", "overloaded")
+
+
 def _fresh_python(code: str) -> subprocess.CompletedProcess[str]:
     """``code`` run in a fresh interpreter from the checkout: what an import loads shows there."""
     return subprocess.run(

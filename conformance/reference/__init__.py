@@ -6,7 +6,8 @@ default, and each module is the plainest account of how to read its wire.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+import json
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 
 from .anthropic import AnthropicBackend
 from .bedrock import BedrockConverseBackend
@@ -14,6 +15,10 @@ from .gemini import GeminiBackend
 from .ollama import OllamaBackend
 from .openai_chat import OpenAIChatBackend
 from .openai_responses import OpenAIResponsesBackend
+
+if TYPE_CHECKING:
+    from ..contract import LLMError
+    from ..wires._base import Wire
 
 __all__ = [
     "REFERENCE_BACKENDS",
@@ -23,6 +28,7 @@ __all__ = [
     "OllamaBackend",
     "OpenAIChatBackend",
     "OpenAIResponsesBackend",
+    "provider_error",
 ]
 
 
@@ -60,3 +66,58 @@ REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {
     "ollama": _ollama,
     "bedrock-converse": _bedrock,
 }
+
+
+def provider_error(
+    wire: Union[str, Wire],
+    error: Any,
+    *,
+    status: Optional[int] = None,
+    headers: Optional[Mapping[str, str]] = None,
+) -> LLMError:
+    """The contract's error for a provider's failure, read as ``wire``'s reference backend reads it.
+
+    With ``status``, the failure was an HTTP reply: ``error`` is its body (bytes, text,
+    or the decoded JSON) and ``headers`` its headers (``retry-after`` and the like).
+    Without, the failure came inside a stream that began well: ``error`` is what the
+    stream carried, the error object (OpenAI, Anthropic, Gemini), Ollama's error text,
+    or Bedrock's exception as ``{"__type": name, "message": text}``. For an adapter
+    over a library that surfaces what the provider sent but not what it means.
+    """
+    name = wire if isinstance(wire, str) else wire.name
+    if name not in REFERENCE_BACKENDS:
+        known = ", ".join(REFERENCE_BACKENDS)
+        raise ValueError(f"provider_error: no reference backend reads wire {name!r}; use one of: {known}")
+    # Built only to read errors: it never connects.
+    reader = REFERENCE_BACKENDS[name]("http://127.0.0.1:9", False)
+    if status is not None:
+        if isinstance(error, (bytes, bytearray)):
+            raw = bytes(error)
+        elif isinstance(error, str):
+            raw = error.encode("utf-8")
+        else:
+            raw = json.dumps(error).encode("utf-8") if error is not None else b""
+        lowered = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+        found: LLMError = reader.status_error(status, lowered, raw)
+        return found
+    if name == "ollama":
+        text = error if isinstance(error, str) else str(_field(error, "error") or error)
+        found = reader.make_error(reader.error_kind(None, text), text, status=None)
+        return found
+    body = _field(error, "error") if isinstance(_field(error, "error"), Mapping) else error
+    if not isinstance(body, Mapping):
+        raise ValueError(
+            f"provider_error: a {name} stream's failure is its error object (a mapping), got {error!r}"
+        )
+    if name == "bedrock-converse":
+        kind_name = reader.error_name({}, body)
+        text = str(body.get("message") or body.get("Message") or kind_name)
+        found = reader.make_error(reader.error_kind(kind_name, text, None), text, name=kind_name, status=None)
+        return found
+    code = body.get("code") if name == "gemini" else None
+    found = reader.make_error(reader.error_kind(None, body), body, status=code)
+    return found
+
+
+def _field(error: Any, key: str) -> Any:
+    return error.get(key) if isinstance(error, Mapping) else None

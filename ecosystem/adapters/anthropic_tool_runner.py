@@ -23,6 +23,15 @@ from ._loops import run_tool, until_abort
 LIBRARY = "anthropic"
 KIND = "loop"
 CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}}
+#: The last message's stop_reason in the contract's spelling: the runner stops on each of
+#: these and hands that message back, its tool_use blocks unrun.
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "refusal": "refusal",
+    "tool_use": "tool_calls",
+}
 
 
 class ToolRunnerLoop:
@@ -84,8 +93,10 @@ class ToolRunnerLoop:
         if message is None:
             raise RuntimeError("the tool runner ended without a message")
         text = "".join(b.text for b in message.content if b.type == "text")
-        calls = any(b.type == "tool_use" for b in message.content)
-        return LoopResult(text, "stop", stopped="budget" if calls else "done")
+        finish = FINISH.get(message.stop_reason or "", "stop")
+        # A last turn still asking for tools means the runner stopped at max_iterations; on any
+        # other stop reason (max_tokens, refusal) it stops by design and runs none of the calls.
+        return LoopResult(text, finish, stopped="budget" if finish == "tool_calls" else "done")
 
 
 def targets() -> List[AgentLoopTarget]:

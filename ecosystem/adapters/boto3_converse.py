@@ -25,7 +25,7 @@ from conformance import (
     bedrock_converse_wire,
 )
 
-from ._kit import last_chunk, response, status_error, transport_error, usage
+from ._kit import last_chunk, response, status_error, stream_error, transport_error, usage
 
 LIBRARY = "boto3"
 KIND = "backend"
@@ -82,10 +82,7 @@ def bedrock_error(exc: ClientError) -> LLMError:
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     code, message = str(info.get("Code", "")), str(info.get("Message", ""))
     if not status:  # an exception event inside the stream
-        from ._kit import _reader
-
-        kind = _reader("bedrock-converse").error_kind(code, message, None)
-        return LLMError.from_kind(kind, message, provider="bedrock-converse", details={"kind": kind})
+        return stream_error("bedrock-converse", {"__type": code, "message": message})
     headers = {"x-amzn-errortype": code, **exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})}
     return status_error("bedrock-converse", int(status), headers, json.dumps({"message": message}).encode())
 

@@ -4,7 +4,11 @@ The gate's tools are ``StructuredTool`` objects declared by their JSON schemas, 
 the agent's own tool node. Their implementation needs the call's id, which a tool
 with a JSON-schema argument model is not handed: a ``wrap_tool_call`` middleware (the
 documented hook around each tool call) puts it in a context variable for the tool it
-then runs through ``handler``, so LangChain still decides which calls run and how.
+then runs through ``handler``, so LangChain still decides which calls run and how. A
+forced tool is asked for on the first model call alone, through a ``wrap_model_call``
+middleware (``ModelRequest.override(tool_choice=...)``): bound to the model, the choice
+would force a call on every turn and the agent could never answer. The finish reason is
+the last AIMessage's, read as the chat-model adapters read it.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import contextvars
 from typing import Any, List
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import wrap_tool_call
+from langchain.agents.middleware import wrap_model_call, wrap_tool_call
 from langchain_anthropic import ChatAnthropic
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 from langgraph.errors import GraphRecursionError
@@ -23,7 +27,8 @@ from langgraph.errors import GraphRecursionError
 from conformance import anthropic_wire, openai_chat_wire, openai_responses_wire
 from conformance.gate import AgentLoopTarget, LoopResult, LoopTask
 
-from ._loops import budget_result, run_tool, text_result, until_abort
+from ._langchain import finish_of
+from ._loops import budget_result, run_tool, until_abort
 
 LIBRARY = "langchain"
 KIND = "loop"
@@ -36,6 +41,21 @@ CALL_ID: contextvars.ContextVar[str] = contextvars.ContextVar("CALL_ID", default
 async def call_id_for_tool(request: Any, handler: Any) -> Any:
     CALL_ID.set(str(request.tool_call.get("id") or ""))
     return await handler(request)
+
+
+def forces_first(task: LoopTask) -> Any:
+    """A middleware that forces the task's tool choice on the run's first model call only."""
+    choice = task.tool_choice
+    calls = [0]
+
+    @wrap_model_call
+    async def force_first(request: Any, handler: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1 and choice is not None and choice.mode != "auto":
+            request = request.override(tool_choice=choice.name if choice.mode == "tool" else "any")
+        return await handler(request)
+
+    return force_first
 
 
 def gate_tool(task: LoopTask, spec: Any) -> StructuredTool:
@@ -66,7 +86,7 @@ class AgentLoop:
         agent = create_agent(
             self.model(task),
             tools=[gate_tool(task, spec) for spec in task.tools],
-            middleware=[call_id_for_tool],
+            middleware=[call_id_for_tool, forces_first(task)],
         )
         # Each model turn and each tool turn is a step of the graph: N requests, N - 1 tool turns.
         config = {"recursion_limit": 2 * task.max_requests - 1}
@@ -76,7 +96,9 @@ class AgentLoop:
             )
         except GraphRecursionError:
             return budget_result()
-        return text_result(state["messages"][-1].text)
+        last = state["messages"][-1]
+        finish = finish_of(last) if isinstance(last, AIMessage) else "stop"
+        return LoopResult(str(last.text or ""), finish)
 
 
 class ResponsesLoop(AgentLoop):

@@ -6,7 +6,10 @@ tools are ``Tool`` subclasses declared from the gate's JSON schemas; a tool's
 hook, and ``generate_stream`` when it streams) notes the ids of each turn's calls, and
 each tool takes the next id for its
 name. The agent is synchronous: it runs in the case's worker thread, and the task's
-abort is checked between steps through a step callback.
+abort is checked between steps through a step callback. At ``max_steps`` the agent
+makes one request more, asking the model for a final answer (``provide_final_answer``),
+so a budget of N requests is ``max_steps=N - 1``; a run that got there ends in the
+state ``max_steps_error`` (``return_full_result=True``), a stop at the budget.
 """
 
 from __future__ import annotations
@@ -100,14 +103,16 @@ class AgentLoop:
         agent = ToolCallingAgent(
             tools=[gate_tool(task, spec, model) for spec in task.tools],
             model=model,
-            max_steps=task.max_requests,
+            max_steps=max(1, task.max_requests - 1),
             step_callbacks=[stop_on_abort],
             verbosity_level=-1,
             stream_outputs=task.stream,
+            return_full_result=True,
         )
-        output = agent.run(task.prompt)
+        result = agent.run(task.prompt)
         task.signal.raise_if_aborted()
-        return LoopResult(str(output or ""), "stop")
+        stopped = "budget" if result.state == "max_steps_error" else "done"
+        return LoopResult(str(result.output or ""), "stop", stopped=stopped)
 
 
 def targets() -> List[AgentLoopTarget]:
