@@ -41,7 +41,7 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolError, ToolResult
-from ._turns import History, ScriptedCall, ScriptedTurn, first_problem
+from ._script import History, ScriptedCall, ScriptedTurn, first_problem
 
 __all__ = [
     "MALFORMED_CALL",

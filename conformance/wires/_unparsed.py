@@ -18,11 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping, Optional, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ._turns import ScriptedCall, ScriptedTurn, play_turn
+from ._script import ScriptedCall, ScriptedTurn
+from ._turns import play_turn
+from ._variants import UNPARSED_VARIANTS, Variant
 
 if TYPE_CHECKING:
     from ..provider.replies import RecordedRequest, Reply
-    from ._base import Variant, Wire
+    from ._base import Wire
 
 __all__ = [
     "CORRUPT_ARGUMENTS",
@@ -47,25 +49,8 @@ UNPARSED_TEXTS: Mapping[str, Tuple[str, ...]] = {
 }
 
 
-def _default_variants() -> Tuple[Variant, ...]:
-    from ._base import Variant
-
-    return (
-        Variant(
-            "unterminated-string",
-            "arguments ending inside a string, the object left open",
-            "the provider's API reference: the model does not always write valid JSON",
-        ),
-        Variant(
-            "trailing-garbage",
-            "a whole object, then a closing brace too many",
-            "the provider's API reference: the model does not always write valid JSON",
-        ),
-    )
-
-
 #: The variants a wire of one's own that scripts turns plays.
-DEFAULT_VARIANTS: Tuple[Variant, ...] = _default_variants()
+DEFAULT_VARIANTS: Tuple[Variant, ...] = UNPARSED_VARIANTS
 
 
 def unparsed_text(variant: str) -> str:

@@ -40,7 +40,6 @@ from ._base import (
     cut_events,
     cut_short,
     dumps,
-    fixture_tool_schema,
     fresh_id,
     http_date,
     provider_id,
@@ -49,6 +48,7 @@ from ._base import (
     tcp_chunks,
     text_of,
 )
+from ._request import fixture_tool_schema
 
 if TYPE_CHECKING:
     from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
@@ -847,7 +847,7 @@ def read_history(request: RecordedRequest) -> History:
 def history_error(problems: Sequence[str]) -> JsonReply:
     """Anthropic's 400 ``invalid_request_error`` for a malformed history, quoting the first problem."""
     from ..provider.replies import JsonReply
-    from ._turns import first_problem
+    from ._script import first_problem
 
     rid = request_id()
     body = {

@@ -41,14 +41,13 @@ from ._base import (
     cut_events,
     cut_short,
     dumps,
-    fixture_tool_schema,
     http_date,
-    json_object,
     provider_id,
     signature,
     stream_cut_variants,
     tcp_chunks,
 )
+from ._request import fixture_tool_schema, json_object
 
 if TYPE_CHECKING:
     from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
@@ -762,7 +761,7 @@ def read_history(request: RecordedRequest, stream: bool) -> History:
 def history_error(problems: Sequence[str]) -> JsonReply:
     """Bedrock's 400 ``ValidationException`` for a malformed history, quoting the first problem."""
     from ..provider.replies import JsonReply
-    from ._turns import first_problem
+    from ._script import first_problem
 
     headers = _headers({"x-amzn-ErrorType": f"ValidationException:{ERROR_NAMESPACE}"})
     return JsonReply({"message": first_problem(problems)}, status=400, headers=headers)

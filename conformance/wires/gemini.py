@@ -36,12 +36,9 @@ from ._base import (
     CUT_IN_CALL,
     Variant,
     Wire,
-    _digest,
     cut_events,
     cut_short,
     dumps,
-    fixture_tool_schema,
-    json_object,
     provider_id,
     signature,
     stream_cut_variants,
@@ -57,6 +54,8 @@ from ._gemini_errors import (
     response_headers,
     retry_delay,
 )
+from ._ids import _digest
+from ._request import fixture_tool_schema, json_object
 
 if TYPE_CHECKING:
     from ..provider.replies import RecordedRequest, Reply, StreamReply

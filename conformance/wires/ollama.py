@@ -695,7 +695,7 @@ class OllamaWire(Wire):
     def history_error(self, problems: Sequence[str]) -> Reply:
         """Ollama's 400 for a body it cannot decode: ``{"error": "<the decoder's text>"}``."""
         from ..provider.replies import JsonReply
-        from ._turns import first_problem
+        from ._script import first_problem
 
         return JsonReply(
             {"error": first_problem(problems)}, status=400, headers=_headers(), content_type=JSON_TYPE

@@ -599,7 +599,7 @@ class OpenAIChatWire(Wire):
 
     def history_error(self, problems: Sequence[str]) -> Reply:
         from ..provider.replies import JsonReply
-        from ._turns import first_problem
+        from ._script import first_problem
 
         param, message = _split_problem(first_problem(problems))
         code = None

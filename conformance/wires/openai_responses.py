@@ -48,7 +48,6 @@ from ._base import (
     cut_events,
     cut_short,
     dumps,
-    fixture_tool_schema,
     fresh_id,
     http_date,
     obfuscation,
@@ -58,6 +57,7 @@ from ._base import (
     tcp_chunks,
     text_of,
 )
+from ._request import fixture_tool_schema
 
 if TYPE_CHECKING:
     from ..provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
@@ -1103,7 +1103,7 @@ _PARAM = re.compile(r"'((?:input|tools|tool_choice)[^']*)'")
 def history_error(problems: Sequence[str]) -> JsonReply:
     """OpenAI's 400 for a malformed input: ``invalid_request_error``, the offending ``param``."""
     from ..provider.replies import JsonReply
-    from ._turns import first_problem
+    from ._script import first_problem
 
     message_ = first_problem(problems)
     found = _PARAM.search(message_)

@@ -1,0 +1,126 @@
+"""A variant, one real shape of a scenario, and the shapes several wires share.
+
+Strategy: a case runs every variant of its scenario, each with its source (a capture,
+or the provider's own source or docs). The shapes every provider has in common are
+made here once: ``stream-cut`` (a connection that dies mid-answer, in each form) and
+``corrupt-arguments`` (a finished call whose argument text is not JSON), so a wire
+only names its own terminal event and sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, Optional, Protocol, Tuple
+
+if TYPE_CHECKING:
+    from ..contract import Reasoning
+
+__all__ = ["UNPARSED_VARIANTS", "Variant", "stream_cut_variants"]
+
+
+class _Named(Protocol):
+    """What a variant reads of its wire: the name (a :class:`~conformance.wires.Wire` is one)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One real shape a provider answers a scenario with, and where it was seen.
+
+    A case runs every variant of its scenario, each on a fresh provider, because a
+    backend that handles one real shape of a failure and not another passes a
+    single-shape test and breaks in production. What the backend must report that
+    depends on the shape lives here, so the checks read it rather than the wire:
+    ``retry_after``, the delay the reply carries (``None`` where it carries none),
+    the tool call's ``call_id`` (``None`` where the provider sends none), and an
+    ``error_kind`` where the shape means another kind than the scenario's own.
+
+    ``error_kinds`` is the set of kinds a careful client can derive from the shape's
+    machine-readable fields (type, code, status, event), where they allow more than
+    one: OpenAI's in-stream ``server_error`` whose code is null, which only its
+    message calls an overload, is ``("overloaded", "server_error")``. A verdict never
+    rests on a message's wording. Empty, the one kind is ``error_kind``, else the
+    scenario's own.
+    """
+
+    #: Short, for skip keys and failure lines: ``credit-balance-400``. The empty name
+    #: is the one shape of a scenario that has only one, and is not shown.
+    name: str
+    #: What the shape is, in a few words: ``400 credit balance too low``.
+    title: str = ""
+    #: Where it was seen: a capture, or the provider's own source or docs (repo and path, or URL).
+    source: str = ""
+    retry_after: Optional[float] = None
+    call_id: Optional[str] = None
+    error_kind: Optional[str] = None
+    #: The reasoning the provider returns with its answer in this shape (a ``reasoning``
+    #: variant), which the backend must pass on unaltered.
+    reasoning: Tuple[Reasoning, ...] = ()
+    error_kinds: Tuple[str, ...] = ()
+
+    def label(self, wire: _Named) -> str:
+        """``anthropic: 400 credit balance too low``."""
+        return f"{wire.name}: {self.title or self.name}"
+
+    def accepted_kinds(self, scenario_kind: Optional[str]) -> Tuple[str, ...]:
+        """The error kinds a backend may report for this shape; empty where it must not fail.
+
+        ``scenario_kind`` is the scenario's own kind (``None`` for a turn that ends normally).
+        """
+        if self.error_kinds:
+            return self.error_kinds
+        kind = self.error_kind or scenario_kind
+        return (kind,) if kind is not None else ()
+
+
+def stream_cut_variants(
+    terminal: str, docs: str, seen: str, whole: str, call: str = "a call's first argument fragment"
+) -> Dict[str, Tuple[Variant, ...]]:
+    """The shapes of ``stream-cut`` in each mode, for a provider whose turn ends with ``terminal``.
+
+    ``docs`` is where the provider documents that end, ``seen`` a client's thread about a
+    stream cut before it, ``whole`` where it documents the whole reply, ``call`` what of
+    a call comes before the cut. A connection that
+    dies mid-answer (a proxy's idle timeout, a load balancer draining, a crash) is a
+    network failure every provider's clients meet.
+    """
+    source = f"{docs}; {seen}"
+    body = (
+        f"{whole}; Azure/azure-sdk-for-python#20888 (a client made to raise when the peer "
+        "closes before the whole body: a connection that dies mid-body leaves fewer bytes "
+        "than its Content-Length)"
+    )
+    return {
+        "stream-cut/stream": (
+            Variant("after-text", f"text, then the stream cut inside an event, before {terminal}", source),
+            Variant(
+                "inside-tool-call",
+                f"{call}, then the stream cut inside an event, before {terminal}",
+                source,
+            ),
+            Variant(
+                "between-events", f"text, then the stream cut between two events, before {terminal}", source
+            ),
+        ),
+        "stream-cut/chat": (
+            Variant("text-body", "a text reply's body cut short inside the text", body),
+            Variant("tool-call-body", "a tool call reply's body cut short inside the arguments", body),
+        ),
+    }
+
+
+#: The ``corrupt-arguments`` variants a wire of one's own that scripts turns plays (the
+#: argument texts are ``_unparsed.UNPARSED_TEXTS``).
+UNPARSED_VARIANTS: Tuple[Variant, ...] = (
+    Variant(
+        "unterminated-string",
+        "arguments ending inside a string, the object left open",
+        "the provider's API reference: the model does not always write valid JSON",
+    ),
+    Variant(
+        "trailing-garbage",
+        "a whole object, then a closing brace too many",
+        "the provider's API reference: the model does not always write valid JSON",
+    ),
+)
