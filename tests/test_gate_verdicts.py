@@ -175,9 +175,9 @@ class SplitResultsTests(unittest.TestCase):
         todo = cases(t, ("parallel-calls", "tool-error-corrects"))
         self.assertEqual(len(todo), 4)
         self.assertEqual(failures(run_all(todo)), [])
-        from conformance.wires import anthropic
+        from conformance.wires.anthropic import _history
 
-        with mock.patch.object(anthropic, "_merge_consecutive", lambda raw: list(enumerate(raw))):
+        with mock.patch.object(_history, "_merge_consecutive", lambda raw: list(enumerate(raw))):
             self.assertIn("[result-format]", run(todo[0])[1])
 
 

@@ -1,0 +1,206 @@
+"""Anthropic's replies: the ``message`` object, and the ``event:``-named SSE stream of one.
+
+Reference: https://docs.anthropic.com/en/api/messages and
+https://docs.anthropic.com/en/docs/build-with-claude/streaming. The builders are named
+after Anthropic's own objects and events (``message``, ``content_block_start``,
+``message_delta``), so checking them against the docs is a grep.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
+from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._chunks import cut_events, dumps, tcp_chunks
+from .._ids import fresh_id, http_date, provider_id
+from .._script import split_text
+
+if TYPE_CHECKING:
+    from ...provider.replies import StreamReply
+
+__all__ = [
+    "BASE62",
+    "MESSAGE_ID",
+    "OVERLOADED_MESSAGE",
+    "REFUSAL_EXPLANATION",
+    "TOOL_USE_ID",
+    "Events",
+    "message",
+    "refusal_stop_details",
+    "request_id",
+    "response_headers",
+    "text_block",
+    "tool_use_block",
+]
+
+BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+MESSAGE_ID = provider_id("msg_01", "anthropic/message", 22, BASE62)
+TOOL_USE_ID = provider_id("toolu_01", "anthropic/tool-use", 22, BASE62)
+
+
+def request_id() -> str:
+    """A fresh ``req_011C…`` id: Anthropic's header and its error bodies carry the same one."""
+    return fresh_id("req_011C", 20, BASE62)
+
+
+REFUSAL_EXPLANATION = "This request was declined by the model's safety policies."
+OVERLOADED_MESSAGE = "Overloaded"
+
+
+def response_headers(extra: Optional[Mapping[str, str]] = None, rid: Optional[str] = None) -> Dict[str, str]:
+    """The headers every reply carries: ``rid`` is the request id an error body repeats."""
+    headers = {
+        "date": http_date(),
+        "request-id": rid or request_id(),
+        "anthropic-organization-id": "1f5d2c8e-6a0b-4c1d-9e3f-7a2b4c6d8e0f",
+    }
+    headers.update(extra or {})
+    return headers
+
+
+def _start_usage() -> Dict[str, Any]:
+    # message_start carries the input side; output_tokens is a placeholder there.
+    return {
+        "input_tokens": FX.usage.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
+
+
+def _usage() -> Dict[str, Any]:
+    return {**_start_usage(), "output_tokens": FX.usage.output_tokens}
+
+
+# -- whole replies: message ----------------------------------------------------------------
+
+
+def text_block(text: str) -> Dict[str, Any]:
+    """A ``text`` content block."""
+    return {"type": "text", "text": text}
+
+
+def tool_use_block(input_: Mapping[str, Any]) -> Dict[str, Any]:
+    """A ``tool_use`` content block: ``input`` is an object, not a JSON string."""
+    return {"type": "tool_use", "id": TOOL_USE_ID, "name": FX.tool_name, "input": dict(input_)}
+
+
+def refusal_stop_details() -> Dict[str, Any]:
+    """The ``stop_details`` of a ``refusal`` stop."""
+    return {"type": "refusal", "category": None, "explanation": REFUSAL_EXPLANATION}
+
+
+def message(
+    model: str,
+    content: List[Dict[str, Any]],
+    stop_reason: Optional[str],
+    usage: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """A ``message`` object, whole or (empty, no stop reason) inside ``message_start``."""
+    body: Dict[str, Any] = {
+        "id": MESSAGE_ID,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage if usage is not None else _usage(),
+    }
+    if stop_reason == "refusal":
+        body["stop_details"] = refusal_stop_details()
+    return body
+
+
+# -- streamed replies: the event:-named stream -----------------------------------------------
+
+
+class Events:
+    """Builds the events of one streamed message."""
+
+    def __init__(self, model: str, message_id: str = MESSAGE_ID) -> None:
+        # Imported once per reply, not per event, nor with the module.
+        from ...encoders import sse
+
+        self.sse = sse
+        self.model = model
+        self.message_id = message_id
+        self.events: List[bytes] = []
+        self.request_id = request_id()
+        self.index = 0
+        self.pinged = False
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        self.events.append(self.sse(dumps({"type": type_, **fields}), event=type_))
+
+    def message_start(self) -> None:
+        start = message(self.model, [], None, _start_usage())
+        self.emit("message_start", message={**start, "id": self.message_id})
+
+    def ping(self) -> None:
+        # Real streams ping after the first content_block_start, not after message_start
+        # (79 of 79 in pydantic-ai tests/models/cassettes/test_anthropic).
+        if not self.pinged:
+            self.pinged = True
+            self.emit("ping")
+
+    def content_block_start(self, block: Dict[str, Any]) -> None:
+        self.emit("content_block_start", index=self.index, content_block=block)
+        self.ping()
+
+    def text(self, text: str, pieces: int = 4, stop: bool = True) -> None:
+        self.content_block_start(text_block(""))
+        for piece in split_text(text, pieces):
+            delta = {"type": "text_delta", "text": piece}
+            self.emit("content_block_delta", index=self.index, delta=delta)
+        if stop:
+            self.content_block_stop()
+
+    def tool_use(self, partial_json: str, pieces: int = 4, stop: bool = True) -> None:
+        self.content_block_start(tool_use_block({}))
+        # Anthropic opens a tool_use block with an empty fragment before the real ones.
+        for piece in ["", *split_text(partial_json, pieces)]:
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            self.emit("content_block_delta", index=self.index, delta=delta)
+        if stop:
+            self.content_block_stop()
+
+    def content_block_stop(self) -> None:
+        self.emit("content_block_stop", index=self.index)
+        self.index += 1
+
+    def message_delta(self, stop_reason: str, input_tokens: bool = True) -> None:
+        delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
+        if stop_reason == "refusal":
+            delta["stop_details"] = refusal_stop_details()
+        self.ping()
+        # The newer shape (since about Sep 2025) repeats the input side in message_delta;
+        # the older one counts only the output there.
+        usage: Dict[str, Any] = {"output_tokens": FX.usage.output_tokens}
+        if input_tokens:
+            usage = {
+                "input_tokens": FX.usage.input_tokens,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                **usage,
+            }
+        self.emit("message_delta", delta=delta, usage=usage)
+        self.emit("message_stop")
+
+    def error(self, type_: str, message_: str) -> None:
+        body = {"type": "error", "error": {"type": type_, "message": message_}}
+        self.events.append(self.sse(dumps({**body, "request_id": self.request_id}), event="error"))
+
+    def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
+        """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``message_stop``."""
+        from ...provider.replies import StreamReply
+
+        events = self.events if cut is None else cut_events(self.events, *cut)
+        return StreamReply(
+            tcp_chunks(events, seed),
+            content_type="text/event-stream; charset=utf-8",
+            headers=response_headers({"cache-control": "no-cache"}, self.request_id),
+            hang=hang,
+            end="complete" if cut is None else "close",
+        )

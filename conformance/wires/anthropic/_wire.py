@@ -1,0 +1,222 @@
+"""The Anthropic Messages wire: its settings, and the reply to each scenario.
+
+The replies are built from ``_replies`` and ``_variants``; the multi-turn hooks play
+turns with ``_turns`` and read histories with ``_history``, each loaded when a case
+first needs it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+from ...contract import Reasoning, ReasoningKind
+from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._base import Wire
+from .._chunks import CUT_IN_CALL, cut_short
+from .._ids import signature
+from .._script import split_text
+from ._replies import (
+    OVERLOADED_MESSAGE,
+    TOOL_USE_ID,
+    Events,
+    message,
+    request_id,
+    response_headers,
+    text_block,
+    tool_use_block,
+)
+from ._variants import ERRORS, VARIANTS, error_reply
+
+if TYPE_CHECKING:
+    from ...provider.replies import RecordedRequest, Reply
+    from .._script import History, ScriptedTurn, TurnEvents
+
+__all__ = ["AnthropicWire", "anthropic_wire"]
+
+
+class AnthropicWire(Wire):
+    """Anthropic Messages, whole and streamed."""
+
+    marks_tool_errors = True
+    tool_error_marker = '"is_error": true'
+    turn_reasoning = (
+        Reasoning(
+            ReasoningKind.THINKING.value,
+            text="The user asks for the weather in Paris; get_weather answers that.",
+            signature=signature("anthropic/history/signature"),
+            provider="anthropic",
+        ),
+    )
+
+    name = "anthropic"
+    interleaves_calls = True
+    provider = "anthropic"
+    title = "Anthropic Messages"
+    tool_call_id = TOOL_USE_ID
+    generation_path = "/v1/messages"
+    variants_table = VARIANTS
+    terminal_event = "message_stop"
+    argument_text_absent = {
+        "chat": (
+            "a whole Messages reply carries a tool_use block's input as a JSON object; broken "
+            "argument text reaches a client only as input_json_delta fragments in a stream"
+        ),
+    }
+
+    def aux_reply(self, request: RecordedRequest) -> Reply:
+        from ...provider.replies import JsonReply
+
+        # client.messages.count_tokens(): POST /v1/messages/count_tokens
+        if request.method == "POST" and request.path.endswith("/v1/messages/count_tokens"):
+            return JsonReply({"input_tokens": FX.usage.input_tokens}, headers=response_headers())
+        rid = request_id()
+        return JsonReply(
+            {
+                "type": "error",
+                "error": {
+                    "type": "not_found_error",
+                    "message": (
+                        f"the {self.title} fake provider has no route for {request.method} "
+                        f"{request.path}; POST /v1/messages is what is scripted"
+                    ),
+                },
+                "request_id": rid,
+            },
+            status=404,
+            headers=response_headers(rid=rid),
+        )
+
+    def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
+        body = request.json if isinstance(request.json, dict) else {}
+        model = str(body.get("model") or "conformance-model")
+        variant = variant or self.variants(scenario, mode)[0].name
+        if scenario in ERRORS:
+            return error_reply(scenario, variant)
+        if scenario == "stream-cut":
+            return self._cut(model, variant, self.wants_stream(request))
+        if not self.wants_stream(request):
+            return self._whole(scenario, model)
+        return self._stream(scenario, model, variant)
+
+    def _cut(self, model: str, variant: str, stream: bool) -> Reply:
+        """A turn cut short: its body before its end, or its stream before ``message_stop``."""
+        import json
+
+        from ...provider.replies import JsonReply
+
+        in_call = variant in CUT_IN_CALL
+        if not stream:
+            if in_call:
+                body = message(model, [tool_use_block(FX.tool_arguments)], "tool_use")
+                return cut_short(JsonReply(body, headers=response_headers()), next(iter(FX.tool_arguments)))
+            body = message(model, [text_block(FX.text)], "end_turn")
+            return cut_short(JsonReply(body, headers=response_headers()), FX.text)
+        out = Events(model)
+        out.message_start()
+        if in_call:
+            pieces = split_text(json.dumps(dict(FX.tool_arguments), ensure_ascii=False), 4)
+            out.content_block_start(tool_use_block({}))
+            for number, piece in enumerate(["", *pieces]):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                out.emit("content_block_delta", index=out.index, delta=delta)
+                if number == 1:
+                    keep = len(out.events)  # the call's first real argument fragment is out
+            out.content_block_stop()
+            out.message_delta("tool_use")
+        else:
+            out.content_block_start(text_block(""))
+            for piece in split_text(FX.partial_text, 3):
+                out.emit("content_block_delta", index=out.index, delta={"type": "text_delta", "text": piece})
+            keep = len(out.events)
+            rest = FX.text[len(FX.partial_text) :]
+            out.emit("content_block_delta", index=out.index, delta={"type": "text_delta", "text": rest})
+            out.content_block_stop()
+            out.message_delta("end_turn")
+        return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
+
+    def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+        from ...provider.replies import HangReply, JsonReply
+
+        if scenario == "text":
+            body = message(model, [text_block(FX.text)], "end_turn")
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            stop = "tool_use" if scenario == "tool-call" else "end_turn"
+            body = message(model, [tool_use_block(FX.tool_arguments)], stop)
+        elif scenario == "truncated-tool-call":
+            # Cut off inside the arguments: the block is there, its input is not to be trusted.
+            content = [text_block(FX.preamble), tool_use_block({})]
+            body = message(model, content, "max_tokens")
+        elif scenario == "content-filter":
+            body = message(model, [], "refusal")
+        elif scenario in ("abort", "cancel"):
+            return HangReply()
+        elif scenario == "stream-error":
+            # A whole reply cannot fail halfway: the provider fails the request instead.
+            return error_reply("overloaded")
+        else:
+            return None
+        return JsonReply(body, headers=response_headers())
+
+    def _stream(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
+        import json
+
+        seed = f"{self.name}/{scenario}"
+        out = Events(model)
+        out.message_start()
+        if scenario == "text":
+            out.text(FX.text)
+            out.message_delta("end_turn", input_tokens=variant != "delta-output-only")
+        elif scenario in ("tool-call", "tool-call-with-stop"):
+            out.tool_use(json.dumps(dict(FX.tool_arguments), ensure_ascii=False))
+            out.message_delta("tool_use" if scenario == "tool-call" else "end_turn")
+        elif scenario == "truncated-tool-call":
+            out.text(FX.preamble, pieces=2)
+            out.tool_use('{"city": "Par', pieces=2)
+            out.message_delta("max_tokens")
+        elif scenario == "content-filter":
+            out.message_delta("refusal")
+        elif scenario == "stream-error":
+            out.text(FX.partial_text, pieces=3, stop=False)
+            out.error("overloaded_error", OVERLOADED_MESSAGE)
+        elif scenario in ("abort", "cancel"):
+            out.text(FX.partial_text, pieces=2, stop=False)
+            return out.reply(seed, hang=True)
+        else:
+            return None
+        return out.reply(seed)
+
+    # -- multi-turn ---------------------------------------------------------------------
+
+    def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        from ...provider.replies import JsonReply
+        from ._turns import turn_message
+
+        return JsonReply(turn_message(turn, _model(request)), headers=response_headers())
+
+    def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        from ._turns import turn_events
+
+        return turn_events(turn, _model(request))
+
+    def read_history(self, request: RecordedRequest) -> Optional[History]:
+        from ._history import read_history
+
+        return read_history(request)
+
+    def history_error(self, problems: Sequence[str]) -> Reply:
+        from ._history import history_error
+
+        return history_error(problems)
+
+    def check_request(self, request: RecordedRequest, model: str) -> List[str]:
+        from ._request import check_request
+
+        return check_request(request, model)
+
+
+def _model(request: RecordedRequest) -> str:
+    body = request.json if isinstance(request.json, dict) else {}
+    return str(body.get("model") or "conformance-model")
+
+
+anthropic_wire = AnthropicWire()
