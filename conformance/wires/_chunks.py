@@ -126,4 +126,3 @@ def cut_short(reply: JsonReply, inside: str) -> JsonReply:
     at = body.find(needle)
     cut = at + max(1, len(needle) // 2) if at >= 0 else len(body) // 2
     return dataclasses.replace(reply, end="close", cut_at=cut)
-

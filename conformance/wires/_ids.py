@@ -17,6 +17,7 @@ __all__ = ["fresh_id", "http_date", "obfuscation", "provider_id", "signature"]
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
+
 def _sha256_constructor() -> Any:
     """CPython's own SHA-256 where it has one, else hashlib's: the digests are the same.
 
@@ -98,4 +99,3 @@ def obfuscation(seed: str) -> str:
     """
     length = 1 + _digest(seed.encode("utf-8"))[0] % 16
     return provider_id("", f"obfuscation/{seed}", length)
-

@@ -145,7 +145,6 @@ class History:
         return tuple(m for m in self.messages if m.role == "assistant")
 
 
-
 def _signature_bytes(signature: str) -> object:
     """A Gemini signature as the bytes it encodes: the API's JSON takes a ``bytes`` field in
     standard or URL-safe base64, padded or not, and SDKs that hold it as bytes (google-genai)

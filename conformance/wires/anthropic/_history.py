@@ -9,9 +9,10 @@ result with no call before it, a thinking block sent back without its signature.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
-from ...contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
+from ...contract import Message, Reasoning, ToolCall, ToolChoice
+from .._content_blocks import BlockHistoryReader
 from .._request import text_of
 from ._replies import request_id, response_headers
 
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["history_error", "read_history"]
 
 THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
-
-
-def _system_text(system: Any) -> Optional[str]:
-    if isinstance(system, str):
-        return system
-    return text_of(system)
 
 
 def _choice(raw: Any) -> Optional[ToolChoice]:
@@ -79,93 +74,72 @@ def _merge_consecutive(raw: List[Any]) -> List[Tuple[int, Any]]:
     return out
 
 
-class _HistoryReader:
+class _HistoryReader(BlockHistoryReader):
     """Reads a Messages request body into the normal form, noting each departure."""
 
+    provider = "anthropic"
+    system_shape = "a string or a list of text blocks"
+
     def __init__(self, body: Mapping[str, Any]) -> None:
-        self.body = body
-        self.messages: List[Message] = []
-        self.problems: List[str] = []
-        #: id -> name of every tool_use seen, for the results' names.
-        self.names: Dict[str, str] = {}
-        self.thinking = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
+        super().__init__(body)
+        self.thinking_on = isinstance(body.get("thinking"), dict) and body["thinking"].get("type") in (
             "enabled",
             "adaptive",
         )
 
-    def read(self) -> None:
-        system = self.body.get("system")
-        if system is not None:
-            text = _system_text(system)
-            if text is None:
-                self.problems.append(f"system: expected a string or a list of text blocks, got {system!r}")
-            else:
-                self.messages.append(Message("system", text))
-        raw = self.body.get("messages")
-        if not isinstance(raw, list) or not raw:
-            self.problems.append(f"messages: expected a non-empty list of messages, got {raw!r}")
-            return
-        pending: List[str] = []  # tool_use ids of the previous assistant turn
-        pending_at = -1
-        merged = _merge_consecutive(raw)
-        for position, (index, item) in enumerate(merged):
-            if not isinstance(item, dict):
-                self.problems.append(f"messages.{index}: expected a message object, got {item!r}")
-                continue
-            role = item.get("role")
-            if role == "system":
-                self.problems.append(
-                    'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
-                    'parameter, not "system" as an input message role.'
-                )
-                continue
-            if role not in ("user", "assistant"):
-                self.problems.append(
-                    f"messages.{index}.role: Input should be 'user' or 'assistant' (got {role!r})"
-                )
-                continue
-            content = item.get("content")
-            if content == [] or content == "":
-                if position != len(merged) - 1 or role != "assistant":
-                    self.problems.append(
-                        f"messages.{index}: all messages must have non-empty content except for the "
-                        "optional final assistant message"
-                    )
-                    continue
-            if role == "user":
-                answered = self.user(index, content, pending, pending_at)
-                pending = []
-                if not answered:
-                    continue
-            else:
-                if pending:
-                    self.unanswered(pending_at, pending)
-                final = not any(
-                    isinstance(m, dict) and m.get("role") == "assistant" for _, m in merged[position + 1 :]
-                )
-                pending = self.assistant(index, content, final)
-                pending_at = index
+    def system_text(self, system: Any) -> Optional[str]:
+        if isinstance(system, str):
+            return system
+        return text_of(system)
 
-    def unanswered(self, index: int, ids: Sequence[str]) -> None:
+    def turns(self, raw: List[Any]) -> List[Tuple[int, Any]]:
+        return _merge_consecutive(raw)
+
+    def role(self, index: int, item: Any) -> Optional[str]:
+        if not isinstance(item, dict):
+            self.problems.append(f"messages.{index}: expected a message object, got {item!r}")
+            return None
+        role = item.get("role")
+        if role == "system":
+            self.problems.append(
+                'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
+                'parameter, not "system" as an input message role.'
+            )
+            return None
+        if role not in ("user", "assistant"):
+            self.problems.append(
+                f"messages.{index}.role: Input should be 'user' or 'assistant' (got {role!r})"
+            )
+            return None
+        return str(role)
+
+    def has_content(self, index: int, role: str, content: Any, last: bool) -> bool:
+        if (content == [] or content == "") and (not last or role != "assistant"):
+            self.problems.append(
+                f"messages.{index}: all messages must have non-empty content except for the "
+                "optional final assistant message"
+            )
+            return False
+        return True
+
+    def unanswered(self, asked_at: int, due_at: int, ids: Sequence[str]) -> None:
         self.problems.append(
-            f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+            f"messages.{asked_at}: `tool_use` ids were found without `tool_result` blocks immediately after: "
             f"{', '.join(ids)}. Each `tool_use` block must have a corresponding `tool_result` block in the "
             "next message."
         )
 
-    def user(self, index: int, content: Any, pending: Sequence[str], pending_at: int) -> bool:
-        from .._tool_results import flagged_result
-
+    def user(self, index: int, content: Any, pending: Sequence[str], pending_at: int) -> None:
         if isinstance(content, str):
             if pending:
-                self.unanswered(pending_at, pending)
+                self.unanswered(pending_at, index, pending)
             self.messages.append(Message("user", content))
-            return True
+            return
         if not isinstance(content, list):
             self.problems.append(
                 f"messages.{index}.content: expected a string or a list of blocks, got {content!r}"
             )
-            return False
+            return
         answered: List[str] = []
         texts: List[str] = []
         text_first = False
@@ -204,15 +178,12 @@ class _HistoryReader:
                 self.problems.append(
                     f"{where}.tool_result.is_error: Input should be a valid boolean, got {is_error!r}"
                 )
-            result = flagged_result(call_id, self.names.get(call_id, ""), text, is_error is True)
-            self.messages.append(Message.tool(result))
+            self.result(call_id, text, is_error is True)
         missing = [i for i in pending if i not in answered]
         if missing or (pending and text_first):
             # Results must come first in the user turn: text before them counts as no result.
-            self.unanswered(pending_at, missing or pending)
-        if texts:
-            self.messages.append(Message("user", "".join(texts)))
-        return True
+            self.unanswered(pending_at, index, missing or pending)
+        self.user_text(texts)
 
     def assistant(self, index: int, content: Any, final: bool) -> List[str]:
         """Read an assistant turn; ``final`` where no assistant turn follows (the one the
@@ -240,22 +211,19 @@ class _HistoryReader:
                 if not isinstance(data, str) or not data:
                     self.problems.append(f"{where}.redacted_thinking.data: Field required")
                 else:
-                    reasoning.append(
-                        Reasoning(ReasoningKind.REDACTED_THINKING.value, data=data, provider="anthropic")
-                    )
+                    reasoning.append(self.redacted(data))
             elif type_ == "tool_use":
                 call = self.tool_use(where, block)
                 if call is not None:
                     if call.id in self.names:
                         self.problems.append(f"{where}: `tool_use` ids must be unique (repeated: {call.id})")
-                    self.names[call.id] = call.name
-                    calls.append(call)
+                    self.called(call, calls)
             else:
                 self.problems.append(
                     f"{where}: expected a text, thinking or tool_use block in an assistant message, "
                     f"got {block!r}"
                 )
-        if self.thinking and final and calls and content:
+        if self.thinking_on and final and calls and content:
             head = content[0].get("type") if isinstance(content[0], dict) else None
             if head not in ("thinking", "redacted_thinking"):
                 self.problems.append(
@@ -263,8 +231,7 @@ class _HistoryReader:
                     f"`{head}`. When `thinking` is enabled, a final `assistant` message must start with a "
                     f"thinking block; include the thinking blocks of the turn as they came ({THINKING_DOCS})"
                 )
-        self.messages.append(Message("assistant", "".join(texts), tuple(calls), reasoning=tuple(reasoning)))
-        return [c.id for c in calls]
+        return self.assistant_turn(texts, calls, reasoning)
 
     def thinking_block(self, where: str, block: Mapping[str, Any]) -> List[Reasoning]:
         text, signature = block.get("thinking"), block.get("signature")
@@ -280,7 +247,7 @@ class _HistoryReader:
         if not isinstance(signature, str) or not signature:
             self.problems.append(f"{where}.thinking: Invalid `signature` in `thinking` block")
             return []
-        return [Reasoning(ReasoningKind.THINKING.value, text=text, signature=signature, provider="anthropic")]
+        return [self.thinking(text, signature)]
 
     def tool_use(self, where: str, block: Mapping[str, Any]) -> Optional[ToolCall]:
         call_id, name, input_ = block.get("id"), block.get("name"), block.get("input")
@@ -299,27 +266,14 @@ class _HistoryReader:
 
 def read_history(request: RecordedRequest) -> History:
     """The conversation a Messages request carried, in normal form, with every departure."""
-    from .._script import History
-
-    body = request.json if isinstance(request.json, dict) else {}
-    reader = _HistoryReader(body)
-    if not body:
-        reader.problems.append("expected a JSON object body with messages, got none")
-    else:
-        reader.read()
-    tools = body.get("tools")
+    reader = _HistoryReader.of(request)
+    tools = reader.body.get("tools")
     names = (
         tuple(str(t["name"]) for t in tools if isinstance(t, dict) and "name" in t)
         if isinstance(tools, list)
         else ()
     )
-    return History(
-        tuple(reader.messages),
-        tuple(reader.problems),
-        names,
-        _choice(body.get("tool_choice")),
-        body.get("stream") is True,
-    )
+    return reader.history(names, _choice(reader.body.get("tool_choice")), reader.body.get("stream") is True)
 
 
 def history_error(problems: Sequence[str]) -> JsonReply:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
 
 from ...contract import Reasoning, ReasoningKind
+from .._content_blocks import input_object
 from .._ids import provider_id
 from .._script import TurnEvents, split_text
 from ._replies import BASE62, Events, message, response_headers, text_block
@@ -31,18 +32,6 @@ TURN_STOP_REASONS: Mapping[str, str] = {
 }
 
 
-def _turn_input(arguments: str) -> Dict[str, Any]:
-    import json
-
-    # A whole reply carries input as an object; arguments scripted corrupt (a cut-off
-    # call) have no object form, and arrive as the empty input a cut leaves.
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def reasoning_block(item: Reasoning) -> Dict[str, Any]:
     """A ``thinking`` block (text and signature) or a ``redacted_thinking`` block (data)."""
     if item.kind == ReasoningKind.REDACTED_THINKING:
@@ -57,7 +46,7 @@ def turn_message(turn: ScriptedTurn, model: str) -> Dict[str, Any]:
         content.append(text_block(turn.text))
     for call in turn.calls:
         content.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _turn_input(call.arguments)}
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": input_object(call.arguments)}
         )
     body = message(model, content, TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
     body["id"] = turn_message_id(turn)

@@ -9,10 +9,11 @@ reasoning sent back without its signature.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
-from ...contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice
+from ...contract import Reasoning, ToolCall, ToolChoice
 from .._chunks import dumps
+from .._content_blocks import BlockHistoryReader
 from ._replies import response_headers
 from ._request import blocks_text
 from ._variants import ERROR_NAMESPACE
@@ -78,63 +79,46 @@ def _null(path: str) -> str:
     )
 
 
-class _HistoryReader:
+class _HistoryReader(BlockHistoryReader):
     """Reads a Converse request body into the normal form, noting each departure."""
 
-    def __init__(self, body: Mapping[str, Any]) -> None:
-        self.body = body
-        self.messages: List[Message] = []
-        self.problems: List[str] = []
-        self.names: Dict[str, str] = {}
+    provider = "bedrock"
+    system_shape = 'a list of {"text": ...} blocks'
 
-    def read(self) -> None:
-        system = self.body.get("system")
-        if system is not None:
-            text = blocks_text(system)
-            if text is None:
-                self.problems.append(f'system: expected a list of {{"text": ...}} blocks, got {system!r}')
-            else:
-                self.messages.append(Message("system", text))
-        raw = self.body.get("messages")
-        if not isinstance(raw, list) or not raw:
-            self.problems.append(f"messages: expected a non-empty list of messages, got {raw!r}")
-            return
+    def system_text(self, system: Any) -> Optional[str]:
+        return blocks_text(system)
+
+    def role(self, index: int, item: Any) -> Optional[str]:
+        role = item.get("role") if isinstance(item, dict) else None
+        if role not in ("user", "assistant"):
+            self.problems.append(
+                f"1 validation error detected: Value {role!r} at 'messages.{index + 1}.member.role' "
+                "failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]"
+            )
+            return None
+        return str(role)
+
+    def has_content(self, index: int, role: str, content: Any, last: bool) -> bool:
+        if not isinstance(content, list) or not content:
+            self.problems.append(
+                f"messages.{index}.content: expected a non-empty list of content blocks, got {content!r}"
+            )
+            return False
+        return True
+
+    def check_roles(self, raw: List[Any]) -> None:
         roles = [m.get("role") if isinstance(m, dict) else None for m in raw]
-        pending: List[str] = []
-        for index, item in enumerate(raw):
-            role = roles[index]
-            if role not in ("user", "assistant"):
-                self.problems.append(
-                    f"1 validation error detected: Value {role!r} at 'messages.{index + 1}.member.role' "
-                    "failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]"
-                )
-                continue
-            content = item.get("content")
-            if not isinstance(content, list) or not content:
-                self.problems.append(
-                    f"messages.{index}.content: expected a non-empty list of content blocks, got {content!r}"
-                )
-                continue
-            if role == "user":
-                self.user(index, content, pending)
-                pending = []
-            else:
-                if pending:
-                    self.missing(index, pending)
-                pending = self.assistant(index, content)
         if roles and roles[0] != "user" and roles[0] in ("user", "assistant"):
             self.problems.insert(0, FIRST_USER)
         if any(a == b and a in ("user", "assistant") for a, b in zip(roles, roles[1:])):
             self.problems.insert(0, ALTERNATE)
 
-    def missing(self, index: int, ids: Sequence[str]) -> None:
+    def unanswered(self, asked_at: int, due_at: int, ids: Sequence[str]) -> None:
         self.problems.append(
-            f"Expected toolResult blocks at messages.{index}.content for the following Ids: {', '.join(ids)}"
+            f"Expected toolResult blocks at messages.{due_at}.content for the following Ids: {', '.join(ids)}"
         )
 
-    def user(self, index: int, content: List[Any], pending: Sequence[str]) -> None:
-        from .._tool_results import flagged_result
-
+    def user(self, index: int, content: Any, pending: Sequence[str], pending_at: int) -> None:
         texts: List[str] = []
         answered: List[str] = []
         for number, block in enumerate(content):
@@ -182,9 +166,7 @@ class _HistoryReader:
                     f"1 validation error detected: Value {status!r} at '{where}.toolResult.status' failed to "
                     "satisfy constraint: Member must satisfy enum value set: [success, error]"
                 )
-            self.messages.append(
-                Message.tool(flagged_result(call_id, self.names.get(call_id, ""), text, status == "error"))
-            )
+            self.result(call_id, text, status == "error")
         if len(answered) > len(pending):
             self.problems.append(
                 f"The number of toolResult blocks at messages.{index}.content exceeds the number of toolUse "
@@ -192,11 +174,10 @@ class _HistoryReader:
             )
         missing = [i for i in pending if i not in answered]
         if missing:
-            self.missing(index, missing)
-        if texts:
-            self.messages.append(Message("user", "".join(texts)))
+            self.unanswered(pending_at, index, missing)
+        self.user_text(texts)
 
-    def assistant(self, index: int, content: List[Any]) -> List[str]:
+    def assistant(self, index: int, content: Any, final: bool) -> List[str]:
         texts: List[str] = []
         calls: List[ToolCall] = []
         reasoning: List[Reasoning] = []
@@ -212,22 +193,18 @@ class _HistoryReader:
             elif members == ["toolUse"] and isinstance(block["toolUse"], dict):
                 call = self.tool_use(index, number, where, block["toolUse"])
                 if call is not None:
-                    self.names[call.id] = call.name
-                    calls.append(call)
+                    self.called(call, calls)
             else:
                 self.problems.append(
                     f"messages.{index}.content.{number}: expected a content block with one member, text, "
                     f"reasoningContent or toolUse, in an assistant message, got {block!r}"
                 )
-        self.messages.append(Message("assistant", "".join(texts), tuple(calls), reasoning=tuple(reasoning)))
-        return [c.id for c in calls]
+        return self.assistant_turn(texts, calls, reasoning)
 
     def reasoning(self, index: int, number: int, raw: Mapping[str, Any]) -> Optional[Reasoning]:
         where = f"messages.{index}.content.{number}.reasoningContent"
         if list(raw) == ["redactedContent"] and isinstance(raw["redactedContent"], str):
-            return Reasoning(
-                ReasoningKind.REDACTED_THINKING.value, data=raw["redactedContent"], provider="bedrock"
-            )
+            return self.redacted(raw["redactedContent"])
         text = raw.get("reasoningText") if list(raw) == ["reasoningText"] else None
         if not isinstance(text, dict) or not isinstance(text.get("text"), str):
             self.problems.append(
@@ -241,9 +218,7 @@ class _HistoryReader:
                 "reasoningContent block back exactly as it came, signature included"
             )
             return None
-        return Reasoning(
-            ReasoningKind.THINKING.value, text=text["text"], signature=signature, provider="bedrock"
-        )
+        return self.thinking(text["text"], signature)
 
     def tool_use(self, index: int, number: int, where: str, raw: Mapping[str, Any]) -> Optional[ToolCall]:
         call_id, name, input_ = raw.get("toolUseId"), raw.get("name"), raw.get("input")
@@ -265,18 +240,9 @@ class _HistoryReader:
 
 def read_history(request: RecordedRequest, stream: bool) -> History:
     """The conversation a Converse request carried, in normal form, with every departure."""
-    from .._script import History
-
-    body = request.json if isinstance(request.json, dict) else {}
-    reader = _HistoryReader(body)
-    if not body:
-        reader.problems.append("expected a JSON object body with messages, got none")
-    else:
-        reader.read()
-    tool_config = body.get("toolConfig")
-    return History(
-        tuple(reader.messages), tuple(reader.problems), _tool_names(tool_config), _choice(tool_config), stream
-    )
+    reader = _HistoryReader.of(request)
+    tool_config = reader.body.get("toolConfig")
+    return reader.history(_tool_names(tool_config), _choice(tool_config), stream)
 
 
 def history_error(problems: Sequence[str]) -> JsonReply:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Sequence, Tuple
 
 from ...contract import Reasoning, ReasoningKind
+from .._content_blocks import input_object
 from .._script import TurnEvents, split_text
 from ._replies import EVENT_STREAM, Events, converse_response, response_headers
 
@@ -31,18 +32,6 @@ TURN_STOP_REASONS: Mapping[str, str] = {
 }
 
 
-def _turn_input(arguments: str) -> Any:
-    import json
-
-    # Converse's whole reply carries input as a JSON document; scripted arguments that
-    # do not parse (a cut-off call) arrive as the empty object.
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def reasoning_content(item: Reasoning) -> Dict[str, Any]:
     """A ``reasoningContent`` block: ``reasoningText {text, signature}`` or ``redactedContent`` (base64)."""
     if item.kind == ReasoningKind.REDACTED_THINKING:
@@ -57,7 +46,7 @@ def turn_response(turn: ScriptedTurn) -> Dict[str, Any]:
         content.append({"text": turn.text})
     for call in turn.calls:
         content.append(
-            {"toolUse": {"toolUseId": call.id, "name": call.name, "input": _turn_input(call.arguments)}}
+            {"toolUse": {"toolUseId": call.id, "name": call.name, "input": input_object(call.arguments)}}
         )
     return converse_response(content, TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
 
