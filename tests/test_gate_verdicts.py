@@ -201,19 +201,19 @@ ONE_CALL_STAGES = (
 class GeminiWithoutIdsTests(unittest.TestCase):
     def test_results_without_ids_pass_where_each_function_was_called_once(self) -> None:
         """Results sent back without ids (google-genai's automatic function calling) match by name."""
-        from conformance.wires import _gemini_turns
+        from conformance.wires.gemini import _history
 
         t = target(zoo.rewrite(zoo.drop_result_ids), "gemini")
         todo = cases(t, ONE_CALL_STAGES)
         self.assertEqual(len(todo), 2 * len(ONE_CALL_STAGES))
         self.assertEqual(failures(run_all(todo)), [])
-        original = _gemini_turns._Reader.pair
+        original = _history._Reader.pair
 
         def unresolved(self: Any, where: str, calls: Any, results: Any, text: Any) -> Any:
             original(self, where, calls, results, text)
             return results
 
-        with mock.patch.object(_gemini_turns._Reader, "pair", unresolved):
+        with mock.patch.object(_history._Reader, "pair", unresolved):
             self.assertIn("[results]", run(todo[0])[1])
 
 

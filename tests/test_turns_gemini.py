@@ -29,9 +29,9 @@ from conformance.gate import tool_specs
 from conformance.provider import start_fake_provider
 from conformance.provider.replies import JsonReply, RecordedRequest
 from conformance.reference.gemini import GeminiBackend
-from conformance.wires._gemini_turns import turn_signature
 from conformance.wires._turns import History, ScriptedCall, ScriptedTurn, play_turn
 from conformance.wires.gemini import gemini_wire
+from conformance.wires.gemini._turns import turn_signature
 
 MODEL = "conformance-model"
 SIGNATURE = "c2lnbmF0dXJlLW9mLXRoZS1maXJzdC1jYWxs"

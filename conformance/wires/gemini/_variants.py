@@ -1,14 +1,16 @@
-"""Gemini API errors: the ``{"error": google.rpc.Status}`` bodies and their headers.
+"""Gemini API errors and variants: the ``{"error": google.rpc.Status}`` bodies, and each
+real shape the API answers a scenario with.
 
 Reference: https://ai.google.dev/gemini-api/docs/troubleshooting and
 https://cloud.google.com/apis/design/errors (``google.rpc.Status``, the ``details`` types
-``QuotaFailure``, ``RetryInfo``, ``Help``, ``ErrorInfo``). Kept apart from the replies in
-``gemini.py`` because the errors are a table of their own, with variants.
+``QuotaFailure``, ``RetryInfo``, ``Help``, ``ErrorInfo``).
 
 An error to a streamed ``?alt=sse`` request is sent with ``Content-Type:
 text/event-stream`` and a plain (not SSE-framed) pretty JSON body, as the real front end
 does (crewAI ``lib/crewai/tests/cassettes/llms/google/test_google_streaming_returns_usage_metrics.yaml``,
-3 captures); a client that picks its parser from the content type meets it there.
+3 captures); a client that picks its parser from the content type meets it there. A
+variant names another shape of the same scenario, with the capture or doc it was seen
+in.
 """
 
 from __future__ import annotations
@@ -16,47 +18,29 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
-from ..fixture import CONFORMANCE_FIXTURE as FX
-from ._base import Variant, http_date
+from ...contract import Reasoning, ReasoningKind
+from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._ids import signature
+from .._variants import Variant, stream_cut_variants
+from ._replies import FUNCTION_CALL_ID, pretty_json, response_headers
 
 if TYPE_CHECKING:
-    from ..provider.replies import JsonReply
+    from ...provider.replies import JsonReply
 
 __all__ = [
     "ERRORS",
     "OVERLOADED_MESSAGE",
     "QUOTA_RETRY_DELAY",
     "RATE_LIMIT_VARIANTS",
+    "REASONING_VARIANTS",
+    "VARIANTS",
     "error_body",
     "error_reply",
-    "pretty_json",
-    "response_headers",
     "retry_delay",
 ]
 
 OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
 
-
-def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    headers = {
-        "date": http_date(),
-        "vary": "Origin, X-Origin, Referer",
-        "server": "scaffolding on HTTPServer2",
-        "server-timing": "gfet4t7; dur=412",
-        "x-content-type-options": "nosniff",
-    }
-    headers.update(extra or {})
-    return headers
-
-
-def pretty_json(body: Any) -> bytes:
-    import json
-
-    # Google's front end indents whole JSON bodies by two spaces; SSE events stay on one line.
-    return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8")
-
-
-# -- errors ------------------------------------------------------------------------------
 
 _RATE_LIMIT_QUOTA_ID = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
 _DAILY_QUOTA_ID = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
@@ -222,10 +206,82 @@ def error_body(scenario: str, variant: str = "") -> Dict[str, Any]:
 
 def error_reply(scenario: str, variant: str = "", sse: bool = False) -> JsonReply:
     """The whole error response for ``scenario``; ``sse`` where the request asked for ``alt=sse``."""
-    from ..provider.replies import JsonReply
+    from ...provider.replies import JsonReply
 
     body = error_body(scenario, variant)
     content_type = "text/event-stream" if sse else "application/json; charset=UTF-8"
     return JsonReply(
         pretty_json(body), status=body["error"]["code"], headers=response_headers(), content_type=content_type
     )
+
+
+#: The shapes that differ by model generation or by what was blocked.
+VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    **stream_cut_variants(
+        "the event whose candidate carries finishReason",
+        "https://ai.google.dev/api/generate-content#v1beta.Candidate (finishReason: "
+        "the reason the model stopped; unset while it is generating)",
+        "SamSaffron/term-llm#954 and tashfeenahmed/freellmapi#1288 (a Gemini stream that "
+        "reached EOF without a finishReason taken for a finished turn)",
+        "https://ai.google.dev/api/generate-content#method:-models.generatecontent",
+        call="the whole functionCall part (Gemini never splits one)",
+    ),
+    "rate-limit": RATE_LIMIT_VARIANTS,
+    "tool-call": (
+        Variant(
+            "id",
+            "functionCall with an id and a thoughtSignature",
+            "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_nested_pydantic_models.yaml",
+            call_id=FUNCTION_CALL_ID,
+        ),
+        Variant(
+            "signature-without-id",
+            "functionCall without an id, with a thoughtSignature",
+            "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_gemini_3_thought_signatures.yaml",
+        ),
+    ),
+    "content-filter/chat": (
+        Variant(
+            "prompt-blocked",
+            "promptFeedback.blockReason and no candidates",
+            "https://ai.google.dev/api/generate-content#PromptFeedback (a Vertex MODEL_ARMOR capture)",
+        ),
+        Variant(
+            "output-blocked",
+            "a SAFETY candidate whose content is {}",
+            "pydantic/pydantic-ai tests/models/cassettes/test_google/test_google_model_safety_settings.yaml",
+        ),
+    ),
+}
+
+
+#: The reasoning a Gemini thinking model returns with an answer: the bare signature
+#: Gemini 3 always sends, and a thought summary (``includeThoughts``) with its signature.
+SIGNATURE_ONLY = Reasoning(
+    ReasoningKind.THOUGHT_SIGNATURE.value,
+    signature=signature("gemini/reasoning/signature", 180),
+    provider="gemini",
+)
+THOUGHT_SUMMARY = Reasoning(
+    ReasoningKind.THOUGHT_SIGNATURE.value,
+    text=FX.thinking,
+    signature=signature("gemini/reasoning/thought", 180),
+    provider="gemini",
+)
+REASONING_VARIANTS = (
+    Variant(
+        "signature",
+        "the answer, its last part signed with a thoughtSignature (a stream: one last empty text part)",
+        "vercel/ai packages/google/src/__fixtures__/google-reasoning-gemini3.chunks.txt and "
+        "google-reasoning-gemini3.json (gemini-3-pro-preview); issue-18073-empty-text-thought-signature."
+        "chunks.txt (gemini-3-flash-preview)",
+        reasoning=(SIGNATURE_ONLY,),
+    ),
+    Variant(
+        "thought-summary",
+        'thought parts ("thought": true) with a thoughtSignature on the last, then the answer',
+        "https://ai.google.dev/gemini-api/docs/thinking#summaries (includeThoughts); "
+        "https://ai.google.dev/gemini-api/docs/thought-signatures",
+        reasoning=(THOUGHT_SUMMARY,),
+    ),
+)

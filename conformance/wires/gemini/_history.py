@@ -1,23 +1,8 @@
-"""Gemini multi-turn: scripted turns out, a loop's ``contents`` read back, and the 400.
+"""Gemini multi-turn, in: a loop's ``contents`` read back, and the 400 a malformed one gets.
 
-Strategy: a :class:`~conformance.wires._turns.ScriptedTurn` is played in the
-current (Gemini 3) shape, and a request's ``contents`` are read back against the
-rules the Gemini API enforces, each refusal quoting the API's own wording where it
-is known:
+Strategy: a request's ``contents`` are read back against the rules the Gemini API
+enforces, each refusal quoting the API's own wording where it is known:
 
-- A ``functionCall`` part carries ``id``, ``name`` and ``args`` (a JSON *object*,
-  never a string); its ``thoughtSignature`` is a sibling on the same part. In a turn
-  of parallel calls only the first call carries one
-  (https://ai.google.dev/gemini-api/docs/thought-signatures, "Parallel function
-  calls"). Where a script signs no call of a turn whose calls have ids, the first
-  call gets a signature derived from the turn's seed, since Gemini 3 signs every
-  step; a call scripted without an id is a Gemini 2.x call and is signed only as the
-  script says.
-- Calls arrive whole, never as argument fragments (``partialArgs`` is Vertex only),
-  so a stream cannot interleave them: each call rides one event of its own, and
-  ``ScriptedCall.fragments`` and ``ScriptedTurn.interleave`` change nothing.
-- A call whose arguments are not a JSON object is what Gemini answers as
-  ``finishReason: "MALFORMED_FUNCTION_CALL"`` with no call at all.
 - The results of a turn's calls go back in the next user turn, one
   ``functionResponse`` part each (as many as there were calls: "Please ensure that
   the number of function response parts is equal to the number of function call
@@ -34,39 +19,19 @@ is known:
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
-from ..contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolError, ToolResult
-from ._script import History, ScriptedCall, ScriptedTurn, first_problem
+from ...contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolError, ToolResult
+from .._request import json_object
+from .._script import History, first_problem
+from ._replies import is_base64, pretty_json, response_headers
 
-__all__ = [
-    "MALFORMED_CALL",
-    "TURN_FINISH",
-    "call_parts",
-    "history_error_body",
-    "malformed_message",
-    "read_contents",
-    "reasoning_parts",
-    "splice_arguments",
-    "turn_signature",
-]
+if TYPE_CHECKING:
+    from ...provider.replies import JsonReply, RecordedRequest
 
-#: The contract's finish reason -> Gemini's ``finishReason``; a tool turn says STOP.
-TURN_FINISH: Mapping[str, str] = {
-    "stop": "STOP",
-    "tool_calls": "STOP",
-    "length": "MAX_TOKENS",
-    "content_filter": "SAFETY",
-    "error": "OTHER",
-}
-MALFORMED_CALL = "MALFORMED_FUNCTION_CALL"
-#: The reasoning kinds a Gemini turn can carry: a thought (with or without its
-#: text) and its signature. ``thinking`` uses the same two fields.
-_TURN_KINDS = frozenset({ReasoningKind.THOUGHT_SIGNATURE.value, ReasoningKind.THINKING.value})
+__all__ = ["history_error", "read_contents", "read_history", "read_tool_choice", "read_tools"]
+
 _MODES = frozenset({"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"})
 _SIGNATURE_DOC = "Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
 
@@ -74,133 +39,6 @@ _SIGNATURE_DOC = "Please refer to https://ai.google.dev/gemini-api/docs/thought-
 def field(mapping: Mapping[str, Any], camel: str, snake: str) -> Any:
     """A field in either spelling the API's JSON parser accepts (``functionCall``, ``function_call``)."""
     return mapping[camel] if camel in mapping else mapping.get(snake)
-
-
-# -- out: a scripted turn as parts -------------------------------------------------------
-
-
-def turn_signature(seed: str) -> str:
-    """The base64 ``thoughtSignature`` Gemini 3 would put on a turn's first call, from its seed."""
-    digest = hashlib.sha256(f"gemini/thought-signature/{seed}".encode()).digest()
-    return base64.b64encode(digest * 2).decode("ascii")
-
-
-def _kind(item: Reasoning) -> str:
-    return item.kind.value if isinstance(item.kind, ReasoningKind) else str(item.kind)
-
-
-def reasoning_parts(items: Sequence[Reasoning], pieces: int = 1) -> List[List[Dict[str, Any]]]:
-    """Each reasoning item as the parts that carry it, cut in up to ``pieces`` for a stream.
-
-    A thought with text is ``{"text", "thought": true}`` parts, the last one carrying
-    the ``thoughtSignature``; a bare signature is ``{"text": "", "thoughtSignature"}``,
-    as Gemini closes a turn it signs.
-    """
-    from ._turns import split_text
-
-    out: List[List[Dict[str, Any]]] = []
-    for item in items:
-        if _kind(item) not in _TURN_KINDS:
-            raise ValueError(
-                f"a Gemini turn carries reasoning as thought_signature (or thinking) items, got "
-                f"{_kind(item)!r}; script Reasoning(ReasoningKind.THOUGHT_SIGNATURE, text=..., signature=...)"
-            )
-        _check_signature(item.signature)
-        if not item.text and not item.signature:
-            raise ValueError("a Gemini reasoning item needs its thought's text, its signature or both")
-        if not item.text:
-            out.append([{"text": "", "thoughtSignature": item.signature}])
-            continue
-        parts: List[Dict[str, Any]] = [
-            {"text": piece, "thought": True} for piece in split_text(item.text, pieces)
-        ]
-        if item.signature:
-            parts[-1]["thoughtSignature"] = item.signature
-        out.append(parts)
-    return out
-
-
-def _check_signature(signature: str) -> None:
-    if signature and not _is_base64(signature):
-        raise ValueError(
-            f"a Gemini thoughtSignature is base64 (google-genai refuses a reply with any other), "
-            f"got {signature!r:.60}; script one such as base64.b64encode(b'...').decode()"
-        )
-
-
-def _arguments_object(call: ScriptedCall) -> bool:
-    try:
-        return isinstance(json.loads(call.arguments), dict)
-    except ValueError:
-        return False
-
-
-def call_parts(turn: ScriptedTurn) -> Optional[List[Dict[str, Any]]]:
-    """The ``functionCall`` parts of ``turn``, ``args`` as a mark :func:`splice_arguments` fills.
-
-    ``None`` where a call's arguments are not a JSON object: Gemini answers such a
-    turn with ``MALFORMED_FUNCTION_CALL`` and no call.
-    """
-    if not all(_arguments_object(call) for call in turn.calls):
-        return None
-    signed = any(r.signature for call in turn.calls for r in call.reasoning)
-    parts = []
-    for position, call in enumerate(turn.calls):
-        body: Dict[str, Any] = {"name": call.name, "args": _mark(position)}
-        if call.id:
-            body = {"id": call.id, **body}
-        part: Dict[str, Any] = {"functionCall": body}
-        signature = next((r.signature for r in call.reasoning if r.signature), "")
-        _check_signature(signature)
-        if not signature and not signed and position == 0 and call.id:
-            signature = turn_signature(turn.seed)
-        if signature:
-            part["thoughtSignature"] = signature
-        parts.append(part)
-    return parts
-
-
-def malformed_message(turn: ScriptedTurn) -> str:
-    """The ``finishMessage`` of a turn whose call Gemini could not produce as a JSON object."""
-    bad = [c for c in turn.calls if not _arguments_object(c)] or list(turn.calls)
-    return (
-        f"Malformed function call: {bad[0].name}({bad[0].arguments})" if bad else "Malformed function call."
-    )
-
-
-def _mark(position: int) -> str:
-    return f"\x00conformance-arguments-{position}\x00"
-
-
-def splice_arguments(text: str, turn: ScriptedTurn) -> str:
-    """``text`` (JSON) with each call's mark replaced by its arguments, byte for byte as scripted.
-
-    The arguments go out exactly as the script wrote them, escapes included, rather
-    than re-encoded, so that a ``\\uXXXX`` pair or a multi-byte character reaches
-    the client as the script meant it.
-    """
-    for position, call in enumerate(turn.calls):
-        text = text.replace(json.dumps(_mark(position)), call.arguments)
-    return text
-
-
-# -- in: a request's contents read back --------------------------------------------------
-
-
-def _is_base64(value: Any) -> bool:
-    """Whether ``value`` is base64, standard or URL-safe, padded or not, as proto JSON takes bytes."""
-    if not isinstance(value, str) or not value.isascii():
-        return False
-    # The same on every Python: 3.9 refuses padding beyond what the length needs.
-    bare = value.rstrip("=")
-    padded = (bare + "=" * (-len(bare) % 4)).encode("ascii")
-    for altchars in (None, b"-_"):
-        try:
-            base64.b64decode(padded, altchars=altchars, validate=True)
-            return True
-        except (binascii.Error, ValueError):
-            continue
-    return False
 
 
 def _text_of(parts: Any) -> str:
@@ -260,7 +98,7 @@ class _Reader:
                 self.problems.append(f"{here} must be a Part object, got {part!r:.80}")
                 continue
             signature = field(part, "thoughtSignature", "thought_signature")
-            if signature is not None and not _is_base64(signature):
+            if signature is not None and not is_base64(signature):
                 self.problems.append(
                     f"Invalid value at '{here}.thought_signature' (TYPE_BYTES), Base64 decoding failed for "
                     f"{signature!r:.60}: a thoughtSignature goes back exactly as Gemini sent it"
@@ -467,7 +305,7 @@ def _current_start(contents: Sequence[Any]) -> int:
     return 0
 
 
-def _turns(contents: List[Any], problems: List[str]) -> List[Tuple[int, str, List[Tuple[str, Any]]]]:
+def _grouped_turns(contents: List[Any], problems: List[str]) -> List[Tuple[int, str, List[Tuple[str, Any]]]]:
     """The turns: consecutive contents of one role as one turn (index of its first, role, labelled parts).
 
     The API takes a turn cut over several contents of the same role, and
@@ -508,7 +346,7 @@ def read_contents(body: Mapping[str, Any], problems: List[str]) -> List[Message]
     current = _current_start(contents)
     pending: Optional[Tuple[str, List[ToolCall]]] = None
     previous: Optional[str] = None
-    for first, role, parts in _turns(contents, reader.problems):
+    for first, role, parts in _grouped_turns(contents, reader.problems):
         where = f"contents[{first}]"
         if role == "model":
             calls = reader.model(where, parts, first >= current, previous)
@@ -603,14 +441,24 @@ def read_tool_choice(body: Mapping[str, Any], problems: List[str]) -> Optional[T
     return ToolChoice.AUTO
 
 
-def read_history(body: Mapping[str, Any], stream: bool, problems: List[str]) -> History:
-    """The whole :class:`History` of one ``GenerateContentRequest`` body."""
+def read_history(request: RecordedRequest, stream: bool) -> History:
+    """The conversation of a ``GenerateContentRequest``, read as Gemini 3 reads it."""
+    problems: List[str] = []
+    body = json_object(request, problems)
     messages = read_contents(body, problems)
     tools = read_tools(body, problems)
     choice = read_tool_choice(body, problems)
     return History(tuple(messages), tuple(problems), tools, choice, stream)
 
 
-def history_error_body(problems: Sequence[str]) -> Dict[str, Any]:
-    """Gemini's 400 for a malformed history: a ``google.rpc.Status`` quoting the first problem."""
-    return {"error": {"code": 400, "message": first_problem(problems), "status": "INVALID_ARGUMENT"}}
+def history_error(problems: Sequence[str]) -> JsonReply:
+    """Gemini's 400 ``INVALID_ARGUMENT``, a ``google.rpc.Status`` quoting the first problem."""
+    from ...provider.replies import JsonReply
+
+    body = {"error": {"code": 400, "message": first_problem(problems), "status": "INVALID_ARGUMENT"}}
+    return JsonReply(
+        pretty_json(body),
+        status=400,
+        headers=response_headers(),
+        content_type="application/json; charset=UTF-8",
+    )
