@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..fixture import CONFORMANCE_FIXTURE
-from ._chunks import CUT_IN_CALL, cut_events, cut_short, dumps, event_chunks, tcp_chunks
+from ._chunks import CUT_IN_CALL, cut_events, cut_short, dumps, event_chunks, split_text, tcp_chunks
 from ._ids import fresh_id, http_date, obfuscation, provider_id, signature
 from ._request import check_function_tool, check_json_post, check_question, text_of
 from ._variants import UNPARSED_VARIANTS, Variant, stream_cut_variants
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..contract import Reasoning
     from ..provider.replies import RecordedRequest, Reply
     from ._schema import schema_difference
-    from ._script import History, ScriptedCall, ScriptedTurn, TurnEvents, split_text
+    from ._script import History, ScriptedCall, ScriptedTurn, TurnEvents
 
 __all__ = [
     "History",
@@ -64,7 +64,6 @@ _REEXPORTS = {
     "ScriptedCall": "_script",
     "ScriptedTurn": "_script",
     "TurnEvents": "_script",
-    "split_text": "_script",
     "schema_difference": "_schema",
 }
 

@@ -1,4 +1,5 @@
-"""A reply's bytes: JSON as providers write it, and a stream cut the way TCP delivers it.
+"""A reply's bytes: JSON as providers write it, a text cut into a stream's deltas, and a
+stream cut the way TCP delivers it.
 
 Strategy: streams are cut with :func:`tcp_chunks` so that events, JSON strings and
 multi-byte UTF-8 characters straddle chunk boundaries the way TCP delivers them, the
@@ -9,14 +10,14 @@ its end, the way a connection that dies mid-answer leaves a client.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Collection, List, Sequence
+from typing import TYPE_CHECKING, Any, Collection, List, Sequence, Tuple
 
 from ._ids import _digest
 
 if TYPE_CHECKING:
     from ..provider.replies import JsonReply
 
-__all__ = ["CUT_IN_CALL", "cut_events", "cut_short", "dumps", "event_chunks", "tcp_chunks"]
+__all__ = ["CUT_IN_CALL", "cut_events", "cut_short", "dumps", "event_chunks", "split_text", "tcp_chunks"]
 
 
 def dumps(obj: Any) -> str:
@@ -24,6 +25,14 @@ def dumps(obj: Any) -> str:
     import json  # per reply, not per import: a test module that names a wire sends nothing yet
 
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def split_text(text: str, pieces: int) -> Tuple[str, ...]:
+    """``text`` in ``pieces`` consecutive parts of near-equal length (fewer when it is short)."""
+    if not text:
+        return ()
+    step = max(1, -(-len(text) // max(1, pieces)))
+    return tuple(text[start : start + step] for start in range(0, len(text), step))
 
 
 def tcp_chunks(events: Sequence[bytes], seed: str) -> List[bytes]:

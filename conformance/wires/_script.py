@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import Message, Reasoning, ToolChoice
+from ._chunks import split_text
 
 __all__ = [
     "History",
@@ -24,14 +25,6 @@ __all__ = [
     "reasoning_key",
     "split_text",
 ]
-
-
-def split_text(text: str, pieces: int) -> Tuple[str, ...]:
-    """``text`` in ``pieces`` consecutive parts of near-equal length (fewer when it is short)."""
-    if not text:
-        return ()
-    step = max(1, -(-len(text) // max(1, pieces)))
-    return tuple(text[start : start + step] for start in range(0, len(text), step))
 
 
 @dataclass(frozen=True)

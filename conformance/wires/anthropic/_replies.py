@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
-from .._chunks import cut_events, dumps, tcp_chunks
+from .._chunks import cut_events, dumps, split_text, tcp_chunks
 from .._ids import fresh_id, http_date, provider_id
-from .._script import split_text
 
 if TYPE_CHECKING:
     from ...provider.replies import StreamReply

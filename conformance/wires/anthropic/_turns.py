@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
 
 from ...contract import Reasoning, ReasoningKind
+from .._chunks import split_text
 from .._content_blocks import input_object
 from .._ids import provider_id
-from .._script import TurnEvents, split_text
+from .._script import TurnEvents
 from ._replies import BASE62, Events, message, response_headers, text_block
 
 if TYPE_CHECKING:

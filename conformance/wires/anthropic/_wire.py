@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
-from .._chunks import CUT_IN_CALL, cut_short
+from .._chunks import CUT_IN_CALL, cut_short, split_text
 from .._ids import signature
-from .._script import split_text
 from ._replies import (
     OVERLOADED_MESSAGE,
     TOOL_USE_ID,

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Sequence, Tuple
 
 from ...contract import Reasoning, ReasoningKind
+from .._chunks import split_text
 from .._content_blocks import input_object
-from .._script import TurnEvents, split_text
+from .._script import TurnEvents
 from ._replies import EVENT_STREAM, Events, converse_response, response_headers
 
 if TYPE_CHECKING:

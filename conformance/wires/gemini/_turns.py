@@ -27,9 +27,9 @@ import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...contract import Reasoning, ReasoningKind
-from .._chunks import dumps
+from .._chunks import dumps, split_text
 from .._ids import provider_id
-from .._script import TurnEvents, split_text
+from .._script import TurnEvents
 from ._replies import (
     candidate,
     generate_content_response,

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ...contract import ReasoningKind
-from .._script import TurnEvents, split_text
+from .._chunks import split_text
+from .._script import TurnEvents
 from ._replies import JSON_TYPE, NDJSON_TYPE, chat_response, response_headers
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 
 from ...contract import ReasoningKind
-from .._script import TurnEvents, split_text
+from .._chunks import split_text
+from .._script import TurnEvents
 from ._replies import Chunks, chat_completion, response_headers, wants_usage
 
 if TYPE_CHECKING:

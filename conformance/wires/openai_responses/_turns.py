@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from ...contract import ReasoningKind
+from .._chunks import split_text
 from .._ids import obfuscation, provider_id
-from .._script import TurnEvents, split_text
+from .._script import TurnEvents
 from ._replies import HEX, Events, message, output_text, response, response_headers
 
 if TYPE_CHECKING:
