@@ -10,18 +10,22 @@ only names its own terminal event and sources.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ..contract import Reasoning
 
+    class _Named(Protocol):
+        """What a variant reads of its wire: the name (a :class:`~conformance.wires.Wire` is one).
+
+        Only for the type checker: a Protocol class costs a test module's import a millisecond.
+        """
+
+        name: str
+
 __all__ = ["UNPARSED_VARIANTS", "Variant", "stream_cut_variants"]
-
-
-class _Named(Protocol):
-    """What a variant reads of its wire: the name (a :class:`~conformance.wires.Wire` is one)."""
-
-    name: str
 
 
 @dataclass(frozen=True)
