@@ -1,7 +1,9 @@
-"""The wires: one module per provider, each data plus small pure functions.
+"""The wires: one package per provider, each data plus small pure functions.
 
-Each wire's module is imported when its name (or :data:`WIRES`) is first asked for, so
-a target that uses one wire does not pay for the other five.
+Each wire's package is imported when its name (or :data:`WIRES`) is first asked for, so
+a target that uses one wire does not pay for the other five. A package keeps one
+concern per module (``_replies``, ``_variants``, ``_turns``, ``_history``, ``_request``,
+``_wire``); what they share lives a floor down, beside :class:`Wire` (``_base``).
 """
 
 from __future__ import annotations

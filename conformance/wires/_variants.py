@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
         name: str
 
+
 __all__ = ["UNPARSED_VARIANTS", "Variant", "stream_cut_variants"]
 
 

@@ -21,7 +21,7 @@ gone out the status can no longer change: a failure is one last line
 
 Scripted turns send ``message.thinking`` first, then the text, then each call whole on
 a line of its own; a history is refused only where the server's JSON decoder refuses
-it, a value of the wrong type (see ``read_history``).
+it, a value of the wrong type (see ``_history``).
 
 The package keeps one concern per module: ``_replies`` (the response lines and the
 model lookups), ``_variants`` (the error table and the variants), ``_turns`` (scripted

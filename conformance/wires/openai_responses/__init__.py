@@ -30,7 +30,7 @@ is also how a streamed request over the context window fails.
 
 Scripted turns add ``reasoning`` items (summary deltas, then the item whole with its
 ``encrypted_content``) before the message and the calls; a history is read from the
-``input`` items and refused with the API's own 400 wording (see ``read_history``).
+``input`` items and refused with the API's own 400 wording (see ``_history``).
 
 The package keeps one concern per module: ``_replies`` (the response, its items and
 its events), ``_variants`` (the error table and the variants), ``_turns`` (scripted
