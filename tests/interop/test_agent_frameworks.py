@@ -6,8 +6,8 @@ stages it can run are run. A stage a framework cannot meet for a reason of its o
 design is skipped with that reason; a framework's bug is a known break, an expected
 failure that names the framework's code and must fail for the check it names (a pass,
 or a failure for another reason, is an unexpected success and turns the run red). The
-OpenAI Agents SDK, pydantic-ai and LangChain need Python 3.10 or later and are skipped
-where they are absent (``pip install -e .[frameworks]``).
+OpenAI Agents SDK needs Python 3.10 or later, pydantic-ai and LangChain 3.11 or later; each
+is skipped where it is absent (``pip install -e .[interop,frameworks]``).
 """
 
 from __future__ import annotations
@@ -146,11 +146,11 @@ class KnownFailures:
 
 
 PYDANTIC_AI_MISSING = (
-    "pydantic-ai is not installed (it needs Python 3.10 or later): "
+    "pydantic-ai is not installed (it needs Python 3.11 or later): "
     "pip install 'pydantic-ai-slim[openai,anthropic]'"
 )
 LANGCHAIN_MISSING = (
-    "langchain, langchain-openai and langchain-anthropic are not all installed (they need Python 3.10 or "
+    "langchain, langchain-openai and langchain-anthropic are not all installed (they need Python 3.11 or "
     "later): pip install langchain langchain-openai langchain-anthropic"
 )
 #: Where the gate itself is wrong today about a framework that does what the API allows
