@@ -4,8 +4,9 @@ about themselves. (Racing an SDK's await against the abort is the library's own
 
 from __future__ import annotations
 
+import re
 import warnings
-from typing import Any, Iterator, Optional, Sequence, Type
+from typing import Any, Iterator, Optional, Sequence, Tuple, Type
 
 #: Why the SDKs built on httpx skip abort and cancel over h2c: the verdict is right, and
 #: known upstream.
@@ -59,6 +60,21 @@ def cut_error(exc: BaseException, provider: str) -> Any:
         provider=provider,
         details={"transport": type(exc).__name__},
     )
+
+
+def installed_version(distribution: str) -> Tuple[int, ...]:
+    """The installed release of ``distribution`` as numbers, ``(2, 48, 0)``; ``()`` where it is absent.
+
+    For a known break that only some releases of an SDK have: the declaration names the
+    releases, whichever Python they are installed on.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version(distribution)
+    except PackageNotFoundError:
+        return ()
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
 class ThirdPartyWarnings:

@@ -157,9 +157,14 @@ class AnthropicToolRunnerLoop:
         client = self.client.with_options(timeout=max(0.05, task.max_seconds))
         runner = client.beta.messages.tool_runner(stream=task.stream, **kwargs)
 
+        # The runner has close() from anthropic 1.14.0 on; an older one cannot be told to stop,
+        # and sends its next request once the turn's tools have run.
+        close = getattr(runner, "close", None)
+
         def on_abort(reason: BaseException) -> None:
             self.guard.shutdown(reason)
-            runner.close()
+            if close is not None:
+                close()
 
         unregister = task.signal.add_callback(on_abort)
         message: Optional[Any] = None

@@ -23,8 +23,14 @@ They map the SDK's models and exceptions into the contract's types:
 - a mid-stream ``data: {"error": ...}`` surfaces as ``openai.APIError`` with no status,
   classified by its ``code`` and ``type``;
 - a connection that breaks before the answer is complete (a body cut short of its
-  Content-Length, a stream cut before ``[DONE]``) surfaces as ``APIConnectionError``,
-  status and type unknown: a retryable ``server_error``.
+  Content-Length, a stream cut before ``[DONE]``) is, status and type unknown, a
+  retryable ``server_error``. The SDK raises ``APIConnectionError`` for a body cut
+  short, but for a stream cut while it is read only from openai 3.14.0 on (openai/
+  openai-python#3827); before it (2.48.0, the last release for Python 3.9, among
+  them) ``Stream._iter_events`` (``openai/_streaming.py``, lines 52-53, and
+  ``AsyncStream``'s at 161-162) reads the body with nothing around it, and httpx's
+  ``RemoteProtocolError`` comes out as it is. So both are caught, by
+  ``broken_connection``.
 
 The SDK takes no abort signal. The async backend races each await against
 ``signal.wait()`` and cancels the SDK's task when the signal fires: httpx closes the
@@ -482,10 +488,12 @@ class AsyncOpenAIChatBackend:
                         yield StreamChunk(content=text)
             finally:
                 await stream.close()
-        except openai.APIConnectionError as exc:
-            raise cut_error(exc, "openai") from exc  # cut before [DONE], or reset
-        except openai.APIError as exc:
-            raise llm_error(exc) from exc  # a status, or an error event after the 200
+        except Exception as exc:
+            if broken_connection(exc):  # raw httpx before openai 3.14: see the module's docstring
+                raise cut_error(exc, "openai") from exc  # cut before [DONE], or reset
+            if isinstance(exc, openai.APIError):
+                raise llm_error(exc) from exc  # a status, or an error event after the 200
+            raise
         yield gather.last_chunk()
 
     async def aclose(self) -> None:

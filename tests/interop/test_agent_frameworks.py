@@ -6,8 +6,8 @@ stages it can run are run. A stage a framework cannot meet for a reason of its o
 design is skipped with that reason; a framework's bug is a known break, an expected
 failure that names the framework's code and must fail for the check it names (a pass,
 or a failure for another reason, is an unexpected success and turns the run red). The
-OpenAI Agents SDK, pydantic-ai and LangChain need Python 3.10 or later and are skipped
-where they are absent (``pip install -e .[frameworks]``).
+OpenAI Agents SDK needs Python 3.10 or later, pydantic-ai and LangChain 3.11 or later; each
+is skipped where it is absent (``pip install -e .[interop,frameworks]``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
 
 from ..test_provider_support import AsyncioDebugOff
+from ._support import installed_version
 from .framework_loops import (
     HAVE_AGENTS,
     HAVE_LANGCHAIN,
@@ -80,6 +81,38 @@ RUNNER_RUNS_ON_AFTER_ABORT = (
     "echo_json's function, which reaches the toolset (refused there, the signal having fired). "
     "A tool function that checks the signal before it starts keeps the second call from running"
 )
+RUNNER_RUNS_LENGTH_CALLS = (
+    "anthropic's tool runner before 1.1.0 (0.125.0, the last release for Python 3.9, among them) "
+    "ends its loop only at a turn with no tool_use block or at stop_reason 'refusal' "
+    "(anthropic/lib/tools/_beta_runner.py, BaseSyncToolRunner.__run__, lines 289-297 in 0.125.0): a "
+    "max_tokens turn's cut-off call runs and the model is asked again; streamed, the messages.stream "
+    "accumulator has first closed the call's broken argument JSON into a smaller valid object "
+    "(anthropic/lib/streaming/_beta_messages.py, accumulate_event, lines 502-519), which the tool "
+    "takes. 1.1.0 maps each stop reason to a step (_STOP_REASON_STEPS, max_tokens to stop) and runs "
+    "no call of a max_tokens turn, and the stage passes"
+)
+RUNNER_CANNOT_CLOSE = (
+    "anthropic's tool runner before 1.14.0 (0.125.0, the last release for Python 3.9, among them) "
+    "has no close(), so nothing stops it once the caller aborts; like later releases it turns "
+    "what a tool function raises at the abort into an is_error tool_result, runs the turn's next "
+    "tool_use block (anthropic/lib/tools/_beta_runner.py, _generate_tool_call_response, lines "
+    "363-384 in 0.125.0), then goes round to its next request with the results "
+    "(BaseSyncToolRunner.__run__, lines 273-300); the loop sees it only at the runner's next message"
+)
+#: The known breaks of the installed anthropic's tool runner, by release.
+RUNNER_KNOWN = {"cancel-in-tool": (frozenset({"after-cancel"}), RUNNER_RUNS_ON_AFTER_ABORT)}
+if HAVE_TOOL_RUNNER and installed_version("anthropic") < (1, 14):
+    RUNNER_KNOWN["cancel-in-tool"] = (frozenset({"after-cancel", "request-after-abort"}), RUNNER_CANNOT_CLOSE)
+if HAVE_TOOL_RUNNER and installed_version("anthropic") < (1, 1):
+    RUNNER_KNOWN.update(
+        {
+            "length-tool-turn/chat": (frozenset({"requests", "ended-turn"}), RUNNER_RUNS_LENGTH_CALLS),
+            "length-tool-turn/stream": (
+                frozenset({"requests", "ended-turn", "refused-call"}),
+                RUNNER_RUNS_LENGTH_CALLS,
+            ),
+        }
+    )
 AGENTS_CHAT_RUNS_LENGTH_CALLS = (
     "the OpenAI Agents SDK (openai-agents 0.24.0) over Chat Completions raises on finish_reason "
     "'length' only when the turn has no text, refusal or tool call (agents/models/"
@@ -113,11 +146,11 @@ class KnownFailures:
 
 
 PYDANTIC_AI_MISSING = (
-    "pydantic-ai is not installed (it needs Python 3.10 or later): "
+    "pydantic-ai is not installed (it needs Python 3.11 or later): "
     "pip install 'pydantic-ai-slim[openai,anthropic]'"
 )
 LANGCHAIN_MISSING = (
-    "langchain, langchain-openai and langchain-anthropic are not all installed (they need Python 3.10 or "
+    "langchain, langchain-openai and langchain-anthropic are not all installed (they need Python 3.11 or "
     "later): pip install langchain langchain-openai langchain-anthropic"
 )
 #: Where the gate itself is wrong today about a framework that does what the API allows
@@ -305,7 +338,7 @@ class AnthropicToolRunner(KnownFailures, AgentLoopConformanceTestCase, unittest.
 
     wire = anthropic_wire
     skip = {"corrupt-arguments/stream": RUNNER_REPAIRS_ARGUMENTS}
-    known = {"cancel-in-tool": (frozenset({"after-cancel"}), RUNNER_RUNS_ON_AFTER_ABORT)}
+    known = RUNNER_KNOWN
 
     def create_loop(self, url: str) -> AnthropicToolRunnerLoop:
         return AnthropicToolRunnerLoop(url)

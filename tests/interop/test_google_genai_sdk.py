@@ -57,7 +57,14 @@ from conformance.wires.gemini import gemini_wire
 
 from ..test_provider_support import AsyncioDebugOff
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, ThirdPartyWarnings, broken_connection, cut_error, shared_between
+from ._support import (
+    HTTPX_H2_SKIPS,
+    ThirdPartyWarnings,
+    broken_connection,
+    cut_error,
+    installed_version,
+    shared_between,
+)
 
 HAVE_GENAI = (
     importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.genai") is not None
@@ -133,13 +140,7 @@ RPC_KINDS: Mapping[str, str] = {
 
 
 def _genai_version() -> Tuple[int, ...]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        text = version("google-genai")
-    except PackageNotFoundError:
-        return ()
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+    return installed_version("google-genai")
 
 
 # google-genai 1.47, the last release that installs on Python 3.9, ends a stream

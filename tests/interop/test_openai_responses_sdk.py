@@ -18,6 +18,13 @@ and cancels the SDK's task when it fires, which closes the connection. The sync
 adapter shuts the sockets of its own connection pool down from the aborting thread,
 which ends the blocked read; the SDK then fails with a connection error, and the
 adapter raises the caller's reason instead.
+
+A stream cut before its end is a retryable ``server_error``. From openai 3.14.0 on
+(openai/openai-python#3827) the SDK raises ``APIConnectionError`` for it; before
+(2.48.0, the last release for Python 3.9, among them) ``Stream._iter_events``
+(``openai/_streaming.py``, lines 52-53, and ``AsyncStream``'s at 161-162) reads the
+body with nothing around it and lets httpx's ``RemoteProtocolError`` out. Both
+adapters catch either, by ``broken_connection``.
 """
 
 from __future__ import annotations
@@ -335,13 +342,13 @@ class SyncOpenAIResponsesBackend:
                     text = state.on_event(event)
                     if text:
                         yield StreamChunk(content=text)
-        except openai.APIError as exc:
+        except Exception as exc:
             if signal is not None and signal.aborted:
                 signal.raise_reason()
-            raise error_from(exc) from exc
-        except Exception:
-            if signal is not None and signal.aborted:
-                signal.raise_reason()
+            if broken_connection(exc):  # raw httpx before openai 3.14: see the module's docstring
+                raise cut_error(exc, "openai") from exc  # cut before response.completed, or reset
+            if isinstance(exc, openai.APIError):
+                raise error_from(exc) from exc
             raise
         finally:
             unregister()
@@ -392,8 +399,12 @@ class AsyncOpenAIResponsesBackend:
                         yield StreamChunk(content=text)
             finally:
                 await stream.close()
-        except openai.APIError as exc:
-            raise error_from(exc) from exc
+        except Exception as exc:
+            if broken_connection(exc):  # raw httpx before openai 3.14: see the module's docstring
+                raise cut_error(exc, "openai") from exc  # cut before response.completed, or reset
+            if isinstance(exc, openai.APIError):
+                raise error_from(exc) from exc
+            raise
         yield state.last_chunk()
 
     async def aclose(self) -> None:
