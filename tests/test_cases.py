@@ -18,6 +18,7 @@ from conformance.contract import ChatRequest, ChatResponse, LLMError, StreamChun
 from conformance.errors import TargetDefinitionError
 from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.scenarios import SCENARIOS
+from conformance.wires import SOURCE_KINDS, Variant
 from conformance.wires.openai_chat import openai_chat_wire
 
 
@@ -154,6 +155,19 @@ class ReferencePassesTests(unittest.TestCase):
                     case("cancel", mode, SyncOverReference).run()
 
 
+#: Variants whose only source is a client's own code or no source at all, each to be
+#: replaced by a shape a provider is seen sending, or removed. It must end empty: a
+#: variant the fake provider serves rests on the provider's bytes.
+AWAITING_A_SOURCE = {
+    ("openai-chat", "overloaded", "service-unavailable"),
+    ("openai-chat", "rate-limit", "retry-after"),
+    ("openai-responses", "overloaded", "service-unavailable"),
+    ("openai-responses", "stream-error", "service-unavailable"),
+    ("openai-responses", "rate-limit", "retry-after"),
+    ("gemini", "rate-limit", "retry-info"),
+}
+
+
 class VariantTests(unittest.TestCase):
     def test_every_variant_has_a_source_and_a_row_on_its_wire_page(self) -> None:
         """Each variant says where it was seen, and its wire page's table lists it there."""
@@ -172,9 +186,20 @@ class VariantTests(unittest.TestCase):
                         self.assertIn(variant.source, page)
                         lead = f"| `{key}` | `{variant.name}` |"
                         row = next(line for line in page.splitlines() if lead in line)
+                        if (wire.name, key, variant.name) in AWAITING_A_SOURCE:
+                            self.assertEqual(variant.source_kind, "", "listed as awaiting a source")
+                        else:
+                            self.assertIn(variant.source_kind, SOURCE_KINDS, "the kind of its source")
+                            self.assertIn(f"| {variant.source_kind}: {variant.source} |", row)
                         kinds = variant.accepted_kinds(SCENARIOS[key.split("/")[0]].error_kind)
                         shown = " or ".join(f"`{k}`" for k in kinds) if kinds else "—"
                         self.assertIn(f"| {shown} |", row, "the row's error kinds accepted")
+
+    def test_a_source_kind_outside_the_four_is_refused(self) -> None:
+        """A variant that calls its source anything but the four kinds is refused with the four named."""
+        with self.assertRaisesRegex(ValueError, "capture, issue, docs, provider-source"):
+            Variant("x", "a shape", "somewhere", source_kind="client-code")
+        self.assertEqual(Variant("x", "a shape", "somewhere").source_kind, "")
 
     def test_a_case_runs_every_variant(self) -> None:
         """The case runs each variant of its scenario, less those the target skips."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict
 
 from ._adapt import WireLike
 from ._base import Variant, Wire
+from ._variants import SOURCE_KINDS
 
 if TYPE_CHECKING:
     from .anthropic import anthropic_wire
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     WIRES: Dict[str, Wire]
 
 __all__ = [
+    "SOURCE_KINDS",
     "Variant",
     "WIRES",
     "Wire",

@@ -26,7 +26,17 @@ if TYPE_CHECKING:
         name: str
 
 
-__all__ = ["UNPARSED_VARIANTS", "Variant", "stream_cut_variants"]
+__all__ = ["SOURCE_KINDS", "UNPARSED_VARIANTS", "Variant", "stream_cut_variants"]
+
+#: What a variant's ``source`` is, and so how far it can be trusted: the bytes of a real
+#: exchange, a raw body a user quoted, what the provider documents, or the provider's own
+#: code. A shape only a client's code expects is none of these, and is no variant.
+SOURCE_KINDS: Dict[str, str] = {
+    "capture": "a recorded exchange with the provider (a cassette, fixture or traffic log)",
+    "issue": "a raw body or header dump quoted in an issue thread",
+    "docs": "the provider's own documentation",
+    "provider-source": "the provider's own source code",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,18 @@ class Variant:
     #: variant), which the backend must pass on unaltered.
     reasoning: Tuple[Reasoning, ...] = ()
     error_kinds: Tuple[str, ...] = ()
+    #: What ``source`` is, one of :data:`SOURCE_KINDS`: ``capture``, ``issue``, ``docs``
+    #: or ``provider-source``; empty only on a wire of one's own that does not say.
+    source_kind: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source_kind and self.source_kind not in SOURCE_KINDS:
+            known = ", ".join(SOURCE_KINDS)
+            raise ValueError(
+                f"variant {self.name!r}: source_kind {self.source_kind!r} is none of {known}; "
+                "say whether its source is a capture, an issue's raw body, the provider's docs "
+                "or the provider's own code"
+            )
 
     def label(self, wire: _Named) -> str:
         """``anthropic: 400 credit balance too low``."""
@@ -98,19 +120,33 @@ def stream_cut_variants(
     )
     return {
         "stream-cut/stream": (
-            Variant("after-text", f"text, then the stream cut inside an event, before {terminal}", source),
+            Variant(
+                "after-text",
+                f"text, then the stream cut inside an event, before {terminal}",
+                source,
+                source_kind="docs",
+            ),
             Variant(
                 "inside-tool-call",
                 f"{call}, then the stream cut inside an event, before {terminal}",
                 source,
+                source_kind="docs",
             ),
             Variant(
-                "between-events", f"text, then the stream cut between two events, before {terminal}", source
+                "between-events",
+                f"text, then the stream cut between two events, before {terminal}",
+                source,
+                source_kind="docs",
             ),
         ),
         "stream-cut/chat": (
-            Variant("text-body", "a text reply's body cut short inside the text", body),
-            Variant("tool-call-body", "a tool call reply's body cut short inside the arguments", body),
+            Variant("text-body", "a text reply's body cut short inside the text", body, source_kind="docs"),
+            Variant(
+                "tool-call-body",
+                "a tool call reply's body cut short inside the arguments",
+                body,
+                source_kind="docs",
+            ),
         ),
     }
 
@@ -122,10 +158,12 @@ UNPARSED_VARIANTS: Tuple[Variant, ...] = (
         "unterminated-string",
         "arguments ending inside a string, the object left open",
         "the provider's API reference: the model does not always write valid JSON",
+        source_kind="docs",
     ),
     Variant(
         "trailing-garbage",
         "a whole object, then a closing brace too many",
         "the provider's API reference: the model does not always write valid JSON",
+        source_kind="docs",
     ),
 )

@@ -104,6 +104,7 @@ VARIANTS: Mapping[str, Any] = {
             "vercel/ai packages/anthropic/src/__fixtures__/anthropic-clear-thinking.1.chunks.txt "
             "(claude-sonnet-4-5); https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             reasoning=(THINKING,),
+            source_kind="capture",
         ),
         Variant(
             "redacted-thinking",
@@ -111,6 +112,7 @@ VARIANTS: Mapping[str, Any] = {
             "then text",
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
+            source_kind="docs",
         ),
     ),
     **stream_cut_variants(
@@ -128,12 +130,14 @@ VARIANTS: Mapping[str, Any] = {
             "input_json_delta fragments ending inside a string, the object left open",
             "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
             "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
+            source_kind="docs",
         ),
         Variant(
             "trailing-garbage",
             "input_json_delta fragments: a whole object, then a closing brace too many",
             "anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
             "stream); earendil-works/pi#3175",
+            source_kind="issue",
         ),
     ),
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
@@ -144,11 +148,13 @@ VARIANTS: Mapping[str, Any] = {
             "delta-input-tokens",
             "message_delta.usage with input_tokens and cache counts",
             "vercel/ai packages/anthropic/src/__fixtures__/anthropic-message-delta-input-tokens.chunks.txt",
+            source_kind="capture",
         ),
         Variant(
             "delta-output-only",
             "message_delta.usage with output_tokens only",
             "pydantic/pydantic-ai tests/models/cassettes/test_anthropic (34 of 79 streams)",
+            source_kind="capture",
         ),
     ),
     "quota": (
@@ -156,16 +162,19 @@ VARIANTS: Mapping[str, Any] = {
             "credit-balance-400",
             "400 credit balance too low",
             "anthropics/claude-code#4684, #4208, #34522, #66314; continuedev/continue#5499",
+            source_kind="issue",
         ),
         Variant(
             "spend-limit-429",
             "429 rate_limit_error with details.error_code enforced_spend_limit_reached",
             "https://docs.claude.com/en/api/rate-limits (spend limits)",
+            source_kind="docs",
         ),
         Variant(
             "billing-402",
             "402 billing_error",
             "https://docs.claude.com/en/api/errors (402 billing_error)",
+            source_kind="docs",
         ),
     ),
 }

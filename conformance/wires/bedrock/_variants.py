@@ -61,6 +61,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "amazon-bedrock-reasoning.json; https://docs.aws.amazon.com/bedrock/latest/APIReference/"
             "API_runtime_ReasoningContentBlock.html",
             reasoning=(THINKING,),
+            source_kind="capture",
         ),
         Variant(
             "redacted-content",
@@ -68,6 +69,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "vercel/ai packages/amazon-bedrock/src/__fixtures__/amazon-bedrock-redacted-content.chunks.txt "
             "and amazon-bedrock-redacted-content.json",
             reasoning=(REDACTED_THINKING,),
+            source_kind="capture",
         ),
     ),
     **stream_cut_variants(
@@ -84,6 +86,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "429 ThrottlingException, per day in the message only",
             "minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
         ),
     ),
     # A toolUse block's contentBlockDelta input fragments that do not join to JSON, on
@@ -94,12 +97,14 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "toolUse input fragments ending inside a string, the object left open",
             "kagent-dev/kagent#2230 (malformed streamed toolUse input from ConverseStream); "
             "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming",
+            source_kind="issue",
         ),
         Variant(
             "trailing-garbage",
             "toolUse input fragments: a whole object, then a closing brace too many",
             "vercel/ai#19023 (a Bedrock call whose input is malformed JSON, kept as text, in "
             "production traffic)",
+            source_kind="issue",
         ),
     ),
     "content-filter/stream": (
@@ -108,12 +113,14 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "a text block, then stopReason guardrail_intervened and trace.guardrail",
             "traceloop/openllmetry packages/opentelemetry-instrumentation-bedrock/tests/traces/"
             "cassettes/test_titan/test_titan_converse_stream_with_events_with_no_content.yaml",
+            source_kind="capture",
         ),
         Variant(
             "content-filtered",
             "stopReason content_filtered and no content block",
             "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_MessageStopEvent.html "
             "(StopReason lists content_filtered; no capture shows it)",
+            source_kind="docs",
         ),
     ),
 }

@@ -167,6 +167,7 @@ RATE_LIMIT_VARIANTS = (
         "429 RESOURCE_EXHAUSTED without details (no RetryInfo)",
         "crewAIInc/crewAI lib/crewai/tests/cassettes "
         "TestAgentMultimodalGemini.test_video_file[gemini-gemini-2.0-flash].yaml",
+        source_kind="capture",
     ),
 )
 
@@ -233,11 +234,13 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "functionCall with an id and a thoughtSignature",
             "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_nested_pydantic_models.yaml",
             call_id=FUNCTION_CALL_ID,
+            source_kind="capture",
         ),
         Variant(
             "signature-without-id",
             "functionCall without an id, with a thoughtSignature",
             "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_gemini_3_thought_signatures.yaml",
+            source_kind="capture",
         ),
     ),
     "content-filter/chat": (
@@ -245,11 +248,13 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "prompt-blocked",
             "promptFeedback.blockReason and no candidates",
             "https://ai.google.dev/api/generate-content#PromptFeedback (a Vertex MODEL_ARMOR capture)",
+            source_kind="docs",
         ),
         Variant(
             "output-blocked",
             "a SAFETY candidate whose content is {}",
             "pydantic/pydantic-ai tests/models/cassettes/test_google/test_google_model_safety_settings.yaml",
+            source_kind="capture",
         ),
     ),
 }
@@ -276,6 +281,7 @@ REASONING_VARIANTS = (
         "google-reasoning-gemini3.json (gemini-3-pro-preview); issue-18073-empty-text-thought-signature."
         "chunks.txt (gemini-3-flash-preview)",
         reasoning=(SIGNATURE_ONLY,),
+        source_kind="capture",
     ),
     Variant(
         "thought-summary",
@@ -283,5 +289,6 @@ REASONING_VARIANTS = (
         "https://ai.google.dev/gemini-api/docs/thinking#summaries (includeThoughts); "
         "https://ai.google.dev/gemini-api/docs/thought-signatures",
         reasoning=(THOUGHT_SUMMARY,),
+        source_kind="docs",
     ),
 )

@@ -91,6 +91,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "ollama/ollama docs/api.md (the thinking field of a chat message); "
             "https://docs.ollama.com/capabilities/thinking",
             reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="ollama"),),
+            source_kind="docs",
         ),
     ),
     **stream_cut_variants(
@@ -106,12 +107,14 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "429 weekly usage limit, upgrade for higher limits",
             "HomericIntelligence/Scylla#346; continuedev/continue#11444 (the session limit, same form)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
         ),
         Variant(
             "hourly-usage-limit",
             "429 hourly usage limit, please wait or upgrade to continue",
             "continuedev/continue#9233; continuedev/continue#10579 (the session limit, same form)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
         ),
     ),
     "server-error": (
@@ -119,11 +122,13 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "runner-terminated-500",
             "500 llama runner process has terminated",
             "ollama/ollama server/routes.go (the runner's error, passed on as a 500)",
+            source_kind="provider-source",
         ),
         Variant(
             "cloud-unreachable-502",
             "502 from the cloud proxy when ollama.com cannot be reached",
             "ollama/ollama server/cloud_proxy.go; docs/api/errors.mdx (502)",
+            source_kind="provider-source",
         ),
     ),
     "stream-error": (
@@ -133,6 +138,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "(a retryable server_error)",
             "ollama/ollama docs/api/errors.mdx; llm/llama_server.go",
             error_kind="server_error",
+            source_kind="provider-source",
         ),
     ),
 }

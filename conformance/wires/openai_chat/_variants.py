@@ -134,12 +134,14 @@ VARIANTS: Mapping[str, Any] = {
             "https://platform.openai.com/docs/api-reference/chat/object (function.arguments: the "
             "model does not always generate valid JSON); vllm-project/vllm#47761 (a call's "
             "arguments an unterminated string on a turn that ended normally)",
+            source_kind="docs",
         ),
         Variant(
             "trailing-garbage",
             "a whole object, then a closing brace too many",
             "Chainlit/chainlit#791 (gpt-4 arguments with data after the object, Extra data); "
             "yigit353/langchain-qwq#30 (an extra closing brace); NorthlandPositronics/Cogtrix#2290",
+            source_kind="issue",
         ),
     ),
     "overloaded": (
@@ -148,6 +150,7 @@ VARIANTS: Mapping[str, Any] = {
             "503 server_error, code null, overloaded in the message",
             SERVER_ERROR_503,
             error_kinds=OVERLOADED_OR_SERVER_ERROR,
+            source_kind="issue",
         ),
         Variant(
             "service-unavailable",
@@ -160,12 +163,14 @@ VARIANTS: Mapping[str, Any] = {
             "service-unavailable",
             "in-stream service_unavailable_error / server_is_overloaded",
             "openai/codex codex-rs (in-stream server_is_overloaded); openai/openai-python#1625",
+            source_kind="issue",
         ),
         Variant(
             "server-error-overloaded",
             "in-stream server_error, code null, overloaded in the message",
             SERVER_ERROR_503 + "; openai/openai-python#1625 (mid-stream server_error text)",
             error_kinds=OVERLOADED_OR_SERVER_ERROR,
+            source_kind="issue",
         ),
     ),
     "rate-limit": (
@@ -179,6 +184,7 @@ VARIANTS: Mapping[str, Any] = {
             "no-retry-after",
             "429 without retry-after headers",
             "openai/openai-node#1477 (raw 429 header dump: no retry-after, no retry-after-ms)",
+            source_kind="issue",
         ),
     ),
 }
@@ -203,6 +209,7 @@ REASONING_VARIANTS = (
         "vercel/ai packages/deepseek/src/chat/__fixtures__/deepseek-reasoning.chunks.txt and "
         "deepseek-reasoning.json (deepseek-v4-flash); https://api-docs.deepseek.com/guides/reasoning_model",
         reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="openai"),),
+        source_kind="capture",
     ),
 )
 NO_REASONING = (

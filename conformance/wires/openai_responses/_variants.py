@@ -143,6 +143,7 @@ VARIANTS: Mapping[str, Any] = {
             "vercel/ai packages/openai/src/responses/__fixtures__/openai-reasoning-encrypted-content.1."
             "chunks.txt; https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items",
             reasoning=(_reasoning_item("summary", (FX.thinking,)),),
+            source_kind="capture",
         ),
         Variant(
             "multi-summary",
@@ -150,6 +151,7 @@ VARIANTS: Mapping[str, Any] = {
             "vercel/ai packages/openai/src/responses/__fixtures__/"
             "azure-gpt5-reasoning-multi-summary-with-encryption.chunks.txt",
             reasoning=(_reasoning_item("multi-summary", (_FIRST, _SECOND)),),
+            source_kind="capture",
         ),
         Variant(
             "encrypted-only",
@@ -157,6 +159,7 @@ VARIANTS: Mapping[str, Any] = {
             "https://platform.openai.com/docs/api-reference/responses/object (reasoning.summary is "
             "empty unless a summary is requested)",
             reasoning=(_reasoning_item("encrypted-only", ()),),
+            source_kind="docs",
         ),
     ),
     **stream_cut_variants(
@@ -175,6 +178,7 @@ VARIANTS: Mapping[str, Any] = {
             "arguments ending inside a string, the object left open",
             "vllm-project/vllm#47761 (a Responses function_call, status completed, its arguments "
             "an unterminated string, 297 output tokens: no max_output_tokens cut)",
+            source_kind="issue",
         ),
         Variant(
             "trailing-garbage",
@@ -182,6 +186,7 @@ VARIANTS: Mapping[str, Any] = {
             "https://platform.openai.com/docs/api-reference/responses/object (function_call.arguments: "
             "a JSON string as the model wrote it); NousResearch/hermes-agent#81765 (data after the "
             "first object, Extra data)",
+            source_kind="docs",
         ),
     ),
     "overloaded": (
@@ -190,6 +195,7 @@ VARIANTS: Mapping[str, Any] = {
             "503 server_error, code null, overloaded in the message",
             "AutumnWhj/ChatGPT-wechat-bot#153 (raw 503 body); agi-merge/waggle-dance#53",
             error_kinds=OVERLOADED_OR_SERVER_ERROR,
+            source_kind="issue",
         ),
         Variant(
             "service-unavailable",
@@ -208,6 +214,7 @@ VARIANTS: Mapping[str, Any] = {
             "in-stream server_error / server_error, then response.failed: a retryable server_error",
             "openai/openai-node#1730 (error event); Wei-Shaw/sub2api#6714 (response.failed)",
             error_kind="server_error",
+            source_kind="issue",
         ),
     ),
     "rate-limit": (
@@ -221,6 +228,7 @@ VARIANTS: Mapping[str, Any] = {
             "no-retry-after",
             "429 without retry-after headers",
             "openai/openai-node#1477 (raw 429 header dump of a Responses call)",
+            source_kind="issue",
         ),
     ),
     "quota/stream": (
@@ -228,11 +236,13 @@ VARIANTS: Mapping[str, Any] = {
             "insufficient-quota-429",
             "429 insufficient_quota before the stream",
             "vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.json",
+            source_kind="capture",
         ),
         Variant(
             "in-stream",
             "200, then error and response.failed with insufficient_quota",
             "vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.chunks.txt",
+            source_kind="capture",
         ),
     ),
 }
