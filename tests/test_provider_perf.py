@@ -1,4 +1,5 @@
-"""What keeps the fake provider fast stays in: Nagle off, and no JSON parse per request.
+"""What keeps the fake provider fast stays in: Nagle off, no JSON parse per request, and a
+repeated head not parsed again.
 
 How fast it is is measured by bench/run.py, side by side, never by a timed test here.
 """
@@ -8,8 +9,10 @@ from __future__ import annotations
 import json
 import socket
 import unittest
+from unittest import mock
 
 from conformance.provider import JsonReply, RecordedRequest, start_fake_provider
+from conformance.provider._h1_parse import RequestParser
 
 from .test_provider_support import RawConnection, http1_request
 
@@ -63,6 +66,74 @@ class TestLazyJson(unittest.TestCase):
                 connection.send(http1_request("POST", "/v1/x", body))
                 connection.read_response()
             self.assertEqual(provider.next_request().json, {"model": "m", "n": 1})
+
+
+class TestKeptHead(unittest.TestCase):
+    def setUp(self) -> None:
+        self.provider = start_fake_provider()
+        self.addCleanup(self.provider.close)
+        self.provider.reply(JsonReply({"ok": True}))
+        self.connection = RawConnection(self.provider.port)
+        self.addCleanup(self.connection.close)
+
+    def exchange(self, request: bytes) -> int:
+        self.connection.send(request)
+        return self.connection.read_response().status
+
+    def test_a_repeated_head_is_not_parsed_again(self) -> None:
+        """The same head again is taken up as read before: the parser's body check never runs for it."""
+        request = http1_request("POST", "/v1/x?a=1", b'{"n": 1}', {"x-key": "k"})
+        self.assertEqual(self.exchange(request), 200)
+        with mock.patch.object(RequestParser, "_start_body", side_effect=AssertionError("parsed again")):
+            self.assertEqual(self.exchange(request), 200)
+        first, second = self.provider.requests
+        self.assertEqual(
+            (second.method, second.path, second.query, second.body), ("POST", "/v1/x", "a=1", b'{"n": 1}')
+        )
+        self.assertEqual(second.headers, first.headers)
+        self.assertEqual(self.provider.errors, [])
+
+    def test_each_request_gets_headers_of_its_own(self) -> None:
+        """Changing one recorded request's headers leaves the next one, with the same head, as it came."""
+        request = http1_request("POST", "/v1/x", b"{}", {"x-key": "k"})
+        self.exchange(request)
+        self.provider.requests[0].headers["x-key"] = "changed"
+        self.exchange(request)
+        self.assertEqual(self.provider.requests[1].headers["x-key"], "k")
+
+    def test_another_head_is_parsed(self) -> None:
+        """A head that differs by one byte is read afresh, and becomes the kept one."""
+        self.exchange(http1_request("POST", "/v1/x", b"{}", {"x-key": "a"}))
+        self.exchange(http1_request("POST", "/v1/x", b"{}", {"x-key": "b"}))
+        self.assertEqual([r.headers["x-key"] for r in self.provider.requests], ["a", "b"])
+
+    def test_a_kept_head_still_gets_100_continue(self) -> None:
+        """Expect: 100-continue on a kept head is still answered before the body is sent."""
+        body = b'{"n": 1}'
+        expect = {"expect": "100-continue", "content-length": str(len(body))}
+        head = http1_request("POST", "/v1/x", b"", expect)
+        for _ in range(2):
+            self.connection.send(head)
+            self.assertEqual(self.connection.read_head()[0], 100)
+            self.connection.send(body)
+            self.assertEqual(self.connection.read_response().status, 200)
+        self.assertEqual([r.body for r in self.provider.requests], [body, body])
+
+    def test_a_kept_chunked_head_reads_each_body(self) -> None:
+        """Two chunked requests with one head each get their own body."""
+        head = http1_request("POST", "/v1/x", b"", {"transfer-encoding": "chunked"})
+        for body in (b"first", b"second!"):
+            self.assertEqual(self.exchange(head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)), 200)
+        self.assertEqual([r.body for r in self.provider.requests], [b"first", b"second!"])
+
+    def test_a_refused_head_is_not_kept(self) -> None:
+        """A head answered with an error is never taken up again: the same bytes are refused again."""
+        bad = b"POST /v1/x HTTP/1.1\r\nhost: a\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n"
+        for _ in range(2):
+            with RawConnection(self.provider.port) as connection:
+                connection.send(bad)
+                self.assertEqual(connection.read_response().status, 400)
+        self.assertIsNone(self.provider._hub.h1_head)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,8 @@ class Hub:
         self.h2_cache: Any = (None, None)
         self.h2_stream_cache: Any = (None, None)
         self.h1_stream_cache: Any = (None, None, None)
+        #: The last HTTP/1.1 head that parsed cleanly, and what was read from it.
+        self.h1_head: Any = None
         self._h2_available: Optional[bool] = None
         #: The next provider-wide event sequence number (see :meth:`number_events`).
         self.next_seq = 0
