@@ -67,8 +67,15 @@ class H2Session(H2ReplyWriter):
         self.owner = owner
         self.hub = hub
         self.transport = owner.transport
+        # The response headers are normalized and checked once per reply, where they are
+        # made (see _h2_reply): h2 need not do it again for every response.
         self.conn = h2.connection.H2Connection(
-            h2.config.H2Configuration(client_side=False, header_encoding=None)
+            h2.config.H2Configuration(
+                client_side=False,
+                header_encoding=None,
+                validate_outbound_headers=False,
+                normalize_outbound_headers=False,
+            )
         )
         self.buf = bytearray()
         self.preface_left = _PREFACE_SIZE
