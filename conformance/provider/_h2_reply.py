@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import h2.connection
 import h2.errors
@@ -33,10 +33,24 @@ from ._hub import REPLY_TYPES
 from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
-    from ._http1 import H1Connection
     from ._hub import Hub
 
-__all__ = ["H2ReplyWriter", "Headers", "Stream", "data_frame", "encode_json", "spend"]
+__all__ = ["Carrier", "H2ReplyWriter", "Headers", "Stream", "data_frame", "encode_json", "spend"]
+
+
+class Carrier(Protocol):
+    """What an h2 session needs of the connection that carries it: the HTTP/1.1
+    protocol object, which hands itself over at the preface or the ``Upgrade: h2c``.
+
+    Named here, below both, so that the session never imports the HTTP/1.1 side.
+    """
+
+    transport: Any
+    #: Set while the transport asks us to stop writing (the client does not read).
+    paused: bool
+
+    async def writable(self) -> None:
+        """Return once the transport takes writes again (or is gone)."""
 
 
 #: Connection-specific headers HTTP/2 forbids (RFC 9113 8.2.2); a reply's own are dropped.
@@ -120,7 +134,7 @@ class H2ReplyWriter:
 
     conn: h2.connection.H2Connection
     hub: Hub
-    owner: H1Connection
+    owner: Carrier
     transport: Any
     loop: asyncio.AbstractEventLoop
     closed: bool

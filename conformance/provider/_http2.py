@@ -19,14 +19,16 @@ which kills every stream in flight; RFC 9113 5.1.2 asks for
 as ``h2`` sets it, and enforced here, stream by stream.
 
 Replies, from HEADERS to the end of the stream, are written by the session's writing
-half, :mod:`._h2_reply`.
+half, :mod:`._h2_reply`. The connection that carries the session is the HTTP/1.1
+protocol object, seen here only as the small :class:`._h2_reply.Carrier` it hands
+over, so that this module never imports the HTTP/1.1 side.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import h2.config
 import h2.connection
@@ -35,12 +37,9 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from ._h2_reply import H2ReplyWriter, Stream
+from ._h2_reply import Carrier, H2ReplyWriter, Stream
 from ._hub import Hub
 from .replies import JsonReply, RecordedRequest
-
-if TYPE_CHECKING:
-    from ._http1 import H1Connection
 
 __all__ = ["H2Session"]
 
@@ -63,7 +62,7 @@ _LINGER_SECONDS = 2.0
 class H2Session(H2ReplyWriter):
     """The HTTP/2 side of one connection; the owner protocol forwards its events here."""
 
-    def __init__(self, owner: H1Connection, hub: Hub) -> None:
+    def __init__(self, owner: Carrier, hub: Hub) -> None:
         self.owner = owner
         self.hub = hub
         self.transport = owner.transport
