@@ -256,7 +256,7 @@ class H2ReplyWriter:
                 seconds = pauses.get(index) if pauses else None
                 if seconds:
                     await asyncio.sleep(seconds)
-                await self._data(stream.stream_id, chunks[index], index == last, request)
+                await self._data(stream.stream_id, chunks[index], index == last, request, index + 1)
                 request._written = index + 1
                 if WATCH.waiting:
                     WATCH.notify()
@@ -376,7 +376,7 @@ class H2ReplyWriter:
                 self._flush()
                 if body:
                     request = self._noted(stream, reply)
-                    await self._data(sid, body, True, request)
+                    await self._data(sid, body, True, request, 1)
                     request._written = 1
                     WATCH.notify()
             else:  # a StreamReply goes through _stream_now
@@ -407,11 +407,13 @@ class H2ReplyWriter:
         WATCH.notify()
 
     async def _data(
-        self, sid: int, data: bytes, end: bool, request: Optional[RecordedRequest] = None
+        self, sid: int, data: bytes, end: bool, request: Optional[RecordedRequest] = None, written: int = 0
     ) -> None:
         """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.
 
-        The chunk's flush time joins the request's times just before its last frame is written.
+        The chunk's flush time joins the request's times just before its last frame is
+        written; with ``end``, that frame ends the stream, and the request counts
+        ``written`` chunks before it goes (as in every write that ends a response).
         """
         conn = self.conn
         offset = 0
@@ -437,6 +439,7 @@ class H2ReplyWriter:
                     request._times = (*times, monotonic())
                 if end:
                     request._end = "complete"
+                    request._written = written
             self._flush()
 
     def _noted(self, stream: Stream, reply: Reply) -> RecordedRequest:
