@@ -135,7 +135,7 @@ class TestRawH2(H2TestCase):
         self.assertEqual(response.headers["content-type"], "text/event-stream")
 
     def test_small_chunks_past_the_default_windows_keep_their_frames(self) -> None:
-        """300 chunks of 1000 bytes, five default windows' worth: no frame spans two chunks, none oversends."""
+        """300 chunks of 1000 bytes, five default windows' worth: no frame spans two chunks or oversends."""
         import socket
 
         import h2.config

@@ -147,7 +147,7 @@ class TestKeptHead(unittest.TestCase):
 
 class TestResponseLogOnTheRequest(unittest.TestCase):
     def test_a_recorded_response_holds_no_object_of_its_own(self) -> None:
-        """After a collection, what a recorded request holds for the collector is only what all requests share."""
+        """After a collection, a recorded request holds for the collector only what all requests share."""
         reply = JsonReply({"ok": True})
         stream = StreamReply([b"data: 1\n\n", b"data: 2\n\n"])
         with start_fake_provider() as provider:
@@ -183,7 +183,7 @@ class TestResponseLogOnTheRequest(unittest.TestCase):
             self.assertEqual(len(first.body_events()), 2)
 
     def test_numbering_goes_on_after_the_settled_requests(self) -> None:
-        """Events are numbered in order across requests read at different times; ended ones are passed over."""
+        """Events are numbered in order across requests read at different times; ended ones are skipped."""
         reply = StreamReply([b"data: 1\n\n", b"data: 2\n\n"])
         with start_fake_provider() as provider:
             provider.reply(reply)
@@ -291,7 +291,7 @@ class TestOneWritePerChunk(unittest.TestCase):
         self.assertEqual(writes[2], b"9\r\ndata: 3\n\n\r\n0\r\n\r\n")
 
     def test_http1_end_is_its_own_write_when_it_waits(self) -> None:
-        """A stream that hangs, or is held before its end, writes each chunk alone and no end with the last."""
+        """A stream that hangs, or is held before its end, writes each chunk alone, no end with the last."""
         for name, reply in (("hang", StreamReply(self.CHUNKS, hang=True)),
                             ("pause", StreamReply(self.CHUNKS, pauses={3: 30}))):
             with self.subTest(name):
@@ -319,7 +319,7 @@ class TestOneWritePerChunk(unittest.TestCase):
 
     @unittest.skipUnless(HAVE_H2, "h2 is not installed")
     def test_a_data_frame_made_here_is_the_one_h2_makes(self) -> None:
-        """data_frame() gives the bytes h2 serializes for the same DATA frame, and spend() the same windows."""
+        """data_frame() gives the bytes h2 serializes for the DATA frame, and spend() the same windows."""
         import h2.config
         import h2.connection
         import h2.events
@@ -331,8 +331,8 @@ class TestOneWritePerChunk(unittest.TestCase):
             conn.initiate_connection()
             client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
             client.initiate_connection()
-            client.send_headers(3, [(":method", "GET"), (":path", "/"), (":scheme", "http"), (":authority", "a")],
-                                end_stream=True)
+            head = [(":method", "GET"), (":path", "/"), (":scheme", "http"), (":authority", "a")]
+            client.send_headers(3, head, end_stream=True)
             events = conn.receive_data(client.data_to_send())
             self.assertTrue(any(isinstance(e, h2.events.RequestReceived) for e in events))
             conn.send_headers(3, [(":status", "200")])

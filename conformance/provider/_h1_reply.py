@@ -253,8 +253,10 @@ class ReplyWriter:
         count = len(framed)
         while index < count:
             if closing():
+                request._written = index
                 return
             if self.paused or (pauses and index in pauses):
+                request._written = index
                 self.task = self.hub.spawn(self._stream_later(framed, index, ending, request, pauses))
                 return
             note(monotonic())
@@ -268,9 +270,15 @@ class ReplyWriter:
                 ending = b""
                 request._written = index
             write(data)
-            request._written = index
             if watch.waiting:
+                # Counted per chunk for a waiter; for anyone else the count catches up
+                # when this run of writes ends, a few microseconds later, before the
+                # waiters are looked for once more (one who came meanwhile finds it).
+                request._written = index
                 watch.notify()
+        request._written = index
+        if watch.waiting:
+            watch.notify()
         if pauses and count in pauses:  # held after the last chunk, before the end
             self.task = self.hub.spawn(self._stream_later(framed, count, ending, request, pauses))
             return
