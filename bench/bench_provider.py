@@ -302,15 +302,52 @@ def _scripted(provider: ModuleType) -> Callable[[Any], Any]:
     return lambda request: sse_reply if request.path == "/v1/sse" else json_reply
 
 
-#: (name, raw client, the call it makes, most calls per cell, goal as x the floor).
-_WORKLOADS: List[Tuple[str, Callable[[int], Any], Callable[[Any], Callable[[], None]], int, float]] = [
-    ("HTTP/1.1 JSON", _RawHttp1Client,
+class _Httpx:
+    """httpx's sync client with keep-alive, as a user of the provider would drive it."""
+
+    def __init__(self, port: int, http2: bool) -> None:
+        from clients import HttpxClient
+
+        self.client = HttpxClient(port, http2=http2)
+
+    def exchange(self, path: str) -> None:
+        self.client.exchange(path)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+#: (name, transport, client for a port, the call it makes, most calls per cell, goal as
+#: x the floor, or None where the client's own cost is most of the figure).
+_Workload = Tuple[str, str, Callable[[int], Any], Callable[[Any], Callable[[], None]], int, Optional[float]]
+_WORKLOADS: List[_Workload] = [
+    ("HTTP/1.1 JSON", "HTTP/1.1", _RawHttp1Client,
      lambda c: lambda: c.exchange(_http1_request("/v1/json"), False), 3000, GOAL_RATIO),
-    ("HTTP/1.1 20-event stream", _RawHttp1Client,
+    ("HTTP/1.1 20-event stream", "HTTP/1.1", _RawHttp1Client,
      lambda c: lambda: c.exchange(_http1_request("/v1/sse"), True), 1000, GOAL_STREAM_RATIO),
-    ("h2c JSON", _RawH2Client, lambda c: lambda: c.exchange("/v1/json"), 1500, GOAL_RATIO),
-    ("h2c 20-event stream", _RawH2Client, lambda c: lambda: c.exchange("/v1/sse"), 800, GOAL_STREAM_RATIO),
+    ("h2c JSON", "h2c", _RawH2Client, lambda c: lambda: c.exchange("/v1/json"), 1500, GOAL_RATIO),
+    ("h2c 20-event stream", "h2c", _RawH2Client,
+     lambda c: lambda: c.exchange("/v1/sse"), 800, GOAL_STREAM_RATIO),
 ]
+_HTTPX_WORKLOADS: List[_Workload] = [
+    ("httpx HTTP/1.1 JSON", "HTTP/1.1", lambda port: _Httpx(port, False),
+     lambda c: lambda: c.exchange("/v1/json"), 1000, None),
+    ("httpx HTTP/1.1 stream", "HTTP/1.1", lambda port: _Httpx(port, False),
+     lambda c: lambda: c.exchange("/v1/sse"), 500, None),
+    ("httpx h2c JSON", "h2c", lambda port: _Httpx(port, True),
+     lambda c: lambda: c.exchange("/v1/json"), 800, None),
+    ("httpx h2c stream", "h2c", lambda port: _Httpx(port, True),
+     lambda c: lambda: c.exchange("/v1/sse"), 400, None),
+]
+
+
+def _workloads() -> List[_Workload]:
+    """The raw workloads, and httpx's where httpx (with its h2 extra) is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None or importlib.util.find_spec("h2") is None:
+        return list(_WORKLOADS)
+    return _WORKLOADS + _HTTPX_WORKLOADS
 
 
 def bench_latency(
@@ -330,12 +367,12 @@ def bench_latency(
     modules = dict(packages)
     try:
         for round_index in range(rounds):
-            for name, client_type, make_call, count, _ in _WORKLOADS:
+            for name, transport, client_type, make_call, count, _ in _workloads():
                 turn = round_index % len(who)
                 for label in who[turn:] + who[:turn]:
                     server: Any = None
                     if label == "floor":
-                        port = floors[name.split()[0]].port
+                        port = floors[transport].port
                     else:
                         server = modules[label].start_fake_provider()
                         server.reply(_scripted(modules[label]))
@@ -354,10 +391,12 @@ def bench_latency(
     finally:
         for floor in floors.values():
             floor.close()
-    return {key: (statistics.median(values), statistics.median(tails[key])) for key, values in medians.items()}
+    return {key: (statistics.median(v), statistics.median(tails[key])) for key, v in medians.items()}
 
 
-def bench_start_stop(packages: Sequence[Tuple[str, ModuleType]], cycles: int) -> Dict[str, Tuple[float, float]]:
+def bench_start_stop(
+    packages: Sequence[Tuple[str, ModuleType]], cycles: int
+) -> Dict[str, Tuple[float, float]]:
     """Per package label, (median, p90) ms of start_fake_provider() plus close(), interleaved."""
     samples: Dict[str, List[float]] = {label: [] for label, _ in packages}
     deadline = time.perf_counter() + 20
@@ -482,8 +521,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     placement = f"pinned to CPU {args.pin}" if args.pin is not None else "unpinned"
     print(f"Python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, {placement}; "
           f"at start: {_load()}; loopback only")
-    base_note = f"'{base_label}' is the code before the change, measured in the same rounds" if base_label else (
-        "no base revision")
+    base_note = "no base revision"
+    if base_label:
+        base_note = f"'{base_label}' is the code before the change, measured in the same rounds"
     print(f"'now' is the working copy; {base_note}; 'x base' is now / base (below 1: faster now)")
     all_met = True
 
@@ -497,32 +537,32 @@ def main(argv: Optional[List[str]] = None) -> int:
         now = cpu[name, "now"]
         base = cpu.get((name, base_label)) if base_label else None
         print(f"{name:<26}{now:>9.2f}{(f'{base:.2f}' if base else '-'):>10}{_against(now, base):>8}")
-    for kind in ("JSON", "20-event stream"):
-        line = f"  h2c over HTTP/1.1, {kind}: now {cpu[f'h2c {kind}', 'now'] / cpu[f'HTTP/1.1 {kind}', 'now']:.2f}x"
-        if base_label:
-            line += f", {base_label} {cpu[f'h2c {kind}', base_label] / cpu[f'HTTP/1.1 {kind}', base_label]:.2f}x"
-        print(line)
-
     print(f"\nRequest latency over loopback, µs: median of {rounds} round medians (p90 likewise), "
           f"interleaved, a fresh provider per cell  [{_load()}]")
     print(f"{'workload':<26}{'floor':>8}{'now':>8}{'p90':>7}{'x floor':>8}{'goal':>7}{'':>9}"
           f"{(base_label or ''):>10}{'x floor':>8}{'x base':>8}")
     latency = bench_latency(packages, rounds, args.quick)
-    for name, _, _, _, goal in _WORKLOADS:
+    for name, _, _, _, _, goal in _workloads():
         floor = latency[name, "floor"][0]
         now, now_p90 = latency[name, "now"]
-        met = now / floor <= goal
+        met = goal is None or now / floor <= goal
         all_met = all_met and met
-        line = (f"{name:<26}{floor:>8.1f}{now:>8.1f}{now_p90:>7.0f}{now / floor:>7.2f}x{goal:>6.1f}x"
-                f"{_verdict(met):>9}")
+        verdict = "(shown)" if goal is None else _verdict(met)
+        line = (f"{name:<26}{floor:>8.1f}{now:>8.1f}{now_p90:>7.0f}{now / floor:>7.2f}x"
+                f"{(f'{goal:.1f}x' if goal else '-'):>7}{verdict:>9}")
         if base_label:
             base = latency[name, base_label][0]
             line += f"{base:>10.1f}{base / floor:>7.2f}x{_against(now, base):>8}"
         print(line)
-    for kind in ("JSON", "20-event stream"):
-        line = f"  h2c over HTTP/1.1, {kind}: floor {latency[f'h2c {kind}', 'floor'][0] / latency[f'HTTP/1.1 {kind}', 'floor'][0]:.2f}x"
+    print("  h2c over HTTP/1.1, the same client and reply, per request:")
+    for kind in ("JSON", "20-event stream", "httpx JSON", "httpx stream"):
+        h1, h2 = (f"HTTP/1.1 {kind}", f"h2c {kind}") if not kind.startswith("httpx") else (
+            kind.replace("httpx", "httpx HTTP/1.1"), kind.replace("httpx", "httpx h2c"))
+        if (h1, "floor") not in latency:
+            continue
+        line = f"    {kind:<18} floor {latency[h2, 'floor'][0] / latency[h1, 'floor'][0]:.2f}x"
         for label, _ in packages:
-            line += f", {label} {latency[f'h2c {kind}', label][0] / latency[f'HTTP/1.1 {kind}', label][0]:.2f}x"
+            line += f", {label} {latency[h2, label][0] / latency[h1, label][0]:.2f}x"
         print(line)
 
     print(f"\n[{_load()}]")
@@ -532,7 +572,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     all_met = all_met and met
     base_text = ""
     if base_label:
-        base_text = f"; {base_label}: median {stops[base_label][0]:.2f} ms ({_against(median, stops[base_label][0])})"
+        base = stops[base_label][0]
+        base_text = f"; {base_label}: median {base:.2f} ms ({_against(median, base)})"
     print(f"Start + stop of a provider: median {median:.2f} ms, p90 {p90:.2f} ms  "
           f"(goal < {GOAL_START_STOP_MS} ms: {_verdict(met)}){base_text}")
     for label, module in packages:
@@ -540,7 +581,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         met = median < GOAL_DISCONNECT_MS and not missed
         if label == "now":
             all_met = all_met and met
-        print(f"Disconnect seen ({label}; client closes mid-stream of a hang=True reply): median {median:.3f} ms, "
+        print(f"Disconnect seen ({label}; client closes mid-stream of a hang=True reply): "
+              f"median {median:.3f} ms, "
               f"max {worst:.3f} ms, missed {missed}  (goal < {GOAL_DISCONNECT_MS} ms: {_verdict(met)})")
     imports = bench_import(folders, 5 if args.quick else 9)
     for label, (total, share, h2_seen) in imports.items():

@@ -56,7 +56,10 @@ def load_revision(rev: str) -> Tuple[Optional[Revision], str]:
             capture_output=True, timeout=60, check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"no base revision {rev!r} to compare with ({type(exc).__name__}: not a git checkout, or no such revision)"
+        return None, (
+            f"no base revision {rev!r} to compare with ({type(exc).__name__}: "
+            "not a git checkout, or no such revision)"
+        )
     folder = Path(tempfile.mkdtemp(prefix=f"bench-{short}-"))
     atexit.register(shutil.rmtree, folder, True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
