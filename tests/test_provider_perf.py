@@ -256,7 +256,10 @@ class _Wire:
         return self.transport.writes[before:]
 
     def close(self) -> None:
-        self.connection.connection_lost(None)
+        self.connection.connection_lost(None)  # cancels what a held stream left on the loop
+        tasks = list(self.provider._hub.tasks)
+        if tasks:
+            self.loop.run_until_complete(asyncio.wait(tasks, timeout=1.0))
         self.loop.close()
         self.provider.close()
 
