@@ -359,34 +359,42 @@ class _Noted(Protocol):
 
 #: The transport chunks and the events of recently logged replies, by the reply's
 #: identity: a scripted reply is usually sent many times over, and its bytes do not
-#: change (the protocols' caches of encoded replies rely on that too).
-_BODIES: Dict[int, Tuple[Any, List[bytes], List[BodyEvent]]] = {}
+#: change (the protocols' caches of encoded replies rely on that too). Each entry is
+#: ``[reply, chunks, events or None]``: the events are cut only when first asked for.
+_BODIES: Dict[int, List[Any]] = {}
 _BODIES_KEPT = 64
 _BODIES_LOCK = threading.Lock()
 
 
-def _body_of(reply: Any) -> Tuple[List[bytes], List[BodyEvent]]:
+def _body_of(reply: Any, events: bool) -> Tuple[List[bytes], Optional[List[BodyEvent]]]:
     """A reply's transport chunks (a stream's non-empty chunks, or the whole body as
-    sent) and the events they hold, cut once per reply and kept."""
+    sent), and with ``events`` the events they hold; each made once per reply and kept."""
     with _BODIES_LOCK:
         found = _BODIES.get(id(reply))
-    if found is not None and found[0] is reply:
-        return found[1], found[2]
-    chunks = getattr(reply, "chunks", None)
-    if chunks is not None:
-        body_chunks = [bytes(c) for c in chunks if c]
-    else:
-        body = reply.encoded()
-        if getattr(reply, "cut_at", None) is not None:
-            body = reply.sent_body(body)
-        body_chunks = [body] if body else []
-    content_type = str(getattr(reply, "content_type", "application/octet-stream"))
-    events = split_events(content_type, b"".join(body_chunks))
-    with _BODIES_LOCK:
-        if len(_BODIES) >= _BODIES_KEPT:
-            del _BODIES[next(iter(_BODIES))]  # the oldest
-        _BODIES[id(reply)] = (reply, body_chunks, events)  # the reply is kept: its id stays its own
-    return body_chunks, events
+    if found is None or found[0] is not reply:
+        chunks = getattr(reply, "chunks", None)
+        if chunks is not None:
+            body_chunks = [bytes(c) for c in chunks if c]
+        else:
+            body = reply.encoded()
+            if getattr(reply, "cut_at", None) is not None:
+                body = reply.sent_body(body)
+            body_chunks = [body] if body else []
+        found = [reply, body_chunks, None]  # the reply is kept: its id stays its own
+        with _BODIES_LOCK:
+            if len(_BODIES) >= _BODIES_KEPT:
+                del _BODIES[next(iter(_BODIES))]  # the oldest
+            _BODIES[id(reply)] = found
+    if events and found[2] is None:
+        content_type = str(getattr(reply, "content_type", "application/octet-stream"))
+        found[2] = split_events(content_type, b"".join(found[1]))
+    return found[1], found[2]
+
+
+def _events_of(reply: Any) -> Tuple[List[bytes], List[BodyEvent]]:
+    chunks, events = _body_of(reply, True)
+    assert events is not None
+    return chunks, events
 
 
 class ResponseLog:
@@ -446,7 +454,7 @@ class ResponseLog:
     @property
     def chunks(self) -> List[bytes]:
         """The body as its transport chunks: a stream's non-empty chunks, or the whole body."""
-        return _body_of(self.reply)[0]
+        return _body_of(self.reply, False)[0]
 
     @property
     def incomplete(self) -> bool:
@@ -460,7 +468,7 @@ class ResponseLog:
 
     def body_events(self) -> List[BodyEvent]:
         """Every event in the whole body (sent or not), cut once per reply and kept."""
-        return _body_of(self.reply)[1]
+        return _events_of(self.reply)[1]
 
     def complete(self) -> bool:
         """Every event is out and numbered: nothing left for the numbering to do."""
@@ -468,7 +476,7 @@ class ResponseLog:
 
     def sent(self) -> List[Tuple[BodyEvent, int, float]]:
         """``(event, chunk index, flush time)`` of each event whose last byte went out."""
-        chunks, events = _body_of(self.reply)
+        chunks, events = _events_of(self.reply)
         return _placed(events, chunks, list(self.times))
 
     def events(self) -> List[WireEvent]:
