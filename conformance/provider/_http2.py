@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any, Callable, Dict, List, Optional
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional
 
 import h2.config
 import h2.connection
@@ -79,7 +80,8 @@ class H2Session(H2ReplyWriter):
         self.buf = bytearray()
         self.preface_left = _PREFACE_SIZE
         self.streams: Dict[int, Stream] = {}
-        self.requests: List[RecordedRequest] = []
+        #: The requests of this connection, bounded as the record is (see _http1).
+        self.requests: Deque[RecordedRequest] = deque(maxlen=hub.max_requests)
         self.held_goaway: Optional[bytes] = None
         self.window_waiters: List[asyncio.Future[None]] = []
         self.closed = False
