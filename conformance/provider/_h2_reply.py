@@ -416,6 +416,8 @@ class H2ReplyWriter:
         ``written`` chunks before it goes (as in every write that ends a response).
         """
         conn = self.conn
+        own = _h2_stream(conn, sid)
+        view = memoryview(data)  # frames are cut from it without a copy each
         offset = 0
         total = len(data)
         while offset < total:
@@ -429,7 +431,15 @@ class H2ReplyWriter:
                 self.window_waiters.append(waiter)
                 await waiter
                 continue
-            conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
+            ends = end and offset + size == total
+            # Framed here unless it ends the stream, or h2 would refuse it (the client
+            # reset the stream while this waited): then h2 says so, as it always did.
+            if ends or own is None or own.closed:
+                conn.send_data(sid, data[offset : offset + size], end_stream=ends)
+                out = conn.data_to_send()
+            else:
+                out = conn.data_to_send() + _FRAME_HEAD.pack(size << 8, 0, sid) + view[offset : offset + size]
+                spend(conn, own, size)
             offset += size
             if offset == total and request is not None:
                 times = request._times
@@ -440,7 +450,8 @@ class H2ReplyWriter:
                 if end:
                     request._end = "complete"
                     request._written = written
-            self._flush()
+            if not self.transport.is_closing():
+                self.transport.write(out)
 
     def _noted(self, stream: Stream, reply: Reply) -> RecordedRequest:
         """Note on the stream's request that this reply is going out (its response log)."""
