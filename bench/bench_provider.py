@@ -14,7 +14,8 @@ the same process (``bench/revision.py``) and measured in the same rounds:
   and a 20-event stream, over HTTP/1.1 (raw socket client) against a minimal
   ``asyncio.Protocol`` server, and over h2c (raw ``h2`` client) against a minimal
   ``asyncio`` + ``h2`` server; the servers take turns within each round, and each
-  provider cell starts a fresh provider; what h2c costs over HTTP/1.1;
+  provider cell starts a fresh provider; what h2c costs over HTTP/1.1; an 8 MiB h2c
+  stream in 1 MiB chunks;
 * start plus stop of a provider;
 * how long after a client closes mid-stream (hang=True) the request is marked closed;
 * ``import conformance`` in a fresh interpreter, and that it did not import ``h2``.
@@ -394,6 +395,30 @@ def bench_latency(
     return {key: (statistics.median(v), statistics.median(tails[key])) for key, v in medians.items()}
 
 
+def bench_large_h2c(packages: Sequence[Tuple[str, ModuleType]], rounds: int) -> Dict[str, float]:
+    """Per package, the median ms of an 8 MiB h2c stream in 1 MiB chunks (a raw h2 client):
+    frames cut from chunks larger than a frame, and flow control, rather than per-request cost."""
+    body = os.urandom(1 << 20)
+    samples: Dict[str, List[float]] = {}
+    for index in range(rounds):
+        turn = index % len(packages)
+        for label, module in list(packages[turn:]) + list(packages[:turn]):
+            server = module.start_fake_provider()
+            server.reply(module.StreamReply([body] * 8, content_type="application/octet-stream"))
+            client = _RawH2Client(server.port)
+            try:
+                client.exchange("/big")  # warm-up
+                started = time.perf_counter()
+                for _ in range(3):
+                    client.exchange("/big")
+                samples.setdefault(label, []).append((time.perf_counter() - started) / 3 * 1000)
+            finally:
+                client.close()
+                server.close()
+            gc.collect()
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
 def bench_start_stop(
     packages: Sequence[Tuple[str, ModuleType]], cycles: int
 ) -> Dict[str, Tuple[float, float]]:
@@ -564,6 +589,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         for label, _ in packages:
             line += f", {label} {latency[h2, label][0] / latency[h1, label][0]:.2f}x"
         print(line)
+
+    large = bench_large_h2c(packages, rounds)
+    line = f"h2c 8 MiB stream in 1 MiB chunks, raw h2 client: now {large['now']:.1f} ms"
+    if base_label:
+        line += f", {base_label} {large[base_label]:.1f} ms ({_against(large['now'], large[base_label])})"
+    print(line)
 
     print(f"\n[{_load()}]")
     stops = bench_start_stop(packages, 60 if args.quick else 200)
