@@ -15,7 +15,7 @@ import socket
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from bench_provider import REQUEST_BODY, _http1_request, _RawH2Client, _recv
+from floors import REQUEST_BODY, _http1_request, _RawH2Client, _recv
 
 __all__ = ["RawHttp1", "RawH2", "HttpxClient", "load", "REQUESTS"]
 

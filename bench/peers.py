@@ -11,7 +11,7 @@ with the reason, so the bench runs with whatever is installed.
 The peers are what a user would reach for instead of the fake provider:
 pytest-httpserver (werkzeug), aiohttp's ``AppRunner``, uvicorn (HTTP/1.1, the plain
 ``h11`` install) and hypercorn (h2c). The floors are the minimal ``asyncio``
-servers of ``bench_provider.py``: the least a server can do.
+servers of ``floors.py``: the least a server can do.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from bench_provider import EVENTS, JSON_BODY, _FloorH2, _FloorHttp1, _FloorServer
+from floors import EVENTS, JSON_BODY, _FloorH2, _FloorHttp1, _FloorServer
 
 from conformance.provider import JsonReply, StreamReply, start_fake_provider
 

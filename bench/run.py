@@ -47,6 +47,8 @@ from clients import HttpxClient, RawH2, RawHttp1, load  # noqa: E402
 from peers import Server, available  # noqa: E402
 
 GOAL_FLOOR_RATIO = 1.3
+#: A stream is mostly its writes, which the floor pays alike: the provider may add less.
+GOAL_STREAM_FLOOR_RATIO = 1.1
 GOAL_PEER_SPEEDUP = 2.0
 GOAL_CASE_OVERHEAD_MS = 10.0
 SECTIONS = ("latency", "startstop", "load", "case", "matrix")
@@ -148,9 +150,10 @@ def section_latency(servers: List[Tuple[str, str, Server]], rounds: int, budget:
             med = table[transport, "provider", column][0]
             if "floor" in names and column.startswith("raw"):
                 ratio = med / table[transport, "floor", column][0]
-                ok = ratio <= GOAL_FLOOR_RATIO
+                goal = GOAL_STREAM_FLOOR_RATIO if "stream" in column else GOAL_FLOOR_RATIO
+                ok = ratio <= goal
                 met = met and ok
-                print(f"  goal: provider within {GOAL_FLOOR_RATIO}x of the floor, {transport} {column}: "
+                print(f"  goal: provider within {goal}x of the floor, {transport} {column}: "
                       f"{ratio:.2f}x  {'met' if ok else 'NOT MET'}")
         for peer in names:
             if peer in ("floor", "provider"):

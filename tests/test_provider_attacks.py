@@ -292,6 +292,19 @@ class TestRecord(unittest.TestCase):
             with self.assertRaises(TimeoutError):
                 provider.next_request(0.05)
 
+    def test_a_kept_alive_connection_holds_no_more_than_the_record(self) -> None:
+        """Twenty requests on one connection, max_requests=5: it keeps five, marked closed at its end."""
+        with start_fake_provider(max_requests=5) as provider:
+            provider.reply(JsonReply({}))
+            with RawConnection(provider.port) as connection:
+                for n in range(20):
+                    connection.send(http1_request("GET", f"/r/{n}"))
+                    connection.read_response()
+                (held,) = [list(c.requests) for c in list(provider._hub.connections)]
+                self.assertEqual([r.path for r in held], [f"/r/{n}" for n in range(15, 20)])
+            self.assertIsNotNone(provider.latest_closed(timeout=2.0))
+            self.assertTrue(all(r.closed for r in provider.requests))
+
     def test_max_requests_must_be_a_positive_int(self) -> None:
         """A zero, negative or non-int max_requests is refused."""
         for value in (0, -1, 2.5, True):

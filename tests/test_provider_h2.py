@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import importlib.util
+import itertools
 import json
 import os
 import unittest
@@ -132,6 +133,48 @@ class TestRawH2(H2TestCase):
         self.assertEqual(response.chunks, [b"one", b"two", b"three"])
         self.assertEqual(response.headers["x-amzn-requestid"], "r")
         self.assertEqual(response.headers["content-type"], "text/event-stream")
+
+    def test_small_chunks_past_the_default_windows_keep_their_frames(self) -> None:
+        """300 chunks of 1000 bytes, five default windows' worth: no frame spans two chunks or oversends."""
+        import socket
+
+        import h2.config
+        import h2.connection
+        import h2.events
+
+        chunks = [bytes([48 + i % 10]) * 1000 for i in range(300)]
+        self.provider.reply(StreamReply(chunks))
+        with socket.create_connection(("127.0.0.1", self.provider.port), timeout=10) as sock:
+            # Default windows (65535 bytes): h2 raises FlowControlError if the peer oversends.
+            conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            conn.initiate_connection()
+            conn.send_headers(1, [(":method", "GET"), (":path", "/s"), (":scheme", "http"),
+                                  (":authority", "127.0.0.1")], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            frames, ended = [], False
+            for _ in range(10000):
+                if ended:
+                    break
+                data = sock.recv(1 << 16)
+                self.assertTrue(data, "the provider closed the connection")
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.DataReceived):
+                        frames.append(event.data)
+                        # Opened as the bytes are read, so the provider runs into the window again and again.
+                        conn.acknowledge_received_data(event.flow_controlled_length, 1)
+                    elif isinstance(event, h2.events.StreamEnded):
+                        ended = True
+                sock.sendall(conn.data_to_send())
+        self.assertTrue(ended)
+        self.assertEqual(b"".join(frames), b"".join(chunks))
+        # A chunk is one frame, or several where the window had less room than it.
+        frame_ends = set(itertools.accumulate(len(f) for f in frames))
+        chunk_ends = set(itertools.accumulate(len(c) for c in chunks))
+        self.assertLessEqual(chunk_ends, frame_ends)
+        self.assertLess(len(frames), len(chunks) + 10)
+        log = self.provider.next_request().response
+        assert log is not None
+        self.assertEqual((log.written, log.end, len(log.times)), (300, "complete", 300))
 
     def test_client_reset_marks_the_stream_closed(self) -> None:
         """RST_STREAM from the client on a hanging stream is seen by latest_closed; the connection goes on."""

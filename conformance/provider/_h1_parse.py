@@ -7,12 +7,18 @@ regular expressions; only a head that fails them is taken apart again, to name t
 fault in the 400. A body is read by Content-Length or by the chunked coding, never
 both; anything else that could let two parsers disagree on where a request ends
 (RFC 9112 11.2, request smuggling) is answered with an error and a close.
+
+A client sends the same head again and again (an SDK on a kept-alive connection, the
+cases of one backend, a load test): the last head that parsed cleanly is kept, with
+what was read from it, per provider. The same bytes again skip the parse, which is
+most of a request's cost here; anything else, and every head that fails, takes the
+whole path.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._hub import Hub
@@ -43,6 +49,8 @@ _BARE_LF = re.compile(rb"(?<!\r)\n")
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 PREFACE_HEAD = b"PRI * HTTP/2.0\r\n\r\n"
 _MAX_CHUNK_LINE = 4096
+#: Heads up to this size are kept for the next request (see the module's docstring).
+_KEPT_HEAD = 4096
 
 H2C_ONLY = (
     "this fake provider was started with http2=True and speaks h2c only "
@@ -144,6 +152,9 @@ class RequestParser:
             return False
         head = bytes(buf[:end])
         del buf[: end + 4]
+        kept = self.hub.h1_head
+        if kept is not None and kept[0] == head:
+            return self._start_kept(kept[1])
         line_end = head.find(b"\r\n")
         first = head if line_end < 0 else head[:line_end]
         match = _REQUEST_LINE.match(first)
@@ -188,7 +199,37 @@ class RequestParser:
                     headers[name] = f"{headers[name]}, {value}"
                 else:
                     headers[name] = value
-        return self._start_body(headers)
+        if not self._start_body(headers):
+            return False
+        if len(head) <= _KEPT_HEAD and self.upgrade is None:
+            expect = self.version == "HTTP/1.1" and headers.get("expect", "").lower() == "100-continue"
+            self.hub.h1_head = (head, (
+                self.method, self.path, self.query, self.version, dict(headers), self.keep_alive,
+                self.state, self.length, expect,
+            ))
+        return True
+
+    def _start_kept(self, kept: Tuple[Any, ...]) -> bool:
+        """Take up a head read before: what parsing and :meth:`_start_body` made of it."""
+        method, self.path, self.query, self.version, headers, self.keep_alive, state, length, expect = kept
+        self.method = method
+        self.head_only = method == "HEAD"
+        self.headers = dict(headers)  # each request gets a dict of its own
+        self.first = False
+        self.parts = []
+        self.size = 0
+        self.upgrade = None
+        self.state = state
+        if state == CHUNKED:
+            self.chunk_phase = 0
+            self.chunk_left = 0
+            pending = not self.buf
+        else:
+            self.length = length
+            pending = len(self.buf) < length
+        if pending and expect:
+            self.transport.write(CONTINUE)
+        return True
 
     def _bad_request_line(self, line: bytes) -> bool:
         parts = line.split(b" ")

@@ -6,7 +6,10 @@ whole reply goes out as head and body in one ``transport.write``; a stream write
 chunk on its own and goes on in a task only for what must wait (a full socket, a
 pause). How a stream ends is the reply's ``end``: the last chunk of the chunked
 encoding, a clean close without it (FIN), or a reset (RST through ``SO_LINGER`` 0).
-Each chunk's time is logged just before its write and counted just after it, and
+Each chunk's time is noted (on its request: see :class:`.events.ResponseLog`) just
+before its write and the chunk counted just after it; in the write that ends the
+response (a whole reply, or the last chunk carrying the terminating one) it is
+counted just before, so that a client holding the end finds every chunk counted.
 ``wait_flushed`` callers are woken then, only when there are any.
 """
 
@@ -21,7 +24,6 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._h1_parse import BUSY, CLOSED, DRAIN, HEAD
-from .events import ResponseLog
 from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
@@ -57,6 +59,11 @@ def _head(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[s
     lines.extend(f"{name}: {value}\r\n" for name, value in fixed if name not in names)
     lines.extend(f"{name}: {value}\r\n" for name, value in extra)
     return "".join(lines)
+
+
+def _ends_at_once(reply: StreamReply, pauses: Optional[Dict[int, float]], count: int) -> bool:
+    """Whether nothing comes between a stream's last chunk and its complete end."""
+    return reply.end == "complete" and not reply.hang and not (pauses and count in pauses)
 
 
 def extra_headers(headers: Optional[Mapping[str, str]]) -> Sequence[Tuple[str, str]]:
@@ -142,11 +149,12 @@ class ReplyWriter:
                 self.transport.write(head + end)
             else:
                 # Logged before the write: a client that has the bytes finds them logged.
-                request.response = log = ResponseLog(reply, hub)
-                log.times.append(monotonic())
-                log.end = "complete"
+                request._reply = reply
+                request._numbering = hub
+                request._times = (monotonic(),)
+                request._end = "complete"
+                request._written = 1  # the write that ends it: see the module's docstring
                 self.transport.write(head + end + body)
-                log.written = 1
                 if WATCH.waiting:
                     WATCH.notify()
             self._done()
@@ -166,18 +174,26 @@ class ReplyWriter:
             if self.head_only:
                 framed = []
                 ending = b""
-            request.response = log = ResponseLog(reply, hub)
+            request._reply = reply
+            request._numbering = hub
+            request._times = times = []
             pauses = reply.transport_pauses() if reply.pauses and framed else None
             if framed and not (pauses and 0 in pauses):
-                log.times.append(monotonic())
-                self.transport.write(head + framed[0])
-                log.written = 1
+                first = head + framed[0]
+                times.append(monotonic())
+                if len(framed) == 1 and ending and _ends_at_once(reply, pauses, 1):
+                    request._end = "complete"  # after the time, before the write
+                    first += ending
+                    ending = b""
+                    request._written = 1
+                self.transport.write(first)
+                request._written = 1
                 if WATCH.waiting:
                     WATCH.notify()
-                self._stream(framed, 1, ending, log, pauses)
+                self._stream(framed, 1, ending, request, pauses)
             else:
                 self.transport.write(head)
-                self._stream(framed, 0, ending, log, pauses)
+                self._stream(framed, 0, ending, request, pauses)
         elif isinstance(reply, DropReply):
             self._drop(reply)
         else:
@@ -193,17 +209,18 @@ class ReplyWriter:
         connection dies mid-body; a HEAD request gets the head and the same end.
         """
         self.keep_alive = False
-        request.response = log = ResponseLog(reply, self.hub)
+        request._reply = reply
+        request._numbering = self.hub
         sent = b"" if self.head_only else reply.sent_body(body)
-        log.times.append(monotonic())
+        request._times = (monotonic(),)
         self.transport.write(head + _END_CLOSE + sent)
-        log.written = 1
+        request._written = 1
         if reply.end == "close":
-            log.end = "close"
+            request._end = "close"
             WATCH.notify()
             self._half_close()
         else:
-            self._reset(log)
+            self._reset(request)
 
     def _drop(self, reply: DropReply) -> None:
         """End the connection before any byte of a response: a FIN, or a reset."""
@@ -225,37 +242,56 @@ class ReplyWriter:
         framed: List[bytes],
         index: int,
         ending: bytes,
-        log: ResponseLog,
+        request: RecordedRequest,
         pauses: Optional[Dict[int, float]],
     ) -> None:
         """Write the chunks from ``index`` on; a pause or a full socket goes on in a task."""
         transport = self.transport
-        times = log.times
+        # Bound once: the loop runs per chunk, and a stream is mostly chunks.
+        write, closing, note = transport.write, transport.is_closing, request._times.append
         watch = WATCH
         count = len(framed)
         while index < count:
-            if transport.is_closing():
+            if closing():
+                request._written = index
                 return
             if self.paused or (pauses and index in pauses):
-                self.task = self.hub.spawn(self._stream_later(framed, index, ending, log, pauses))
+                request._written = index
+                self.task = self.hub.spawn(self._stream_later(framed, index, ending, request, pauses))
                 return
-            times.append(monotonic())
-            transport.write(framed[index])
+            note(monotonic())
+            data = framed[index]
             index += 1
-            log.written = index
+            if index == count and ending and _ends_at_once(request._reply, pauses, count):
+                # The terminating chunk goes with the last one, as h2's END_STREAM rides
+                # on the last DATA frame: one write less, the same bytes.
+                request._end = "complete"  # after the time, before the write
+                data += ending
+                ending = b""
+                request._written = index
+            write(data)
             if watch.waiting:
+                # Counted per chunk for a waiter; for anyone else the count catches up
+                # when this run of writes ends, a few microseconds later, before the
+                # waiters are looked for once more (one who came meanwhile finds it).
+                request._written = index
                 watch.notify()
+        request._written = index
+        if watch.waiting:
+            watch.notify()
         if pauses and count in pauses:  # held after the last chunk, before the end
-            self.task = self.hub.spawn(self._stream_later(framed, count, ending, log, pauses))
+            self.task = self.hub.spawn(self._stream_later(framed, count, ending, request, pauses))
             return
-        reply = log.reply
+        reply = request._reply
         if reply.hang:
             self.hanging = True
             if self.eof:
                 transport.close()
             return
         if reply.end == "complete":
-            log.end = "complete"  # before the write, as the times are
+            request._end = "complete"  # before the write, as the times are
+            # A tuple of floats the collector stops tracking: the request holds no list.
+            request._times = tuple(request._times)
             if ending:
                 transport.write(ending)
             if watch.waiting:
@@ -263,18 +299,18 @@ class ReplyWriter:
             self._done()
         elif reply.end == "close":
             # No last chunk: the body ends with the connection, short of its end.
-            log.end = "close"
+            request._end = "close"
             watch.notify()
             self._half_close()
         else:
-            self._reset(log)
+            self._reset(request)
 
     async def _stream_later(
         self,
         framed: List[bytes],
         index: int,
         ending: bytes,
-        log: ResponseLog,
+        request: RecordedRequest,
         pauses: Optional[Dict[int, float]],
     ) -> None:
         seconds = pauses.pop(index, 0.0) if pauses else 0.0
@@ -293,10 +329,10 @@ class ReplyWriter:
         await self.writable()
         self.task = None
         if self.state == BUSY and not self.transport.is_closing():
-            self._stream(framed, index, ending, log, pauses)
+            self._stream(framed, index, ending, request, pauses)
             self._process()
 
-    def _reset(self, log: ResponseLog) -> None:
+    def _reset(self, request: RecordedRequest) -> None:
         """End with a TCP reset, once what was written has left the transport's buffer.
 
         SO_LINGER with a zero timeout makes the close send RST instead of FIN. The
@@ -309,19 +345,19 @@ class ReplyWriter:
             return
         if transport.get_write_buffer_size():
             transport.set_write_buffer_limits(0)
-            self.task = self.hub.spawn(self._reset_later(log))
+            self.task = self.hub.spawn(self._reset_later(request))
             return
-        log.end = "reset"
+        request._end = "reset"
         WATCH.notify()
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
         transport.abort()
 
-    async def _reset_later(self, log: ResponseLog) -> None:
+    async def _reset_later(self, request: RecordedRequest) -> None:
         await self.writable()
         self.task = None
-        self._reset(log)
+        self._reset(request)
 
     def _done(self) -> None:
         """The reply is complete: wait for the next request, or close."""

@@ -5,43 +5,74 @@ its connection. A reply is written in the callback that completed its request, a
 as the flow control windows allow; what must wait (a pause, a closed window, a paused
 transport, an async handler) goes on in a task of its own, which a client RST_STREAM
 cancels. Every stream chunk goes out as its own DATA frame(s) and its own transport
-write. How a stream ends is the reply's ``end``: END_STREAM, ``RST_STREAM(NO_ERROR)``
-for a clean close, ``RST_STREAM(INTERNAL_ERROR)`` for a reset.
+write; the HEADERS go with the first chunk, as HTTP/1.1 writes the head with it. How
+a stream ends is the reply's ``end``: END_STREAM, ``RST_STREAM(NO_ERROR)`` for a clean
+close, ``RST_STREAM(INTERNAL_ERROR)`` for a reset.
+
+The ``h2`` state machine is pure Python and costs more per frame than the rest of a
+response: a stream's chunks before its last are framed here (:func:`data_frame`), with
+h2's flow control windows spent as ``send_data`` would spend them (:func:`spend`),
+and only what changes a stream's state (HEADERS, the END_STREAM, a reset) goes through
+``h2``. A DATA frame without END_STREAM moves no state, so h2's view stays whole. The
+response headers are made valid and lower-case here, once per reply (they are cached
+with it), so ``h2`` is told not to check them again per response.
 """
 
 from __future__ import annotations
 
 import asyncio
+import struct
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import h2.connection
 import h2.errors
 import h2.exceptions
 
 from ._hub import REPLY_TYPES
-from .events import ResponseLog
 from .replies import WATCH, DropReply, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
 
 if TYPE_CHECKING:
-    from ._http1 import H1Connection
     from ._hub import Hub
 
-__all__ = ["H2ReplyWriter", "Headers", "Stream", "encode_json"]
+__all__ = ["Carrier", "H2ReplyWriter", "Headers", "Stream", "data_frame", "encode_json", "spend"]
+
+
+class Carrier(Protocol):
+    """What an h2 session needs of the connection that carries it: the HTTP/1.1
+    protocol object, which hands itself over at the preface or the ``Upgrade: h2c``.
+
+    Named here, below both, so that the session never imports the HTTP/1.1 side.
+    """
+
+    transport: Any
+    #: Set while the transport asks us to stop writing (the client does not read).
+    paused: bool
+
+    async def writable(self) -> None:
+        """Return once the transport takes writes again (or is gone)."""
+
 
 #: Connection-specific headers HTTP/2 forbids (RFC 9113 8.2.2); a reply's own are dropped.
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"}
 )
 Headers = List[Tuple[bytes, bytes]]
+#: A frame header read as one 32-bit word (24-bit length, 8-bit type), the flags and the
+#: stream id (RFC 9113 4.1); DATA is type 0, and a DATA frame here carries no flags.
+_FRAME_HEAD = struct.Struct(">IBI")
 
 
 def _headers(status: int, fixed: Sequence[Tuple[str, str]], extra: Sequence[Tuple[str, str]]) -> Headers:
+    """:status first, then the headers, as h2 would normalize them: names lower-case,
+    values without surrounding whitespace, no connection-specific header."""
     names = {name.lower() for name, _ in extra}
     out: Headers = [(b":status", str(status).encode("ascii"))]
     out.extend((n.encode("ascii"), v.encode("utf-8")) for n, v in fixed if n not in names)
     out.extend(
-        (n.lower().encode("ascii"), v.encode("utf-8")) for n, v in extra if n.lower() not in _HOP_BY_HOP
+        (n.lower().encode("ascii"), v.strip(" \t").encode("utf-8"))
+        for n, v in extra
+        if n.lower() not in _HOP_BY_HOP
     )
     return out
 
@@ -54,6 +85,33 @@ def encode_json(reply: JsonReply) -> Tuple[Headers, bytes]:
     else:
         fixed = [("content-type", reply.content_type), ("content-length", str(len(body)))]
     return _headers(reply.status, fixed, reply.header_items()), body
+
+
+def data_frame(stream_id: int, data: bytes) -> bytes:
+    """A DATA frame without flags: what ``send_data(stream_id, data)`` would serialize."""
+    return _FRAME_HEAD.pack(len(data) << 8, 0, stream_id) + data
+
+
+def spend(conn: h2.connection.H2Connection, stream: Any, size: int) -> None:
+    """Take ``size`` bytes out of the connection's and the stream's send windows, as
+    h2's ``send_data`` does, for a DATA frame written by :func:`data_frame`."""
+    conn.outbound_flow_control_window -= size
+    stream.outbound_flow_control_window -= size
+
+
+def _h2_stream(conn: h2.connection.H2Connection, stream_id: int) -> Any:
+    """h2's own stream object, when it keeps the windows :func:`spend` takes from; else None.
+
+    Checked per stream rather than trusted: a later h2 that keeps them elsewhere gets
+    every frame through ``send_data`` again, slower but right.
+    """
+    streams = getattr(conn, "streams", None)
+    stream = streams.get(stream_id) if isinstance(streams, dict) else None
+    if isinstance(getattr(stream, "outbound_flow_control_window", None), int) and isinstance(
+        getattr(conn, "outbound_flow_control_window", None), int
+    ):
+        return stream
+    return None
 
 
 class Stream:
@@ -76,7 +134,8 @@ class H2ReplyWriter:
 
     conn: h2.connection.H2Connection
     hub: Hub
-    owner: H1Connection
+    owner: Carrier
+    transport: Any
     loop: asyncio.AbstractEventLoop
     closed: bool
     window_waiters: List[asyncio.Future[None]]
@@ -109,14 +168,16 @@ class H2ReplyWriter:
     def _stream_now(self, stream: Stream, reply: StreamReply) -> None:
         """A stream: its chunks written in this callback while the windows allow.
 
-        Each chunk is still its own DATA frame and its own write; only what must
-        wait (a pause, a closed window, a paused transport, a chunk larger than a
-        frame) goes on in a task, from the chunk where this stopped.
+        Each chunk is still its own DATA frame and its own write (the HEADERS ride with
+        the first); only what must wait (a pause, a closed window, a paused transport,
+        a chunk larger than a frame) goes on in a task, from the chunk where this
+        stopped. The chunks before the last are framed here (see the module's docstring).
         """
         headers, chunks = self._encode_stream(reply)
         conn = self.conn
         sid = stream.stream_id
-        log = self._log(stream, reply)
+        request = self._noted(stream, reply)
+        request._times = times = []
         pauses = reply.transport_pauses() if reply.pauses else None
         count = len(chunks)
         # END_STREAM rides on the last chunk (or the headers) when nothing comes between
@@ -124,49 +185,64 @@ class H2ReplyWriter:
         at_once = reply.end == "complete" and not reply.hang and not (pauses and count in pauses)
         last = count - 1 if at_once else -1
         watch = WATCH
+        transport = self.transport
+        owner = self.owner
         try:
             conn.send_headers(sid, headers, end_stream=at_once and not chunks)
             if at_once and not chunks:
-                log.end = "complete"
-            self._flush()
+                request._end = "complete"
             # One look at the windows, then counted down here: asking h2 per chunk
             # costs more than writing the chunk.
             room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
             frame = conn.max_outbound_frame_size
-            times = log.times
+            own = _h2_stream(conn, sid)
             for index, chunk in enumerate(chunks):
                 size = len(chunk)
-                if size > room or size > frame or self.owner.paused or (pauses and index in pauses):
-                    stream.task = self.hub.spawn(self._send_chunks(stream, chunks, index, log, last, pauses))
+                if size > room or size > frame or owner.paused or (pauses and index in pauses):
+                    self._flush()  # the HEADERS, and what h2 has queued, before the wait
+                    rest = self._send_chunks(stream, chunks, index, request, last, pauses)
+                    stream.task = self.hub.spawn(rest)
                     return
                 ends = index == last
-                conn.send_data(sid, chunk, end_stream=ends)
+                if ends or own is None:
+                    conn.send_data(sid, chunk, end_stream=ends)
+                    out = conn.data_to_send()
+                else:
+                    # What h2 has queued (the HEADERS, window updates) goes first, in order.
+                    out = conn.data_to_send() + data_frame(sid, chunk)
+                    spend(conn, own, size)
                 room -= size
                 times.append(monotonic())  # before the write: a client with the bytes finds them logged
                 if ends:
-                    log.end = "complete"
-                self._flush()
-                log.written = index + 1
+                    request._end = "complete"
+                    request._written = count  # before the write that ends it, as HTTP/1.1 does
+                if not transport.is_closing():
+                    transport.write(out)
+                request._written = index + 1
                 if watch.waiting:
                     watch.notify()
+            self._flush()
         except h2.exceptions.ProtocolError:  # the client reset the stream or left
+            self._flush()
             self._finish(stream)
             return
         if at_once:
+            # A tuple of floats the collector stops tracking: the request holds no list.
+            request._times = tuple(times)
             if watch.waiting:
                 watch.notify()
             self._finish(stream)
         elif pauses and count in pauses:
-            stream.task = self.hub.spawn(self._send_chunks(stream, chunks, count, log, last, pauses))
+            stream.task = self.hub.spawn(self._send_chunks(stream, chunks, count, request, last, pauses))
         elif not reply.hang:
-            self._end(stream, log)
+            self._end(stream, request)
 
     async def _send_chunks(
         self,
         stream: Stream,
         chunks: List[bytes],
         start: int,
-        log: ResponseLog,
+        request: RecordedRequest,
         last: int,
         pauses: Optional[Dict[int, float]],
     ) -> None:
@@ -180,32 +256,32 @@ class H2ReplyWriter:
                 seconds = pauses.get(index) if pauses else None
                 if seconds:
                     await asyncio.sleep(seconds)
-                await self._data(stream.stream_id, chunks[index], index == last, log)
-                log.written = index + 1
+                await self._data(stream.stream_id, chunks[index], index == last, request, index + 1)
+                request._written = index + 1
                 if WATCH.waiting:
                     WATCH.notify()
             seconds = pauses.get(len(chunks)) if pauses else None
             if seconds:
                 await asyncio.sleep(seconds)
             if last >= 0:
-                WATCH.notify()  # _data set log.end with the last frame
-            elif log.reply.hang:
+                WATCH.notify()  # _data set the end with the last frame
+            elif request._reply.hang:
                 return
             else:
-                self._end(stream, log)
+                self._end(stream, request)
                 return
         except h2.exceptions.ProtocolError:
             pass
         self._finish(stream)
 
-    def _end(self, stream: Stream, log: ResponseLog) -> None:
+    def _end(self, stream: Stream, request: RecordedRequest) -> None:
         """End a stream whose last chunk did not: complete it, or cut it as the reply says.
 
         ``close`` is ``RST_STREAM(NO_ERROR)``, a stop with no error, as Node's
         ``Http2Stream.close()`` sends by default; ``reset`` is
         ``RST_STREAM(INTERNAL_ERROR)``, as nginx sends for a response it cannot finish.
         """
-        end = log.reply.end
+        end = request._reply.end
         try:
             if end == "complete":
                 self.conn.end_stream(stream.stream_id)
@@ -216,7 +292,7 @@ class H2ReplyWriter:
         except h2.exceptions.ProtocolError:  # the client reset the stream or left first
             self._finish(stream)
             return
-        log.end = end
+        request._end = end
         self._flush()
         WATCH.notify()
         self._finish(stream)
@@ -252,11 +328,11 @@ class H2ReplyWriter:
             ):
                 conn.send_headers(sid, headers)
                 conn.send_data(sid, body, end_stream=True)
-                log = self._log(stream, reply)
-                log.times.append(monotonic())
-                log.end = "complete"
+                request = self._noted(stream, reply)
+                request._times = (monotonic(),)
+                request._end = "complete"
+                request._written = 1  # before the write that ends it, as HTTP/1.1 does
                 self._flush()
-                log.written = 1
                 if WATCH.waiting:
                     WATCH.notify()
                 self._finish(stream)
@@ -299,9 +375,9 @@ class H2ReplyWriter:
                 conn.send_headers(sid, headers, end_stream=not body)
                 self._flush()
                 if body:
-                    log = self._log(stream, reply)
-                    await self._data(sid, body, True, log)
-                    log.written = 1
+                    request = self._noted(stream, reply)
+                    await self._data(sid, body, True, request, 1)
+                    request._written = 1
                     WATCH.notify()
             else:  # a StreamReply goes through _stream_now
                 raise AssertionError(f"unexpected reply {reply!r}")
@@ -317,25 +393,31 @@ class H2ReplyWriter:
         sid = stream.stream_id
         self.conn.send_headers(sid, headers)
         self._flush()
-        log = self._log(stream, reply)
+        request = self._noted(stream, reply)
         sent = reply.sent_body(body)
         if sent:
-            await self._data(sid, sent, False, log)
+            await self._data(sid, sent, False, request)
         else:
-            log.times.append(monotonic())
-        log.written = 1
+            request._times = (monotonic(),)
+        request._written = 1
         errors = h2.errors.ErrorCodes
         self.conn.reset_stream(sid, errors.NO_ERROR if reply.end == "close" else errors.INTERNAL_ERROR)
-        log.end = reply.end
+        request._end = reply.end
         self._flush()
         WATCH.notify()
 
-    async def _data(self, sid: int, data: bytes, end: bool, log: Optional[ResponseLog] = None) -> None:
+    async def _data(
+        self, sid: int, data: bytes, end: bool, request: Optional[RecordedRequest] = None, written: int = 0
+    ) -> None:
         """Send one chunk as DATA frame(s), waiting on flow control; one write per frame.
 
-        The chunk's flush time joins the log's ``times`` just before its last frame is written.
+        The chunk's flush time joins the request's times just before its last frame is
+        written; with ``end``, that frame ends the stream, and the request counts
+        ``written`` chunks before it goes (as in every write that ends a response).
         """
         conn = self.conn
+        own = _h2_stream(conn, sid)
+        view = memoryview(data)  # frames are cut from it without a copy each
         offset = 0
         total = len(data)
         while offset < total:
@@ -349,17 +431,32 @@ class H2ReplyWriter:
                 self.window_waiters.append(waiter)
                 await waiter
                 continue
-            conn.send_data(sid, data[offset : offset + size], end_stream=end and offset + size == total)
+            ends = end and offset + size == total
+            # Framed here unless it ends the stream, or h2 would refuse it (the client
+            # reset the stream while this waited): then h2 says so, as it always did.
+            if ends or own is None or own.closed:
+                conn.send_data(sid, data[offset : offset + size], end_stream=ends)
+                out = conn.data_to_send()
+            else:
+                out = conn.data_to_send() + _FRAME_HEAD.pack(size << 8, 0, sid) + view[offset : offset + size]
+                spend(conn, own, size)
             offset += size
-            if offset == total and log is not None:
-                log.times.append(monotonic())
+            if offset == total and request is not None:
+                times = request._times
+                if isinstance(times, list):
+                    times.append(monotonic())
+                else:
+                    request._times = (*times, monotonic())
                 if end:
-                    log.end = "complete"
-            self._flush()
+                    request._end = "complete"
+                    request._written = written
+            if not self.transport.is_closing():
+                self.transport.write(out)
 
-    def _log(self, stream: Stream, reply: Reply) -> ResponseLog:
-        """Start the request's response log."""
-        log = ResponseLog(reply, self.hub)
-        if stream.request is not None:
-            stream.request.response = log
-        return log
+    def _noted(self, stream: Stream, reply: Reply) -> RecordedRequest:
+        """Note on the stream's request that this reply is going out (its response log)."""
+        request = stream.request
+        assert request is not None  # built before any reply is chosen
+        request._reply = reply
+        request._numbering = self.hub
+        return request

@@ -23,7 +23,8 @@ connection to :mod:`._http2`.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from collections import deque
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional
 
 from ._h1_parse import BODY, BUSY, CHUNKED, CLOSED, DRAIN, H2, HEAD, RequestParser
 from ._h1_reply import ReplyWriter
@@ -48,8 +49,9 @@ class H1Connection(ReplyWriter, RequestParser, asyncio.Protocol):
         self.buf = bytearray()
         self.state = HEAD
         self.h2: Optional[H2Session] = None
-        #: Every request of this connection: all count as closed when it closes.
-        self.requests: List[RecordedRequest] = []
+        #: The requests of this connection: all count as closed when it closes. Bounded
+        #: as the record is, so that a connection kept alive for days holds no more.
+        self.requests: Deque[RecordedRequest] = deque(maxlen=hub.max_requests)
         self.first = True
         self.keep_alive = True
         self.eof = False

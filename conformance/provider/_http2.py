@@ -19,14 +19,17 @@ which kills every stream in flight; RFC 9113 5.1.2 asks for
 as ``h2`` sets it, and enforced here, stream by stream.
 
 Replies, from HEADERS to the end of the stream, are written by the session's writing
-half, :mod:`._h2_reply`.
+half, :mod:`._h2_reply`. The connection that carries the session is the HTTP/1.1
+protocol object, seen here only as the small :class:`._h2_reply.Carrier` it hands
+over, so that this module never imports the HTTP/1.1 side.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional
 
 import h2.config
 import h2.connection
@@ -35,12 +38,9 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from ._h2_reply import H2ReplyWriter, Stream
+from ._h2_reply import Carrier, H2ReplyWriter, Stream
 from ._hub import Hub
 from .replies import JsonReply, RecordedRequest
-
-if TYPE_CHECKING:
-    from ._http1 import H1Connection
 
 __all__ = ["H2Session"]
 
@@ -63,17 +63,25 @@ _LINGER_SECONDS = 2.0
 class H2Session(H2ReplyWriter):
     """The HTTP/2 side of one connection; the owner protocol forwards its events here."""
 
-    def __init__(self, owner: H1Connection, hub: Hub) -> None:
+    def __init__(self, owner: Carrier, hub: Hub) -> None:
         self.owner = owner
         self.hub = hub
         self.transport = owner.transport
+        # The response headers are normalized and checked once per reply, where they are
+        # made (see _h2_reply): h2 need not do it again for every response.
         self.conn = h2.connection.H2Connection(
-            h2.config.H2Configuration(client_side=False, header_encoding=None)
+            h2.config.H2Configuration(
+                client_side=False,
+                header_encoding=None,
+                validate_outbound_headers=False,
+                normalize_outbound_headers=False,
+            )
         )
         self.buf = bytearray()
         self.preface_left = _PREFACE_SIZE
         self.streams: Dict[int, Stream] = {}
-        self.requests: List[RecordedRequest] = []
+        #: The requests of this connection, bounded as the record is (see _http1).
+        self.requests: Deque[RecordedRequest] = deque(maxlen=hub.max_requests)
         self.held_goaway: Optional[bytes] = None
         self.window_waiters: List[asyncio.Future[None]] = []
         self.closed = False

@@ -78,6 +78,8 @@ class Hub:
         self._cond = threading.Condition(self._lock)
         self._requests: Deque[RecordedRequest] = deque()
         self._cursor = 0
+        #: How many of the oldest requests are done with numbering (see number_events).
+        self._settled = 0
         self._sync_waiting = 0
         self._wakers: List[Callable[[], None]] = []
         # One encoded reply is kept per protocol, keyed by the reply's identity:
@@ -86,6 +88,8 @@ class Hub:
         self.h2_cache: Any = (None, None)
         self.h2_stream_cache: Any = (None, None)
         self.h1_stream_cache: Any = (None, None, None)
+        #: The last HTTP/1.1 head that parsed cleanly, and what was read from it.
+        self.h1_head: Any = None
         self._h2_available: Optional[bool] = None
         #: The next provider-wide event sequence number (see :meth:`number_events`).
         self.next_seq = 0
@@ -110,6 +114,8 @@ class Hub:
                 self.dropped += 1
                 if self._cursor:
                     self._cursor -= 1
+                if self._settled:
+                    self._settled -= 1
             if self._sync_waiting:
                 self._cond.notify_all()
             wakers = self._wakers
@@ -125,19 +131,30 @@ class Hub:
         Numbers are handed out lazily, when someone reads an event log, but in the
         order the events were flushed (ties by arrival, then position), so they are
         monotonic across the provider and an event keeps its number once it has one.
+        The requests before ``_settled`` had ended and were numbered in full when last
+        looked at: nothing more of theirs can come, so the next look starts after them.
         """
         with self._lock:
+            requests = self._requests
             pending = []
-            for arrival, request in enumerate(self._requests):
+            settled = self._settled
+            for arrival in range(settled, len(requests)):
+                request = requests[arrival]
                 log = request.response
                 if log is None or log.complete():
+                    if arrival == settled and log is not None and request._end is not None:
+                        settled += 1
                     continue
                 sent = log.sent()
-                for index in range(len(log.seqs), len(sent)):
-                    pending.append((sent[index][2], arrival, index, log))
+                seqs = request._seqs
+                if not isinstance(seqs, list):
+                    request._seqs = seqs = []
+                for index in range(len(seqs), len(sent)):
+                    pending.append((sent[index][2], arrival, index, seqs))
+            self._settled = settled
             pending.sort(key=lambda item: item[:3])
-            for _, _, _, log in pending:
-                log.seqs.append(self.next_seq)
+            for _, _, _, seqs in pending:
+                seqs.append(self.next_seq)
                 self.next_seq += 1
 
     def mark_closed(self, request: RecordedRequest) -> None:
@@ -164,6 +181,7 @@ class Hub:
             count = len(self._requests)
             self._requests.clear()
             self._cursor = 0
+            self._settled = 0
         return count
 
     def close(self) -> None:

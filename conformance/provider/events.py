@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
@@ -345,33 +346,102 @@ class _Numbering(Protocol):
     def number_events(self) -> None: ...
 
 
+class _Noted(Protocol):
+    """What a protocol notes on a request as it answers it (see :class:`ResponseLog`)."""
+
+    _reply: Any
+    _times: Sequence[float]
+    _written: int
+    _end: Optional[str]
+    _seqs: Sequence[int]
+    _numbering: Optional[_Numbering]
+
+
+#: The transport chunks and the events of recently logged replies, by the reply's
+#: identity: a scripted reply is usually sent many times over, and its bytes do not
+#: change (the protocols' caches of encoded replies rely on that too). Each entry is
+#: ``[reply, chunks, events or None]``: the events are cut only when first asked for.
+_BODIES: Dict[int, List[Any]] = {}
+_BODIES_KEPT = 64
+_BODIES_LOCK = threading.Lock()
+
+
+def _body_of(reply: Any, events: bool) -> Tuple[List[bytes], Optional[List[BodyEvent]]]:
+    """A reply's transport chunks (a stream's non-empty chunks, or the whole body as
+    sent), and with ``events`` the events they hold; each made once per reply and kept."""
+    with _BODIES_LOCK:
+        found = _BODIES.get(id(reply))
+    if found is None or found[0] is not reply:
+        chunks = getattr(reply, "chunks", None)
+        if chunks is not None:
+            body_chunks = [bytes(c) for c in chunks if c]
+        else:
+            body = reply.encoded()
+            if getattr(reply, "cut_at", None) is not None:
+                body = reply.sent_body(body)
+            body_chunks = [body] if body else []
+        found = [reply, body_chunks, None]  # the reply is kept: its id stays its own
+        with _BODIES_LOCK:
+            if len(_BODIES) >= _BODIES_KEPT:
+                del _BODIES[next(iter(_BODIES))]  # the oldest
+            _BODIES[id(reply)] = found
+    if events and found[2] is None:
+        content_type = str(getattr(reply, "content_type", "application/octet-stream"))
+        found[2] = split_events(content_type, b"".join(found[1]))
+    return found[1], found[2]
+
+
+def _events_of(reply: Any) -> Tuple[List[bytes], List[BodyEvent]]:
+    chunks, events = _body_of(reply, True)
+    assert events is not None
+    return chunks, events
+
+
 class ResponseLog:
     """What one response sent: the reply, and when each of its chunks went out.
 
-    The hot path builds one of these per response, appends one
-    ``time.monotonic()`` to :attr:`times` just before it writes each chunk and
-    counts the chunk in :attr:`written` just after, and sets :attr:`end` when the
-    response ends; :meth:`events` does the rest when asked. ``numbering`` (the
-    provider) turns the events into provider-wide sequence numbers, kept in
-    :attr:`seqs`.
+    A view of the request it answered. The protocol notes it all on the request as
+    it writes: the reply, one ``time.monotonic()`` in :attr:`times` just before each
+    chunk's write, the count of chunks :attr:`written` just after, and the :attr:`end`;
+    :meth:`events` does the rest when asked. ``numbering`` (the provider) turns the
+    events into provider-wide sequence numbers, kept in :attr:`seqs`.
     """
 
-    __slots__ = ("reply", "times", "written", "end", "seqs", "numbering", "_chunks", "_split")
+    __slots__ = ("_request",)
 
-    def __init__(self, reply: Any, numbering: Optional[_Numbering] = None) -> None:
-        self.reply = reply
-        self.times: List[float] = []
-        #: How many chunks were written to the socket (``times`` may be one ahead).
-        self.written = 0
-        #: How the provider ended the response: ``"complete"``, or a stream cut as
-        #: its reply said, ``"close"`` (cleanly) or ``"reset"``. ``None`` while it is
-        #: under way, while it hangs, and when the client left (or the provider
-        #: closed) before it ended.
-        self.end: Optional[str] = None
-        self.seqs: List[int] = []
-        self.numbering = numbering
-        self._chunks: Optional[List[bytes]] = None
-        self._split: Optional[List[BodyEvent]] = None
+    def __init__(self, request: _Noted) -> None:
+        self._request = request
+
+    @property
+    def reply(self) -> Any:
+        return self._request._reply
+
+    @property
+    def times(self) -> Sequence[float]:
+        """When each chunk went out (just before its write), one per chunk."""
+        return self._request._times
+
+    @property
+    def written(self) -> int:
+        """How many chunks were written to the socket (``times`` may be one ahead)."""
+        return self._request._written
+
+    @property
+    def end(self) -> Optional[str]:
+        """How the provider ended the response: ``"complete"``, or a stream cut as its
+        reply said, ``"close"`` (cleanly) or ``"reset"``. ``None`` while it is under
+        way, while it hangs, and when the client left (or the provider closed) before
+        it ended."""
+        return self._request._end
+
+    @property
+    def seqs(self) -> Sequence[int]:
+        """The provider-wide sequence numbers of the events numbered so far."""
+        return self._request._seqs
+
+    @property
+    def numbering(self) -> Optional[_Numbering]:
+        return self._request._numbering
 
     @property
     def content_type(self) -> str:
@@ -384,16 +454,7 @@ class ResponseLog:
     @property
     def chunks(self) -> List[bytes]:
         """The body as its transport chunks: a stream's non-empty chunks, or the whole body."""
-        if self._chunks is None:
-            chunks = getattr(self.reply, "chunks", None)
-            if chunks is not None:
-                self._chunks = [bytes(c) for c in chunks if c]
-            else:
-                body = self.reply.encoded()
-                if getattr(self.reply, "cut_at", None) is not None:
-                    body = self.reply.sent_body(body)
-                self._chunks = [body] if body else []
-        return self._chunks
+        return _body_of(self.reply, False)[0]
 
     @property
     def incomplete(self) -> bool:
@@ -402,13 +463,12 @@ class ResponseLog:
 
     def abandoned(self) -> bool:
         """Whether the provider closed before this response ended: no more of it will go out."""
-        return self.end is None and self.numbering is not None and self.numbering.closed
+        numbering = self.numbering
+        return self.end is None and numbering is not None and numbering.closed
 
     def body_events(self) -> List[BodyEvent]:
-        """Every event in the whole body (sent or not), cut once and kept."""
-        if self._split is None:
-            self._split = split_events(self.content_type, b"".join(self.chunks))
-        return self._split
+        """Every event in the whole body (sent or not), cut once per reply and kept."""
+        return _events_of(self.reply)[1]
 
     def complete(self) -> bool:
         """Every event is out and numbered: nothing left for the numbering to do."""
@@ -416,12 +476,14 @@ class ResponseLog:
 
     def sent(self) -> List[Tuple[BodyEvent, int, float]]:
         """``(event, chunk index, flush time)`` of each event whose last byte went out."""
-        return _placed(self.body_events(), self.chunks, list(self.times))
+        chunks, events = _events_of(self.reply)
+        return _placed(events, chunks, list(self.times))
 
     def events(self) -> List[WireEvent]:
         """The events that went out, numbered provider-wide, in order."""
-        if self.numbering is not None:
-            self.numbering.number_events()
+        numbering = self.numbering
+        if numbering is not None:
+            numbering.number_events()
         seqs = self.seqs
         return [
             _wire(e, seqs[i] if i < len(seqs) else i, chunk, at)

@@ -330,11 +330,20 @@ class RecordedRequest:
     error: Optional[str]
     received_at: float
     closed_at: Optional[float]
-    #: What the provider sent back, kept as the protocol wrote it (``None`` until a
-    #: reply went out, and for a request that was never answered).
-    response: Optional[ResponseLog] = field(init=False, repr=False, compare=False)
     _closed: bool = field(init=False, repr=False, compare=False)
     _json: Any = field(init=False, repr=False, compare=False)
+    # What the provider sent back, noted here by the protocol that wrote it and read
+    # through :attr:`response`: the reply (None until one went out), the time just
+    # before each chunk's write, how many chunks were written, how the response ended,
+    # the events' sequence numbers, and the provider that numbers them. On the request
+    # itself, not in an object of their own: a provider keeps thousands of requests,
+    # and every object each one holds is one more for the garbage collector to track.
+    _reply: Any = field(init=False, repr=False, compare=False)
+    _times: Any = field(init=False, repr=False, compare=False)
+    _written: int = field(init=False, repr=False, compare=False)
+    _end: Optional[str] = field(init=False, repr=False, compare=False)
+    _seqs: Any = field(init=False, repr=False, compare=False)
+    _numbering: Any = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -358,10 +367,15 @@ class RecordedRequest:
         self.error = error
         self.received_at = time.monotonic() if received_at is None else received_at
         self.closed_at = closed_at
-        self.response = None
         self._closed = False
         # A parsed value given here wins; otherwise the body is parsed when first asked.
         self._json = _UNPARSED if json is None and body else json
+        self._reply = None
+        self._times = ()
+        self._written = 0
+        self._end = None
+        self._seqs = ()
+        self._numbering = None
 
     @property
     def json(self) -> Any:
@@ -380,6 +394,16 @@ class RecordedRequest:
     @json.setter
     def json(self, value: Any) -> None:
         self._json = value
+
+    @property
+    def response(self) -> Optional[ResponseLog]:
+        """What the provider sent back, as the protocol wrote it; ``None`` until a reply
+        went out, and for a request that was never answered (or was dropped)."""
+        if self._reply is None:
+            return None
+        from .events import ResponseLog
+
+        return ResponseLog(self)
 
     @property
     def events(self) -> List[WireEvent]:
@@ -499,15 +523,15 @@ class RecordedRequest:
         """True once ``count`` chunks are out, False when they never will be, else None."""
         log = self.response
         if log is not None:
-            if log.written >= count:
+            if self._written >= count:
                 return True
             if count > len(log.chunks) or log.abandoned():
                 return False
             # A chunk's time is noted just before its write, and the end before the
             # last write: an ended response without the chunk's time never sends it.
-            if log.end is not None and len(log.times) < count:
+            if self._end is not None and len(self._times) < count:
                 return False
-            if len(log.times) >= count and not self._closed:
+            if len(self._times) >= count and not self._closed:
                 return None  # being written right now
         return False if self._closed else None
 
