@@ -28,9 +28,6 @@ PACKAGE = "conformance"
 #: the type both sides need a floor down, and then its line goes. An entry that no
 #: circle matches any longer fails the test, so the list cannot outlive its circles.
 KNOWN_CYCLES: Tuple[FrozenSet[str], ...] = (
-    frozenset(
-        {"conformance.provider._h2_reply", "conformance.provider._http1", "conformance.provider._http2"}
-    ),
     # Through ConformanceCase and Outcome.
     frozenset({"conformance._checks", "conformance._driver", "conformance.cases"}),
     # Through AgentLoopCase and LoopOutcome.
