@@ -271,6 +271,39 @@ class StreamReplyTests(unittest.TestCase):
         self.assertEqual(evts[-1][0], "!serviceUnavailableException")
         self.assertEqual(set(evts[-1][1]), {"message"})
 
+    def test_stream_error_throttling_variant_is_a_throttling_exception(self) -> None:
+        """The throttling variant fails with a throttlingException message, a rate limit without a delay."""
+        reply = WIRE.reply("stream-error", "stream", recorded(stream=True), "throttling")
+        assert isinstance(reply, StreamReply)
+        evts = events(reply)
+        self.assertEqual(stream_text(evts), FX.partial_text)
+        self.assertEqual(evts[-1][0], "!throttlingException")
+        self.assertTrue(evts[-1][1]["message"].startswith("Too many requests, please wait"))
+        variant = WIRE.variant("stream-error", "stream", "throttling")
+        self.assertEqual((variant.accepted_kinds("overloaded"), variant.retry_after), (("rate_limit",), None))
+        self.assertEqual(WIRE.variants("stream-error", "stream")[0].name, "service-unavailable")
+
+    def test_objects_have_their_keys_in_sorted_order(self) -> None:
+        """Every object of a stream event and of a whole reply lists its keys sorted, "p" among them."""
+
+        def sorted_everywhere(value: Any) -> bool:
+            if isinstance(value, dict):
+                return list(value) == sorted(value) and all(sorted_everywhere(v) for v in value.values())
+            if isinstance(value, list):
+                return all(sorted_everywhere(v) for v in value)
+            return True
+
+        for scenario in ("text", "tool-call", "content-filter", "reasoning", "parallel-tool-calls"):
+            with self.subTest(scenario=scenario):
+                body = scenario_reply(WIRE, scenario, "chat", recorded())
+                assert isinstance(body, JsonReply), body
+                self.assertTrue(sorted_everywhere(json.loads(body.encoded())))
+                reply = scenario_reply(WIRE, scenario, "stream", recorded(stream=True))
+                assert isinstance(reply, StreamReply), reply
+                for message in decode(reply):
+                    self.assertTrue(sorted_everywhere(json.loads(message.payload)), message.payload)
+        self.assertTrue(whole("tool-call").encoded().startswith(b'{"metrics":'))
+
     def test_abort_stream_hangs_after_partial_text(self) -> None:
         """The abort turn streams some text and then keeps the response open."""
         for scenario in ("abort", "cancel"):

@@ -24,6 +24,13 @@ class StopsAtMessageStop(BedrockConverseBackend):
         return super().on_event(event_type, payload, turn)
 
 
+class EveryStreamFailureOverloaded(BedrockConverseBackend):
+    """Takes any exception frame after the 200 for an overload, a throttle's too."""
+
+    def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
+        return "overloaded" if status is None else super().error_kind(name, message, status)
+
+
 class TextNeedsBlockStart(BedrockConverseBackend):
     """Expects a contentBlockStart before every block; Bedrock sends none for text."""
 
@@ -228,6 +235,13 @@ MUTANTS = [
             "truncated-tool-call/stream",
             "content-filter/stream",
         ),
+    ),
+    zoo.mutant(
+        "stream-throttle-as-overloaded",
+        "reports a throttlingException frame as an overload",
+        EveryStreamFailureOverloaded,
+        checks=("error-kind", "error-details"),
+        cases=("stream-error/stream",),
     ),
     zoo.mutant(
         "text-needs-block-start",

@@ -31,6 +31,7 @@ __all__ = [
     "guardrail_trace",
     "input_json",
     "response_headers",
+    "sorted_keys",
     "tool_use",
 ]
 
@@ -50,6 +51,24 @@ GUARDRAIL_MESSAGE = "Sorry, the model cannot answer this question."
 
 #: Bedrock's padding alphabet for the ``"p"`` member of event payloads.
 _PADDING = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def sorted_keys(value: Any) -> Any:
+    """``value`` with the keys of every object in sorted order, as Bedrock writes them.
+
+    Real replies sort every level, the ``"p"`` padding of a stream event included:
+    ``{"contentBlockIndex","delta","p"}``, ``{"metrics","p","usage"}`` (pydantic-ai
+    ``tests/models/cassettes/test_bedrock/test_bedrock_model_stream.yaml``), and a whole
+    Converse reply ``{"metrics","output","stopReason","usage"}`` with ``toolUse``
+    ``{"input","name","toolUseId"}`` (opentelemetry-python-contrib
+    ``instrumentation/opentelemetry-instrumentation-botocore/tests/cassettes/``
+    ``test_converse_tool_call_with_content.yaml``, whose serializer keeps the order).
+    """
+    if isinstance(value, Mapping):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value
 
 
 def input_json() -> str:
@@ -98,7 +117,8 @@ def converse_response(content: Sequence[Mapping[str, Any]], stop_reason: str) ->
     }
     if stop_reason == "guardrail_intervened":
         body["trace"] = guardrail_trace()
-    return body
+    ordered: Dict[str, Any] = sorted_keys(body)
+    return ordered
 
 
 def guardrail_trace() -> Dict[str, Any]:
@@ -140,7 +160,7 @@ class Events:
         # The padding hides token lengths; its length varies from event to event.
         payload["p"] = _PADDING[: 1 + (len(self.events) * 17) % len(_PADDING)]
         headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
-        self.events.append(self.encode(headers, dumps(payload).encode("utf-8")))
+        self.events.append(self.encode(headers, dumps(sorted_keys(payload)).encode("utf-8")))
 
     def message_start(self) -> None:
         self.event("messageStart", {"role": "assistant"})

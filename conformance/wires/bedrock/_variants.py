@@ -24,6 +24,7 @@ __all__ = [
     "ERROR_NAMESPACE",
     "REDACTED_THINKING",
     "STREAM_OVERLOADED",
+    "STREAM_THROTTLED",
     "THINKING",
     "VARIANTS",
     "error_reply",
@@ -102,9 +103,31 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "trailing-garbage",
             "toolUse input fragments: a whole object, then a closing brace too many",
-            "vercel/ai#19023 (a Bedrock call whose input is malformed JSON, kept as text, in "
-            "production traffic)",
-            source_kind="issue",
+            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+            "(no guarantee of valid JSON); vercel/ai#19023 (Bedrock calls whose input is not JSON in "
+            "production traffic; no bytes quoted)",
+            source_kind="docs",
+        ),
+    ),
+    # What fails a ConverseStream after its 200: an exception frame, each a member of
+    # ConverseStreamOutput. No recording of either frame has been found.
+    "stream-error": (
+        Variant(
+            "service-unavailable",
+            "text, then a serviceUnavailableException frame (documented, not captured)",
+            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStreamOutput.html "
+            "(serviceUnavailableException, HTTP 503)",
+            source_kind="docs",
+        ),
+        Variant(
+            "throttling",
+            "text, then a throttlingException frame: a retryable rate_limit with no retry_after "
+            "(documented, not captured on ConverseStream)",
+            "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStreamOutput.html "
+            "(throttlingException, HTTP 429); aws-samples/aws-genai-llm-chatbot#220 (the frame's name "
+            "and message, from InvokeModelWithResponseStream)",
+            error_kind="rate_limit",
+            source_kind="docs",
         ),
     ),
     "content-filter/stream": (
@@ -149,6 +172,13 @@ ERRORS: Mapping[str, Any] = {
 
 #: The overload that a streamed reply fails with after the 200, as the exception message.
 STREAM_OVERLOADED = ("serviceUnavailableException", "Bedrock is unable to process your request.")
+#: The throttle that a streamed reply fails with after the 200: the name and the words (two
+#: spaces before "Wait" included) of aws-samples/aws-genai-llm-chatbot#220.
+STREAM_THROTTLED = (
+    "throttlingException",
+    "Too many requests, please wait before trying again. You have sent too many requests.  "
+    "Wait before trying again.",
+)
 
 
 def error_reply(scenario: str) -> JsonReply:

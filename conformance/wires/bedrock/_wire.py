@@ -27,7 +27,7 @@ from ._replies import (
     tool_use,
 )
 from ._request import match_route
-from ._variants import ERROR_NAMESPACE, ERRORS, STREAM_OVERLOADED, VARIANTS, error_reply
+from ._variants import ERROR_NAMESPACE, ERRORS, STREAM_OVERLOADED, STREAM_THROTTLED, VARIANTS, error_reply
 
 if TYPE_CHECKING:
     from ...provider.replies import RecordedRequest, Reply
@@ -168,7 +168,7 @@ class BedrockConverseWire(Wire):
             out.finish("guardrail_intervened", trace=True)
         elif scenario == "stream-error":
             out.text_block(FX.partial_text, pieces=3, stop=False)
-            out.exception(*STREAM_OVERLOADED)
+            out.exception(*(STREAM_THROTTLED if variant == "throttling" else STREAM_OVERLOADED))
         elif scenario in ("abort", "cancel"):
             out.text_block(FX.partial_text, pieces=2, stop=False)
             return out.reply(seed, hang=True)
