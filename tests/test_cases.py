@@ -315,6 +315,39 @@ class FailureTests(unittest.TestCase):
         self.assertIn("{'kind': 'server_error', 'code': 'LLM_SERVER_ERROR', 'retryable': True}", message)
         self.assertIn("its message is no contract", message)
 
+    def test_a_400_only_its_message_calls_a_quota_may_be_a_bad_request(self) -> None:
+        """Anthropic's quota 400s pass as quota or as a non-retryable invalid_request; a retryable
+        kind fails with both accepted readings named."""
+        from conformance.reference.anthropic import AnthropicBackend
+        from conformance.wires.anthropic import anthropic_wire
+
+        class ByTheBytes(AnthropicBackend):
+            def error_kind(self, status: Any, error: Any) -> str:
+                kind = super().error_kind(status, error)
+                return "invalid_request" if status == 400 and kind == "quota" else kind
+
+        class AsServerError(AnthropicBackend):
+            def error_kind(self, status: Any, error: Any) -> str:
+                kind = super().error_kind(status, error)
+                return "server_error" if status == 400 and kind == "quota" else kind
+
+        def quota(create: Any, mode: str) -> ConformanceCase:
+            return ConformanceCase(BackendConformanceTarget("test", anthropic_wire, create), "quota", mode)
+
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                quota(AnthropicBackend, mode).run()
+                quota(ByTheBytes, mode).run()
+                with self.assertRaises(AssertionError) as failed:
+                    quota(AsServerError, mode).run()
+                message = str(failed.exception)
+                self.assertIn("2 of 5 variants failed", message)
+                quota_row = "{'kind': 'quota', 'code': 'LLM_QUOTA_EXCEEDED', 'retryable': False}"
+                self.assertIn(f"{quota_row} or ", message)
+                self.assertIn(
+                    "{'kind': 'invalid_request', 'code': 'LLM_INVALID_REQUEST', 'retryable': False}", message
+                )
+
     def test_failure_message_quotes_the_last_events_sent(self) -> None:
         """A failed case shows the raw events the provider sent to the generation request."""
         with self.assertRaises(AssertionError) as failed:

@@ -339,9 +339,9 @@ class ServeTests(unittest.TestCase):
         self.assertEqual(main(["serve", "--list", "--wire", "anthropic"], out=out), 0)
         shown = out.getvalue()
         self.assertIn("quota --mode chat --variant credit-balance-400 (the default): ", shown)
-        self.assertIn("quota --mode stream --variant spend-limit-429: ", shown)
+        self.assertIn("quota --mode stream --variant tier-cap-429: ", shown)
         self.assertIn("seen in ", shown)
-        self.assertIn("  text --mode chat\n", shown)
+        self.assertIn("  auth --mode chat\n", shown)
         everything = io.StringIO()
         self.assertEqual(main(["serve", "--list"], out=everything), 0)
         self.assertIn("ollama (Ollama", everything.getvalue())
@@ -349,15 +349,15 @@ class ServeTests(unittest.TestCase):
 
     def test_serve_refuses_a_variant_the_scenario_lacks(self) -> None:
         """--variant is checked against the scenario's variants in that mode, and --wire is asked for."""
-        argv = ["serve", "--wire", "anthropic", "--scenario", "quota", "--variant", "spend-limit-42"]
-        self.assertIn("did you mean 'spend-limit-429'?", usage_error(argv))
-        argv = ["serve", "--wire", "anthropic", "--scenario", "text", "--variant", "x"]
+        argv = ["serve", "--wire", "anthropic", "--scenario", "quota", "--variant", "tier-cap-42"]
+        self.assertIn("did you mean 'tier-cap-429'?", usage_error(argv))
+        argv = ["serve", "--wire", "anthropic", "--scenario", "auth", "--variant", "x"]
         self.assertIn("one shape only", usage_error(argv))
         self.assertIn("serve needs --wire (or --list", usage_error(["serve", "--scenario", "text"]))
 
     def test_serve_plays_the_variant_named(self) -> None:
-        """serve --variant answers in that shape: Anthropic's spend limit as its 429, not the default 400."""
-        argv = ["serve", "--wire", "anthropic", "--scenario", "quota", "--variant", "spend-limit-429"]
+        """serve --variant answers in that shape: Anthropic's tier cap as its 429, not the default 400."""
+        argv = ["serve", "--wire", "anthropic", "--scenario", "quota", "--variant", "tier-cap-429"]
         process = subprocess.Popen(
             [sys.executable, "-m", "conformance", *argv],
             cwd=ROOT,
@@ -368,7 +368,7 @@ class ServeTests(unittest.TestCase):
         try:
             assert process.stdout is not None
             first = process.stdout.readline()
-            self.assertIn("quota/chat [spend-limit-429: ", first)
+            self.assertIn("quota/chat [tier-cap-429: ", first)
             url = first.split(" at ", 1)[1].split(";", 1)[0]
             body = json.dumps({"model": "m", "max_tokens": 10, "messages": []}).encode()
             request = urllib.request.Request(f"{url}/v1/messages", body, {"content-type": "application/json"})

@@ -161,26 +161,82 @@ class AnthropicWireTest(unittest.TestCase):
                     self.assertEqual(reply.body["error"]["type"], type_)
                     self.assertIn("request-id", dict(reply.headers or {}))
         self.assertEqual(float(dict(whole("rate-limit").headers or {})["retry-after"]), FX.retry_after)
-        quota = wire.reply("quota", "chat", recorded(good_body()), "spend-limit-429")
+        quota = wire.reply("quota", "chat", recorded(good_body()), "tier-cap-429")
         assert isinstance(quota, JsonReply)
         self.assertEqual(quota.status, 429)
         self.assertEqual(quota.body["error"]["details"], {"error_code": "enforced_spend_limit_reached"})
         self.assertNotIn("retry-after", dict(quota.headers or {}))
 
     def test_quota_variants(self) -> None:
-        """Quota comes as a 400 about the credit balance, a 429 spend limit, or a 402 billing_error."""
+        """Quota comes as the credit-balance or spend-limit 400, the tier cap's or a subscription's
+        429, or a 402; each says which kinds its bytes allow."""
         table = {
-            "credit-balance-400": (400, "invalid_request_error", "credit balance is too low"),
-            "spend-limit-429": (429, "rate_limit_error", "usage limits"),
-            "billing-402": (402, "billing_error", "billing"),
+            "credit-balance-400": (400, "invalid_request_error", "credit balance is too low", None),
+            "spend-limit-400": (400, "invalid_request_error", "specified API usage limits", None),
+            "tier-cap-429": (429, "rate_limit_error", "monthly API usage threshold", None),
+            "subscription-spend-429": (429, "rate_limit_error", "monthly spend limit", "900"),
+            "billing-402": (402, "billing_error", "billing", None),
+        }
+        kinds = {
+            "credit-balance-400": ("quota", "invalid_request"),
+            "spend-limit-400": ("quota", "invalid_request"),
+            "tier-cap-429": ("quota",),
+            "subscription-spend-429": ("quota", "rate_limit"),
+            "billing-402": ("quota",),
         }
         self.assertEqual([v.name for v in wire.variants("quota", "chat")], list(table))
-        for name, (status, type_, words) in table.items():
+        for name, (status, type_, words, delay) in table.items():
             with self.subTest(variant=name):
                 reply = wire.reply("quota", "chat", recorded(good_body()), name)
                 assert isinstance(reply, JsonReply)
                 self.assertEqual((reply.status, reply.body["error"]["type"]), (status, type_))
                 self.assertIn(words, reply.body["error"]["message"])
+                self.assertEqual(dict(reply.headers or {}).get("retry-after"), delay)
+                self.assertEqual(wire.variant("quota", "chat", name).accepted_kinds("quota"), kinds[name])
+                # Only the tier cap carries a machine-readable code.
+                self.assertEqual("details" in reply.body["error"], name == "tier-cap-429")
+
+    def test_pause_turn_leaves_a_server_tool_call_unanswered(self) -> None:
+        """The pause-turn variant ends after the text with an unanswered server_tool_use block, both forms."""
+        whole_reply = wire.reply("text", "chat", recorded(good_body()), "pause-turn")
+        assert isinstance(whole_reply, JsonReply)
+        body = whole_reply.body
+        self.assertEqual(body["stop_reason"], "pause_turn")
+        self.assertEqual([b["type"] for b in body["content"]], ["text", "server_tool_use"])
+        self.assertTrue(body["content"][1]["id"].startswith("srvtoolu_01"))
+        self.assertEqual(body["content"][0]["text"], FX.text)
+        self.assertEqual(body["usage"]["server_tool_use"], {"web_search_requests": 1})
+        stream_reply = wire.reply("text", "stream", recorded(good_body(stream=True)), "pause-turn")
+        assert isinstance(stream_reply, StreamReply)
+        items = events(stream_reply)
+        self.assertEqual(deltas(items, "text_delta"), FX.text)
+        starts = [d["content_block"]["type"] for e, d in items if e == "content_block_start"]
+        self.assertEqual(starts, ["text", "server_tool_use"])
+        self.assertEqual(json.loads(deltas(items, "input_json_delta")), {"query": "Paris weather today"})
+        delta = next(d for e, d in items if e == "message_delta")
+        paused = {"stop_reason": "pause_turn", "stop_sequence": None, "stop_details": None}
+        self.assertEqual(delta["delta"], paused)
+        self.assertEqual(delta["usage"]["output_tokens"], FX.usage.output_tokens)
+        self.assertEqual(items[-1][0], "message_stop")
+        self.assertEqual(wire.variants("text", "chat")[0].name, "end-turn")
+
+    def test_refusal_names_its_category_or_none(self) -> None:
+        """A named-category refusal carries the docs' category and explanation; uncategorized, both null."""
+        for name, expected in (
+            ("named-category", ("cyber", "This request was declined because it could enable cyber harm.")),
+            ("uncategorized", (None, None)),
+        ):
+            for mode in ("chat", "stream"):
+                with self.subTest(variant=name, mode=mode):
+                    reply = wire.reply("content-filter", mode, recorded(good_body(mode == "stream")), name)
+                    if isinstance(reply, JsonReply):
+                        details = reply.body["stop_details"]
+                    else:
+                        assert isinstance(reply, StreamReply)
+                        delta = next(d for e, d in events(reply) if e == "message_delta")
+                        details = delta["delta"]["stop_details"]
+                    self.assertEqual(details["type"], "refusal")
+                    self.assertEqual((details["category"], details["explanation"]), expected)
 
     def test_abort_hangs_in_both_forms(self) -> None:
         """Abort never answers whole, and streams some text then hangs."""
@@ -260,7 +316,13 @@ class AnthropicWireTest(unittest.TestCase):
         items = events(streamed("stream-error"))
         self.assertEqual(deltas(items, "text_delta"), FX.partial_text)
         self.assertEqual(items[-1][0], "error")
-        self.assertEqual(items[-1][1]["error"]["type"], "overloaded_error")
+        error = {"details": None, "type": "overloaded_error", "message": "Overloaded"}
+        self.assertEqual(items[-1][1], {"type": "error", "error": error})
+        self.assertIn(b'"error":{"details":null,', b"".join(streamed("stream-error").chunks))
+
+    def test_ping_is_spelt_as_real_streams_spell_it(self) -> None:
+        """The ping event's data has a space after the colon, as api.anthropic.com writes it."""
+        self.assertIn(b'event: ping\ndata: {"type": "ping"}\n\n', b"".join(streamed("text").chunks))
 
     def test_stream_chunks_cut_inside_a_character(self) -> None:
         """Some chunk of the text stream ends inside a multi-byte UTF-8 character."""

@@ -15,8 +15,15 @@ plainest account of how to read it:
   final ``output_tokens`` in ``message_delta``.
 - ``event: error`` is a failure after the 200 (``overloaded_error``, the twin of a
   529); a stream that ends without ``message_stop`` was cut.
-- A spend limit reached is a 429 too: tell it from a rate limit by
-  ``error.details.error_code``, never by the status.
+- A usage tier's spend cap is a 429 too: tell it from a rate limit by
+  ``error.details.error_code``, never by the status. Out of credit, or at a spend limit
+  the organization set, is a 400 ``invalid_request_error`` that only its message tells
+  from a bad request: this backend reads the message and says quota, and a backend
+  that reports it as a bad request (not retryable) passes too. A subscription's spend
+  limit is a plain 429 with a retry-after: a rate limit, as its type says.
+- ``pause_turn`` is a turn the API paused in its own server-tool loop: the text came,
+  no call is the caller's (a ``server_tool_use`` block is the API's own), so it is
+  ``stop``; sending the turn back lets it go on.
 - Multi-turn: an assistant turn goes back as ``thinking`` / ``redacted_thinking``
   blocks exactly as they came, then its text, then ``tool_use`` blocks whose
   ``input`` is an object; a turn's results go back together in one user turn of
@@ -68,9 +75,10 @@ ERROR_TYPES: Mapping[str, str] = {
 QUOTA_ERROR_CODES = frozenset(
     {"enforced_spend_limit_reached", "contract_spend_limit_reached", "ramp_limit_exceeded"}
 )
-#: Phrases of the 400s that mean the prompt does not fit, or the account is out of credit.
+#: Phrases of the 400s that mean the prompt does not fit, or the account is out of credit
+#: or at the spend limit it set.
 CONTEXT_PHRASES = ("prompt is too long", "exceed context limit", "context window")
-CREDIT_PHRASES = ("credit balance is too low",)
+CREDIT_PHRASES = ("credit balance is too low", "reached your specified")
 
 STOP_REASONS: Mapping[str, str] = {
     "end_turn": "stop",

@@ -54,9 +54,11 @@ class Variant:
     ``error_kinds`` is the set of kinds a careful client can derive from the shape's
     machine-readable fields (type, code, status, event), where they allow more than
     one: OpenAI's in-stream ``server_error`` whose code is null, which only its
-    message calls an overload, is ``("overloaded", "server_error")``. A verdict never
-    rests on a message's wording. Empty, the one kind is ``error_kind``, else the
-    scenario's own.
+    message calls an overload, is ``("overloaded", "server_error")``; Anthropic's 400
+    ``invalid_request_error`` that only its message calls a quota is ``("quota",
+    "invalid_request")``, the second a bad request (code ``LLM_INVALID_REQUEST``, not
+    retryable), a kind beside the contract's six. A verdict never rests on a message's
+    wording. Empty, the one kind is ``error_kind``, else the scenario's own.
     """
 
     #: Short, for skip keys and failure lines: ``credit-balance-400``. The empty name

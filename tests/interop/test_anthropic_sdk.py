@@ -217,10 +217,21 @@ def error_from(exc: Any) -> LLMError:
     type_, message = str(error.get("type", "")), str(error.get("message", exc.message))
     details = error.get("details") if isinstance(error.get("details"), dict) else {}
     status = exc.status_code
-    if details.get("error_code") in SPEND_LIMIT_CODES or "credit balance is too low" in message:
+    if details.get("error_code") in SPEND_LIMIT_CODES:
         kind = "quota"
     elif type_ == "invalid_request_error" and "prompt is too long" in message:
         kind = "context_overflow"
+    elif type_ == "invalid_request_error":
+        # Out of credit or at a spend limit set is a 400 that only its message calls a
+        # quota: read by its bytes, a bad request, never retried (the cases accept both).
+        return LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind="invalid_request",
+            retryable=False,
+            status=status,
+            provider="anthropic",
+        )
     elif status == 529:
         kind = "overloaded"
     else:

@@ -6,8 +6,9 @@ import json
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from conformance.contract import ChatRequest, StreamChunk, ToolCall
+from conformance.reference._base import call_from_text
 from conformance.reference._errors import status_kind
-from conformance.reference.anthropic import AnthropicBackend, _Block, _Turn
+from conformance.reference.anthropic import STOP_REASONS, AnthropicBackend, _Block, _Turn
 
 from . import _common as shared
 from ._common import Zoo
@@ -116,8 +117,41 @@ class SystemAsMessage(AnthropicBackend):
         return body
 
 
+class ServerToolAsCall(AnthropicBackend):
+    """Takes every block with input_json_delta for a call: a paused turn's server_tool_use becomes one."""
+
+    def complete_calls(self, blocks: List[_Block], stop_reason: Optional[str]) -> List[ToolCall]:
+        if stop_reason == "max_tokens":
+            return []
+        tools = ("tool_use", "server_tool_use")
+        return [call_from_text(b.id, b.name, "".join(b.parts)) for b in blocks if b.type in tools]
+
+
+class PauseTurnAsError(AnthropicBackend):
+    """Knows the stop reasons of its day: pause_turn, being none of them, is an error."""
+
+    def finish_reason(self, stop_reason: Optional[str], calls: List[ToolCall]) -> str:
+        if stop_reason not in STOP_REASONS or stop_reason == "pause_turn":
+            return "error"
+        return super().finish_reason(stop_reason, calls)
+
+
+class RefusalCategoryRequired(AnthropicBackend):
+    """Names a refusal by its category, as if every refusal had one: a null category crashes it."""
+
+    refused_for = ""
+
+    def on_event(self, name: str, data: str, turn: _Turn) -> str:
+        if name == "message_delta":
+            details = (json.loads(data).get("delta") or {}).get("stop_details")
+            if isinstance(details, dict):
+                self.refused_for = details["category"].upper()
+        return super().on_event(name, data, turn)
+
+
 class QuotaOnlyOn429(AnthropicBackend):
-    """Knows the spend-limit 429 only: a 400 about the credit balance or a 402 is not a quota to it."""
+    """Knows the quota of a 429 only: a 402 billing_error is not a quota to it (nor a 400,
+    which its bytes let pass as a bad request)."""
 
     def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
         kind = super().error_kind(status, error)
@@ -227,8 +261,29 @@ MUTANTS = [
         cases=zoo.every_case(),
     ),
     zoo.mutant(
+        "server-tool-as-call",
+        "yields a paused turn's server_tool_use block as a tool call",
+        ServerToolAsCall,
+        checks=("text-finish", "no-tool-calls"),
+        cases=("text/stream",),
+    ),
+    zoo.mutant(
+        "pause-turn-as-error",
+        'calls a paused turn "error"',
+        PauseTurnAsError,
+        checks=("text-finish",),
+        cases=("text/chat", "text/stream"),
+    ),
+    zoo.mutant(
+        "refusal-category-required",
+        "crashes on a refusal whose category is null",
+        RefusalCategoryRequired,
+        checks=("reply",),
+        cases=("content-filter/stream",),
+    ),
+    zoo.mutant(
         "quota-only-on-429",
-        "knows the spend-limit 429 only, not the credit-balance 400 or the 402 billing_error",
+        "knows the quota of a 429 only, not the 402 billing_error",
         QuotaOnlyOn429,
         checks=("error-details", "error-kind"),
         cases=("quota/chat", "quota/stream"),

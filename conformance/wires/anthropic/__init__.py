@@ -7,7 +7,8 @@ anthropic-python 1.x and 2.x were seen to accept (``anthropic/types``).
 
 A whole reply is one ``message`` with ``content`` blocks (``text``, ``tool_use`` whose
 ``input`` is already an object) and a ``stop_reason``: ``end_turn``, ``tool_use``,
-``max_tokens``, ``refusal`` (with ``stop_details``).
+``max_tokens``, ``refusal`` (with ``stop_details``), ``pause_turn`` (a server tool's
+loop paused, its ``server_tool_use`` block left without a result).
 
 A streamed reply is SSE events whose ``event:`` name equals ``data.type`` (the SDK
 drops events without the name)::
@@ -25,7 +26,8 @@ Usage is split: ``input_tokens`` in ``message_start``, the final ``output_tokens
 ``overloaded_error`` body, the in-stream twin of a 529.
 
 The package keeps one concern per module: ``_replies`` (the message and its events),
-``_variants`` (the error table and the variants), ``_turns`` (scripted turns played),
+``_variants`` (the error table and the variants), ``_pause`` (the paused turn),
+``_turns`` (scripted turns played),
 ``_history`` (a conversation read back), ``_request`` (what a request must carry) and
 ``_wire`` (:class:`AnthropicWire`, which answers each scenario with them).
 """

@@ -21,13 +21,16 @@ __all__ = [
     "BASE62",
     "MESSAGE_ID",
     "OVERLOADED_MESSAGE",
+    "REFUSAL_CATEGORY",
     "REFUSAL_EXPLANATION",
+    "SERVER_TOOL_USE_ID",
     "TOOL_USE_ID",
     "Events",
     "message",
     "refusal_stop_details",
     "request_id",
     "response_headers",
+    "server_tool_use_block",
     "text_block",
     "tool_use_block",
 ]
@@ -35,6 +38,8 @@ __all__ = [
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 MESSAGE_ID = provider_id("msg_01", "anthropic/message", 22, BASE62)
 TOOL_USE_ID = provider_id("toolu_01", "anthropic/tool-use", 22, BASE62)
+#: A server tool's call (web search), which the API runs itself: ``srvtoolu_01`` and 22.
+SERVER_TOOL_USE_ID = provider_id("srvtoolu_01", "anthropic/server-tool-use", 22, BASE62)
 
 
 def request_id() -> str:
@@ -42,7 +47,10 @@ def request_id() -> str:
     return fresh_id("req_011C", 20, BASE62)
 
 
-REFUSAL_EXPLANATION = "This request was declined by the model's safety policies."
+#: A refusal's named category and explanation, as the docs show them:
+#: https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals
+REFUSAL_CATEGORY = "cyber"
+REFUSAL_EXPLANATION = "This request was declined because it could enable cyber harm."
 OVERLOADED_MESSAGE = "Overloaded"
 
 
@@ -85,9 +93,20 @@ def tool_use_block(input_: Mapping[str, Any]) -> Dict[str, Any]:
     return {"type": "tool_use", "id": TOOL_USE_ID, "name": FX.tool_name, "input": dict(input_)}
 
 
-def refusal_stop_details() -> Dict[str, Any]:
-    """The ``stop_details`` of a ``refusal`` stop."""
-    return {"type": "refusal", "category": None, "explanation": REFUSAL_EXPLANATION}
+def server_tool_use_block(input_: Mapping[str, Any]) -> Dict[str, Any]:
+    """A ``server_tool_use`` block: a web search the API runs itself, never the client's call."""
+    return {"type": "server_tool_use", "id": SERVER_TOOL_USE_ID, "name": "web_search", "input": dict(input_)}
+
+
+def refusal_stop_details(named: bool = True) -> Dict[str, Any]:
+    """The ``stop_details`` of a ``refusal`` stop: a named category, or (``named=False``) none.
+
+    The docs say ``category`` and ``explanation`` are both null where the refusal maps
+    to no named category.
+    """
+    if not named:
+        return {"type": "refusal", "category": None, "explanation": None}
+    return {"type": "refusal", "category": REFUSAL_CATEGORY, "explanation": REFUSAL_EXPLANATION}
 
 
 def message(
@@ -95,8 +114,12 @@ def message(
     content: List[Dict[str, Any]],
     stop_reason: Optional[str],
     usage: Optional[Dict[str, Any]] = None,
+    stop_details: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """A ``message`` object, whole or (empty, no stop reason) inside ``message_start``."""
+    """A ``message`` object, whole or (empty, no stop reason) inside ``message_start``.
+
+    A ``refusal`` carries ``stop_details``: the named category unless given another.
+    """
     body: Dict[str, Any] = {
         "id": MESSAGE_ID,
         "type": "message",
@@ -108,7 +131,7 @@ def message(
         "usage": usage if usage is not None else _usage(),
     }
     if stop_reason == "refusal":
-        body["stop_details"] = refusal_stop_details()
+        body["stop_details"] = stop_details or refusal_stop_details()
     return body
 
 
@@ -142,7 +165,8 @@ class Events:
         # (79 of 79 in pydantic-ai tests/models/cassettes/test_anthropic).
         if not self.pinged:
             self.pinged = True
-            self.emit("ping")
+            # Spelt with a space after the colon, as real streams send it.
+            self.events.append(self.sse('{"type": "ping"}', event="ping"))
 
     def content_block_start(self, block: Dict[str, Any]) -> None:
         self.emit("content_block_start", index=self.index, content_block=block)
@@ -169,10 +193,12 @@ class Events:
         self.emit("content_block_stop", index=self.index)
         self.index += 1
 
-    def message_delta(self, stop_reason: str, input_tokens: bool = True) -> None:
+    def message_delta(
+        self, stop_reason: str, input_tokens: bool = True, stop_details: Optional[Dict[str, Any]] = None
+    ) -> None:
         delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
         if stop_reason == "refusal":
-            delta["stop_details"] = refusal_stop_details()
+            delta["stop_details"] = stop_details or refusal_stop_details()
         self.ping()
         # The newer shape (since about Sep 2025) repeats the input side in message_delta;
         # the older one counts only the output there.
@@ -190,6 +216,17 @@ class Events:
     def error(self, type_: str, message_: str) -> None:
         body = {"type": "error", "error": {"type": type_, "message": message_}}
         self.events.append(self.sse(dumps({**body, "request_id": self.request_id}), event="error"))
+
+    def api_error(self, type_: str, message_: str) -> None:
+        """``event: error`` as api.anthropic.com sends it: ``details: null`` first, no ``request_id``.
+
+        Quoted from streams in anthropics/claude-code#302, continuedev/continue#6066 and
+        nick1udwig/kibitz#145: ``{"type":"error","error":{"details":null,"type":"overloaded_error",
+        "message":"Overloaded"}}``. A client that reads ``error["details"]["error_code"]``
+        meets the null here.
+        """
+        body = {"type": "error", "error": {"details": None, "type": type_, "message": message_}}
+        self.events.append(self.sse(dumps(body), event="error"))
 
     def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
         """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``message_stop``."""

@@ -19,7 +19,25 @@ from ._replies import OVERLOADED_MESSAGE, request_id, response_headers
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply
 
-__all__ = ["ERRORS", "REDACTED_THINKING", "THINKING", "VARIANTS", "VARIANT_ERRORS", "error_reply"]
+__all__ = [
+    "ERRORS",
+    "QUOTA_OR_BAD_REQUEST",
+    "QUOTA_OR_RATE_LIMIT",
+    "REDACTED_THINKING",
+    "THINKING",
+    "VARIANTS",
+    "VARIANT_ERRORS",
+    "error_reply",
+]
+
+#: What a quota's 400 ``invalid_request_error`` may be reported as: its status and type
+#: say a bad request (``invalid_request``, not retryable), and only its message says the
+#: account is out of credit or at its spend limit; the message is no contract.
+QUOTA_OR_BAD_REQUEST = ("quota", "invalid_request")
+#: What a subscription's spend-limit 429 may be reported as: its type (``rate_limit_error``,
+#: no ``details``) and its retry-after say a rate limit; only its message says the month's
+#: spend is reached.
+QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
 
 #: scenario -> (status, error.type, message, error.details or None, extra headers)
 ERRORS: Mapping[str, Any] = {
@@ -36,13 +54,16 @@ ERRORS: Mapping[str, Any] = {
             "anthropic-ratelimit-requests-reset": "2025-11-29T08:00:07Z",
         },
     ),
-    # A spend limit reached is a 429 too, told apart only by details.error_code; it
-    # comes without retry-after because waiting a minute does not help.
+    # The usage-tier monthly cap: a 429 told apart from a rate limit only by
+    # details.error_code, and without retry-after because waiting a minute does not help.
+    # Documented, body and all, in https://docs.claude.com/en/api/rate-limits; no capture
+    # or quoted body of it has been found.
     "quota": (
         429,
         "rate_limit_error",
-        "You have reached your specified API usage limits. You will regain access on "
-        "2026-01-01 at 00:00 UTC.",
+        "You have reached your API usage limits: your organization has crossed its monthly API "
+        "usage threshold, set based on your organization's API tier. You will regain access on "
+        "2026-09-01 at 00:00 UTC.",
         {"error_code": "enforced_spend_limit_reached"},
         {},
     ),
@@ -71,10 +92,31 @@ VARIANT_ERRORS: Mapping[Any, Any] = {
         None,
         {},
     ),
+    # A spend limit the organization or workspace set: a 400 invalid_request_error, its
+    # message the only sign it is not an ordinary bad request.
+    ("quota", "spend-limit-400"): (
+        400,
+        "invalid_request_error",
+        "You have reached your specified API usage limits. You will regain access on "
+        "2026-01-01 at 00:00 UTC.",
+        None,
+        {},
+    ),
+    # A Claude subscription's monthly spend limit: a plain 429 rate_limit_error with a
+    # retry-after of minutes. The reports quote no value; the one here is of that order.
+    ("quota", "subscription-spend-429"): (
+        429,
+        "rate_limit_error",
+        "This request would exceed your account's monthly spend limit. Please try again later.",
+        None,
+        {"retry-after": "900"},
+    ),
+    # Documented only: no real 402 body has been quoted, so the message is the docs'
+    # description of the error, not words the API was seen sending.
     ("quota", "billing-402"): (
         402,
         "billing_error",
-        "Your account has a billing issue. Please go to Plans & Billing to resolve it.",
+        "There's an issue with your billing or payment information.",
         None,
         {},
     ),
@@ -135,19 +177,41 @@ VARIANTS: Mapping[str, Any] = {
         Variant(
             "trailing-garbage",
             "input_json_delta fragments: a whole object, then a closing brace too many",
-            "anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
-            "stream); earendil-works/pi#3175",
-            source_kind="issue",
+            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+            "(no guarantee of valid JSON); NousResearch/hermes-agent#107830 (input_json_delta "
+            "fragments seen on the wire that do not parse); anthropics/anthropic-sdk-python#1265 "
+            "replays a real stream with one delta broken by hand",
+            source_kind="docs",
         ),
     ),
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
     # message_delta (45 of 79 in pydantic-ai tests/models/cassettes/test_anthropic); the
-    # older ones count only the output there (34 of 79).
+    # older ones count only the output there (34 of 79). A turn that used a server tool
+    # (web search) may pause with the server's call left without its result.
+    "text/chat": (
+        Variant(
+            "end-turn",
+            "a text block, stop_reason end_turn",
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
+            "test_anthropic_model_instructions.yaml",
+            source_kind="capture",
+        ),
+        Variant(
+            "pause-turn",
+            "a text block, then a server_tool_use block (web_search) with no result, stop_reason "
+            "pause_turn: finish_reason stop, and no tool call",
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/test_pause_turn_web_search_vcr.yaml "
+            "(claude-sonnet-4-5, interaction 0)",
+            source_kind="capture",
+        ),
+    ),
     "text/stream": (
         Variant(
             "delta-input-tokens",
             "message_delta.usage with input_tokens and cache counts",
-            "vercel/ai packages/anthropic/src/__fixtures__/anthropic-message-delta-input-tokens.chunks.txt",
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
+            "test_request_stream_fallback_for_high_max_tokens.yaml (claude-sonnet-4-5, raw SSE); "
+            "vercel/ai packages/anthropic/src/__fixtures__/anthropic-text.chunks.txt",
             source_kind="capture",
         ),
         Variant(
@@ -156,24 +220,74 @@ VARIANTS: Mapping[str, Any] = {
             "pydantic/pydantic-ai tests/models/cassettes/test_anthropic (34 of 79 streams)",
             source_kind="capture",
         ),
-    ),
-    "quota": (
         Variant(
-            "credit-balance-400",
-            "400 credit balance too low",
-            "anthropics/claude-code#4684, #4208, #34522, #66314; continuedev/continue#5499",
-            source_kind="issue",
+            "pause-turn",
+            "a text block, then a server_tool_use block (web_search) and its input_json_delta, no "
+            "result, message_delta stop_reason pause_turn: finish_reason stop, and no tool call",
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
+            "test_pause_turn_web_search_streaming_vcr.yaml (claude-sonnet-4-5, interaction 0, raw SSE)",
+            source_kind="capture",
         ),
+    ),
+    # A refusal names its category where it has one; both fields are null where not.
+    "content-filter": (
         Variant(
-            "spend-limit-429",
-            "429 rate_limit_error with details.error_code enforced_spend_limit_reached",
-            "https://docs.claude.com/en/api/rate-limits (spend limits)",
+            "named-category",
+            "stop_reason refusal, stop_details with the category cyber and its explanation",
+            "https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/"
+            "handle-streaming-refusals (the response format; in a stream, stop_details on message_delta)",
             source_kind="docs",
         ),
         Variant(
+            "uncategorized",
+            "stop_reason refusal, stop_details with category and explanation null",
+            "https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/"
+            "handle-streaming-refusals (category and explanation are null where the refusal maps to "
+            "no named category)",
+            source_kind="docs",
+        ),
+    ),
+    # Each real quota answer, and what its bytes allow a backend to report: only the
+    # 402 and the tier cap's details.error_code say quota in a machine-readable field.
+    "quota": (
+        Variant(
+            "credit-balance-400",
+            "400 invalid_request_error, credit balance too low (quota in the message only)",
+            "anthropics/claude-code#4684, #4208, #34522, #66314; continuedev/continue#5499",
+            error_kinds=QUOTA_OR_BAD_REQUEST,
+            source_kind="issue",
+        ),
+        Variant(
+            "spend-limit-400",
+            "400 invalid_request_error, the spend limit the organization or workspace set (quota in "
+            "the message only)",
+            "anthropics/claude-code#2127, #38038, #38035 (workspace: #1047); "
+            "https://docs.claude.com/en/api/errors (a 400 when usage reaches a spend limit you set)",
+            error_kinds=QUOTA_OR_BAD_REQUEST,
+            source_kind="issue",
+        ),
+        Variant(
+            "tier-cap-429",
+            "429 rate_limit_error with details.error_code enforced_spend_limit_reached and no "
+            "retry-after, the usage tier's monthly cap (documented, not captured)",
+            "https://docs.claude.com/en/api/rate-limits (the body, and no retry-after)",
+            source_kind="docs",
+        ),
+        Variant(
+            "subscription-spend-429",
+            "429 rate_limit_error without details, retry-after of minutes, a subscription's monthly "
+            "spend limit (quota in the message only)",
+            "can1357/oh-my-pi#5418, NousResearch/hermes-agent#91091, earendil-works/pi#9849 (the "
+            "message and a minutes-long retry-after; no value quoted, 900 here)",
+            retry_after=900.0,
+            error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
+        ),
+        Variant(
             "billing-402",
-            "402 billing_error",
-            "https://docs.claude.com/en/api/errors (402 billing_error)",
+            "402 billing_error (documented, not captured)",
+            "https://docs.claude.com/en/api/errors (402 billing_error; no real 402 body has been "
+            "quoted, so its message is the docs' description)",
             source_kind="docs",
         ),
     ),

@@ -19,6 +19,7 @@ from ._replies import (
     TOOL_USE_ID,
     Events,
     message,
+    refusal_stop_details,
     request_id,
     response_headers,
     text_block,
@@ -94,7 +95,7 @@ class AnthropicWire(Wire):
         if scenario == "stream-cut":
             return self._cut(model, variant, self.wants_stream(request))
         if not self.wants_stream(request):
-            return self._whole(scenario, model)
+            return self._whole(scenario, model, variant)
         return self._stream(scenario, model, variant)
 
     def _cut(self, model: str, variant: str, stream: bool) -> Reply:
@@ -133,10 +134,14 @@ class AnthropicWire(Wire):
             out.message_delta("end_turn")
         return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
-    def _whole(self, scenario: str, model: str) -> Optional[Reply]:
+    def _whole(self, scenario: str, model: str, variant: str = "") -> Optional[Reply]:
         from ...provider.replies import HangReply, JsonReply
 
-        if scenario == "text":
+        if scenario == "text" and variant == "pause-turn":
+            from ._pause import pause_turn_message
+
+            body = pause_turn_message(model)
+        elif scenario == "text":
             body = message(model, [text_block(FX.text)], "end_turn")
         elif scenario in ("tool-call", "tool-call-with-stop"):
             stop = "tool_use" if scenario == "tool-call" else "end_turn"
@@ -146,7 +151,8 @@ class AnthropicWire(Wire):
             content = [text_block(FX.preamble), tool_use_block({})]
             body = message(model, content, "max_tokens")
         elif scenario == "content-filter":
-            body = message(model, [], "refusal")
+            named = variant != "uncategorized"
+            body = message(model, [], "refusal", stop_details=refusal_stop_details(named))
         elif scenario in ("abort", "cancel"):
             return HangReply()
         elif scenario == "stream-error":
@@ -162,7 +168,11 @@ class AnthropicWire(Wire):
         seed = f"{self.name}/{scenario}"
         out = Events(model)
         out.message_start()
-        if scenario == "text":
+        if scenario == "text" and variant == "pause-turn":
+            from ._pause import pause_turn_events
+
+            pause_turn_events(out)
+        elif scenario == "text":
             out.text(FX.text)
             out.message_delta("end_turn", input_tokens=variant != "delta-output-only")
         elif scenario in ("tool-call", "tool-call-with-stop"):
@@ -173,10 +183,10 @@ class AnthropicWire(Wire):
             out.tool_use('{"city": "Par', pieces=2)
             out.message_delta("max_tokens")
         elif scenario == "content-filter":
-            out.message_delta("refusal")
+            out.message_delta("refusal", stop_details=refusal_stop_details(variant != "uncategorized"))
         elif scenario == "stream-error":
             out.text(FX.partial_text, pieces=3, stop=False)
-            out.error("overloaded_error", OVERLOADED_MESSAGE)
+            out.api_error("overloaded_error", OVERLOADED_MESSAGE)
         elif scenario in ("abort", "cancel"):
             out.text(FX.partial_text, pieces=2, stop=False)
             return out.reply(seed, hang=True)
