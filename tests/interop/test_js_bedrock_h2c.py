@@ -55,6 +55,7 @@ SCENARIOS = (
     # A variant rides in the same header after a colon: the stream's other real shape.
     "content-filter:content-filtered",
     "stream-error",
+    "stream-error:throttling",
     "abort",
     "rate-limit",
     "quota",
@@ -64,7 +65,7 @@ SCENARIOS = (
     "context-overflow",
     CORRUPT_FRAME,
 )
-STREAM_ONLY = ("stream-error", CORRUPT_FRAME)
+STREAM_ONLY = ("stream-error", "stream-error:throttling", CORRUPT_FRAME)
 #: The variants of ``stream-cut`` by operation: a body or a stream the provider cuts short.
 CUTS = {
     operation: tuple(v.name for v in WIRE.variants("stream-cut", mode))
@@ -314,6 +315,14 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
         self.assertEqual(result["events"], sent_events("stream-error"))
         self.assertEqual(result["error"]["name"], "ServiceUnavailableException")
         self.assertEqual(result["error"]["fault"], "server")
+
+    def test_stream_error_throttling(self) -> None:
+        """The text before a throttlingException frame arrives, then the SDK's ThrottlingException."""
+        result = self.result("stream-error:throttling", "converse-stream")
+        self.assertEqual(result["text"], FX.partial_text)
+        self.assertEqual(result["events"], sent_events("stream-error:throttling"))
+        self.assertEqual(result["error"]["name"], "ThrottlingException")
+        self.assertEqual(result["error"]["fault"], "client")
 
     def test_stream_cut(self) -> None:
         """A body or stream cut short never reads as a finished turn: no stop reason, no call."""
