@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 
 from .anthropic import AnthropicBackend
 from .bedrock import BedrockConverseBackend
+from .cohere import CohereBackend
 from .gemini import GeminiBackend
 from .ollama import OllamaBackend
 from .openai_chat import OpenAIChatBackend
@@ -24,6 +25,7 @@ __all__ = [
     "REFERENCE_BACKENDS",
     "AnthropicBackend",
     "BedrockConverseBackend",
+    "CohereBackend",
     "GeminiBackend",
     "OllamaBackend",
     "OpenAIChatBackend",
@@ -57,6 +59,11 @@ def _bedrock(url: str, http2: bool) -> Any:
     return BedrockConverseBackend(url, http2=http2)
 
 
+def _cohere(url: str, http2: bool) -> Any:
+    # cohere-python's base URL has no version: the client adds /v2.
+    return CohereBackend(url, http2=http2)
+
+
 #: By wire name: ``create(provider_url, http2)`` builds the reference backend.
 REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {
     "openai-chat": _openai_chat,
@@ -65,6 +72,7 @@ REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {
     "gemini": _gemini,
     "ollama": _ollama,
     "bedrock-converse": _bedrock,
+    "cohere": _cohere,
 }
 
 
@@ -81,7 +89,8 @@ def provider_error(
     or the decoded JSON) and ``headers`` its headers (``retry-after`` and the like).
     Without, the failure came inside a stream that began well: ``error`` is what the
     stream carried, the error object (OpenAI, Anthropic, Gemini), Ollama's error text,
-    or Bedrock's exception as ``{"__type": name, "message": text}``. For an adapter
+    Bedrock's exception as ``{"__type": name, "message": text}``, or Cohere's
+    ``message-end`` that said ``ERROR`` or ``TIMEOUT`` (or its ``delta``). For an adapter
     over a library that surfaces what the provider sent but not what it means.
     """
     name = wire if isinstance(wire, str) else wire.name

@@ -1,7 +1,7 @@
 """The wires: one package per provider, each data plus small pure functions.
 
 Each wire's package is imported when its name (or :data:`WIRES`) is first asked for, so
-a target that uses one wire does not pay for the other five. A package keeps one
+a target that uses one wire does not pay for the others. A package keeps one
 concern per module (``_replies``, ``_variants``, ``_turns``, ``_history``, ``_request``,
 ``_wire``); what they share lives a floor down, beside :class:`Wire` (``_base``).
 """
@@ -18,6 +18,7 @@ from ._variants import SOURCE_KINDS
 if TYPE_CHECKING:
     from .anthropic import anthropic_wire
     from .bedrock import bedrock_converse_wire
+    from .cohere import cohere_wire
     from .gemini import gemini_wire
     from .ollama import ollama_wire
     from .openai_chat import openai_chat_wire
@@ -33,6 +34,7 @@ __all__ = [
     "WireLike",
     "anthropic_wire",
     "bedrock_converse_wire",
+    "cohere_wire",
     "gemini_wire",
     "ollama_wire",
     "openai_chat_wire",
@@ -47,6 +49,7 @@ _MODULES = {
     "gemini_wire": "gemini",
     "ollama_wire": "ollama",
     "bedrock_converse_wire": "bedrock",
+    "cohere_wire": "cohere",
 }
 
 
