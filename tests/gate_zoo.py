@@ -34,6 +34,7 @@ from conformance.reference import (
     REFERENCE_BACKENDS,
     AnthropicBackend,
     BedrockConverseBackend,
+    CohereBackend,
     GeminiBackend,
     OllamaBackend,
     OpenAIChatBackend,
@@ -156,6 +157,19 @@ class _BedrockTap(_Tap, BedrockConverseBackend):
         return text
 
 
+class _CohereTap(_Tap, CohereBackend):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_tap()
+
+    def on_event(self, event: Mapping[str, Any], turn: Any) -> str:
+        text = super().on_event(event, turn)
+        for partial in turn.calls.values():
+            self._seen(partial.id, partial.name, "".join(partial.arguments))
+        self._event()
+        return text
+
+
 class _GeminiTap(_Tap, GeminiBackend):
     """Gemini streams each call whole, in one event."""
 
@@ -191,6 +205,7 @@ _TAPS: Dict[str, Callable[[str, bool], Any]] = {
     "openai-responses": lambda url, http2: _ResponsesTap(f"{url}/v1", http2=http2),
     "anthropic": lambda url, http2: _AnthropicTap(url, http2=http2),
     "bedrock-converse": lambda url, http2: _BedrockTap(url, http2=http2),
+    "cohere": lambda url, http2: _CohereTap(url, http2=http2),
     "gemini": lambda url, http2: _GeminiTap(url, http2=http2),
     "ollama": lambda url, http2: _OllamaTap(url, http2=http2),
 }

@@ -377,6 +377,7 @@ TERMINAL_MARKERS = {
     "gemini": b"finishReason",
     "ollama": b'"done":true',
     "bedrock-converse": b"messageStop",
+    "cohere": b"message-end",
 }
 
 

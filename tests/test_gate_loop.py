@@ -89,9 +89,11 @@ class ReferenceLoopTests(unittest.TestCase):
         unplayed = [("gemini", "chat"), ("gemini", "stream"), ("ollama", "chat"), ("ollama", "stream")]
         unplayed += [("anthropic", "chat"), ("bedrock-converse", "chat")]
         allowed |= {str(fault_skip(corrupt, WIRES[w], mode)) for w, mode in unplayed}
-        # Calls that come with stop play only where a provider sends them; Ollama filters nothing.
-        unplayed = [("calls-with-stop", w) for w in ("openai-responses", "anthropic", "bedrock-converse")]
-        unplayed += [("content-filter-turn", "ollama")]
+        # Calls that come with stop play only where a provider sends them; Ollama and Cohere filter nothing.
+        unplayed = [
+            ("calls-with-stop", w) for w in ("openai-responses", "anthropic", "bedrock-converse", "cohere")
+        ]
+        unplayed += [("content-filter-turn", "ollama"), ("content-filter-turn", "cohere")]
         allowed |= {str(AgentLoopCase(reference_target(w, False), s, "chat").skip) for s, w in unplayed}
         self.assertLessEqual(skipped, allowed)
 

@@ -52,7 +52,7 @@ _CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)
 #: The wires whose conversations the gate can play.
 GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
 #: The wires that stream a call's arguments in fragments (Gemini and Ollama send each call whole).
-FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse")
+FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse", "cohere")
 #: The checks whose verdict can differ between HTTP/1.1 and h2c: whether the provider saw
 #: the request end (a closed connection, or a reset stream). The broken loops' other bugs
 #: are the loop's own, the same over either transport.
@@ -135,9 +135,10 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "result-as-user-message",
         zoo.rewrite(zoo.results_as_user),
         both("forced-tool", {"result-format"}),
-        # Ollama takes any role and leaves it to the model's template: the request is
-        # accepted, and the call simply has no result.
-        per_wire={"ollama": both("forced-tool", {"results"})},
+        # Ollama takes any role and leaves it to the model's template, and no document says
+        # Cohere refuses a call left without its result: the request is accepted, and the
+        # call simply has no result.
+        per_wire={w: both("forced-tool", {"results"}) for w in ("ollama", "cohere")},
     ),
     LoopMutant("swaps-two-results", zoo.rewrite(zoo.swap_results), both("parallel-calls", {"call-ids"})),
     LoopMutant(
@@ -290,7 +291,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "runs-only-tool-call-turns",
         zoo.RunsOnlyToolCallTurns,
         both("calls-with-stop", {"executions", "final-text", "requests"}),
-        per_wire=on(("openai-responses", "anthropic", "bedrock-converse"), {}),
+        per_wire=on(("openai-responses", "anthropic", "bedrock-converse", "cohere"), {}),
         why="calls-with-stop plays only where the provider ends a tool turn with stop",
         literal=True,
     ),
@@ -298,15 +299,15 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "asks-again-when-filtered",
         zoo.AsksAgainWhenFiltered,
         both("content-filter-turn", {"requests"}),
-        per_wire={"ollama": {}},
-        why="Ollama has no content filter",
+        per_wire=on(("ollama", "cohere"), {}),
+        why="Ollama and Cohere have no content filter",
     ),
     LoopMutant(
         "retries-at-once",
         zoo.RetriesAtOnce,
         both("retry-after", {"retry-wait"}),
-        per_wire=on(("ollama", "bedrock-converse"), {}),
-        why="Ollama has no rate-limit reply, and Bedrock's throttle asks for no delay",
+        per_wire=on(("ollama", "bedrock-converse", "cohere"), {}),
+        why="Ollama has no rate-limit reply, and Bedrock's throttle and Cohere's 429 ask for no delay",
     ),
     LoopMutant(
         "restarts-without-the-results",

@@ -103,7 +103,7 @@ class PublicApiTests(unittest.TestCase):
             "conformance.wires._turns",
             "conformance.wires._tool_results",
         )
-        wires = ("anthropic", "bedrock", "gemini", "ollama", "openai_chat", "openai_responses")
+        wires = ("anthropic", "bedrock", "cohere", "gemini", "ollama", "openai_chat", "openai_responses")
         # Each wire's package plays turns and reads histories only once a case asks it to.
         unwanted += tuple(f"conformance.wires.{w}.{m}" for w in wires for m in ("_turns", "_history"))
         for name in conformance.wires._MODULES:
@@ -182,6 +182,20 @@ class ProviderErrorTests(unittest.TestCase):
                 self.assertIn(error.kind, ("overloaded", "rate_limit"))
                 self.assertTrue(error.retryable)
                 self.assertEqual(error.details["kind"], error.kind)
+
+    def test_a_cohere_stream_that_ended_in_error_is_a_server_error(self) -> None:
+        """Cohere's message-end saying ERROR or TIMEOUT, or its delta, reads as a retryable server_error."""
+        from conformance import provider_error
+
+        usage = {"tokens": {"input_tokens": 1, "output_tokens": 1}}
+        for carried in (
+            {"type": "message-end", "delta": {"error": "internal server error", "finish_reason": "ERROR"}},
+            {"finish_reason": "TIMEOUT", "usage": usage},
+        ):
+            with self.subTest(carried=carried):
+                error = provider_error("cohere", carried)
+                self.assertEqual((error.kind, error.retryable, error.status), ("server_error", True, None))
+                self.assertIn(error.details["finish_reason"], ("ERROR", "TIMEOUT"))
 
     def test_a_wire_without_a_reference_backend_is_named(self) -> None:
         """A wire name no reference backend reads is a ValueError that lists the ones it knows."""

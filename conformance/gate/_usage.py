@@ -56,6 +56,8 @@ TURN_USAGE: Dict[str, Callable[[RecordedRequest], Optional[Usage]]] = {
     "ollama": _always,
     # usage in the metadata event (a whole reply's top-level usage).
     "bedrock-converse": _always,
+    # usage.tokens in message-end (a whole reply's top-level usage).
+    "cohere": _always,
 }
 
 #: What :func:`sent_usage` says of a conversation it cannot judge.

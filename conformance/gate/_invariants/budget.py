@@ -153,6 +153,8 @@ FORCED_FORMS: Mapping[str, str] = {
     "anthropic": 'tool_choice {"type": "tool", "name": "%s"}',
     "gemini": 'toolConfig.functionCallingConfig {"mode": "ANY", "allowedFunctionNames": ["%s"]}',
     "bedrock-converse": 'toolConfig.toolChoice {"tool": {"name": "%s"}}',
+    # Cohere's tool_choice names no tool: REQUIRED with only that tool offered forces it.
+    "cohere": 'tool_choice "REQUIRED" with tools listing %s alone',
 }
 
 
