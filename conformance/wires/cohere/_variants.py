@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 ERRORS_DOCS = "https://docs.cohere.com/reference/errors"
-SPEC = "cohere-ai/cohere-developer-experience cohere-openapi.yaml (/v2/chat responses)"
+SPEC = "cohere-ai/cohere-developer-experience cohere-openapi.yaml"
 STREAMING_DOCS = "https://docs.cohere.com/v2/docs/streaming"
 
 #: (scenario, variant) -> (status, message, whether the body has an id beside it).
@@ -166,14 +166,14 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "service-unavailable-503",
             "503 ServiceUnavailable, an id and a message (docs; no capture)",
-            f"{SPEC} (docs: 503 ServiceUnavailable, too many users at the same time)",
+            f"{SPEC} (docs: /v2/chat answers 503 ServiceUnavailable when too many users come at once)",
         ),
     ),
     "server-error": (
         Variant(
             "internal-500",
             "500 internal server error, an id and a message (docs; no capture)",
-            f"{ERRORS_DOCS} (docs: 500 Server Error); {SPEC} (docs: InternalServerError)",
+            f"{ERRORS_DOCS} (docs: 500 Server Error); {SPEC} (docs: /v2/chat answers InternalServerError)",
         ),
     ),
     "context-overflow": (
