@@ -86,13 +86,15 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "cached-tokens",
             "usage with billed_units, tokens and cached_tokens",
             "vercel/ai packages/cohere/src/__fixtures__/cohere-text.json and cohere-text.chunks.txt "
-            "(capture; 2025 payloads)",
+            "(2025 payloads)",
+            source_kind="capture",
         ),
         Variant(
             "billed-and-tokens",
             "usage with billed_units and tokens only",
             "langchain-ai/langchain-cohere libs/cohere/tests/integration_tests/cassettes/test_invoke.yaml "
-            "and test_stream.yaml (capture; 2024-11, command-r)",
+            "and test_stream.yaml (2024-11, command-r)",
+            source_kind="capture",
         ),
     ),
     "reasoning": (
@@ -100,18 +102,19 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "thinking",
             "a thinking content item (streamed as content-delta thinking), then the text item",
             "vercel/ai packages/cohere/src/__fixtures__/cohere-reasoning.json and "
-            "cohere-reasoning.chunks.txt (capture of the payloads; the fixture's event: lines are vercel's "
+            "cohere-reasoning.chunks.txt (the payloads; the fixture's event: lines are vercel's "
             "own); "
-            "https://docs.cohere.com/docs/reasoning (docs)",
+            "https://docs.cohere.com/docs/reasoning",
             reasoning=(THINKING,),
+            source_kind="capture",
         ),
     ),
     **stream_cut_variants(
         "message-end",
-        f"{STREAMING_DOCS} (docs: message-end is the final event)",
-        "cohere-ai/cohere-python src/cohere/v2/raw_client.py (provider source: chat_stream ends quietly "
+        f"{STREAMING_DOCS} (message-end is the final event)",
+        "cohere-ai/cohere-python src/cohere/v2/raw_client.py (Cohere's SDK: chat_stream ends quietly "
         "when the body ends, [DONE] or not, so a cut stream reads as a short one)",
-        "https://docs.cohere.com/reference/chat (docs)",
+        "https://docs.cohere.com/reference/chat",
         "a call's tool-call-start and its first argument fragment",
     ),
     # The argument text is the model's, unchecked, in both forms: a whole reply's
@@ -120,67 +123,75 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "unterminated-string",
             "arguments ending inside a string, the object left open",
-            "https://docs.cohere.com/reference/chat (docs: function.arguments is a string the model "
-            "writes); vercel/ai packages/cohere/src/cohere-chat-language-model.ts (provider source of a "
+            "https://docs.cohere.com/reference/chat (function.arguments is a string the model "
+            "writes); vercel/ai packages/cohere/src/cohere-chat-language-model.ts (the comment of a "
             "client: Cohere sometimes returns null, not an object, for a call's arguments)",
+            source_kind="docs",
         ),
         Variant(
             "trailing-garbage",
             "a whole object, then a closing brace too many",
-            "https://docs.cohere.com/reference/chat (docs: function.arguments is a string the model "
-            "writes); vercel/ai packages/cohere/src/cohere-chat-language-model.ts (provider source of a "
+            "https://docs.cohere.com/reference/chat (function.arguments is a string the model "
+            "writes); vercel/ai packages/cohere/src/cohere-chat-language-model.ts (the comment of a "
             "client: Cohere sometimes returns null, not an object, for a call's arguments)",
+            source_kind="docs",
         ),
     ),
     "rate-limit": (
         Variant(
             "trial-key-429",
             "429 Trial key limit, a message only, no retry-after (docs; no capture)",
-            f"{ERRORS_DOCS} (docs: 429 and its example messages); no capture of a Cohere 429's headers "
-            "was found",
+            f"{ERRORS_DOCS} (429 and its example messages); no capture of a Cohere 429's headers was found",
+            source_kind="docs",
         ),
     ),
     "quota": (
         Variant(
             "billing-402",
             "402 maximum billing reached (docs; no capture)",
-            f"{ERRORS_DOCS} (docs: 402 Payment Required and its example messages)",
+            f"{ERRORS_DOCS} (402 Payment Required and its example messages)",
+            source_kind="docs",
         ),
         Variant(
             "trial-monthly-429",
             "429 Trial key monthly limit: the same status and body shape as a rate limit (docs; no capture)",
-            "https://docs.cohere.com/docs/rate-limits (docs: trial keys are limited to 1,000 API calls a "
-            f"month); {ERRORS_DOCS} (docs: such limits answer 429)",
+            "https://docs.cohere.com/docs/rate-limits (trial keys are limited to 1,000 API calls a "
+            f"month); {ERRORS_DOCS} (such limits answer 429)",
             # Only the message tells it from the per-minute 429: the bytes allow either.
             error_kinds=("quota", "rate_limit"),
+            source_kind="docs",
         ),
     ),
     "auth": (
         Variant(
             "invalid-token-401",
             "401 invalid api token (docs; no capture)",
-            f"{ERRORS_DOCS} (docs: 401 and its example messages)",
+            f"{ERRORS_DOCS} (401 and its example messages)",
+            source_kind="docs",
         ),
     ),
     "overloaded": (
         Variant(
             "service-unavailable-503",
             "503 ServiceUnavailable, an id and a message (docs; no capture)",
-            f"{SPEC} (docs: /v2/chat answers 503 ServiceUnavailable when too many users come at once)",
+            f"{SPEC} (/v2/chat answers 503 ServiceUnavailable when too many users come at once)",
+            source_kind="docs",
         ),
     ),
     "server-error": (
         Variant(
             "internal-500",
             "500 internal server error, an id and a message (docs; no capture)",
-            f"{ERRORS_DOCS} (docs: 500 Server Error); {SPEC} (docs: /v2/chat answers InternalServerError)",
+            f"{ERRORS_DOCS} (500 Server Error); {SPEC} (/v2/chat answers InternalServerError)",
+            source_kind="docs",
         ),
     ),
     "context-overflow": (
         Variant(
             "too-many-tokens-400",
             "400 too many tokens: the prompt exceeds the limit (docs; no capture)",
-            f"{ERRORS_DOCS} (docs: 400 and its example messages)",
+            f"{ERRORS_DOCS} (400 and its example messages)",
+            source_kind="docs",
         ),
     ),
     # A generation that fails after the 200 ends with message-end: Cohere has no error
@@ -190,14 +201,16 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "finish-error",
             "the partial text, then message-end with finish_reason ERROR and delta.error (docs; no capture)",
-            f"{SPEC} (docs: ChatFinishReason ERROR, ChatMessageEndEvent delta.error)",
+            f"{SPEC} (ChatFinishReason ERROR, ChatMessageEndEvent delta.error)",
             error_kind="server_error",
+            source_kind="docs",
         ),
         Variant(
             "finish-timeout",
             "the partial text, then message-end with finish_reason TIMEOUT (docs; no capture)",
-            f"{SPEC} (docs: ChatFinishReason TIMEOUT)",
+            f"{SPEC} (ChatFinishReason TIMEOUT)",
             error_kind="server_error",
+            source_kind="docs",
         ),
     ),
 }
