@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import ssl
 import threading
 import unittest
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
@@ -58,6 +59,14 @@ HAVE_COHERE = importlib.util.find_spec("cohere") is not None
 HAVE_H2 = importlib.util.find_spec("h2") is not None
 SKIP_REASON = "cohere is not installed: pip install cohere (5.21.1 on Python 3.9, 7.x on 3.10 and later)"
 NO_RETRIES = {"max_retries": 0}
+_SSL: List[Any] = []
+
+
+def _verify() -> Any:
+    """One SSL context for every client: httpx would load the CA certificates for each."""
+    if not _SSL:
+        _SSL.append(ssl.create_default_context())
+    return _SSL[0]
 
 
 def _cohere_version() -> Tuple[int, ...]:
@@ -303,7 +312,10 @@ class CohereSyncBackend:
 
         self.sockets = _Sockets()
         self.http = httpx.Client(
-            headers=dict(headers), timeout=10.0, event_hooks={"request": [self.sockets.on_request]}
+            headers=dict(headers),
+            timeout=10.0,
+            verify=_verify(),
+            event_hooks={"request": [self.sockets.on_request]},
         )
         self.client = cohere.ClientV2(api_key="test", base_url=url, httpx_client=self.http)
 
@@ -357,7 +369,7 @@ class CohereAsyncBackend:
         import cohere
         import httpx
 
-        self.http = httpx.AsyncClient(headers=dict(headers), timeout=10.0, **httpx_args)
+        self.http = httpx.AsyncClient(headers=dict(headers), timeout=10.0, verify=_verify(), **httpx_args)
         self.client = cohere.AsyncClientV2(api_key="test", base_url=url, httpx_client=self.http)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
