@@ -42,13 +42,13 @@ class DropReplyTests(unittest.TestCase):
 
 class RateLimitReplyTests(unittest.TestCase):
     def test_the_wire_s_own_429_asks_for_the_short_delay(self) -> None:
-        """The delay is rewritten in each provider's own form; Bedrock's throttle still carries none."""
+        """The delay is rewritten in each provider's own form; Bedrock's and Cohere's 429s carry none."""
         from conformance.gate._fault_replies import rate_limit_reply
 
         body = json.dumps({"model": "m", "stream": False}).encode()
         request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
         shown = f"{RATE_LIMIT_RETRY_AFTER:g}"
-        for name in ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse"):
+        for name in ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse", "cohere"):
             with self.subTest(name):
                 reply = rate_limit_reply(WIRES[name], request, RATE_LIMIT_RETRY_AFTER)
                 assert isinstance(reply, JsonReply)
@@ -58,7 +58,7 @@ class RateLimitReplyTests(unittest.TestCase):
                 if name == "gemini":
                     self.assertIn(f'"{shown}s"'.encode(), encoded)
                     self.assertNotIn(b'"7s"', encoded)
-                elif name == "bedrock-converse":
+                elif name in ("bedrock-converse", "cohere"):
                     self.assertNotIn("retry-after", headers)
                 else:
                     self.assertEqual(headers["retry-after"], shown)
