@@ -123,6 +123,18 @@ class PublicApiTests(unittest.TestCase):
                 )
                 self.assertEqual(own, conformance.wires._MODULES[name], "only the named wire loads")
 
+    def test_each_wire_package_exports_its_class_and_its_wire(self) -> None:
+        """A wire's package lists its Wire class and the instance conformance exports, and nothing else."""
+        import importlib
+
+        for name, module in conformance.wires._MODULES.items():
+            with self.subTest(wire=name):
+                package = importlib.import_module(f"conformance.wires.{module}")
+                (cls,) = [n for n in package.__all__ if n != name]
+                self.assertEqual(sorted(package.__all__), sorted([cls, name]))
+                self.assertIs(type(getattr(package, name)), getattr(package, cls))
+                self.assertIs(getattr(conformance, name), getattr(package, name))
+
     def test_helpers_for_a_wire_of_ones_own_import_from_the_base(self) -> None:
         """The turn and schema helpers wires._base passes on are the objects their modules define."""
         from conformance.wires import _base, _schema, _turns
