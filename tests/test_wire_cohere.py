@@ -210,11 +210,14 @@ class ErrorTest(unittest.TestCase):
         self.assertIsNone(wire.rate_limit_retry_after)
         self.assertTrue(whole("context-overflow").body["message"].startswith("too many tokens"))
 
-    def test_the_monthly_trial_limit_may_read_as_either_kind(self) -> None:
-        """Its bytes are a rate limit's, so quota and rate_limit are both accepted; the 402 is a quota."""
+    def test_shapes_only_a_message_tells_apart_may_read_as_either_kind(self) -> None:
+        """The monthly Trial 429 may be quota or rate_limit, the 400 about too many tokens context_overflow
+        or a bad request; the 402 is a quota."""
         billing, monthly = wire.variants("quota", "chat")
         self.assertEqual(billing.accepted_kinds("quota"), ("quota",))
         self.assertEqual(monthly.accepted_kinds("quota"), ("quota", "rate_limit"))
+        (overflow,) = wire.variants("context-overflow", "chat")
+        self.assertEqual(overflow.accepted_kinds("context_overflow"), ("context_overflow", "invalid_request"))
 
     def test_a_failed_generation_ends_with_message_end(self) -> None:
         """The partial text, then message-end saying ERROR (with delta.error) or TIMEOUT, then [DONE]."""

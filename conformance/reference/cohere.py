@@ -26,7 +26,8 @@ plainest account of how to read it:
   quota), 429 a rate limit (a Trial key's monthly limit is a 429 too, told apart only
   by its message, so it is read as the rate limit its bytes say), 503 an overload,
   other 5xx a server error, a 400 whose message begins "too many tokens" the context
-  overflow (Cohere's documented prefix; nothing else tells it from a bad request).
+  overflow (Cohere's documented prefix; nothing else tells it from a bad request, so
+  the case takes a bad request too).
 - Multi-turn: each result goes back as a ``tool`` message naming its
   ``tool_call_id``, its text the content (a ``ToolError`` as its JSON text: Cohere has
   no error flag). Reasoning from another provider is dropped.

@@ -132,11 +132,14 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, CohereBackend):
 
 #: The shared bugs whose declared cases differ here: Cohere has no tool turn that says
 #: COMPLETE, its stream-error is a server error, and its cut-off tool turn has no text.
+#: Its context overflow is a 400 whose bytes say only "bad request", so reporting it as
+#: one is no bug here.
 DIFFERENT_HERE = (
     shared.ANNOUNCES_CALLS,
     shared.OVERLOAD_AS_SERVER_ERROR,
     shared.DROPS_TEXT_ON_LENGTH,
     shared.EARLY_FINISH,
+    shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,
 )
 
 MUTANTS = [
@@ -208,6 +211,13 @@ MUTANTS = [
         FailsOnErrorOnly,
         checks=("error-raised",),
         cases=("stream-error/stream",),
+    ),
+    zoo.mutant(
+        "too-many-tokens-retryable",
+        "calls the 400 about too many tokens a retryable server error",
+        shared.mislabels("context_overflow", "server_error"),
+        checks=shared.ERRORS,
+        cases=("context-overflow/chat", "context-overflow/stream"),
     ),
     zoo.mutant(
         "v1-tools",

@@ -192,6 +192,9 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "400 too many tokens: the prompt exceeds the limit (docs; no capture)",
             f"{ERRORS_DOCS} (400 and its example messages)",
             source_kind="docs",
+            # Its status says a bad request and nothing else does; only the message's
+            # documented "too many tokens:" says the prompt does not fit.
+            error_kinds=("context_overflow", "invalid_request"),
         ),
     ),
     # A generation that fails after the 200 ends with message-end: Cohere has no error
