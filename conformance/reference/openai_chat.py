@@ -13,7 +13,12 @@ plainest account of how to read it:
 - A turn with tool calls is a ``tool_calls`` turn whatever ``finish_reason`` said;
   a ``length`` turn keeps no call that was cut off.
 - A ``data: {"error": ...}`` event is a failure after the 200; a stream that ends
-  without ``[DONE]`` or a finish reason was cut and is a failure too.
+  without ``[DONE]`` or a finish reason was cut and is a failure too, and so is one
+  whose ``[DONE]`` comes without a finish reason.
+- Usage is wherever the server puts it: OpenAI's ``choices: []`` chunk, or the finish
+  chunk itself (Mistral, Groq, DeepSeek).
+- A call's fragment names its call by ``index``; Mistral sends each call whole with no
+  ``index`` (and no ``type``), so the call's id names it there.
 - An OpenAI-compatible server's ``reasoning_content`` (DeepSeek's; api.openai.com sends
   none) is reasoning, never text: it is passed on whole once the answer starts.
 - Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
@@ -223,6 +228,15 @@ class OpenAIChatBackend(OpenAIBase):
         finally:
             await response.aclose()
         self.check_ended(done or reason is not None, "[DONE]")
+        if reason is None:
+            # [DONE] with no finish reason ends no turn: llama-server's old builds send an
+            # error: line (which SSE drops) and then [DONE].
+            raise self.build_error(
+                "server_error",
+                "the stream reached [DONE] without a finish reason",
+                status=None,
+                details={"terminal": "[DONE]"},
+            )
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
             tool_calls=tuple(calls),
@@ -230,6 +244,21 @@ class OpenAIChatBackend(OpenAIBase):
             usage=usage,
             reasoning=self.reasoning("".join(thinking)),
         )
+
+    @staticmethod
+    def call_index(fragment: Mapping[str, Any], partials: Mapping[int, _PartialCall]) -> int:
+        """Which call a ``tool_calls`` fragment belongs to: its ``index``, or, where a server
+        sends each call whole with no index (Mistral), the call its id names, else a new one."""
+        index = fragment.get("index")
+        if isinstance(index, int):
+            return index
+        call_id = fragment.get("id")
+        for known, partial in partials.items():
+            if call_id and partial.id == call_id:
+                return known
+        if not call_id and partials:
+            return max(partials)  # a fragment without an id goes on with the last call
+        return max(partials, default=-1) + 1
 
     def sse_decoder(self) -> SSEDecoder:
         """The event decoder: it splits events on bytes and decodes whole lines only."""
@@ -246,7 +275,7 @@ class OpenAIChatBackend(OpenAIBase):
             if delta.get("content"):
                 text.append(delta["content"])
             for fragment in delta.get("tool_calls") or ():
-                partial = partials.setdefault(int(fragment.get("index", 0)), _PartialCall())
+                partial = partials.setdefault(self.call_index(fragment, partials), _PartialCall())
                 partial.id = fragment.get("id") or partial.id
                 function = fragment.get("function") or {}
                 partial.name = function.get("name") or partial.name
