@@ -227,16 +227,9 @@ class OpenAIChatBackend(OpenAIBase):
                     break
         finally:
             await response.aclose()
-        self.check_ended(done or reason is not None, "[DONE]")
-        if reason is None:
-            # [DONE] with no finish reason ends no turn: llama-server's old builds send an
-            # error: line (which SSE drops) and then [DONE].
-            raise self.build_error(
-                "server_error",
-                "the stream reached [DONE] without a finish reason",
-                status=None,
-                details={"terminal": "[DONE]"},
-            )
+        # The finish reason ends the turn; [DONE] alone ends none: llama-server's older
+        # builds send an error: line, which SSE drops, and then [DONE].
+        self.check_ended(reason is not None, "a finish reason" if done else "[DONE]")
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
             tool_calls=tuple(calls),
