@@ -365,10 +365,6 @@ def _scenario_turn(scenario: str, variant: str) -> Optional[ScriptedTurn]:
 
 def server_reply(scenario: str, variant: str, request: RecordedRequest, stream: bool) -> Optional[Reply]:
     """The reply of the server shape ``variant`` to ``scenario``, whole or streamed as asked."""
-    if variant.startswith("llama-cpp"):
-        from ._llama_cpp import llama_cpp_reply
-
-        return llama_cpp_reply(scenario, variant, request, stream)
     turn = _scenario_turn(scenario, variant)
     if turn is None:
         return None

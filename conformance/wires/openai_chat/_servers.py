@@ -6,7 +6,8 @@ they run only on a wire that names the server (``OpenAIChatWire(servers=...)``):
 backend written for api.openai.com alone never meets them, a gateway for "any
 OpenAI-compatible server" meets each of them. Where a scenario had one shape, the
 api.openai.com shape becomes its first variant, ``openai``, so the default stays what
-api.openai.com sends. Each row is ``(server, Variant)``; the bytes are ``_server_replies``'.
+api.openai.com sends. Each row is ``(server, Variant)``; the bytes are ``_server_replies``' and
+``_llama_cpp``'s.
 """
 
 from __future__ import annotations

@@ -113,6 +113,10 @@ class OpenAIChatWire(Wire):
         if self.servers:
             from ._servers import SERVER_SHAPES
 
+            if variant.startswith("llama-cpp"):
+                from ._llama_cpp import llama_cpp_reply
+
+                return llama_cpp_reply(scenario, variant, request, self.wants_stream(request))
             if variant in SERVER_SHAPES:
                 from ._server_replies import server_reply
 
