@@ -129,7 +129,8 @@ def reasoning_reply(wire: Wire, mode: str, request: RecordedRequest, variant: st
         return None
     if not shape.reasoning:
         return None
-    turn = ScriptedTurn(text=FX.text, reasoning=shape.reasoning, seed=f"reasoning/{shape.name or 'default'}")
+    seed = f"reasoning/{shape.name or 'default'}"
+    turn = ScriptedTurn(text=FX.text, reasoning=shape.reasoning, seed=seed, variant=shape.name)
     return play_turn(wire, turn, request)
 
 

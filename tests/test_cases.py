@@ -174,9 +174,12 @@ class VariantTests(unittest.TestCase):
         import pathlib
 
         from conformance.wires import WIRES
+        from conformance.wires.openai_chat import OpenAIChatWire
 
         docs = pathlib.Path(__file__).resolve().parent.parent / "docs" / "wires"
-        for wire in WIRES.values():
+        # The configured wires' variants too: the compatible servers' shapes are on their wire's page.
+        servers = OpenAIChatWire(reasoning_content=True, servers=OpenAIChatWire.SERVERS)
+        for wire in (*WIRES.values(), servers):
             page = (docs / f"{wire.name}.md").read_text(encoding="utf-8")
             for key, variants in wire.variants_table.items():
                 for variant in variants:

@@ -27,7 +27,7 @@ from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES
 
 from . import mutants as zoo
-from .mutants import Mutant
+from .mutants import Mutant, zoo_wires
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: A mutant's case is given up on after this many seconds: past the abort's one-second
@@ -39,6 +39,9 @@ HUNG_TIMEOUT = 1.2
 JOBS = 4
 TRANSPORTS = ("h1", "h2")
 _CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)
+#: A failing variant's problem line: ``  - [mistral] expected ... [usage]``.
+_VARIANT_CHECK = re.compile(r"^  - \[([a-z0-9.-]+)\] .*\[([a-z-]+)\]$", re.M)
+ZOO_WIRES = zoo_wires()
 
 
 def load_mutants() -> Dict[str, List[Mutant]]:
@@ -86,7 +89,7 @@ def transports_for(mutant: Mutant) -> Tuple[str, ...]:
 def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCase:
     target = BackendConformanceTarget(
         name=f"mutant {mutant.name}",
-        wire=WIRES[mutant.wire],
+        wire=ZOO_WIRES[mutant.wire],
         create_backend=lambda url: mutant.create(url, transport == "h2"),
         headers=dict(mutant.headers),
         model=mutant.model,
@@ -99,15 +102,34 @@ def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCa
     raise LookupError(f"{mutant.wire} has no case {case_name!r}")
 
 
-def verdict(case: ConformanceCase) -> Optional[Set[str]]:
-    """The ids of the checks that failed the case, or ``None`` where it passed (or skipped)."""
+def verdict(case: ConformanceCase, by_variant: bool = False) -> Optional[Set[str]]:
+    """The ids of the checks that failed the case, or ``None`` where it passed (or skipped);
+    ``by_variant``, each as ``variant:check``."""
     try:
         case.run()
     except unittest.SkipTest:
         return None
     except AssertionError as failed:
+        if by_variant:
+            return {f"{v}:{c}" for v, c in _VARIANT_CHECK.findall(str(failed))}
         return set(_CHECK_ID.findall(str(failed)))
     return None
+
+
+def mutant_verdict(mutant: Mutant, case: str, transport: str) -> Optional[Set[str]]:
+    """What the mutant's run of ``case`` over ``transport`` fails for (see :func:`verdict`)."""
+    return verdict(mutant_case(mutant, case, transport), bool(mutant.variants))
+
+
+def expected_verdict(mutant: Mutant, case: str, transport: str) -> Optional[Set[str]]:
+    """What it must fail for there: its checks, per variant where it names the variants."""
+    if transport not in mutant.transports:
+        return None
+    if not mutant.variants:
+        return set(mutant.checks)
+    scenario, mode = case.split("/")
+    has = {v.name for v in ZOO_WIRES[mutant.wire].variants(scenario, mode)}
+    return {f"{v}:{c}" for v in mutant.variants if v in has for c in mutant.checks}
 
 
 #: Checks whose mutants spend their case waiting (for the bound, or for a close that
@@ -139,7 +161,7 @@ def _run_all(listed: List[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, s
         ([j for j in listed if waits(j)], WAITING_JOBS),
     ):
         with ThreadPoolExecutor(max_workers=width) as pool:
-            for job, result in zip(group, pool.map(lambda job: verdict(mutant_case(*job)), group)):
+            for job, result in zip(group, pool.map(lambda job: mutant_verdict(*job), group)):
                 results[key(job)] = result
     return [(m, c, t, results[key((m, c, t))]) for m, c, t in listed]
 
@@ -154,11 +176,11 @@ def wrong_verdicts(jobs: List[Tuple[Mutant, str, str]]) -> List[str]:
     """
     wrong = []
     for mutant, case, transport, checks in run_all(jobs):
-        expected = set(mutant.checks) if transport in mutant.transports else None
+        expected = expected_verdict(mutant, case, transport)
         if checks == expected:
             continue
         with asyncio_debug_in_long_runs_only():
-            alone = verdict(mutant_case(mutant, case, transport))
+            alone = mutant_verdict(mutant, case, transport)
         if alone != expected:
             got = " then ".join("a pass" if v is None else str(sorted(v)) for v in (checks, alone))
             want = "a pass" if expected is None else sorted(expected)
@@ -167,8 +189,10 @@ def wrong_verdicts(jobs: List[Tuple[Mutant, str, str]]) -> List[str]:
 
 
 def case_names(wire: str) -> Set[str]:
-    """The cases of ``wire`` that run (not skipped by the wire itself)."""
-    target = BackendConformanceTarget("names", WIRES[wire], lambda url: REFERENCE_BACKENDS[wire](url, False))
+    """The cases of the zoo's ``wire`` that run (not skipped by the wire itself)."""
+    played = ZOO_WIRES[wire]
+    reference = REFERENCE_BACKENDS[played.name]
+    target = BackendConformanceTarget("names", played, lambda url: reference(url, False))
     return {case.name for case in backend_conformance_cases(target) if not case.skip}
 
 
@@ -181,7 +205,7 @@ class ZooTests(unittest.TestCase):
         """Each mutant names a shipped wire, a unique name, cases that run, and checks that exist."""
         for wire, mutants in MUTANTS.items():
             with self.subTest(wire=wire):
-                self.assertIn(wire, WIRES)
+                self.assertIn(wire, ZOO_WIRES)
                 names = [m.name for m in mutants]
                 self.assertEqual(len(names), len(set(names)), names)
                 runs = case_names(wire)
@@ -190,13 +214,44 @@ class ZooTests(unittest.TestCase):
                     self.assertLessEqual(set(mutant.checks), set(CHECKS), mutant.name)
                     self.assertLessEqual(set(mutant.cases), runs, mutant.name)
                     self.assertLessEqual(set(mutant.transports), set(TRANSPORTS), mutant.name)
+                    for case in mutant.cases:
+                        scenario, mode = case.split("/")
+                        names = {v.name for v in ZOO_WIRES[wire].variants(scenario, mode)}
+                        self.assertTrue(
+                            not mutant.variants or names & set(mutant.variants), (mutant.name, case)
+                        )
 
     def test_every_case_catches_a_mutant_for_its_answer(self) -> None:
-        """Per wire, every case that runs is declared by a mutant caught for what it answered."""
+        """Per shipped wire, every case that runs is declared by a mutant caught for what it answered."""
         for wire, mutants in sorted(MUTANTS.items()):
+            if wire not in WIRES:
+                continue  # a configured wire: its own shapes are held below, the rest are the shipped wire's
             with self.subTest(wire=wire):
                 covered = {c for m in mutants if not m.request_level for c in m.cases}
                 self.assertEqual(sorted(case_names(wire) - covered), [], f"{wire}: cases no mutant guards")
+
+    def test_every_server_shape_catches_a_mutant_of_its_own(self) -> None:
+        """Each OpenAI-compatible server's variant, in each case it plays, catches a mutant of its own."""
+        from conformance.wires.openai_chat._servers import SERVER_ROWS
+
+        wire = ZOO_WIRES[zoo.SERVERS_ZOO]
+        declared = {
+            (case, variant)
+            for mutant in MUTANTS[zoo.SERVERS_ZOO]
+            if not mutant.request_level
+            for case in mutant.cases
+            for variant in mutant.variants
+        }
+        missing = []
+        for key, rows in SERVER_ROWS.items():
+            scenario, _, only = key.partition("/")
+            for _, variant in rows:
+                for mode in (only,) if only else ("chat", "stream"):
+                    case = f"{scenario}/{mode}"
+                    if case in case_names(zoo.SERVERS_ZOO) and variant in wire.variants(scenario, mode):
+                        if (case, variant.name) not in declared:
+                            missing.append(f"{case} [{variant.name}]")
+        self.assertEqual(missing, [], "server shapes no mutant is caught by")
 
     def test_each_mutant_is_caught_where_and_why_it_says(self) -> None:
         """Each mutant fails its cases for exactly its checks on its transports, and passes them elsewhere."""

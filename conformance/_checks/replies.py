@@ -140,6 +140,8 @@ def _usage(seen: Seen) -> List[str]:
     generations = seen.generations()
     if generations:
         sent = seen.wire.usage_sent(seen.scenario, generations[0])
+        # A shape that reports usage unasked (Mistral's, Groq's) did send it.
+        sent = sent or (seen.variant.usage_unasked and seen.scenario in seen.wire.reports_usage)
     else:
         sent = seen.scenario in seen.wire.reports_usage
     if not sent:

@@ -63,8 +63,8 @@ class OpenAIBase(ReferenceBackend):
         message = str(error.get("message") or "").lower()
         if code in QUOTA_CODES or type_ in QUOTA_CODES:
             return "quota"
-        if code == "context_length_exceeded":
-            return "context_overflow"
+        if code == "context_length_exceeded" or type_ == "exceed_context_size_error":
+            return "context_overflow"  # the second is llama-server's, whose code is the status
         if code in OVERLOAD_CODES or type_ in OVERLOAD_TYPES or (code is None and "overloaded" in message):
             return "overloaded"
         if code in self.rate_limit_codes:

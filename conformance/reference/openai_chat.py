@@ -13,7 +13,12 @@ plainest account of how to read it:
 - A turn with tool calls is a ``tool_calls`` turn whatever ``finish_reason`` said;
   a ``length`` turn keeps no call that was cut off.
 - A ``data: {"error": ...}`` event is a failure after the 200; a stream that ends
-  without ``[DONE]`` or a finish reason was cut and is a failure too.
+  without ``[DONE]`` or a finish reason was cut and is a failure too, and so is one
+  whose ``[DONE]`` comes without a finish reason.
+- Usage is wherever the server puts it: OpenAI's ``choices: []`` chunk, or the finish
+  chunk itself (Mistral, Groq, DeepSeek).
+- A call's fragment names its call by ``index``; Mistral sends each call whole with no
+  ``index`` (and no ``type``), so the call's id names it there.
 - An OpenAI-compatible server's ``reasoning_content`` (DeepSeek's; api.openai.com sends
   none) is reasoning, never text: it is passed on whole once the answer starts.
 - Tell an exhausted quota from a rate limit by ``error.code``, never by the 429.
@@ -222,7 +227,9 @@ class OpenAIChatBackend(OpenAIBase):
                     break
         finally:
             await response.aclose()
-        self.check_ended(done or reason is not None, "[DONE]")
+        # The finish reason ends the turn; [DONE] alone ends none: llama-server's older
+        # builds send an error: line, which SSE drops, and then [DONE].
+        self.check_ended(reason is not None, "a finish reason" if done else "[DONE]")
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
             tool_calls=tuple(calls),
@@ -230,6 +237,21 @@ class OpenAIChatBackend(OpenAIBase):
             usage=usage,
             reasoning=self.reasoning("".join(thinking)),
         )
+
+    @staticmethod
+    def call_index(fragment: Mapping[str, Any], partials: Mapping[int, _PartialCall]) -> int:
+        """Which call a ``tool_calls`` fragment belongs to: its ``index``, or, where a server
+        sends each call whole with no index (Mistral), the call its id names, else a new one."""
+        index = fragment.get("index")
+        if isinstance(index, int):
+            return index
+        call_id = fragment.get("id")
+        for known, partial in partials.items():
+            if call_id and partial.id == call_id:
+                return known
+        if not call_id and partials:
+            return max(partials)  # a fragment without an id goes on with the last call
+        return max(partials, default=-1) + 1
 
     def sse_decoder(self) -> SSEDecoder:
         """The event decoder: it splits events on bytes and decodes whole lines only."""
@@ -246,7 +268,7 @@ class OpenAIChatBackend(OpenAIBase):
             if delta.get("content"):
                 text.append(delta["content"])
             for fragment in delta.get("tool_calls") or ():
-                partial = partials.setdefault(int(fragment.get("index", 0)), _PartialCall())
+                partial = partials.setdefault(self.call_index(fragment, partials), _PartialCall())
                 partial.id = fragment.get("id") or partial.id
                 function = fragment.get("function") or {}
                 partial.name = function.get("name") or partial.name

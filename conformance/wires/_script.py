@@ -70,7 +70,9 @@ class ScriptedTurn:
     first, call 1's first, call 0's second, ...) where the provider's format allows it
     (by ``index``, ``output_index``, content block index, ``contentBlockIndex``); a
     format that cannot interleave sends them one call after the other. ``seed`` makes
-    the ids and the transport cuts the same on every run.
+    the ids and the transport cuts the same on every run. ``variant`` names the shape
+    the wire plays the turn in where it has several (an OpenAI-compatible server's own
+    chunks); empty, the provider's own.
     """
 
     text: str = ""
@@ -79,6 +81,7 @@ class ScriptedTurn:
     finish: str = ""
     interleave: bool = False
     seed: str = "turn"
+    variant: str = ""
 
     @property
     def finish_reason(self) -> str:

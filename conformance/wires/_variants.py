@@ -78,6 +78,9 @@ class Variant:
     #: What ``source`` is, one of :data:`SOURCE_KINDS`: ``capture``, ``issue``, ``docs``
     #: or ``provider-source``; empty only on a wire of one's own that does not say.
     source_kind: str = ""
+    #: Whether this shape reports usage in a stream that did not ask for it (Mistral's and
+    #: Groq's streams always do), where the wire's own shape reports it only when asked.
+    usage_unasked: bool = False
 
     def __post_init__(self) -> None:
         if self.source_kind and self.source_kind not in SOURCE_KINDS:

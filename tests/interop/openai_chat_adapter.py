@@ -14,11 +14,14 @@ They map the SDK's models and exceptions into the contract's types:
   ``delta.reasoning_content``): it is read from there as one thinking item, whole at
   the end of a stream;
 - a stream asks for usage with ``stream_options={"include_usage": True}``; tool-call
-  deltas are gathered by ``index`` and handed out only once the turn has ended;
+  deltas are gathered by ``index`` (by id where a compatible server sends a whole call
+  with none, as Mistral does) and handed out only once the turn has ended; a call with
+  no ``type`` (Mistral's) is a function call;
 - a turn with calls is a ``tool_calls`` turn whatever ``finish_reason`` said, and a
   ``length`` turn drops the call that was cut off;
 - errors are told apart by status and ``e.code``: ``insufficient_quota`` is a quota
-  even though it comes as a 429, ``context_length_exceeded`` is a 400 of its own, and
+  even though it comes as a 429, ``context_length_exceeded`` is a 400 of its own (as is
+  llama-server's ``exceed_context_size_error`` type), and
   the retry delay is read from ``retry-after-ms``, then ``retry-after``;
 - a mid-stream ``data: {"error": ...}`` surfaces as ``openai.APIError`` with no status,
   classified by its ``code`` and ``type``;
@@ -179,8 +182,8 @@ def error_kind(
     """
     if code in QUOTA_CODES or type_ == "insufficient_quota":
         return "quota"  # before the 429: a quota comes as one too
-    if code == "context_length_exceeded":
-        return "context_overflow"
+    if code == "context_length_exceeded" or type_ == "exceed_context_size_error":
+        return "context_overflow"  # the second is llama-server's type, its code the status
     overloaded = code is None and "overloaded" in message.lower()
     if code in OVERLOAD_CODES or type_ == "service_unavailable_error" or status == 503 or overloaded:
         return "overloaded"
@@ -268,7 +271,8 @@ def read_completion(completion: Any) -> ChatResponse:
     calls = []
     if choice.finish_reason != "length":  # a call cut off by the limit is no call
         for call in message.tool_calls or ():
-            if call.type == "function":
+            # Mistral's calls carry no type; the lenient SDK leaves it None.
+            if call.type in ("function", None):
                 parsed = parse_call(call.id, call.function.name, call.function.arguments)
                 if parsed is not None:
                     calls.append(parsed)
@@ -317,7 +321,7 @@ class _Gather:
             if delta.content:
                 text.append(delta.content)
             for fragment in delta.tool_calls or ():
-                partial = self.partials.setdefault(fragment.index, _PartialCall())
+                partial = self.partials.setdefault(self.call_index(fragment), _PartialCall())
                 partial.id = fragment.id or partial.id
                 if fragment.function is not None:
                     partial.name = fragment.function.name or partial.name
@@ -326,6 +330,18 @@ class _Gather:
             if choice.finish_reason is not None:
                 self.reason = choice.finish_reason
         return "".join(text)
+
+    def call_index(self, fragment: Any) -> int:
+        """The call a fragment belongs to: its ``index``, or, where a server sends each call
+        whole with none (Mistral; the lenient SDK leaves it ``None``), the call its id names."""
+        if fragment.index is not None:
+            return int(fragment.index)
+        for index, partial in self.partials.items():
+            if fragment.id and partial.id == fragment.id:
+                return index
+        if not fragment.id and self.partials:
+            return max(self.partials)
+        return max(self.partials, default=-1) + 1
 
     def last_chunk(self) -> StreamChunk:
         """The chunk that ends the turn: complete calls, the reason and the usage."""
@@ -383,17 +399,22 @@ class _Sockets:
 
 
 class SyncOpenAIChatBackend:
-    """A sync backend over ``openai.OpenAI().chat.completions``."""
+    """A sync backend over ``openai.OpenAI().chat.completions``.
 
-    def __init__(self, base_url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+    ``strict`` validates every reply against the SDK's models (``_strict_response_validation``),
+    so a field the wire omits fails; off, the SDK reads replies as it does by default.
+    """
+
+    def __init__(
+        self, base_url: str, headers: Optional[Mapping[str, str]] = None, *, strict: bool = True
+    ) -> None:
         self.sockets = _Sockets()
         self.client = openai.OpenAI(
             api_key="test",
             base_url=base_url,
             max_retries=0,
             timeout=10.0,
-            # Validate every reply against the SDK's models, so a field the wire omits fails.
-            _strict_response_validation=True,
+            _strict_response_validation=strict,
             default_headers=dict(headers or {}),
             http_client=openai.DefaultHttpxClient(event_hooks={"request": [self.sockets.on_request]}),
         )
@@ -448,16 +469,17 @@ class SyncOpenAIChatBackend:
 
 
 class AsyncOpenAIChatBackend:
-    """An async backend over ``openai.AsyncOpenAI().chat.completions``."""
+    """An async backend over ``openai.AsyncOpenAI().chat.completions`` (``strict`` as the sync one's)."""
 
-    def __init__(self, base_url: str, headers: Optional[Mapping[str, str]] = None) -> None:
+    def __init__(
+        self, base_url: str, headers: Optional[Mapping[str, str]] = None, *, strict: bool = True
+    ) -> None:
         self.client = openai.AsyncOpenAI(
             api_key="test",
             base_url=base_url,
             max_retries=0,
             timeout=10.0,
-            # Validate every reply against the SDK's models, so a field the wire omits fails.
-            _strict_response_validation=True,
+            _strict_response_validation=strict,
             default_headers=dict(headers or {}),
         )
 

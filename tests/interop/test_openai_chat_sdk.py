@@ -14,6 +14,7 @@ from typing import Mapping
 from conformance.scenarios import SCENARIOS
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.openai_chat import OpenAIChatWire, openai_chat_wire
+from conformance.wires.openai_chat._servers import SERVER_ROWS
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
@@ -81,6 +82,84 @@ class OpenAIChatAsyncCompatibleConformance(BackendConformanceTestCase, unittest.
 
     def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
         return AsyncOpenAIChatBackend(f"{url}/v1", self.headers)
+
+
+#: The wire naming every OpenAI-compatible server: the cases its servers' shapes play, each
+#: server's variant alone (api.openai.com's shapes are run by the suites above).
+SERVERS_WIRE = OpenAIChatWire(servers=OpenAIChatWire.SERVERS)
+SERVER_SCENARIOS = {key.split("/")[0] for key in SERVER_ROWS}
+ONLY_SERVER_SHAPES: Mapping[str, str] = {
+    **{name: "no server shape of its own" for name in SCENARIOS if name not in SERVER_SCENARIOS},
+    **{
+        f"{key}:{variant.name}": "api.openai.com's shape, run by the suites above"
+        for key, variants in SERVERS_WIRE.variants_table.items()
+        if key.split("/")[0] in SERVER_SCENARIOS
+        for variant in variants
+        if variant.name in {v.name for v in openai_chat_wire.variants(key.split("/")[0])} | {"openai"}
+    },
+}
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatSyncServersConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``OpenAI().chat.completions.create`` against Mistral's, Groq's, DeepSeek's and llama-server's shapes.
+
+    The SDK validates leniently here, as it does by default: strict validation refuses
+    Groq's ``service_tier`` and Mistral's calls (see ``OpenAIChatStrictValidation``).
+    """
+
+    wire = SERVERS_WIRE
+    headers = {"x-gateway-key": "test"}
+    skip = ONLY_SERVER_SHAPES
+
+    def create_backend(self, url: str) -> SyncOpenAIChatBackend:
+        return SyncOpenAIChatBackend(f"{url}/v1", self.headers, strict=False)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatAsyncServersConformance(BackendConformanceTestCase, unittest.TestCase):
+    """``AsyncOpenAI().chat.completions.create`` against the compatible servers' shapes, leniently."""
+
+    wire = SERVERS_WIRE
+    headers = {"x-gateway-key": "test"}
+    skip = ONLY_SERVER_SHAPES
+
+    def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
+        return AsyncOpenAIChatBackend(f"{url}/v1", self.headers, strict=False)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatStrictValidation(unittest.TestCase):
+    """What openai-python's strict validation (``_strict_response_validation=True``) refuses."""
+
+    def refused(self, scenario: str, mode: str, server: str) -> str:
+        """The case's failure for the one ``server`` variant, through the strict sync adapter."""
+        from conformance.cases import BackendConformanceTarget, ConformanceCase
+
+        skip = {f"{scenario}:{v.name}": "another shape" for v in SERVERS_WIRE.variants(scenario, mode)}
+        del skip[f"{scenario}:{server}"]
+        target = BackendConformanceTarget(
+            "strict", SERVERS_WIRE, lambda url: SyncOpenAIChatBackend(f"{url}/v1"), skip=skip
+        )
+        with self.assertRaises(AssertionError) as failed:
+            ConformanceCase(target, scenario, mode).run()
+        return str(failed.exception)
+
+    def test_groqs_service_tier_fails_strict_validation(self) -> None:
+        """Groq's whole reply says service_tier "on_demand", outside the SDK's Literal: refused."""
+        self.assertIn(
+            "[groq] expected a reply, got APIResponseValidationError", self.refused("text", "chat", "groq")
+        )
+
+    def test_mistrals_calls_fail_strict_validation(self) -> None:
+        """Mistral's calls have no type, and streamed no index, which the SDK's models require."""
+        self.assertIn(
+            "[mistral] expected a reply, got APIResponseValidationError",
+            self.refused("tool-call", "chat", "mistral"),
+        )
+        self.assertIn(
+            "Data returned by API invalid for expected schema", self.refused("tool-call", "stream", "mistral")
+        )
 
 
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)

@@ -167,6 +167,7 @@ class Zoo:
         cases: Tuple[str, ...],
         headers: Optional[Mapping[str, str]] = None,
         transports: Tuple[str, ...] = ("h1", "h2"),
+        variants: Tuple[str, ...] = (),
     ) -> Mutant:
         """The mutant ``cls`` builds: the wire's own subclass, or a shared mixin put in front of it."""
         backend = cls
@@ -188,6 +189,7 @@ class Zoo:
             checks=checks,
             cases=cases,
             transports=transports,
+            variants=variants,
         )
 
     def every_case(self) -> Tuple[str, ...]:

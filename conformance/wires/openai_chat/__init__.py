@@ -15,6 +15,9 @@ The package keeps one concern per module: ``_replies`` (the completion and its
 chunks), ``_variants`` (the error table and the variants), ``_turns`` (scripted turns
 played), ``_history`` (a conversation read back), ``_request`` (what a request must
 carry) and ``_wire`` (:class:`OpenAIChatWire`, which answers each scenario with them).
+The OpenAI-compatible servers a wire may name have ``_servers`` (which scenario each
+answers in a shape of its own, and where it was seen), ``_server_replies`` (Mistral's,
+Groq's and DeepSeek's bytes) and ``_llama_cpp`` (llama-server's).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ are ``_request``'s, each loaded when a case first needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
@@ -46,7 +46,15 @@ class OpenAIChatWire(Wire):
     ``reasoning_content=True`` makes it the wire of an OpenAI-compatible server that
     returns its reasoning as ``reasoning_content`` (DeepSeek and the servers that copy
     it), and so gives it the ``reasoning`` case that api.openai.com has no part in.
+
+    ``servers`` names OpenAI-compatible servers (:attr:`SERVERS`: ``"mistral"``,
+    ``"groq"``, ``"deepseek"``, ``"llama.cpp"``) whose own shapes the cases run too, as
+    variants after api.openai.com's: a backend or gateway that talks to them must read
+    each. ``"deepseek"`` also turns the ``reasoning`` case on, as its reasoner sends it.
     """
+
+    #: The OpenAI-compatible servers ``servers`` may name.
+    SERVERS: Tuple[str, ...] = ("mistral", "groq", "deepseek", "llama.cpp")
 
     name = "openai-chat"
     interleaves_calls = True
@@ -57,14 +65,25 @@ class OpenAIChatWire(Wire):
     variants_table = VARIANTS
     unsupported = {"reasoning": NO_REASONING}
 
-    def __init__(self, *, reasoning_content: bool = False) -> None:
+    def __init__(self, *, reasoning_content: bool = False, servers: Sequence[str] = ()) -> None:
         self.reasoning_content = reasoning_content
+        self.servers: Tuple[str, ...] = ()
         if reasoning_content:
             self.variants_table = {**VARIANTS, "reasoning": REASONING_VARIANTS}
             self.unsupported = {}
+        if servers or isinstance(servers, str):
+            # Loaded only for a wire that names servers: api.openai.com's pays nothing.
+            from ._servers import check_servers, with_servers
+
+            self.servers = check_servers(servers)
+            self.variants_table = with_servers(self.variants_table, self.servers)
+            if self.variants_table.get("reasoning"):
+                self.unsupported = {}
 
     def __repr__(self) -> str:
         shown = ", reasoning_content=True" if self.reasoning_content else ""
+        if self.servers:
+            shown += f", servers={self.servers!r}"
         return f"<{type(self).__name__} {self.name!r}{shown}>"
 
     terminal_event = "data: [DONE]"
@@ -91,6 +110,17 @@ class OpenAIChatWire(Wire):
         body = request.json if isinstance(request.json, dict) else {}
         model = str(body.get("model") or "conformance-model")
         variant = variant or self.variants(scenario, mode)[0].name
+        if self.servers:
+            from ._servers import SERVER_SHAPES
+
+            if variant.startswith("llama-cpp"):
+                from ._llama_cpp import llama_cpp_reply
+
+                return llama_cpp_reply(scenario, variant, request, self.wants_stream(request))
+            if variant in SERVER_SHAPES:
+                from ._server_replies import server_reply
+
+                return server_reply(scenario, variant, request, self.wants_stream(request))
         if scenario in ERRORS:
             return error_reply(scenario, variant)
         if not self.wants_stream(request):
@@ -190,14 +220,30 @@ class OpenAIChatWire(Wire):
     # -- multi-turn ---------------------------------------------------------------------
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
+        if self._server_plays(turn):
+            from ._server_replies import server_turn_response
+
+            return server_turn_response(turn, request)
         from ._turns import turn_response
 
         return turn_response(turn, request)
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
+        if self._server_plays(turn):
+            from ._server_replies import server_turn_events
+
+            return server_turn_events(turn, request)
         from ._turns import turn_events
 
         return turn_events(turn, request)
+
+    def _server_plays(self, turn: ScriptedTurn) -> bool:
+        """Whether ``turn`` is played in a named server's own chunks (DeepSeek's reasoning)."""
+        if not self.servers or not turn.variant:
+            return False
+        from ._servers import SERVER_SHAPES
+
+        return turn.variant in SERVER_SHAPES
 
     def read_history(self, request: RecordedRequest) -> Optional[History]:
         from ._history import read_history

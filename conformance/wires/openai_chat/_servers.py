@@ -1,0 +1,264 @@
+"""The OpenAI-compatible servers a Chat Completions wire can be told to speak for: which
+scenario each server answers in a shape of its own, and where that shape was seen.
+
+Strategy: a server's shapes are variants of the scenarios it has a recording for, and
+they run only on a wire that names the server (``OpenAIChatWire(servers=...)``): a
+backend written for api.openai.com alone never meets them, a gateway for "any
+OpenAI-compatible server" meets each of them. Where a scenario had one shape, the
+api.openai.com shape becomes its first variant, ``openai``, so the default stays what
+api.openai.com sends. Each row is ``(server, Variant)``; the bytes are ``_server_replies``' and
+``_llama_cpp``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Sequence, Tuple
+
+from ...contract import Reasoning, ReasoningKind
+from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._ids import provider_id
+from .._variants import Variant
+from ._replies import TOOL_CALL_ID
+
+__all__ = [
+    "DEEPSEEK_CALL_ID",
+    "DEEPSEEK_THINKING",
+    "GROQ_CALL_ID",
+    "MISTRAL_CALL_ID",
+    "SERVERS",
+    "SERVER_SHAPES",
+    "check_servers",
+    "with_servers",
+]
+
+#: The servers a wire can name, in the order their variants run.
+SERVERS: Tuple[str, ...] = ("mistral", "groq", "deepseek", "llama.cpp")
+
+#: Mistral's call ids: 9 letters and digits (``gSIMJiOkT``).
+MISTRAL_CALL_ID = provider_id("", "openai-chat/mistral/tool-call", 9)
+#: Groq's: 9 lower-case letters and digits (``tk85n1k4m``).
+GROQ_CALL_ID = provider_id("", "openai-chat/groq/tool-call", 9, "0123456789abcdefghijklmnopqrstuvwxyz")
+#: DeepSeek's: ``call_00_`` and 24 letters and digits, the ``00`` the call's position.
+DEEPSEEK_CALL_ID = provider_id("call_00_", "openai-chat/deepseek/tool-call")
+#: The thinking DeepSeek's reasoner returns before its answer or its call.
+DEEPSEEK_THINKING = (Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="openai"),)
+
+_VERCEL = "vercel/ai packages/{package}/src/{where}__fixtures__/{stem}.chunks.txt and {stem}.json"
+
+#: api.openai.com's own shape of a scenario, named where the servers add theirs.
+OPENAI_SHAPES: Mapping[str, Variant] = {
+    "text": Variant(
+        "openai",
+        "api.openai.com: usage in a choices: [] chunk after the finish reason, when asked for",
+        _VERCEL.format(package="openai", where="chat/", stem="openai-text") + " (gpt-4.1-nano)",
+        source_kind="capture",
+    ),
+    "tool-call": Variant(
+        "openai",
+        "api.openai.com: the call opened with id and name, then argument fragments by index",
+        "crewAIInc/crewAI cassette test_handle_streaming_tool_calls.yaml (36 of 52 recorded "
+        "tool-call streams open the call in the role chunk)",
+        call_id=TOOL_CALL_ID,
+        source_kind="capture",
+    ),
+    "context-overflow": Variant(
+        "openai",
+        "api.openai.com: 400 invalid_request_error / context_length_exceeded",
+        "chathub-dev/chathub#126 and crewAIInc/crewAI-examples#121 (raw 400 bodies: "
+        "invalid_request_error, context_length_exceeded, param messages)",
+        source_kind="issue",
+    ),
+}
+
+#: The llama-server build that sent the envelope played before an in-stream error.
+_LLAMA_CPP_CHUNKS = "openai-php/client#780 (the chunks of llama-server b9554: key order, timings)"
+
+#: scenario (or scenario/mode) -> (server, its shape), in :data:`SERVERS` order.
+SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
+    "text": (
+        (
+            "mistral",
+            Variant(
+                "mistral",
+                "Mistral: usage on the finish chunk, asked for or not; no choices: [] chunk",
+                _VERCEL.format(package="mistral", where="", stem="mistral-text") + " (mistral-small-latest)",
+                usage_unasked=True,
+                source_kind="capture",
+            ),
+        ),
+        (
+            "groq",
+            Variant(
+                "groq",
+                "Groq: x_groq on the first and last chunks, usage on the finish chunk too; "
+                "service_tier on_demand",
+                _VERCEL.format(package="groq", where="", stem="groq-text") + " (llama-3.3-70b-versatile)",
+                usage_unasked=True,
+                source_kind="capture",
+            ),
+        ),
+        (
+            "deepseek",
+            Variant(
+                "deepseek",
+                "DeepSeek: usage with prompt_cache_hit/miss_tokens on the finish chunk; a UUID id",
+                _VERCEL.format(package="deepseek", where="chat/", stem="deepseek-text") + " (deepseek-chat)",
+                source_kind="capture",
+            ),
+        ),
+    ),
+    "tool-call": (
+        (
+            "mistral",
+            Variant(
+                "mistral",
+                "Mistral: the call whole in one chunk with the finish reason, no index, no type",
+                _VERCEL.format(package="mistral", where="", stem="mistral-tool-call")
+                + " (mistral-small-latest)",
+                call_id=MISTRAL_CALL_ID,
+                usage_unasked=True,
+                source_kind="capture",
+            ),
+        ),
+        (
+            "groq",
+            Variant(
+                "groq",
+                "Groq: the call whole in one chunk, index last; x_groq usage",
+                _VERCEL.format(package="groq", where="", stem="groq-tool-call")
+                + " (llama-3.3-70b-versatile)",
+                call_id=GROQ_CALL_ID,
+                usage_unasked=True,
+                source_kind="capture",
+            ),
+        ),
+        (
+            "deepseek",
+            Variant(
+                "deepseek",
+                "DeepSeek reasoner: reasoning_content deltas, then the call by index; usage on the finish",
+                _VERCEL.format(package="deepseek", where="chat/", stem="deepseek-tool-call")
+                + " (deepseek-reasoner)",
+                call_id=DEEPSEEK_CALL_ID,
+                source_kind="capture",
+            ),
+        ),
+    ),
+    "reasoning": (
+        (
+            "deepseek",
+            Variant(
+                "deepseek",
+                "DeepSeek reasoner: reasoning_content null beside each content delta; usage on the finish",
+                _VERCEL.format(package="deepseek", where="chat/", stem="deepseek-reasoning")
+                + " (deepseek-reasoner)",
+                reasoning=DEEPSEEK_THINKING,
+                source_kind="capture",
+            ),
+        ),
+    ),
+    "context-overflow/chat": (
+        (
+            "llama.cpp",
+            Variant(
+                "llama-cpp",
+                "llama-server: 400 exceed_context_size_error, code 400 a number, n_prompt_tokens, n_ctx",
+                "arbs-io/github-copilot-llm-gateway#55 (raw 400 body); ggml-org/llama.cpp#19774 (b8064)",
+                source_kind="issue",
+            ),
+        ),
+    ),
+    "context-overflow/stream": (
+        (
+            "llama.cpp",
+            Variant(
+                "llama-cpp",
+                "llama-server since 2025-10-09: the same 400, before the stream",
+                "arbs-io/github-copilot-llm-gateway#55 (raw 400 body); ggml-org/llama.cpp#16486 "
+                "(HTTP 400 when the prompt exceeds the context, also when streaming)",
+                source_kind="issue",
+            ),
+        ),
+        (
+            "llama.cpp",
+            Variant(
+                "llama-cpp-in-stream",
+                "llama-server 2025-09-19 to 2025-10-09: HTTP 200, data: {error: exceed_context_size_error}, "
+                "then data: [DONE]",
+                "oobabooga/textgen#7257 (the body, without the HTTP status being 400); "
+                "ggml-org/llama.cpp#16109 (an error in a stream becomes a data: line) and #16486",
+                source_kind="issue",
+            ),
+        ),
+        (
+            "llama.cpp",
+            Variant(
+                "llama-cpp-error-field",
+                "llama-server before 2025-09-19: HTTP 200, an error: line SSE drops, then data: [DONE]",
+                "coddy-project/coddy-agent#106 (raw bytes from llama-server b5966); "
+                "ggml-org/llama.cpp#16109 (the error: field it replaced)",
+                # The field's type names no contract kind, and an SSE reader drops the
+                # field: a turn that ends at [DONE] with nothing, which is a failure.
+                error_kinds=("context_overflow", "server_error"),
+                source_kind="issue",
+            ),
+        ),
+    ),
+    "stream-error": (
+        (
+            "llama.cpp",
+            Variant(
+                "llama-cpp",
+                "llama-server: text, then data: {error: server_error, code 500} with no choices, "
+                "and no [DONE]",
+                "ggml-org/llama.cpp tools/server (an error after the first chunk is one data: line, "
+                "then the stream ends: terminate on error); ggml-org/llama.cpp#19774 (the body); "
+                f"unslothai/unsloth#9390 (an error chunk carries no choices); {_LLAMA_CPP_CHUNKS}",
+                error_kind="server_error",
+                source_kind="provider-source",
+            ),
+        ),
+    ),
+}
+
+#: Every server variant's name: the shapes ``_server_replies`` plays.
+SERVER_SHAPES = frozenset(variant.name for rows in SERVER_ROWS.values() for _, variant in rows)
+
+
+def check_servers(servers: Any) -> Tuple[str, ...]:
+    """``servers`` as a tuple of known names; :class:`ValueError` naming the known ones otherwise."""
+    import difflib
+
+    if isinstance(servers, str):
+        raise ValueError(
+            f"servers takes a sequence of server names, got the string {servers!r}: "
+            f"write servers=({servers!r},)"
+        )
+    names = tuple(servers)
+    for name in names:
+        if name not in SERVERS:
+            close = difflib.get_close_matches(str(name), SERVERS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown OpenAI-compatible server {name!r}: the known ones are {SERVERS}{hint}")
+    return names
+
+
+def with_servers(
+    table: Mapping[str, Tuple[Variant, ...]], servers: Sequence[str]
+) -> Dict[str, Tuple[Variant, ...]]:
+    """``table`` with each named server's shapes added after the scenario's own.
+
+    A scenario that had one unnamed shape gets api.openai.com's as its first variant,
+    ``openai``; ``reasoning``, which api.openai.com has no part in, gets the servers' alone.
+    """
+    merged = dict(table)
+    for key, rows in SERVER_ROWS.items():
+        added = tuple(variant for server, variant in rows if server in servers)
+        if not added:
+            continue
+        scenario = key.split("/")[0]
+        own = table.get(key) or table.get(scenario)
+        if not own:
+            own = (OPENAI_SHAPES[scenario],) if scenario in OPENAI_SHAPES else ()
+        merged[key] = tuple(own) + added
+    return merged

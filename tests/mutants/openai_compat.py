@@ -1,0 +1,283 @@
+"""Mutants of the OpenAI Chat wire that names every OpenAI-compatible server: the reference
+backend with a bug that api.openai.com's shapes let pass and one server's shape catches.
+
+Each names the variants that catch it (``variants``); it passes api.openai.com's shape
+of the same case, so the server's shape is the reason it is caught.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+
+from conformance.contract import ChatRequest, LLMError, StreamChunk
+from conformance.reference.openai_chat import OpenAIChatBackend, _PartialCall
+
+from . import SERVERS_ZOO
+from ._common import Zoo
+from ._openai import StreamErrorAsOverload
+
+zoo = Zoo(SERVERS_ZOO, OpenAIChatBackend, path="/v1")
+
+#: api.openai.com's tiers, the Literal openai-python validates ``service_tier`` against.
+OPENAI_TIERS = frozenset({"auto", "default", "flex", "scale", "priority"})
+
+
+class UsageFromEmptyChoicesOnly(OpenAIChatBackend):
+    """Takes usage only from a chunk with ``choices: []``, where api.openai.com puts it."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        self.empty_choices_usage: Optional[Any] = None
+        async for chunk in super().chat_stream(chat):
+            if chunk.finish_reason is not None:
+                chunk = dataclasses.replace(chunk, usage=self.usage(self.empty_choices_usage))
+            yield chunk
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        if chunk.get("choices") == [] and chunk.get("usage"):
+            self.empty_choices_usage = chunk["usage"]
+        return super().on_chunk(chunk, partials)
+
+
+class IndexOnEveryFragment(OpenAIChatBackend):
+    """Keys every tool-call fragment by its ``index``, which Mistral's whole calls lack."""
+
+    @staticmethod
+    def call_index(fragment: Mapping[str, Any], partials: Mapping[int, _PartialCall]) -> int:
+        return int(fragment["index"])
+
+
+class DoneEndsTheTurn(OpenAIChatBackend):
+    """Takes ``data: [DONE]`` for a finished turn, finish reason or not ("stop" where none came)."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError as error:
+            if "before a finish reason" not in str(error):
+                raise
+            yield StreamChunk(finish_reason="stop")
+
+
+class ErrorChunkTakenForAnEnd(DoneEndsTheTurn):
+    """Skips a chunk without ``choices`` (llama-server's error chunk), then takes ``[DONE]`` for the end."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        if "choices" not in chunk:
+            return ""
+        return super().on_chunk(chunk, partials)
+
+
+class _PeeksAtTheBody(OpenAIChatBackend):
+    """Looks at a whole reply's JSON before the reference reads it (:meth:`peek`)."""
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Any:
+        response = await super().send(chat, stream)
+        if not stream:
+            read = response.read
+
+            async def peeked() -> bytes:
+                raw: bytes = await read()
+                self.peek(json.loads(raw))
+                return raw
+
+            response.read = peeked
+        return response
+
+    def peek(self, body: Any) -> None:
+        raise NotImplementedError
+
+
+class ContextOverflowByCodeOnly(OpenAIChatBackend):
+    """Knows a context overflow only by OpenAI's ``context_length_exceeded`` code."""
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        if error.get("type") == "exceed_context_size_error":
+            error = {**error, "type": None}
+        return super().error_kind(status, error)
+
+
+class StrictServiceTier(_PeeksAtTheBody):
+    """Refuses a reply whose ``service_tier`` is none of api.openai.com's, as strict validation does."""
+
+    def peek(self, body: Any) -> None:
+        tier = body.get("service_tier")
+        if tier is not None and tier not in OPENAI_TIERS:
+            raise ValueError(f"service_tier {tier!r} is none of {sorted(OPENAI_TIERS)}")
+
+
+class CallsTypedFunctionOnly(_PeeksAtTheBody):
+    """Keeps only the calls whose ``type`` says ``function``; Mistral's say no type at all."""
+
+    def peek(self, body: Any) -> None:
+        for choice in body.get("choices") or ():
+            self.typed.update(self.typed_ids((choice.get("message") or {}).get("tool_calls")))
+
+    @staticmethod
+    def typed_ids(calls: Any) -> List[str]:
+        return [c.get("id") for c in calls or () if c.get("type") == "function"]
+
+    async def chat(self, chat: ChatRequest) -> Any:
+        self.typed: set = set()
+        return await super().chat(chat)
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        self.typed = set()
+        async for chunk in super().chat_stream(chat):
+            yield chunk
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        for choice in chunk.get("choices") or ():
+            self.typed.update(self.typed_ids((choice.get("delta") or {}).get("tool_calls")))
+        return super().on_chunk(chunk, partials)
+
+    def complete_calls(self, partials: List[_PartialCall], reason: Optional[str]) -> List[Any]:
+        return [c for c in super().complete_calls(partials, reason) if c.id in self.typed]
+
+
+class RefusalKeyRequired(_PeeksAtTheBody):
+    """Reads ``message["refusal"]``, which api.openai.com always sends and no compatible server does."""
+
+    def peek(self, body: Any) -> None:
+        for choice in body.get("choices") or ():
+            if choice["message"]["refusal"]:
+                raise ValueError("the model refused")
+
+
+class NullToolCallsIterated(_PeeksAtTheBody):
+    """Iterates ``message.get("tool_calls", [])``, which is ``None`` where the key is there and null."""
+
+    def peek(self, body: Any) -> None:
+        for choice in body.get("choices") or ():
+            for call in choice["message"].get("tool_calls", []):
+                call.get("id")
+
+
+class ReasoningKeyTakenForText(OpenAIChatBackend):
+    """Gathers ``reasoning_content`` wherever the key is, so DeepSeek's ``null`` beside each content delta
+    breaks the join."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            if "reasoning_content" in delta:
+                self.pieces.append(delta["reasoning_content"])
+        return super().on_chunk(chunk, partials)
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        self.pieces: List[Any] = []
+        async for chunk in super().chat_stream(chat):
+            "".join(self.pieces)  # the join a str-only buffer makes
+            yield chunk
+
+
+class ErrorCodeAsText(OpenAIChatBackend):
+    """Reads ``error.code`` as text, as OpenAI's codes are; llama-server's is the status, a number."""
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        code = error.get("code")
+        if code is not None:
+            code.lower()  # OpenAI's codes are strings: rate_limit_exceeded, ...
+        return super().error_kind(status, error)
+
+
+MUTANTS = [
+    zoo.mutant(
+        "usage-from-empty-choices-only",
+        "takes usage only from a choices: [] chunk, where api.openai.com puts it",
+        UsageFromEmptyChoicesOnly,
+        checks=("usage",),
+        cases=("text/stream", "tool-call/stream", "reasoning/stream"),
+        variants=("mistral", "groq", "deepseek"),
+    ),
+    zoo.mutant(
+        "index-on-every-fragment",
+        "keys every tool-call fragment by its index, which Mistral's whole calls lack",
+        IndexOnEveryFragment,
+        checks=("reply",),
+        cases=("tool-call/stream",),
+        variants=("mistral",),
+    ),
+    zoo.mutant(
+        "error-chunk-taken-for-an-end",
+        "skips a chunk without choices and takes [DONE] for the end: llama-server's in-stream error",
+        ErrorChunkTakenForAnEnd,
+        checks=("error-raised",),
+        cases=("context-overflow/stream",),
+        variants=("llama-cpp-in-stream", "llama-cpp-error-field"),
+    ),
+    zoo.mutant(
+        "done-ends-the-turn",
+        "takes [DONE] for a finished turn though no finish reason came",
+        DoneEndsTheTurn,
+        checks=("error-raised",),
+        cases=("context-overflow/stream",),
+        variants=("llama-cpp-error-field",),
+    ),
+    zoo.mutant(
+        "context-overflow-by-code-only",
+        "knows a context overflow only by OpenAI's context_length_exceeded code",
+        ContextOverflowByCodeOnly,
+        checks=("error-details", "error-kind"),
+        cases=("context-overflow/chat", "context-overflow/stream"),
+        variants=("llama-cpp", "llama-cpp-in-stream"),
+    ),
+    zoo.mutant(
+        "strict-service-tier",
+        "refuses a service_tier none of api.openai.com's (Groq's on_demand)",
+        StrictServiceTier,
+        checks=("reply",),
+        cases=("text/chat", "tool-call/chat"),
+        variants=("groq",),
+    ),
+    zoo.mutant(
+        "refusal-key-required",
+        "reads message.refusal, which only api.openai.com sends",
+        RefusalKeyRequired,
+        checks=("reply",),
+        cases=("text/chat", "tool-call/chat", "reasoning/chat"),
+        variants=("mistral", "groq", "deepseek"),
+    ),
+    zoo.mutant(
+        "null-tool-calls-iterated",
+        'iterates message.get("tool_calls", []), null in Mistral\'s text reply',
+        NullToolCallsIterated,
+        checks=("reply",),
+        cases=("text/chat",),
+        variants=("mistral",),
+    ),
+    zoo.mutant(
+        "calls-typed-function-only",
+        "keeps only calls whose type says function; Mistral's carry no type",
+        CallsTypedFunctionOnly,
+        checks=("tool-calls",),
+        cases=("tool-call/chat", "tool-call/stream"),
+        variants=("mistral",),
+    ),
+    zoo.mutant(
+        "reasoning-key-taken-for-text",
+        "gathers reasoning_content wherever the key is, null or not",
+        ReasoningKeyTakenForText,
+        checks=("reply",),
+        cases=("reasoning/stream", "tool-call/stream"),
+        variants=("deepseek",),
+    ),
+    zoo.mutant(
+        "error-code-as-text",
+        "reads error.code as text; llama-server's is a number",
+        ErrorCodeAsText,
+        checks=("error-details", "error-kind", "error-status"),
+        cases=("context-overflow/chat",),
+        variants=("llama-cpp",),
+    ),
+    zoo.mutant(
+        "in-stream-server-error-as-overload",
+        "calls every in-stream error it cannot place an overload",
+        StreamErrorAsOverload,
+        checks=("error-details", "error-kind"),
+        cases=("stream-error/stream",),
+        variants=("llama-cpp",),
+    ),
+]
