@@ -31,7 +31,6 @@ plainest account of how to read it:
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
 from urllib.parse import quote
@@ -48,39 +47,12 @@ from ..contract import (
     ToolChoice,
     Usage,
 )
+from . import _aws
 from ._base import ReferenceBackend, call_from_text
 from ._decoders import EventStreamDecoder, EventStreamError, EventStreamMessage
-from ._errors import decode_json, status_kind
+from ._errors import decode_json
 
 __all__ = ["BedrockConverseBackend"]
-
-#: Bedrock's error names, as ``x-amzn-ErrorType`` spells them, by the contract's kind.
-#: Mid-stream exceptions use the same names in lowerCamel case.
-ERROR_KINDS_BY_NAME: Mapping[str, str] = {
-    "ThrottlingException": "rate_limit",
-    "ServiceQuotaExceededException": "quota",
-    "AccessDeniedException": "auth",
-    "UnrecognizedClientException": "auth",
-    "InvalidSignatureException": "auth",
-    "ExpiredTokenException": "auth",
-    "IncompleteSignatureException": "auth",
-    "MissingAuthenticationTokenException": "auth",
-    "ServiceUnavailableException": "overloaded",
-    "ModelNotReadyException": "overloaded",
-    "InternalServerException": "server_error",
-    "ModelStreamErrorException": "server_error",
-    "ModelErrorException": "server_error",
-    "ModelTimeoutException": "server_error",
-    "ValidationException": "invalid_request",
-}
-
-#: How a ThrottlingException says the quota of the day is spent, not the minute's.
-DAILY_QUOTA = re.compile(r"per day|daily", re.IGNORECASE)
-#: How a ValidationException says the input does not fit the model's context window.
-CONTEXT_OVERFLOW = re.compile(
-    r"input is too long|prompt is too long|too many input tokens|context (window|length)",
-    re.IGNORECASE,
-)
 
 STOP_REASONS: Mapping[str, str] = {
     "end_turn": "stop",
@@ -262,24 +234,13 @@ class BedrockConverseBackend(ReferenceBackend):
     @staticmethod
     def error_name(headers: Mapping[str, str], body: Any) -> str:
         """The error's name: ``x-amzn-ErrorType`` up to its ``:``, else the body's ``__type``."""
-        raw = headers.get("x-amzn-errortype")
-        if not raw and isinstance(body, dict):
-            raw = body.get("__type") or body.get("code") or body.get("Code")
-        name = str(raw or "").split(":", 1)[0]
-        return name.rsplit("#", 1)[-1]
+        return _aws.error_name(headers, body)
 
     def error_kind(self, name: str, message: str, status: Optional[int]) -> str:
-        """The contract's kind for a Bedrock error (``status`` is None mid-stream)."""
-        # Mid-stream names are lowerCamel: throttlingException.
-        name = name[:1].upper() + name[1:]
-        kind = ERROR_KINDS_BY_NAME.get(name)
-        if kind == "rate_limit" and DAILY_QUOTA.search(message):
-            return "quota"
-        if kind == "invalid_request" and CONTEXT_OVERFLOW.search(message):
-            return "context_overflow"
-        if kind is not None:
-            return kind
-        return "server_error" if status is None else status_kind(status)
+        """The contract's kind for a Bedrock error (``status`` is None mid-stream): a daily
+        ThrottlingException is a quota, and a ValidationException about the input's length
+        a context overflow."""
+        return _aws.error_kind(name, message, status)
 
     def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
         """The error for a failure status.
@@ -431,17 +392,9 @@ class BedrockConverseBackend(ReferenceBackend):
 
     def on_message(self, message: EventStreamMessage, turn: _Turn) -> str:
         """Take in one event-stream message: raise its failure, or record its event; return its text."""
-        message_type = message.headers.get(":message-type")
-        if message_type == "exception":
-            payload = decode_json(message.payload)
-            text = payload.get("message") if isinstance(payload, dict) else None
-            name = str(message.headers.get(":exception-type", ""))
-            raise self.make_error(
-                self.error_kind(name, str(text or ""), None), str(text or name), name=name, status=None
-            )
-        if message_type == "error":
-            name = str(message.headers.get(":error-code", ""))
-            text = str(message.headers.get(":error-message", "") or name)
+        failure = _aws.frame_failure(message)
+        if failure is not None:
+            name, text = failure
             raise self.make_error(self.error_kind(name, text, None), text, name=name, status=None)
         payload = json.loads(message.payload.decode("utf-8"))
         return self.on_event(str(message.headers.get(":event-type", "")), payload, turn)

@@ -52,6 +52,7 @@ from ..contract import (
 from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
 from ._errors import decode_json, status_kind
+from ._google import RPC_KINDS
 
 __all__ = ["GeminiBackend"]
 
@@ -75,14 +76,6 @@ FINISH_REASONS: Mapping[str, str] = {
 }
 #: ``ErrorInfo.reason`` values that mean the key itself is wrong.
 AUTH_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED"})
-RPC_KINDS: Mapping[str, str] = {
-    "UNAUTHENTICATED": "auth",
-    "PERMISSION_DENIED": "auth",
-    "RESOURCE_EXHAUSTED": "rate_limit",
-    "UNAVAILABLE": "overloaded",
-    "INTERNAL": "server_error",
-    "DEADLINE_EXCEEDED": "server_error",
-}
 _CONTEXT_OVERFLOW = re.compile(
     r"input token count .* exceeds the maximum|exceeds the maximum number of tokens", re.I
 )

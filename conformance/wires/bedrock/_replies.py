@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
-from .._chunks import cut_events, dumps, split_text, tcp_chunks
-from .._ids import http_date, provider_id
+from .._aws import EVENT_STREAM, corrupt, event_frame, exception_frame, padding, response_headers
+from .._chunks import cut_events, split_text, tcp_chunks
+from .._ids import provider_id
 
 if TYPE_CHECKING:
     from ...provider.replies import StreamReply
@@ -39,7 +40,6 @@ _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 #: ``tooluse_`` and 22 URL-safe base64 characters, as Bedrock names a tool call.
 TOOL_USE_ID = provider_id("tooluse_", "bedrock-converse/tool-use", 22, _BASE64URL)
-EVENT_STREAM = "application/vnd.amazon.eventstream"
 LATENCY_MS = 412
 
 #: The input JSON of the cut-off call: valid up to the cut, then nothing.
@@ -48,9 +48,6 @@ TRUNCATED_INPUT = '{"city": "Par'
 GUARDRAIL_ID = "conformanceguard1"
 #: The default blocked-input message of a Bedrock guardrail.
 GUARDRAIL_MESSAGE = "Sorry, the model cannot answer this question."
-
-#: Bedrock's padding alphabet for the ``"p"`` member of event payloads.
-_PADDING = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
 def sorted_keys(value: Any) -> Any:
@@ -82,16 +79,6 @@ def input_json() -> str:
 def _usage() -> Dict[str, Any]:
     u = FX.usage
     return {"inputTokens": u.input_tokens, "outputTokens": u.output_tokens, "totalTokens": u.total_tokens}
-
-
-def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The headers every reply carries: the date, and ``x-amzn-RequestId``, a lower-case UUID."""
-    import uuid  # per reply, not per import: it costs a test module milliseconds
-
-    # A fresh request id on every response, a UUID as AWS's own.
-    headers = {"date": http_date(), "x-amzn-RequestId": str(uuid.uuid4())}
-    headers.update(extra or {})
-    return headers
 
 
 # -- whole replies: ConverseResponse -------------------------------------------------------
@@ -149,18 +136,12 @@ class Events:
     """Builds the event-stream messages of one ConverseStream reply."""
 
     def __init__(self) -> None:
-        # Imported once per reply, not per event, nor with the module.
-        from ...encoders import aws_event_stream_message
-
-        self.encode = aws_event_stream_message
         self.events: List[bytes] = []
         self.block = -1
 
     def event(self, event_type: str, payload: Dict[str, Any]) -> None:
-        # The padding hides token lengths; its length varies from event to event.
-        payload["p"] = _PADDING[: 1 + (len(self.events) * 17) % len(_PADDING)]
-        headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
-        self.events.append(self.encode(headers, dumps(sorted_keys(payload)).encode("utf-8")))
+        payload["p"] = padding(len(self.events))
+        self.events.append(event_frame(event_type, sorted_keys(payload)))
 
     def message_start(self) -> None:
         self.event("messageStart", {"role": "assistant"})
@@ -201,12 +182,7 @@ class Events:
 
     def exception(self, exception_type: str, message: str) -> None:
         """One ``:message-type: exception`` message: a modeled error after the 200."""
-        headers = {
-            ":exception-type": exception_type,
-            ":content-type": "application/json",
-            ":message-type": "exception",
-        }
-        self.events.append(self.encode(headers, dumps({"message": message}).encode("utf-8")))
+        self.events.append(exception_frame(exception_type, message))
 
     def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
         """The stream; ``cut`` (messages kept, cut inside the next) ends it short of ``messageStop``."""
@@ -226,10 +202,3 @@ class Events:
 
 #: The optional scenario only checksummed formats have: one damaged frame, which a client must refuse.
 CORRUPT_FRAME = "corrupt-frame"
-
-
-def corrupt(message: bytes) -> bytes:
-    """``message`` with one payload byte flipped, so its message CRC no longer matches."""
-    damaged = bytearray(message)
-    damaged[-8] ^= 0x20  # inside the JSON payload, before the message CRC
-    return bytes(damaged)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Tuple
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._aws import ERROR_NAMESPACE
 from .._ids import signature
 from .._variants import Variant, stream_cut_variants
-from ._replies import response_headers
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply
@@ -29,10 +29,6 @@ __all__ = [
     "VARIANTS",
     "error_reply",
 ]
-
-#: What ``x-amzn-ErrorType`` carries after the error name.
-ERROR_NAMESPACE = "http://internal.amazon.com/coral/com.amazon.bedrock/"
-
 
 #: What a thinking model (Claude on Bedrock) returns before its answer: reasoningText with
 #: its signature, and the redactedContent blob (base64) Bedrock sends for flagged thinking.
@@ -183,8 +179,6 @@ STREAM_THROTTLED = (
 
 def error_reply(scenario: str) -> JsonReply:
     """The status, ``x-amzn-ErrorType`` and ``{"message": ...}`` Bedrock answers ``scenario`` with."""
-    from ...provider.replies import JsonReply
+    from .._aws import error_reply as aws_error_reply
 
-    status, name, message = ERRORS[scenario]
-    headers = response_headers({"x-amzn-ErrorType": f"{name}:{ERROR_NAMESPACE}"})
-    return JsonReply({"message": message}, status=status, headers=headers)
+    return aws_error_reply(*ERRORS[scenario])

@@ -10,11 +10,12 @@ after Google's own types (``candidate``, ``function_call_part``,
 from __future__ import annotations
 
 import binascii
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._chunks import cut_events, dumps, tcp_chunks
-from .._ids import _digest, http_date, provider_id
+from .._google import pretty_json, response_headers
+from .._ids import _digest, provider_id
 
 if TYPE_CHECKING:
     from ...provider.replies import StreamReply
@@ -65,27 +66,6 @@ def _usage(final: bool = True) -> Dict[str, Any]:
         "totalTokenCount": u.total_tokens,
         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": u.input_tokens}],
     }
-
-
-def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The headers every reply carries, as Google's front end writes them."""
-    headers = {
-        "date": http_date(),
-        "vary": "Origin, X-Origin, Referer",
-        "server": "scaffolding on HTTPServer2",
-        "server-timing": "gfet4t7; dur=412",
-        "x-content-type-options": "nosniff",
-    }
-    headers.update(extra or {})
-    return headers
-
-
-def pretty_json(body: Any) -> bytes:
-    """A whole JSON body as Google's front end writes it."""
-    import json
-
-    # Google's front end indents whole JSON bodies by two spaces; SSE events stay on one line.
-    return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8")
 
 
 def is_base64(value: Any) -> bool:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._google import rpc_status
 from .._ids import signature
 from .._variants import Variant, stream_cut_variants
 from ._replies import FUNCTION_CALL_ID, pretty_json, response_headers
@@ -198,11 +199,8 @@ def retry_delay(body: Any) -> Optional[float]:
 
 def error_body(scenario: str, variant: str = "") -> Dict[str, Any]:
     """The ``{"error": google.rpc.Status}`` body Gemini answers ``scenario`` (in ``variant``) with."""
-    status, rpc_status, message, details = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
-    error: Dict[str, Any] = {"code": status, "message": message, "status": rpc_status}
-    if details:
-        error["details"] = details
-    return {"error": error}
+    status, rpc, message, details = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
+    return rpc_status(status, rpc, message, details)
 
 
 def error_reply(scenario: str, variant: str = "", sse: bool = False) -> JsonReply:
