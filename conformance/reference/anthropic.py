@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence
+from typing import Any, AsyncGenerator, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import (
     ChatRequest,
@@ -54,6 +54,7 @@ from ..contract import (
 from ._base import ReferenceBackend, call_from_text
 from ._decoders import SSEDecoder
 from ._errors import decode_json, status_kind
+from ._transport import Response
 
 __all__ = ["AnthropicBackend"]
 
@@ -356,20 +357,20 @@ class AnthropicBackend(ReferenceBackend):
     async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
         """Text deltas as they come, then one last chunk with the calls, reason and usage."""
         response = await self.send(chat, stream=True)
-        decoder = self.sse_decoder()
         turn = _Turn()
+        events = self.named_events(response)
         try:
-            async for data in response:
-                for event in decoder.feed(data):
-                    text = self.on_event(event.event, event.data, turn)
-                    if text:
-                        yield StreamChunk(content=text)
-                    if turn.finished is not None:
-                        yield StreamChunk(reasoning=(turn.finished,))
-                        turn.finished = None
+            async for name, data in events:
+                text = self.on_event(name, data, turn)
+                if text:
+                    yield StreamChunk(content=text)
+                if turn.finished is not None:
+                    yield StreamChunk(reasoning=(turn.finished,))
+                    turn.finished = None
                 if turn.stopped:
                     break
         finally:
+            await events.aclose()
             await response.aclose()
         self.check_ended(turn.stopped, "message_stop")
         blocks = [turn.blocks[i] for i in sorted(turn.blocks)]
@@ -431,6 +432,17 @@ class AnthropicBackend(ReferenceBackend):
         elif name == "message_stop":
             turn.stopped = True
         return ""
+
+    async def named_events(self, response: Response) -> AsyncGenerator[Tuple[str, str], None]:
+        """Each event of the stream, as its name and its JSON text: SSE, named by ``event:``.
+
+        A host that frames the same events its own way (Bedrock's event stream) reads them
+        here, and the rest of the backend stays the same.
+        """
+        decoder = self.sse_decoder()
+        async for data in response:
+            for event in decoder.feed(data):
+                yield event.event, event.data
 
     def sse_decoder(self) -> SSEDecoder:
         """The event decoder: it splits events on bytes and decodes whole lines only."""

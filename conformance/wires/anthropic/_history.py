@@ -264,8 +264,12 @@ class _HistoryReader(BlockHistoryReader):
         return ToolCall(call_id, name, input_)
 
 
-def read_history(request: RecordedRequest) -> History:
-    """The conversation a Messages request carried, in normal form, with every departure."""
+def read_history(request: RecordedRequest, stream: Optional[bool] = None) -> History:
+    """The conversation a Messages request carried, in normal form, with every departure.
+
+    ``stream`` is whether it asked for a stream, where a host says so elsewhere than in
+    the body's ``"stream": true`` (Bedrock's path).
+    """
     reader = _HistoryReader.of(request)
     tools = reader.body.get("tools")
     names = (
@@ -273,7 +277,9 @@ def read_history(request: RecordedRequest) -> History:
         if isinstance(tools, list)
         else ()
     )
-    return reader.history(names, _choice(reader.body.get("tool_choice")), reader.body.get("stream") is True)
+    if stream is None:
+        stream = reader.body.get("stream") is True
+    return reader.history(names, _choice(reader.body.get("tool_choice")), stream)
 
 
 def history_error(problems: Sequence[str]) -> JsonReply:

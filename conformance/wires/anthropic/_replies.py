@@ -88,9 +88,9 @@ def text_block(text: str) -> Dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def tool_use_block(input_: Mapping[str, Any]) -> Dict[str, Any]:
+def tool_use_block(input_: Mapping[str, Any], id_: str = TOOL_USE_ID) -> Dict[str, Any]:
     """A ``tool_use`` content block: ``input`` is an object, not a JSON string."""
-    return {"type": "tool_use", "id": TOOL_USE_ID, "name": FX.tool_name, "input": dict(input_)}
+    return {"type": "tool_use", "id": id_, "name": FX.tool_name, "input": dict(input_)}
 
 
 def server_tool_use_block(input_: Mapping[str, Any]) -> Dict[str, Any]:
@@ -139,7 +139,17 @@ def message(
 
 
 class Events:
-    """Builds the events of one streamed message."""
+    """Builds the events of one streamed message.
+
+    Each event goes out through :meth:`emit`, and the stream through :meth:`reply`
+    with :attr:`content_type` and :meth:`headers`: a host that serves the Messages API
+    in a framing of its own (Bedrock's event stream) overrides those, and the builders
+    stay the same.
+    """
+
+    content_type = "text/event-stream; charset=utf-8"
+    #: The id of the one ``tool_use`` block the single-turn scenarios stream.
+    tool_use_id = TOOL_USE_ID
 
     def __init__(self, model: str, message_id: str = MESSAGE_ID) -> None:
         # Imported once per reply, not per event, nor with the module.
@@ -181,7 +191,7 @@ class Events:
             self.content_block_stop()
 
     def tool_use(self, partial_json: str, pieces: int = 4, stop: bool = True) -> None:
-        self.content_block_start(tool_use_block({}))
+        self.content_block_start(tool_use_block({}, self.tool_use_id))
         # Anthropic opens a tool_use block with an empty fragment before the real ones.
         for piece in ["", *split_text(partial_json, pieces)]:
             delta = {"type": "input_json_delta", "partial_json": piece}
@@ -228,6 +238,10 @@ class Events:
         body = {"type": "error", "error": {"details": None, "type": type_, "message": message_}}
         self.events.append(self.sse(dumps(body), event="error"))
 
+    def headers(self) -> Dict[str, str]:
+        """The headers the stream's response carries."""
+        return response_headers({"cache-control": "no-cache"}, self.request_id)
+
     def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
         """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``message_stop``."""
         from ...provider.replies import StreamReply
@@ -235,8 +249,8 @@ class Events:
         events = self.events if cut is None else cut_events(self.events, *cut)
         return StreamReply(
             tcp_chunks(events, seed),
-            content_type="text/event-stream; charset=utf-8",
-            headers=response_headers({"cache-control": "no-cache"}, self.request_id),
+            content_type=self.content_type,
+            headers=self.headers(),
             hang=hang,
             end="complete" if cut is None else "close",
         )

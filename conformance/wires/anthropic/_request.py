@@ -14,7 +14,7 @@ from .._request import check_json_post, check_question, fixture_tool_schema, tex
 if TYPE_CHECKING:
     from ...provider.replies import RecordedRequest
 
-__all__ = ["check_request"]
+__all__ = ["check_body", "check_request"]
 
 
 def check_request(request: RecordedRequest, model: str) -> List[str]:
@@ -23,6 +23,12 @@ def check_request(request: RecordedRequest, model: str) -> List[str]:
     problems.extend(_check_headers(request.headers))
     if not body:
         return problems
+    return problems + check_body(body)
+
+
+def check_body(body: Mapping[str, Any]) -> List[str]:
+    """Problems with a Messages body, wherever it is served: ``max_tokens``, question, tool."""
+    problems: List[str] = []
     max_tokens = body.get("max_tokens")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         problems.append(f"expected max_tokens, a positive integer Anthropic requires, got {max_tokens!r}")

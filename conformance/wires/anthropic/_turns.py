@@ -9,14 +9,14 @@ faults and checks at.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from ...contract import Reasoning, ReasoningKind
 from .._chunks import split_text
 from .._content_blocks import input_object
 from .._ids import provider_id
 from .._script import TurnEvents
-from ._replies import BASE62, Events, message, response_headers, text_block
+from ._replies import BASE62, Events, message, text_block
 
 if TYPE_CHECKING:
     from .._script import ScriptedTurn
@@ -59,15 +59,19 @@ def turn_message_id(turn: ScriptedTurn) -> str:
     return provider_id("msg_01", f"anthropic/{turn.seed}", 22, BASE62)
 
 
-def turn_events(turn: ScriptedTurn, model: str) -> TurnEvents:
+def turn_events(turn: ScriptedTurn, model: str, out: Optional[Events] = None) -> TurnEvents:
     """The SSE events playing ``turn``, and which events carried each call's first and last fragment.
+
+    ``out`` is the builder to play it with, where a host frames the events its own way
+    (it must carry :func:`turn_message_id`); by default Anthropic's SSE.
 
     A thinking block streams ``thinking_delta`` pieces and then one ``signature_delta``
     just before its ``content_block_stop``; a ``redacted_thinking`` block arrives whole
     in its ``content_block_start``. Each ``tool_use`` block opens with an empty
     ``partial_json``, as every real one does.
     """
-    out = Events(model, turn_message_id(turn))
+    if out is None:
+        out = Events(model, turn_message_id(turn))
     out.message_start()
     for item in turn.reasoning:
         if item.kind == ReasoningKind.REDACTED_THINKING:
@@ -107,12 +111,7 @@ def turn_events(turn: ScriptedTurn, model: str) -> TurnEvents:
             arguments[position] = (first if call.pieces() else last, last)
             out.content_block_stop()
     out.message_delta(TURN_STOP_REASONS.get(turn.finish_reason, "end_turn"))
-    return TurnEvents(
-        out.events,
-        "text/event-stream; charset=utf-8",
-        response_headers({"cache-control": "no-cache"}, out.request_id),
-        arguments,
-    )
+    return TurnEvents(out.events, out.content_type, out.headers(), arguments)
 
 
 def _interleaved_calls(out: Events, turn: ScriptedTurn, arguments: Dict[int, Tuple[int, int]]) -> None:

@@ -7,7 +7,7 @@ first needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
@@ -15,6 +15,7 @@ from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
 from .._ids import signature
 from ._replies import (
+    MESSAGE_ID,
     OVERLOADED_MESSAGE,
     TOOL_USE_ID,
     Events,
@@ -28,7 +29,7 @@ from ._replies import (
 from ._variants import ERRORS, VARIANTS, error_reply
 
 if TYPE_CHECKING:
-    from ...provider.replies import RecordedRequest, Reply
+    from ...provider.replies import JsonReply, RecordedRequest, Reply
     from .._script import History, ScriptedTurn, TurnEvents
 
 __all__ = ["AnthropicWire", "anthropic_wire"]
@@ -87,8 +88,7 @@ class AnthropicWire(Wire):
         )
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
-        body = request.json if isinstance(request.json, dict) else {}
-        model = str(body.get("model") or "conformance-model")
+        model = self.model_of(request)
         variant = variant or self.variants(scenario, mode)[0].name
         if scenario in ERRORS:
             return error_reply(scenario, variant)
@@ -98,24 +98,34 @@ class AnthropicWire(Wire):
             return self._whole(scenario, model, variant)
         return self._stream(scenario, model, variant)
 
+    # -- what a host of the Messages API changes ----------------------------------------
+
+    def events(self, model: str, message_id: str = MESSAGE_ID, variant: str = "") -> Events:
+        """The builder of one streamed message (in ``variant``): Anthropic's SSE events, by default."""
+        return Events(model, message_id)
+
+    def whole_reply(self, body: Dict[str, Any]) -> JsonReply:
+        """A whole ``message`` as the response that carries it."""
+        from ...provider.replies import JsonReply
+
+        return JsonReply(body, headers=response_headers())
+
     def _cut(self, model: str, variant: str, stream: bool) -> Reply:
         """A turn cut short: its body before its end, or its stream before ``message_stop``."""
         import json
-
-        from ...provider.replies import JsonReply
 
         in_call = variant in CUT_IN_CALL
         if not stream:
             if in_call:
                 body = message(model, [tool_use_block(FX.tool_arguments)], "tool_use")
-                return cut_short(JsonReply(body, headers=response_headers()), next(iter(FX.tool_arguments)))
+                return cut_short(self.whole_reply(body), next(iter(FX.tool_arguments)))
             body = message(model, [text_block(FX.text)], "end_turn")
-            return cut_short(JsonReply(body, headers=response_headers()), FX.text)
-        out = Events(model)
+            return cut_short(self.whole_reply(body), FX.text)
+        out = self.events(model, variant=variant)
         out.message_start()
         if in_call:
             pieces = split_text(json.dumps(dict(FX.tool_arguments), ensure_ascii=False), 4)
-            out.content_block_start(tool_use_block({}))
+            out.content_block_start(tool_use_block({}, out.tool_use_id))
             for number, piece in enumerate(["", *pieces]):
                 delta = {"type": "input_json_delta", "partial_json": piece}
                 out.emit("content_block_delta", index=out.index, delta=delta)
@@ -135,7 +145,7 @@ class AnthropicWire(Wire):
         return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str, variant: str = "") -> Optional[Reply]:
-        from ...provider.replies import HangReply, JsonReply
+        from ...provider.replies import HangReply
 
         if scenario == "text" and variant == "pause-turn":
             from ._pause import pause_turn_message
@@ -160,13 +170,13 @@ class AnthropicWire(Wire):
             return error_reply("overloaded")
         else:
             return None
-        return JsonReply(body, headers=response_headers())
+        return self.whole_reply(body)
 
     def _stream(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
         import json
 
         seed = f"{self.name}/{scenario}"
-        out = Events(model)
+        out = self.events(model, variant=variant)
         out.message_start()
         if scenario == "text" and variant == "pause-turn":
             from ._pause import pause_turn_events
@@ -197,15 +207,15 @@ class AnthropicWire(Wire):
     # -- multi-turn ---------------------------------------------------------------------
 
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
-        from ...provider.replies import JsonReply
         from ._turns import turn_message
 
-        return JsonReply(turn_message(turn, _model(request)), headers=response_headers())
+        return self.whole_reply(turn_message(turn, self.model_of(request)))
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
-        from ._turns import turn_events
+        from ._turns import turn_events, turn_message_id
 
-        return turn_events(turn, _model(request))
+        model = self.model_of(request)
+        return turn_events(turn, model, self.events(model, turn_message_id(turn)))
 
     def read_history(self, request: RecordedRequest) -> Optional[History]:
         from ._history import read_history
@@ -222,10 +232,10 @@ class AnthropicWire(Wire):
 
         return check_request(request, model)
 
-
-def _model(request: RecordedRequest) -> str:
-    body = request.json if isinstance(request.json, dict) else {}
-    return str(body.get("model") or "conformance-model")
+    def model_of(self, request: RecordedRequest) -> str:
+        """The model a request names: the body's ``model`` (a host names it in the path)."""
+        body = request.json if isinstance(request.json, dict) else {}
+        return str(body.get("model") or "conformance-model")
 
 
 anthropic_wire = AnthropicWire()
