@@ -377,9 +377,11 @@ TERMINAL_MARKERS = {
     "openai-chat": b"data: [DONE]",
     "openai-responses": b"response.completed",
     "anthropic": b"message_stop",
+    "anthropic-vertex": b"message_stop",
     "gemini": b"finishReason",
     "ollama": b'"done":true',
     "bedrock-converse": b"messageStop",
+    "bedrock-invoke": b"message_stop",
     "cohere": b"message-end",
 }
 
@@ -423,11 +425,20 @@ class StreamCutTests(unittest.TestCase):
     @staticmethod
     def whole_events(wire: str, data: bytes) -> Tuple[bytes, bool]:
         """The bytes of the events sent whole, and whether half an event came after them."""
-        if wire == "bedrock-converse":
+        if wire in ("bedrock-converse", "bedrock-invoke"):
+            import base64
+            import json
+
             from conformance.reference._decoders import EventStreamDecoder, EventStreamError
 
+            def name(frame: Any) -> bytes:
+                if frame.headers.get(":event-type") != "chunk":
+                    return str(frame.headers.get(":event-type")).encode()
+                # InvokeModel's chunk carries one Claude event, base64 in its "bytes".
+                return str(json.loads(base64.b64decode(json.loads(frame.payload)["bytes"]))["type"]).encode()
+
             decoder = EventStreamDecoder()
-            names = b" ".join(str(m.headers.get(":event-type")).encode() for m in decoder.feed(data))
+            names = b" ".join(name(m) for m in decoder.feed(data))
             try:
                 decoder.close()
             except EventStreamError:

@@ -103,10 +103,27 @@ class PublicApiTests(unittest.TestCase):
             "conformance.wires._turns",
             "conformance.wires._tool_results",
         )
-        wires = ("anthropic", "bedrock", "cohere", "gemini", "ollama", "openai_chat", "openai_responses")
+        wires = (
+            "anthropic",
+            "anthropic_vertex",
+            "bedrock",
+            "bedrock_invoke",
+            "cohere",
+            "gemini",
+            "ollama",
+            "openai_chat",
+            "openai_responses",
+        )
         # Each wire's package plays turns and reads histories only once a case asks it to.
         unwanted += tuple(f"conformance.wires.{w}.{m}" for w in wires for m in ("_turns", "_history"))
         for name in conformance.wires._MODULES:
+            # Its own package, and the package of the wire it is built on (Claude's hosts build on
+            # Anthropic's).
+            lineage = {
+                cls.__module__.split(".")[2]
+                for cls in type(getattr(conformance.wires, name)).__mro__
+                if cls.__module__.startswith("conformance.wires.")
+            }
             with self.subTest(wire=name):
                 code = (
                     f"import sys; from conformance import BackendConformanceTestCase, {name}; "
@@ -121,7 +138,9 @@ class PublicApiTests(unittest.TestCase):
                     f"importing {name} loaded {loaded}: import them where "
                     f"a reply or check uses them ({done.stderr})",
                 )
-                self.assertEqual(own, conformance.wires._MODULES[name], "only the named wire loads")
+                self.assertIn(conformance.wires._MODULES[name], lineage)
+                expected = " ".join(w for w in wires if w in lineage)
+                self.assertEqual(own, expected, "only the named wire, and the wire it is built on, load")
 
     def test_each_wire_package_exports_its_class_and_its_wire(self) -> None:
         """A wire's package lists its Wire class and the instance conformance exports, and nothing else."""
@@ -185,6 +204,11 @@ class ProviderErrorTests(unittest.TestCase):
             ("openai-responses", {"type": "error", "code": "server_is_overloaded", "message": "busy"}),
             ("gemini", {"error": {"code": 503, "status": "UNAVAILABLE", "message": "overloaded"}}),
             ("bedrock-converse", {"__type": "throttlingException", "message": "Too many requests"}),
+            ("bedrock-invoke", {"__type": "serviceUnavailableException", "message": "unable to process"}),
+            (
+                "anthropic-vertex",
+                {"type": "error", "error": {"details": None, "type": "overloaded_error", "message": "Busy"}},
+            ),
             ("ollama", "server busy, please try again.  maximum pending requests exceeded"),
         )
         for wire, carried in cases:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 
+from . import _aws
 from .anthropic import AnthropicBackend
+from .anthropic_vertex import AnthropicVertexBackend
 from .bedrock import BedrockConverseBackend
+from .bedrock_invoke import BedrockInvokeBackend
 from .cohere import CohereBackend
 from .gemini import GeminiBackend
 from .ollama import OllamaBackend
@@ -24,7 +27,9 @@ if TYPE_CHECKING:
 __all__ = [
     "REFERENCE_BACKENDS",
     "AnthropicBackend",
+    "AnthropicVertexBackend",
     "BedrockConverseBackend",
+    "BedrockInvokeBackend",
     "CohereBackend",
     "GeminiBackend",
     "OllamaBackend",
@@ -47,6 +52,11 @@ def _anthropic(url: str, http2: bool) -> Any:
     return AnthropicBackend(url, http2=http2)
 
 
+def _anthropic_vertex(url: str, http2: bool) -> Any:
+    # The anthropic SDK's AnthropicVertex takes a base URL that ends in /v1.
+    return AnthropicVertexBackend(f"{url}/v1", http2=http2)
+
+
 def _gemini(url: str, http2: bool) -> Any:
     return GeminiBackend(url, http2=http2)
 
@@ -64,14 +74,20 @@ def _cohere(url: str, http2: bool) -> Any:
     return CohereBackend(url, http2=http2)
 
 
+def _bedrock_invoke(url: str, http2: bool) -> Any:
+    return BedrockInvokeBackend(url, http2=http2)
+
+
 #: By wire name: ``create(provider_url, http2)`` builds the reference backend.
 REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {
     "openai-chat": _openai_chat,
     "openai-responses": _openai_responses,
     "anthropic": _anthropic,
+    "anthropic-vertex": _anthropic_vertex,
     "gemini": _gemini,
     "ollama": _ollama,
     "bedrock-converse": _bedrock,
+    "bedrock-invoke": _bedrock_invoke,
     "cohere": _cohere,
 }
 
@@ -88,10 +104,11 @@ def provider_error(
     With ``status``, the failure was an HTTP reply: ``error`` is its body (bytes, text,
     or the decoded JSON) and ``headers`` its headers (``retry-after`` and the like).
     Without, the failure came inside a stream that began well: ``error`` is what the
-    stream carried, the error object (OpenAI, Anthropic, Gemini), Ollama's error text,
-    Bedrock's exception as ``{"__type": name, "message": text}``, or Cohere's
-    ``message-end`` that said ``ERROR`` or ``TIMEOUT`` (or its ``delta``). For an adapter
-    over a library that surfaces what the provider sent but not what it means.
+    stream carried, the error object (OpenAI, Anthropic and Claude on Vertex, Gemini),
+    Ollama's error text, Bedrock's exception (Converse's, and InvokeModel's) as
+    ``{"__type": name, "message": text}``, or Cohere's ``message-end`` that said ``ERROR``
+    or ``TIMEOUT`` (or its ``delta``). For an adapter over a library that surfaces what the
+    provider sent but not what it means.
     """
     name = wire if isinstance(wire, str) else wire.name
     if name not in REFERENCE_BACKENDS:
@@ -122,6 +139,11 @@ def provider_error(
         kind_name = reader.error_name({}, body)
         text = str(body.get("message") or body.get("Message") or kind_name)
         found = reader.make_error(reader.error_kind(kind_name, text, None), text, name=kind_name, status=None)
+        return found
+    if name == "bedrock-invoke":
+        kind_name = _aws.error_name({}, body)
+        text = str(body.get("message") or body.get("Message") or kind_name)
+        found = reader.bedrock_error(kind_name, text, status=None)
         return found
     code = body.get("code") if name == "gemini" else None
     found = reader.make_error(reader.error_kind(None, body), body, status=code)

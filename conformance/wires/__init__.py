@@ -17,7 +17,9 @@ from ._variants import SOURCE_KINDS
 
 if TYPE_CHECKING:
     from .anthropic import anthropic_wire
+    from .anthropic_vertex import anthropic_vertex_wire
     from .bedrock import bedrock_converse_wire
+    from .bedrock_invoke import bedrock_invoke_wire
     from .cohere import cohere_wire
     from .gemini import gemini_wire
     from .ollama import ollama_wire
@@ -32,8 +34,10 @@ __all__ = [
     "WIRES",
     "Wire",
     "WireLike",
+    "anthropic_vertex_wire",
     "anthropic_wire",
     "bedrock_converse_wire",
+    "bedrock_invoke_wire",
     "cohere_wire",
     "gemini_wire",
     "ollama_wire",
@@ -46,9 +50,11 @@ _MODULES = {
     "openai_chat_wire": "openai_chat",
     "openai_responses_wire": "openai_responses",
     "anthropic_wire": "anthropic",
+    "anthropic_vertex_wire": "anthropic_vertex",
     "gemini_wire": "gemini",
     "ollama_wire": "ollama",
     "bedrock_converse_wire": "bedrock",
+    "bedrock_invoke_wire": "bedrock_invoke",
     "cohere_wire": "cohere",
 }
 

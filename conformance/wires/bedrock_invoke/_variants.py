@@ -1,0 +1,198 @@
+"""Bedrock InvokeModel's failures and variants: each real shape it answers a scenario with.
+
+A failure before the answer is Bedrock's own (``x-amzn-ErrorType`` and ``{"message"}``,
+the same table as Converse's, in ``wires/bedrock``); the stream operation may also
+answer 200 and fail in its first frame, an ``exception`` frame named in lowerCamel
+case, as botocore reports it (``EventStreamError`` ... ``(validationException) when
+calling the InvokeModelWithResponseStream operation``). A variant names another shape of
+the same scenario, with the capture, issue or doc it was seen in.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Tuple
+
+from .._variants import Variant, stream_cut_variants
+from ..anthropic._variants import REDACTED_THINKING, THINKING
+
+__all__ = [
+    "FRAMED_FAILURES",
+    "STREAM_FAILURES",
+    "THROTTLED_MESSAGE",
+    "VARIANTS",
+    "VARIANT_ERRORS",
+]
+
+#: What a ThrottlingException may be reported as: its type says a throttle, and only its
+#: message ("per day") says the quota of the day is spent, so a rate limit is a fair reading.
+QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
+
+#: The throttle's message as InvokeModelWithResponseStream sent it mid-stream
+#: (aws-samples/aws-genai-llm-chatbot#220; two spaces before "Wait", as quoted).
+THROTTLED_MESSAGE = (
+    "Too many requests, please wait before trying again. You have sent too many requests.  "
+    "Wait before trying again."
+)
+
+#: (scenario, variant) -> (status, x-amzn-ErrorType name, message), where not Converse's table.
+VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, str, str]] = {
+    ("quota", "service-quota-exceeded"): (
+        400,
+        "ServiceQuotaExceededException",
+        "Your request exceeds the service quota for your account. You can view your quotas at "
+        "https://docs.aws.amazon.com/bedrock/latest/userguide/quotas.html. You can resubmit your "
+        "request later.",
+    ),
+}
+
+#: (scenario, variant) -> (the exception frame's lowerCamel name, message) of the shapes a
+#: stream answers with a 200 and one exception frame, before any event.
+FRAMED_FAILURES: Mapping[Tuple[str, str], Tuple[str, str]] = {
+    ("rate-limit", "throttling-frame"): ("throttlingException", THROTTLED_MESSAGE),
+    ("context-overflow", "input-too-long-frame"): (
+        "validationException",
+        "Input is too long for requested model.",
+    ),
+}
+
+#: stream-error variant -> the exception frame that fails the stream after its text.
+STREAM_FAILURES: Mapping[str, Tuple[str, str]] = {
+    "service-unavailable": ("serviceUnavailableException", "Bedrock is unable to process your request."),
+    "throttling": ("throttlingException", THROTTLED_MESSAGE),
+}
+
+_STREAM_DOCS = "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html"
+_INVOKE_DOCS = "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html"
+_CLAUDE_DOCS = "https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html"
+
+VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    "reasoning": (
+        Variant(
+            "thinking",
+            "a thinking block and its signature (streamed as thinking_delta, then signature_delta), "
+            "then text",
+            f"docs: {_CLAUDE_DOCS} (Claude's thinking blocks, as the Messages API streams them); "
+            "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
+            reasoning=(THINKING,),
+        ),
+        Variant(
+            "redacted-thinking",
+            "a thinking block, then a redacted_thinking block (its data, whole in content_block_start), "
+            "then text",
+            f"docs: {_CLAUDE_DOCS}; "
+            "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
+            reasoning=(THINKING, REDACTED_THINKING),
+        ),
+    ),
+    **stream_cut_variants(
+        "message_stop",
+        f"docs: {_STREAM_DOCS} (the chunks carry Claude's events, message_stop last)",
+        "issue: charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
+        "without message_stop taken for a finished turn)",
+        f"docs: {_INVOKE_DOCS}",
+    ),
+    "corrupt-arguments": (
+        Variant(
+            "unterminated-string",
+            "input_json_delta fragments ending inside a string, the object left open",
+            "docs: https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+            "(no guarantee the stream completes in a valid JSON string); issue: earendil-works/pi#2419",
+        ),
+        Variant(
+            "trailing-garbage",
+            "input_json_delta fragments: a whole object, then a closing brace too many",
+            "issue: anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
+            "stream); earendil-works/pi#3175",
+        ),
+    ),
+    # The newer shape repeats the input side in message_delta, the older counts only the output.
+    "text/stream": (
+        Variant(
+            "delta-input-tokens",
+            "message_delta.usage with input_tokens and cache counts",
+            "capture: pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
+            "test_mid_conversation_system_prompt_on_bedrock.yaml (claude-opus-4-8, "
+            "invoke-with-response-stream, 2026-10)",
+        ),
+        Variant(
+            "delta-output-only",
+            "message_delta.usage with output_tokens only",
+            "capture: open-telemetry/opentelemetry-python-contrib instrumentation/"
+            "opentelemetry-instrumentation-botocore/tests/cassettes/"
+            "test_invoke_model_with_response_stream_with_content_tool_call[anthropic.claude].yaml "
+            "(claude-3-5-sonnet, 2025-03)",
+        ),
+    ),
+    "rate-limit": (
+        Variant(
+            "throttling-429",
+            "429 ThrottlingException, no retry delay",
+            f"docs: {_INVOKE_DOCS} (ThrottlingException, 429); issue: "
+            "aws-samples/amazon-bedrock-client-for-mac#99 (the message)",
+        ),
+    ),
+    "rate-limit/stream": (
+        Variant(
+            "throttling-429",
+            "429 ThrottlingException, no retry delay",
+            f"docs: {_STREAM_DOCS} (ThrottlingException, 429)",
+        ),
+        Variant(
+            "throttling-frame",
+            "200, then a throttlingException frame before any event",
+            "issue: aws-samples/aws-genai-llm-chatbot#220 (EventStreamError (throttlingException) when "
+            "calling the InvokeModelWithResponseStream operation)",
+        ),
+    ),
+    "quota": (
+        Variant(
+            "throttling-per-day",
+            "429 ThrottlingException, per day in the message only",
+            "issue: minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
+            error_kinds=QUOTA_OR_RATE_LIMIT,
+        ),
+        Variant(
+            "service-quota-exceeded",
+            "400 ServiceQuotaExceededException",
+            f"docs: {_INVOKE_DOCS} (ServiceQuotaExceededException, 400: InvokeModel's errors, not "
+            "Converse's)",
+        ),
+    ),
+    "context-overflow/stream": (
+        Variant(
+            "input-too-long-400",
+            "400 ValidationException, input too long",
+            f"docs: {_STREAM_DOCS} (ValidationException, 400)",
+        ),
+        Variant(
+            "input-too-long-frame",
+            "200, then a validationException frame before any event",
+            "issue: aws-samples/bedrock-chat#95 (EventStreamError (validationException) when calling the "
+            "InvokeModelWithResponseStream operation: Input is too long for requested model.)",
+        ),
+    ),
+    "stream-error": (
+        Variant(
+            "service-unavailable",
+            "text, then a serviceUnavailableException frame",
+            f"docs: {_STREAM_DOCS} (ResponseStream lists serviceUnavailableException; no capture shows it)",
+        ),
+        Variant(
+            "throttling",
+            "text, then a throttlingException frame",
+            "issue: aws-samples/aws-genai-llm-chatbot#220 (the frame's name and message on "
+            f"InvokeModelWithResponseStream); docs: {_STREAM_DOCS} (ResponseStream lists "
+            "throttlingException)",
+            error_kind="rate_limit",
+        ),
+    ),
+    "content-filter": (
+        Variant(
+            "refusal",
+            "stop_reason refusal with stop_details",
+            f"docs: {_CLAUDE_DOCS} (Claude's stop reasons, refusal among them); capture: "
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
+            "test_mid_conversation_system_prompt_on_bedrock.yaml (stop_details on Bedrock's message)",
+        ),
+    ),
+}
