@@ -12,6 +12,7 @@ from conformance.provider.replies import HangReply, JsonReply, RecordedRequest, 
 from conformance.reference._decoders import EventStreamDecoder, EventStreamError
 from conformance.scenarios import SCENARIOS
 from conformance.wires._aws import ERROR_NAMESPACE
+from conformance.wires.anthropic import TOOL_USE_ID as ANTHROPIC_TOOL_USE_ID
 from conformance.wires.anthropic._hosted import host_id, hosted_message
 from conformance.wires.bedrock_invoke import MESSAGE_ID, TOOL_USE_ID
 from conformance.wires.bedrock_invoke import bedrock_invoke_wire as wire
@@ -92,10 +93,10 @@ class ReplyTests(unittest.TestCase):
         self.assertEqual(wire.tool_call_id, TOOL_USE_ID)
         self.assertTrue(wire.scripted_call_id("x").startswith("toolu_bdrk_"))
         self.assertEqual(host_id("toolu_bdrk_01Ab", "bdrk_"), "toolu_bdrk_01Ab")
-        body = hosted_message(
-            {"id": "msg_01X", "content": [{"type": "tool_use", "id": "toolu_01Y"}]}, "bdrk_"
-        )
-        self.assertEqual((body["id"], body["content"][0]["id"]), ("msg_bdrk_01X", "toolu_bdrk_01Y"))
+        content = [{"type": "tool_use", "id": ANTHROPIC_TOOL_USE_ID}, {"type": "tool_use", "id": "toolu_01Y"}]
+        body = hosted_message({"id": "msg_01X", "content": content}, "bdrk_")
+        self.assertEqual(body["id"], "msg_bdrk_01X")
+        self.assertEqual([b["id"] for b in body["content"]], [TOOL_USE_ID, "toolu_01Y"], "scripted id kept")
 
     def test_whole_reply_is_claudes_message_with_bedrocks_headers(self) -> None:
         """A whole reply is Claude's message, with the request id and token counts as headers."""
