@@ -33,7 +33,9 @@ from conformance.gate.reference_loop import ReferenceLoop
 from conformance.reference import (
     REFERENCE_BACKENDS,
     AnthropicBackend,
+    AnthropicVertexBackend,
     BedrockConverseBackend,
+    BedrockInvokeBackend,
     CohereBackend,
     GeminiBackend,
     OllamaBackend,
@@ -144,6 +146,14 @@ class _AnthropicTap(_Tap, AnthropicBackend):
         return text
 
 
+class _BedrockInvokeTap(_AnthropicTap, BedrockInvokeBackend):
+    """Claude's events, as Bedrock's event stream carries them."""
+
+
+class _VertexTap(_AnthropicTap, AnthropicVertexBackend):
+    """Claude's events, as Vertex AI serves them."""
+
+
 class _BedrockTap(_Tap, BedrockConverseBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -204,6 +214,8 @@ _TAPS: Dict[str, Callable[[str, bool], Any]] = {
     "openai-chat": lambda url, http2: _ChatTap(f"{url}/v1", http2=http2),
     "openai-responses": lambda url, http2: _ResponsesTap(f"{url}/v1", http2=http2),
     "anthropic": lambda url, http2: _AnthropicTap(url, http2=http2),
+    "anthropic-vertex": lambda url, http2: _VertexTap(f"{url}/v1", http2=http2),
+    "bedrock-invoke": lambda url, http2: _BedrockInvokeTap(url, http2=http2),
     "bedrock-converse": lambda url, http2: _BedrockTap(url, http2=http2),
     "cohere": lambda url, http2: _CohereTap(url, http2=http2),
     "gemini": lambda url, http2: _GeminiTap(url, http2=http2),

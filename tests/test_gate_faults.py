@@ -48,7 +48,8 @@ class RateLimitReplyTests(unittest.TestCase):
         body = json.dumps({"model": "m", "stream": False}).encode()
         request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
         shown = f"{RATE_LIMIT_RETRY_AFTER:g}"
-        for name in ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock-converse", "cohere"):
+        wires = ("openai-chat", "openai-responses", "anthropic", "anthropic-vertex", "gemini")
+        for name in (*wires, "bedrock-converse", "bedrock-invoke", "cohere"):
             with self.subTest(name):
                 reply = rate_limit_reply(WIRES[name], request, RATE_LIMIT_RETRY_AFTER)
                 assert isinstance(reply, JsonReply)
@@ -58,8 +59,8 @@ class RateLimitReplyTests(unittest.TestCase):
                 if name == "gemini":
                     self.assertIn(f'"{shown}s"'.encode(), encoded)
                     self.assertNotIn(b'"7s"', encoded)
-                elif name in ("bedrock-converse", "cohere"):
-                    self.assertNotIn("retry-after", headers)
+                elif name in ("bedrock-converse", "bedrock-invoke", "anthropic-vertex", "cohere"):
+                    self.assertNotIn("retry-after", headers)  # these throttles ask for no delay
                 else:
                     self.assertEqual(headers["retry-after"], shown)
                 if "retry-after-ms" in headers:

@@ -87,12 +87,11 @@ class ReferenceLoopTests(unittest.TestCase):
         # No corrupt call reaches a loop there; the text-argument wires and the streams play it.
         corrupt = FAULT_STAGES["corrupt-arguments"]
         unplayed = [("gemini", "chat"), ("gemini", "stream"), ("ollama", "chat"), ("ollama", "stream")]
-        unplayed += [("anthropic", "chat"), ("bedrock-converse", "chat")]
+        blocks = ("anthropic", "anthropic-vertex", "bedrock-converse", "bedrock-invoke")
+        unplayed += [(w, "chat") for w in blocks]
         allowed |= {str(fault_skip(corrupt, WIRES[w], mode)) for w, mode in unplayed}
         # Calls that come with stop play only where a provider sends them; Ollama and Cohere filter nothing.
-        unplayed = [
-            ("calls-with-stop", w) for w in ("openai-responses", "anthropic", "bedrock-converse", "cohere")
-        ]
+        unplayed = [("calls-with-stop", w) for w in ("openai-responses", *blocks, "cohere")]
         unplayed += [("content-filter-turn", "ollama"), ("content-filter-turn", "cohere")]
         allowed |= {str(AgentLoopCase(reference_target(w, False), s, "chat").skip) for s, w in unplayed}
         self.assertLessEqual(skipped, allowed)

@@ -52,7 +52,17 @@ _CHECK_ID = re.compile(r"^  - .*\[([a-z-]+)\]$", re.M)
 #: The wires whose conversations the gate can play.
 GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
 #: The wires that stream a call's arguments in fragments (Gemini and Ollama send each call whole).
-FRAGMENT_WIRES = ("openai-chat", "openai-responses", "anthropic", "bedrock-converse", "cohere")
+FRAGMENT_WIRES = (
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "anthropic-vertex",
+    "bedrock-converse",
+    "bedrock-invoke",
+    "cohere",
+)
+#: Claude's Messages API, on Anthropic's own API and on each cloud that hosts it.
+CLAUDE_WIRES = ("anthropic", "anthropic-vertex", "bedrock-invoke")
 #: The checks whose verdict can differ between HTTP/1.1 and h2c: whether the provider saw
 #: the request end (a closed connection, or a reset stream). The broken loops' other bugs
 #: are the loop's own, the same over either transport.
@@ -291,7 +301,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "runs-only-tool-call-turns",
         zoo.RunsOnlyToolCallTurns,
         both("calls-with-stop", {"executions", "final-text", "requests"}),
-        per_wire=on(("openai-responses", "anthropic", "bedrock-converse", "cohere"), {}),
+        per_wire=on(("openai-responses", *CLAUDE_WIRES, "bedrock-converse", "cohere"), {}),
         why="calls-with-stop plays only where the provider ends a tool turn with stop",
         literal=True,
     ),
@@ -306,8 +316,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "retries-at-once",
         zoo.RetriesAtOnce,
         both("retry-after", {"retry-wait"}),
-        per_wire=on(("ollama", "bedrock-converse", "cohere"), {}),
-        why="Ollama has no rate-limit reply, and Bedrock's throttle and Cohere's 429 ask for no delay",
+        per_wire=on(("ollama", "bedrock-converse", "bedrock-invoke", "anthropic-vertex", "cohere"), {}),
+        why="Ollama has no rate-limit reply, and Bedrock's throttle, Vertex's quota and Cohere's 429 ask "
+        "for no delay",
     ),
     LoopMutant(
         "restarts-without-the-results",
@@ -328,7 +339,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         zoo.RepairsBrokenJson,
         both("corrupt-arguments", {"refused-call"}),
         per_wire={
-            **on(("anthropic", "bedrock-converse"), {"corrupt-arguments/stream": {"refused-call"}}),
+            **on((*CLAUDE_WIRES, "bedrock-converse"), {"corrupt-arguments/stream": {"refused-call"}}),
             **on(("gemini", "ollama"), {}),
         },
         why="no call with broken argument text reaches a loop there (Gemini answers "

@@ -48,8 +48,11 @@ TURN_USAGE: Dict[str, Callable[[RecordedRequest], Optional[Usage]]] = {
     "openai-chat": _openai_chat,
     # response.completed carries response.usage; a whole Response has it too.
     "openai-responses": _always,
-    # message_start carries input_tokens, message_delta the final output_tokens.
+    # message_start carries input_tokens, message_delta the final output_tokens; the same
+    # events on Claude's hosts.
     "anthropic": _always,
+    "anthropic-vertex": _always,
+    "bedrock-invoke": _always,
     # usageMetadata on every event; the last one's counts are the turn's.
     "gemini": _always,
     # prompt_eval_count and eval_count on the final (done) line.

@@ -151,6 +151,8 @@ FORCED_FORMS: Mapping[str, str] = {
     "openai-chat": 'tool_choice {"type": "function", "function": {"name": "%s"}}',
     "openai-responses": 'tool_choice {"type": "function", "name": "%s"}',
     "anthropic": 'tool_choice {"type": "tool", "name": "%s"}',
+    "anthropic-vertex": 'tool_choice {"type": "tool", "name": "%s"}',
+    "bedrock-invoke": 'tool_choice {"type": "tool", "name": "%s"}',
     "gemini": 'toolConfig.functionCallingConfig {"mode": "ANY", "allowedFunctionNames": ["%s"]}',
     "bedrock-converse": 'toolConfig.toolChoice {"tool": {"name": "%s"}}',
     # Cohere's tool_choice names no tool: REQUIRED with only that tool offered forces it.

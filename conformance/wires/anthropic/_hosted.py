@@ -43,10 +43,11 @@ def host_id(id_: str, infix: str) -> str:
 
 
 def hosted_message(body: Mapping[str, Any], infix: str) -> Dict[str, Any]:
-    """A whole ``message`` with its id and its ``tool_use`` blocks' ids as the host names them."""
+    """A whole ``message`` with its id, and the id of the single-turn scenarios' call, as the host
+    names them; a scripted call's id is the script's, played as it is."""
     content = [
-        {**block, "id": host_id(str(block["id"]), infix)}
-        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str)
+        {**block, "id": host_id(TOOL_USE_ID, infix)}
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == TOOL_USE_ID
         else block
         for block in body.get("content") or ()
     ]
