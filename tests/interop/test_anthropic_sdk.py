@@ -372,16 +372,22 @@ class _StreamState:
 
 
 class SyncAnthropicBackend:
-    """A sync backend over ``anthropic.Anthropic().messages``."""
+    """A sync backend over ``anthropic.Anthropic().messages``.
+
+    ``client_for`` and ``error`` are what an adapter over another of the SDK's clients
+    (``AnthropicBedrock``, ``AnthropicVertex``) changes: the messages are the same.
+    """
+
+    #: The contract's error for one of the SDK's ``APIStatusError``.
+    error = staticmethod(error_from)
 
     def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
         self.sockets = _Sockets()
-        self.client = anthropic.Anthropic(
-            api_key="test",
-            base_url=base_url,
-            max_retries=0,
-            default_headers=dict(headers),
-            http_client=_sync_http_client(self.sockets, http2),
+        self.client = self.client_for(base_url, dict(headers), _sync_http_client(self.sockets, http2))
+
+    def client_for(self, base_url: str, headers: Dict[str, str], http_client: Any) -> Any:
+        return anthropic.Anthropic(
+            api_key="test", base_url=base_url, max_retries=0, default_headers=headers, http_client=http_client
         )
 
     def _guard(self, signal: Optional[AbortSignal]) -> Any:
@@ -392,7 +398,7 @@ class SyncAnthropicBackend:
         try:
             message = self.client.messages.create(**params(request))
         except anthropic.APIStatusError as exc:
-            raise error_from(exc) from exc
+            raise self.error(exc) from exc
         except Exception as exc:
             if request.signal is not None and request.signal.aborted:
                 request.signal.raise_reason()
@@ -415,7 +421,7 @@ class SyncAnthropicBackend:
                     if chunk is not None:
                         yield chunk
         except anthropic.APIStatusError as exc:
-            raise error_from(exc) from exc
+            raise self.error(exc) from exc
         except Exception as exc:
             if signal is not None and signal.aborted:
                 signal.raise_reason()
@@ -434,22 +440,24 @@ class SyncAnthropicBackend:
 
 
 class AsyncAnthropicBackend:
-    """An async backend over ``anthropic.AsyncAnthropic().messages``."""
+    """An async backend over ``anthropic.AsyncAnthropic().messages``; ``client_for`` and ``error``
+    as for :class:`SyncAnthropicBackend`."""
+
+    error = staticmethod(error_from)
 
     def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
-        self.client = anthropic.AsyncAnthropic(
-            api_key="test",
-            base_url=base_url,
-            max_retries=0,
-            default_headers=dict(headers),
-            http_client=_async_http_client(http2),
+        self.client = self.client_for(base_url, dict(headers), _async_http_client(http2))
+
+    def client_for(self, base_url: str, headers: Dict[str, str], http_client: Any) -> Any:
+        return anthropic.AsyncAnthropic(
+            api_key="test", base_url=base_url, max_retries=0, default_headers=headers, http_client=http_client
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         try:
             message = await race_abort(self.client.messages.create(**params(request)), request.signal)
         except anthropic.APIStatusError as exc:
-            raise error_from(exc) from exc
+            raise self.error(exc) from exc
         except anthropic.APIConnectionError as exc:
             raise cut_error(exc, "anthropic") from exc  # a body cut short of its Content-Length
         return read_message(message)
@@ -472,7 +480,7 @@ class AsyncAnthropicBackend:
             finally:
                 await stream.close()
         except anthropic.APIStatusError as exc:
-            raise error_from(exc) from exc
+            raise self.error(exc) from exc
         except Exception as exc:
             if broken_connection(exc):
                 raise cut_error(exc, "anthropic") from exc  # cut before message_stop, or reset
