@@ -25,9 +25,7 @@ __all__ = [
 #: its message says the quota (of a project whose quota is 0, it never lifts).
 QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
 
-_QUOTA_HELP = (
-    "Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
-)
+_QUOTA_HELP = "Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai."
 
 #: scenario -> (HTTP status, google.rpc status, message): what Google's front end answers itself.
 GOOGLE_ERRORS: Mapping[str, Tuple[int, str, str]] = {
@@ -75,9 +73,10 @@ _RAW_PREDICT = "https://cloud.google.com/vertex-ai/generative-ai/docs/partner-mo
 _RESOURCE_EXHAUSTED = Variant(
     "resource-exhausted",
     "429 RESOURCE_EXHAUSTED, a google.rpc.Status object, no retry delay",
-    "issue: anthropics/claude-code#1440 (429 {\"error\":{\"code\":429,...,"
-    "\"status\":\"RESOURCE_EXHAUSTED\"}}); "
+    'anthropics/claude-code#1440 (429 {"error":{"code":429,...,'
+    '"status":"RESOURCE_EXHAUSTED"}}); '
     "anthropics/claude-code#1378 (its headers: application/json; charset=UTF-8, scaffolding on HTTPServer2)",
+    source_kind="issue",
 )
 
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
@@ -86,38 +85,42 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "thinking",
             "a thinking block and its signature (streamed as thinking_delta, then signature_delta), "
             "then text",
-            f"docs: {_VERTEX_DOCS} (the Messages API's blocks); "
+            f"{_VERTEX_DOCS} (the Messages API's blocks); "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             reasoning=(THINKING,),
+            source_kind="docs",
         ),
         Variant(
             "redacted-thinking",
             "a thinking block, then a redacted_thinking block (its data, whole in content_block_start), "
             "then text",
-            f"docs: {_VERTEX_DOCS}; "
+            f"{_VERTEX_DOCS}; "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
+            source_kind="docs",
         ),
     ),
     **stream_cut_variants(
         "message_stop",
-        f"docs: {_RAW_PREDICT} (streamRawPredict streams Claude's events, message_stop last)",
-        "issue: charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
+        f"{_RAW_PREDICT} (streamRawPredict streams Claude's events, message_stop last)",
+        "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
         "without message_stop taken for a finished turn)",
-        f"docs: {_RAW_PREDICT} (rawPredict)",
+        f"{_RAW_PREDICT} (rawPredict)",
     ),
     "corrupt-arguments": (
         Variant(
             "unterminated-string",
             "input_json_delta fragments ending inside a string, the object left open",
-            "docs: https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
-            "(no guarantee the stream completes in a valid JSON string); issue: earendil-works/pi#2419",
+            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+            "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
+            source_kind="docs",
         ),
         Variant(
             "trailing-garbage",
             "input_json_delta fragments: a whole object, then a closing brace too many",
-            "issue: anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
+            "anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
             "stream); earendil-works/pi#3175",
+            source_kind="issue",
         ),
     ),
     # Where vertex_event comes in the stream is recorded nowhere: after message_start is
@@ -126,14 +129,16 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "without-vertex-event",
             "Claude's events only, message_delta.usage with output_tokens only",
-            "capture: go-steer/mast internal/providers/anthropic/usage_detail_test.go (a measured "
+            "go-steer/mast internal/providers/anthropic/usage_detail_test.go (a measured "
             "claude-sonnet-5 turn on Vertex us-east5, 2026-09, replayed)",
+            source_kind="capture",
         ),
         Variant(
             "vertex-event",
             "a vertex_event with the usage and its tiers after message_start",
-            "issue: vercel/ai#11309 and #13436, anomalyco/opencode#13914 (the event's payload); its place "
+            "vercel/ai#11309 and #13436, anomalyco/opencode#13914 (the event's payload); its place "
             "after message_start inferred from its usage",
+            source_kind="issue",
         ),
     ),
     "rate-limit": (_RESOURCE_EXHAUSTED,),
@@ -142,62 +147,69 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "resource-exhausted-list",
             "429 RESOURCE_EXHAUSTED, the google.rpc.Status in a JSON array, no retry delay",
-            "issue: cline/cline#651 (429 [{\"error\":{...}}]); Aider-AI/aider#1912 (the array, "
-            "pretty-printed)",
+            'cline/cline#651 (429 [{"error":{...}}]); Aider-AI/aider#1912 (the array, pretty-printed)',
+            source_kind="issue",
         ),
     ),
     "quota": (
         Variant(
             "quota-exhausted",
             "429 RESOURCE_EXHAUSTED, the quota per base model in the message only",
-            "issue: anthropics/anthropic-sdk-python#963 and Intelligent-Internet/ii-agent#41 (a project "
+            "anthropics/anthropic-sdk-python#963 and Intelligent-Internet/ii-agent#41 (a project "
             "whose quota is 0: every request gets it)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
         ),
     ),
     "auth": (
         Variant(
             "unauthenticated",
             "401 UNAUTHENTICATED (a google.rpc.Status)",
-            "issue: googleapis/java-aiplatform#1056 (aiplatform's UNAUTHENTICATED message); docs: "
+            "googleapis/java-aiplatform#1056 (aiplatform's UNAUTHENTICATED message); "
             "https://cloud.google.com/apis/design/errors",
+            source_kind="docs",
         ),
     ),
     "overloaded": (
         Variant(
             "overloaded-529",
             "529 overloaded_error, details null",
-            "issue: langgenius/dify#7122 (the body, from Vertex); docs: "
+            "langgenius/dify#7122 (the body, from Vertex); "
             "https://docs.claude.com/en/api/errors (529 for overloaded_error)",
+            source_kind="issue",
         ),
     ),
     "server-error": (
         Variant(
             "internal",
             "500 INTERNAL (a google.rpc.Status)",
-            "docs: https://cloud.google.com/apis/design/errors (INTERNAL, 500; no Vertex capture)",
+            "https://cloud.google.com/apis/design/errors (INTERNAL, 500; no Vertex capture)",
+            source_kind="docs",
         ),
     ),
     "context-overflow": (
         Variant(
             "prompt-too-long",
             "400 invalid_request_error with a req_vrtx_ request id",
-            "issue: anthropics/claude-code#12429 (Claude's 400 passed on by Vertex, request_id req_vrtx_…); "
-            "docs: https://docs.claude.com/en/api/errors",
+            "anthropics/claude-code#12429 (Claude's 400 passed on by Vertex, request_id req_vrtx_…); "
+            "https://docs.claude.com/en/api/errors",
+            source_kind="issue",
         ),
     ),
     "stream-error": (
         Variant(
             "overloaded-event",
             "text, then event: error with overloaded_error, details null",
-            "issue: anthropics/anthropic-sdk-typescript#346 (SSE Error on Vertex); langgenius/dify#7122",
+            "anthropics/anthropic-sdk-typescript#346 (SSE Error on Vertex); langgenius/dify#7122",
+            source_kind="issue",
         ),
     ),
     "content-filter": (
         Variant(
             "refusal",
             "stop_reason refusal with stop_details",
-            f"docs: {_VERTEX_DOCS}; https://docs.claude.com/en/api/messages (stop_reason refusal)",
+            f"{_VERTEX_DOCS}; https://docs.claude.com/en/api/messages (stop_reason refusal)",
+            source_kind="docs",
         ),
     ),
 }

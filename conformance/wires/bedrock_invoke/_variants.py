@@ -61,9 +61,13 @@ STREAM_FAILURES: Mapping[str, Tuple[str, str]] = {
     "throttling": ("throttlingException", THROTTLED_MESSAGE),
 }
 
-_STREAM_DOCS = "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html"
+_STREAM_DOCS = (
+    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html"
+)
 _INVOKE_DOCS = "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html"
-_CLAUDE_DOCS = "https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html"
+_CLAUDE_DOCS = (
+    "https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html"
+)
 
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "reasoning": (
@@ -71,38 +75,42 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "thinking",
             "a thinking block and its signature (streamed as thinking_delta, then signature_delta), "
             "then text",
-            f"docs: {_CLAUDE_DOCS} (Claude's thinking blocks, as the Messages API streams them); "
+            f"{_CLAUDE_DOCS} (Claude's thinking blocks, as the Messages API streams them); "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             reasoning=(THINKING,),
+            source_kind="docs",
         ),
         Variant(
             "redacted-thinking",
             "a thinking block, then a redacted_thinking block (its data, whole in content_block_start), "
             "then text",
-            f"docs: {_CLAUDE_DOCS}; "
+            f"{_CLAUDE_DOCS}; "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
+            source_kind="docs",
         ),
     ),
     **stream_cut_variants(
         "message_stop",
-        f"docs: {_STREAM_DOCS} (the chunks carry Claude's events, message_stop last)",
-        "issue: charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
+        f"{_STREAM_DOCS} (the chunks carry Claude's events, message_stop last)",
+        "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
         "without message_stop taken for a finished turn)",
-        f"docs: {_INVOKE_DOCS}",
+        f"{_INVOKE_DOCS}",
     ),
     "corrupt-arguments": (
         Variant(
             "unterminated-string",
             "input_json_delta fragments ending inside a string, the object left open",
-            "docs: https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
-            "(no guarantee the stream completes in a valid JSON string); issue: earendil-works/pi#2419",
+            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+            "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
+            source_kind="docs",
         ),
         Variant(
             "trailing-garbage",
             "input_json_delta fragments: a whole object, then a closing brace too many",
-            "issue: anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
+            "anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
             "stream); earendil-works/pi#3175",
+            source_kind="issue",
         ),
     ),
     # The newer shape repeats the input side in message_delta, the older counts only the output.
@@ -110,89 +118,100 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "delta-input-tokens",
             "message_delta.usage with input_tokens and cache counts",
-            "capture: pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
             "test_mid_conversation_system_prompt_on_bedrock.yaml (claude-opus-4-8, "
             "invoke-with-response-stream, 2026-10)",
+            source_kind="capture",
         ),
         Variant(
             "delta-output-only",
             "message_delta.usage with output_tokens only",
-            "capture: open-telemetry/opentelemetry-python-contrib instrumentation/"
+            "open-telemetry/opentelemetry-python-contrib instrumentation/"
             "opentelemetry-instrumentation-botocore/tests/cassettes/"
             "test_invoke_model_with_response_stream_with_content_tool_call[anthropic.claude].yaml "
             "(claude-3-5-sonnet, 2025-03)",
+            source_kind="capture",
         ),
     ),
     "rate-limit": (
         Variant(
             "throttling-429",
             "429 ThrottlingException, no retry delay",
-            f"docs: {_INVOKE_DOCS} (ThrottlingException, 429); issue: "
-            "aws-samples/amazon-bedrock-client-for-mac#99 (the message)",
+            "aws-samples/amazon-bedrock-client-for-mac#99 (the 429, its x-amzn-ErrorType and message); "
+            f"{_INVOKE_DOCS} (ThrottlingException, 429)",
+            source_kind="issue",
         ),
     ),
     "rate-limit/stream": (
         Variant(
             "throttling-429",
             "429 ThrottlingException, no retry delay",
-            f"docs: {_STREAM_DOCS} (ThrottlingException, 429)",
+            f"{_STREAM_DOCS} (ThrottlingException, 429)",
+            source_kind="docs",
         ),
         Variant(
             "throttling-frame",
             "200, then a throttlingException frame before any event",
-            "issue: aws-samples/aws-genai-llm-chatbot#220 (EventStreamError (throttlingException) when "
+            "aws-samples/aws-genai-llm-chatbot#220 (EventStreamError (throttlingException) when "
             "calling the InvokeModelWithResponseStream operation)",
+            source_kind="issue",
         ),
     ),
     "quota": (
         Variant(
             "throttling-per-day",
             "429 ThrottlingException, per day in the message only",
-            "issue: minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
+            "minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
         ),
         Variant(
             "service-quota-exceeded",
             "400 ServiceQuotaExceededException",
-            f"docs: {_INVOKE_DOCS} (ServiceQuotaExceededException, 400: InvokeModel's errors, not "
-            "Converse's)",
+            f"{_INVOKE_DOCS} (ServiceQuotaExceededException, 400: InvokeModel's errors, not Converse's)",
+            source_kind="docs",
         ),
     ),
     "context-overflow/stream": (
         Variant(
             "input-too-long-400",
             "400 ValidationException, input too long",
-            f"docs: {_STREAM_DOCS} (ValidationException, 400)",
+            f"{_STREAM_DOCS} (ValidationException, 400)",
+            source_kind="docs",
         ),
         Variant(
             "input-too-long-frame",
             "200, then a validationException frame before any event",
-            "issue: aws-samples/bedrock-chat#95 (EventStreamError (validationException) when calling the "
+            "aws-samples/bedrock-chat#95 (EventStreamError (validationException) when calling the "
             "InvokeModelWithResponseStream operation: Input is too long for requested model.)",
+            source_kind="issue",
         ),
     ),
     "stream-error": (
         Variant(
             "service-unavailable",
             "text, then a serviceUnavailableException frame",
-            f"docs: {_STREAM_DOCS} (ResponseStream lists serviceUnavailableException; no capture shows it)",
+            f"{_STREAM_DOCS} (ResponseStream lists serviceUnavailableException; no capture shows it)",
+            source_kind="docs",
         ),
         Variant(
             "throttling",
             "text, then a throttlingException frame",
-            "issue: aws-samples/aws-genai-llm-chatbot#220 (the frame's name and message on "
-            f"InvokeModelWithResponseStream); docs: {_STREAM_DOCS} (ResponseStream lists "
+            "aws-samples/aws-genai-llm-chatbot#220 (the frame's name and message on "
+            f"InvokeModelWithResponseStream); {_STREAM_DOCS} (ResponseStream lists "
             "throttlingException)",
             error_kind="rate_limit",
+            source_kind="issue",
         ),
     ),
     "content-filter": (
         Variant(
             "refusal",
             "stop_reason refusal with stop_details",
-            f"docs: {_CLAUDE_DOCS} (Claude's stop reasons, refusal among them); capture: "
+            f"{_CLAUDE_DOCS} (Claude's stop reasons, refusal among them); "
             "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
             "test_mid_conversation_system_prompt_on_bedrock.yaml (stop_details on Bedrock's message)",
+            source_kind="docs",
         ),
     ),
 }
