@@ -211,6 +211,29 @@ class OverStrictTests(unittest.TestCase):
                 with self.subTest(wire=wire, mode=mode):
                     self.assertEqual(problems_of(ConformanceCase(target, "quota", mode)), [])
 
+    def test_vertexs_quota_passes_read_either_way(self) -> None:
+        """Vertex's quota is a 429 RESOURCE_EXHAUSTED that only its words call a quota: a backend that
+        reads it as a rate limit passes, and so does one that reads it as a quota."""
+        base = REFERENCE_BACKENDS["anthropic-vertex"]
+
+        def create(url: str, as_quota: bool) -> Any:
+            backend = base(url, False)
+            build = backend.build_error
+
+            def reading(kind: str, message: str, **kwargs: Any) -> Any:
+                return build("quota" if as_quota and kind == "rate_limit" else kind, message, **kwargs)
+
+            backend.build_error = reading
+            return backend
+
+        for as_quota in (False, True):
+            target = BackendConformanceTarget(
+                "vertex", WIRES["anthropic-vertex"], lambda url, q=as_quota: create(url, q)
+            )
+            for mode in ("chat", "stream"):
+                with self.subTest(as_quota=as_quota, mode=mode):
+                    self.assertEqual(problems_of(ConformanceCase(target, "quota", mode)), [])
+
     def test_a_stream_that_reported_no_usage_expects_none(self) -> None:
         """Where OpenAI was not asked for usage it sends none: the request fails, and None is right."""
         base = REFERENCE_BACKENDS["openai-chat"]

@@ -27,9 +27,10 @@ Usage is split: ``input_tokens`` in ``message_start``, the final ``output_tokens
 
 The package keeps one concern per module: ``_replies`` (the message and its events),
 ``_variants`` (the error table and the variants), ``_pause`` (the paused turn),
-``_turns`` (scripted turns played),
-``_history`` (a conversation read back), ``_request`` (what a request must carry) and
-``_wire`` (:class:`AnthropicWire`, which answers each scenario with them).
+``_turns`` (scripted turns played), ``_history`` (a conversation read back),
+``_request`` (what a request must carry), ``_wire`` (:class:`AnthropicWire`, which
+answers each scenario with them) and ``_hosted`` (the same wire as a cloud serves it,
+for ``bedrock_invoke`` and ``anthropic_vertex``).
 """
 
 from __future__ import annotations
