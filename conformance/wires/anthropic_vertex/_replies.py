@@ -86,13 +86,14 @@ class VertexEvents(HostedEvents):
         if type_ == "message_start" and self.variant == VERTEX_EVENT:
             super().emit("vertex_event", usage=vertex_event_usage())
 
-    def message_delta(self, stop_reason: str, input_tokens: bool = True) -> None:
+    def message_delta(
+        self, stop_reason: str, input_tokens: bool = True, stop_details: Optional[Dict[str, Any]] = None
+    ) -> None:
         # The measured Vertex stream counts only the output in message_delta.
-        super().message_delta(stop_reason, input_tokens=False)
+        super().message_delta(stop_reason, input_tokens=False, stop_details=stop_details)
 
-    def error(self, type_: str, message_: str) -> None:
-        # Vertex's error event has details null and no request id.
-        self.emit("error", error={"details": None, "type": type_, "message": message_})
+    # A failure after the 200 is Anthropic's api_error as it is: details null, no request id
+    # (anthropics/anthropic-sdk-typescript#346 quotes it from Vertex).
 
     def headers(self) -> Dict[str, str]:
         return response_headers(self.request_id)

@@ -79,6 +79,11 @@ _RESOURCE_EXHAUSTED = Variant(
     source_kind="issue",
 )
 
+_REFUSALS = (
+    "https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/"
+    "handle-streaming-refusals"
+)
+
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "reasoning": (
         Variant(
@@ -204,11 +209,20 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             source_kind="issue",
         ),
     ),
+    # The model's refusal, as Anthropic's API gives it: a named category, or none.
     "content-filter": (
         Variant(
-            "refusal",
-            "stop_reason refusal with stop_details",
-            f"{_VERTEX_DOCS}; https://docs.claude.com/en/api/messages (stop_reason refusal)",
+            "named-category",
+            "stop_reason refusal, stop_details with the category cyber and its explanation",
+            f"{_REFUSALS} (the response format); "
+            f"{_VERTEX_DOCS} (the Messages API on Vertex)",
+            source_kind="docs",
+        ),
+        Variant(
+            "uncategorized",
+            "stop_reason refusal, stop_details with category and explanation null",
+            f"{_REFUSALS} (both null where the refusal maps to no named category); "
+            f"{_VERTEX_DOCS} (the Messages API on Vertex)",
             source_kind="docs",
         ),
     ),

@@ -91,11 +91,13 @@ class InvokeEvents(HostedEvents):
     def ping(self) -> None:
         """Bedrock sends no ``ping`` (none in any InvokeModel stream recorded)."""
 
-    def error(self, type_: str, message_: str) -> None:
+    def api_error(self, type_: str, message_: str) -> None:
         """A failure after the 200 is not Claude's ``error`` event here but Bedrock's exception
         frame: the one the stream's variant names (``serviceUnavailableException`` by default)."""
         name, message = STREAM_FAILURES.get(self.variant) or next(iter(STREAM_FAILURES.values()))
         self.events.append(exception_frame(name, message))
+
+    error = api_error
 
     def headers(self) -> Dict[str, str]:
         # The payload's own content type, which boto3 reports as the response's contentType.

@@ -69,6 +69,11 @@ _CLAUDE_DOCS = (
     "https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html"
 )
 
+_REFUSALS = (
+    "https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/"
+    "handle-streaming-refusals"
+)
+
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "reasoning": (
         Variant(
@@ -204,13 +209,20 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             source_kind="issue",
         ),
     ),
+    # The model's refusal, as Anthropic's API gives it: a named category, or none.
     "content-filter": (
         Variant(
-            "refusal",
-            "stop_reason refusal with stop_details",
-            f"{_CLAUDE_DOCS} (Claude's stop reasons, refusal among them); "
-            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
-            "test_mid_conversation_system_prompt_on_bedrock.yaml (stop_details on Bedrock's message)",
+            "named-category",
+            "stop_reason refusal, stop_details with the category cyber and its explanation",
+            f"{_REFUSALS} (the response format); "
+            f"{_CLAUDE_DOCS} (Claude's stop reasons on Bedrock, refusal among them)",
+            source_kind="docs",
+        ),
+        Variant(
+            "uncategorized",
+            "stop_reason refusal, stop_details with category and explanation null",
+            f"{_REFUSALS} (both null where the refusal maps to no named category); "
+            f"{_CLAUDE_DOCS} (Claude's stop reasons on Bedrock, refusal among them)",
             source_kind="docs",
         ),
     ),
