@@ -17,7 +17,7 @@ around them, and :class:`HostedWire` is :class:`AnthropicWire` with those as hoo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Type
 
 from ._replies import MESSAGE_ID, TOOL_USE_ID, Events
 from ._variants import ERRORS
@@ -177,9 +177,3 @@ class HostedWire(AnthropicWire):
             f"expected anthropic_version in the body (the {self.title} API takes the version there, not "
             f"in an anthropic-version header; clients send {known}), got {version!r}"
         ]
-
-    def history_problems(self, problems: Sequence[str]) -> str:
-        """The first problem of a refused history, as the host's 400 quotes it."""
-        from .._script import first_problem
-
-        return first_problem(problems)
