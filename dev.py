@@ -126,6 +126,7 @@ SHORT = (
     "tests.test_wire_bedrock",
     "tests.test_wire_bedrock_invoke",
     "tests.test_wire_cohere",
+    "tests.test_wire_openai_compat",
     "tests.test_wire_gemini",
     "tests.test_wire_ollama",
     "tests.test_wire_openai_chat",
