@@ -176,6 +176,33 @@ class OllamaRepliesTest(unittest.TestCase):
                     self.assertTrue(reply.content_type.startswith("application/json"))
                     self.assertIsInstance(json.loads(reply.encoded())["error"], str)
 
+    def test_done_comes_before_done_reason(self) -> None:
+        """The last line writes done before done_reason, as Ollama 0.12.0 and later do."""
+        for scenario in ("text", "tool-call", "truncated-tool-call"):
+            with self.subTest(scenario=scenario):
+                for body in (whole(scenario), streamed(scenario)[-1]):
+                    keys = list(body)
+                    self.assertEqual(keys.index("done_reason"), keys.index("done") + 1, keys)
+
+    def test_a_runner_that_died_is_worded_by_version(self) -> None:
+        """The default says llama-server (Ollama 0.30.0+), a variant the old runner's words (0.24.0 and before)."""
+        words = {}
+        for variant in ollama_wire.variants("server-error", "chat"):
+            reply = ollama_wire.reply("server-error", "chat", request(), variant.name)
+            assert isinstance(reply, JsonReply)
+            words[variant.name] = (reply.status, json.loads(reply.encoded())["error"])
+        self.assertEqual(
+            words,
+            {
+                "llama-server-terminated-500": (500, "llama-server process has terminated: exit status 2"),
+                "runner-terminated-500": (500, "llama runner process has terminated: exit status 2"),
+                "cloud-unreachable-502": (
+                    502,
+                    'Post "https://ollama.com:443/api/chat": dial tcp: lookup ollama.com: no such host',
+                ),
+            },
+        )
+        self.assertEqual(list(words)[0], "llama-server-terminated-500")
 
 class OllamaRequestCheckTest(unittest.TestCase):
     def test_sdk_request_passes(self) -> None:

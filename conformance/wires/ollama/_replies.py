@@ -98,10 +98,14 @@ def chat_response(
     if done_reason is None:
         body["done"] = False
         return body
-    body["done_reason"] = done_reason
+    # ``api.ChatResponse`` declares Done before DoneReason since Ollama 0.12.0 (commit
+    # 8b894933a, "engine: add remote proxy"), and Go writes fields in declaration order;
+    # servers before it wrote ``done_reason`` first. A JSON reader sees no difference.
     body["done"] = True
+    body["done_reason"] = done_reason
     body.update(metrics())
     return body
+
 
 
 # -- streamed replies ----------------------------------------------------------------------

@@ -45,10 +45,8 @@ ERRORS: Mapping[str, Tuple[int, Dict[str, Any]]] = {
         },
     ),
     "overloaded": (503, {"error": SERVER_BUSY}),
-    "server-error": (
-        500,
-        {"error": "llama runner process has terminated: exit status 2"},
-    ),
+    # A runner that died, as Ollama 0.30.0 and later word it (llm/llama_server.go).
+    "server-error": (500, {"error": "llama-server process has terminated: exit status 2"}),
     # Only when input truncation is off; by default Ollama drops the oldest messages.
     # ollama/ollama llm/llama_server.go (the whole text, with its advice).
     "context-overflow": (
@@ -67,6 +65,12 @@ VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any]]] = {
     ("quota", "hourly-usage-limit"): (
         429,
         {"error": "you've reached your hourly usage limit, please wait or upgrade to continue"},
+    ),
+    # The same failure as Ollama 0.24.0 and before word it (llm/server.go), before
+    # llama-server replaced the runner.
+    ("server-error", "runner-terminated-500"): (
+        500,
+        {"error": "llama runner process has terminated: exit status 2"},
     ),
     # A cloud model the local server cannot reach: the proxy's own error text as is.
     ("server-error", "cloud-unreachable-502"): (
@@ -119,9 +123,19 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     ),
     "server-error": (
         Variant(
+            "llama-server-terminated-500",
+            "500 llama-server process has terminated (Ollama 0.30.0 and later)",
+            "ollama/ollama llm/llama_server.go at v0.30.0 (waitUntilRunning: \"llama-server process "
+            "has terminated: %s\" with the exit status) and server/routes.go (handleScheduleError: "
+            "500); ollama/ollama#16645 (v0.30.6)",
+            source_kind="provider-source",
+        ),
+        Variant(
             "runner-terminated-500",
-            "500 llama runner process has terminated",
-            "ollama/ollama server/routes.go (the runner's error, passed on as a 500)",
+            "500 llama runner process has terminated (Ollama 0.24.0 and before)",
+            "ollama/ollama llm/server.go at v0.24.0 (\"llama runner process has terminated: %w\", "
+            "the wording up to v0.24.0) and server/routes.go (a 500); "
+            "ollama/ollama#11775",
             source_kind="provider-source",
         ),
         Variant(
