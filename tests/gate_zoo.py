@@ -38,6 +38,7 @@ from conformance.reference import (
     BedrockInvokeBackend,
     CohereBackend,
     GeminiBackend,
+    GeminiVertexBackend,
     OllamaBackend,
     OpenAIChatBackend,
     OpenAIResponsesBackend,
@@ -195,6 +196,10 @@ class _GeminiTap(_Tap, GeminiBackend):
         return text, calls, reason
 
 
+class _GeminiVertexTap(_GeminiTap, GeminiVertexBackend):
+    """Gemini on Vertex AI, read as the Gemini API is."""
+
+
 class _OllamaTap(_Tap, OllamaBackend):
     """Ollama streams each call whole, in one line."""
 
@@ -219,6 +224,7 @@ _TAPS: Dict[str, Callable[[str, bool], Any]] = {
     "bedrock-converse": lambda url, http2: _BedrockTap(url, http2=http2),
     "cohere": lambda url, http2: _CohereTap(url, http2=http2),
     "gemini": lambda url, http2: _GeminiTap(url, http2=http2),
+    "gemini-vertex": lambda url, http2: _GeminiVertexTap(url, http2=http2),
     "ollama": lambda url, http2: _OllamaTap(url, http2=http2),
 }
 
@@ -242,6 +248,7 @@ def _literal(backend: Type[Any]) -> Type[Any]:
 _LITERAL: Dict[str, Callable[[str, bool], Any]] = {
     "openai-chat": lambda url, http2: _literal(OpenAIChatBackend)(f"{url}/v1", http2=http2),
     "gemini": lambda url, http2: _literal(GeminiBackend)(url, http2=http2),
+    "gemini-vertex": lambda url, http2: _literal(GeminiVertexBackend)(url, http2=http2),
     "ollama": lambda url, http2: _literal(OllamaBackend)(url, http2=http2),
 }
 

@@ -164,7 +164,6 @@ AWAITING_A_SOURCE = {
     ("openai-responses", "overloaded", "service-unavailable"),
     ("openai-responses", "stream-error", "service-unavailable"),
     ("openai-responses", "rate-limit", "retry-after"),
-    ("gemini", "rate-limit", "retry-info"),
 }
 
 
@@ -379,6 +378,7 @@ TERMINAL_MARKERS = {
     "anthropic": b"message_stop",
     "anthropic-vertex": b"message_stop",
     "gemini": b"finishReason",
+    "gemini-vertex": b"finishReason",
     "ollama": b'"done":true',
     "bedrock-converse": b"messageStop",
     "bedrock-invoke": b"message_stop",

@@ -86,7 +86,7 @@ class ReferenceLoopTests(unittest.TestCase):
         allowed |= {f"{w} cannot interleave two calls' fragments: it sends each call whole" for w in WIRES}
         # No corrupt call reaches a loop there; the text-argument wires and the streams play it.
         corrupt = FAULT_STAGES["corrupt-arguments"]
-        unplayed = [("gemini", "chat"), ("gemini", "stream"), ("ollama", "chat"), ("ollama", "stream")]
+        unplayed = [(w, m) for w in ("gemini", "gemini-vertex", "ollama") for m in ("chat", "stream")]
         blocks = ("anthropic", "anthropic-vertex", "bedrock-converse", "bedrock-invoke")
         unplayed += [(w, "chat") for w in blocks]
         allowed |= {str(fault_skip(corrupt, WIRES[w], mode)) for w, mode in unplayed}

@@ -111,6 +111,10 @@ def on(wires: Iterable[str], cases: Mapping[str, Checks]) -> Dict[str, Mapping[s
 
 
 NO_FRAGMENTS = on(set(GATE_WIRES) - set(FRAGMENT_WIRES), {})
+#: Gemini, through the Gemini API and through Vertex AI: the same turns and the same 400s.
+GEMINI_WIRES = ("gemini", "gemini-vertex")
+#: Claude and Gemini on Vertex AI, whose 429s name no delay.
+VERTEX_WIRES = ("anthropic-vertex", "gemini-vertex")
 #: The stages whose fault comes on the request carrying a result the loop already made.
 RETRIED = {
     **both("close-after-execution", {"re-executed"}),
@@ -192,7 +196,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         zoo.rewrite(zoo.drop_reasoning),
         both("reasoning", {"reasoning"}),
         # Gemini refuses a functionCall part without its thoughtSignature with a 400.
-        per_wire={"gemini": both("reasoning", {"result-format"}), "openai-chat": {}},
+        per_wire={**on(GEMINI_WIRES, both("reasoning", {"result-format"})), "openai-chat": {}},
         why="OpenAI Chat Completions carries no reasoning across a tool turn",
     ),
     # One bug for each invariant the ones above leave unguarded.
@@ -251,14 +255,17 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         zoo.rewrite(zoo.send_results_twice),
         both("forced-tool", {"duplicate-results"}),
         # Gemini and Bedrock refuse a second result for one call with their 400.
-        per_wire={**on(("gemini", "bedrock-converse"), both("forced-tool", {"result-format"})), "ollama": {}},
+        per_wire={
+            **on((*GEMINI_WIRES, "bedrock-converse"), both("forced-tool", {"result-format"})),
+            "ollama": {},
+        },
         why="Ollama sends no call ids: a second result cannot be told from a result for another call",
     ),
     LoopMutant(
         "cuts-call-signatures",
         zoo.rewrite(zoo.cut_call_signatures),
         {},
-        per_wire={"gemini": both("reasoning", {"call-reasoning"})},
+        per_wire=on(GEMINI_WIRES, both("reasoning", {"call-reasoning"})),
         why="only Gemini ties a signature to the call itself (the thoughtSignature on its functionCall part)",
     ),
     LoopMutant("drops-usage", zoo.DropsUsage, both("forced-tool", {"usage"})),
@@ -316,9 +323,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "retries-at-once",
         zoo.RetriesAtOnce,
         both("retry-after", {"retry-wait"}),
-        per_wire=on(("ollama", "bedrock-converse", "bedrock-invoke", "anthropic-vertex", "cohere"), {}),
-        why="Ollama has no rate-limit reply, and Bedrock's throttle, Vertex's quota and Cohere's 429 ask "
-        "for no delay",
+        per_wire=on(("ollama", "bedrock-converse", "bedrock-invoke", "cohere", *VERTEX_WIRES), {}),
+        why="Ollama has no rate-limit reply, and Bedrock's throttle, Vertex's quota (Claude's and "
+        "Gemini's) and Cohere's 429 ask for no delay",
     ),
     LoopMutant(
         "restarts-without-the-results",
@@ -340,7 +347,7 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         both("corrupt-arguments", {"refused-call"}),
         per_wire={
             **on((*CLAUDE_WIRES, "bedrock-converse"), {"corrupt-arguments/stream": {"refused-call"}}),
-            **on(("gemini", "ollama"), {}),
+            **on((*GEMINI_WIRES, "ollama"), {}),
         },
         why="no call with broken argument text reaches a loop there (Gemini answers "
         "MALFORMED_FUNCTION_CALL with no call, Ollama passes the text on as content)",

@@ -110,6 +110,7 @@ class PublicApiTests(unittest.TestCase):
             "bedrock_invoke",
             "cohere",
             "gemini",
+            "gemini_vertex",
             "ollama",
             "openai_chat",
             "openai_responses",
@@ -203,6 +204,7 @@ class ProviderErrorTests(unittest.TestCase):
             ("openai-chat", {"error": {"type": "server_error", "code": "server_is_overloaded"}}),
             ("openai-responses", {"type": "error", "code": "server_is_overloaded", "message": "busy"}),
             ("gemini", {"error": {"code": 503, "status": "UNAVAILABLE", "message": "overloaded"}}),
+            ("gemini-vertex", {"error": {"code": 503, "status": "UNAVAILABLE", "message": "overloaded"}}),
             ("bedrock-converse", {"__type": "throttlingException", "message": "Too many requests"}),
             ("bedrock-invoke", {"__type": "serviceUnavailableException", "message": "unable to process"}),
             (

@@ -185,7 +185,7 @@ class OllamaRepliesTest(unittest.TestCase):
                     self.assertEqual(keys.index("done_reason"), keys.index("done") + 1, keys)
 
     def test_a_runner_that_died_is_worded_by_version(self) -> None:
-        """The default says llama-server (Ollama 0.30.0+), a variant the old runner's words (0.24.0 and before)."""
+        """The default says llama-server (Ollama 0.30.0 on), a variant the runner (0.24.0 and before)."""
         words = {}
         for variant in ollama_wire.variants("server-error", "chat"):
             reply = ollama_wire.reply("server-error", "chat", request(), variant.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..contract import ERROR_KINDS
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._seen import REPLY_SCENARIOS, Check, Seen, describe, value_of
 from .reasoning import reasoning_mixed_in, without_reasoning
@@ -21,6 +22,14 @@ __all__ = ["ROWS"]
 def _reply(seen: Seen) -> List[str]:
     if seen.scenario not in REPLY_SCENARIOS or not seen.ended:
         return []
+    if seen.error is not None and seen.variant.may_fail:
+        # The shape carries nothing a caller can use: failing is sound, in the contract's terms.
+        if getattr(seen.error, "kind", None) in ERROR_KINDS:
+            return []
+        return [
+            "expected a reply, or an error carrying one of the contract's kinds "
+            f"({', '.join(ERROR_KINDS)}), got {describe(seen.error)}"
+        ]
     if seen.error is not None:
         if seen.scenario == "corrupt-arguments":
             return [
@@ -35,11 +44,13 @@ def _reply(seen: Seen) -> List[str]:
 
 
 def _content(seen: Seen) -> List[str]:
-    expected = seen.wire.texts.get(seen.scenario)
+    own = seen.variant.text
+    expected = seen.wire.texts.get(seen.scenario) if own is None else own
     if not seen.got_reply or expected is None:
         return []
     content = seen.collected()[0]
-    if content == expected:
+    # None and "" both say "no text", where the provider sent none.
+    if content == expected or (not expected and content is None):
         return []
     if reasoning_mixed_in(seen, content) and without_reasoning(seen, content) == expected:
         return []  # the answer is whole; the reasoning-apart check names what was added to it
@@ -86,18 +97,26 @@ def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
     if finish in allowed:
         return []
     said = " (the provider said stop)" if seen.scenario == "tool-call-with-stop" else ""
+    undeclared = seen.variant.undeclared_call
+    if undeclared and finish == "tool_calls":
+        said = (
+            f" (a tool_calls turn has a loop run {undeclared}, a function the request never "
+            "declared)"
+        )
     wanted = " or ".join(f'"{a}"' for a in allowed)
     return [f"expected finish_reason {wanted}{said}, got {finish!r}"]
 
 
 def _finish_reason(seen: Seen) -> List[str]:
-    if not seen.got_reply or seen.scenario not in _FINISH:
+    allowed = seen.variant.finish_reasons or _FINISH.get(seen.scenario)
+    if not seen.got_reply or not allowed:
         return []
-    return _finish_problem(seen, _FINISH[seen.scenario])
+    return _finish_problem(seen, allowed)
 
 
 def _text_finish(seen: Seen) -> List[str]:
-    if not seen.got_reply or seen.scenario not in _TEXT_FINISH:
+    # A shape with finish reasons of its own is judged by finish-reason alone.
+    if not seen.got_reply or seen.scenario not in _TEXT_FINISH or seen.variant.finish_reasons:
         return []
     return _finish_problem(seen, _TEXT_FINISH[seen.scenario])
 
@@ -144,6 +163,7 @@ def _usage(seen: Seen) -> List[str]:
         sent = sent or (seen.variant.usage_unasked and seen.scenario in seen.wire.reports_usage)
     else:
         sent = seen.scenario in seen.wire.reports_usage
+    sent = sent and seen.variant.reports_usage
     if not sent:
         if usage is None:
             return []

@@ -29,6 +29,15 @@ def _tool_calls(seen: Seen) -> List[str]:
     if not seen.got_reply:
         return []
     calls = seen.collected()[2]
+    undeclared = seen.variant.undeclared_call
+    if undeclared:
+        names = [getattr(c, "name", None) for c in calls]
+        if names in ([], [undeclared]):
+            return []
+        return [
+            f"expected the call to {undeclared!r}, a function the request never declared, passed "
+            f"on as the provider sent it or dropped, got {len(calls)} calls named {names!r}"
+        ]
     if seen.scenario in ("tool-call", "tool-call-with-stop"):
         if len(calls) != 1:
             return [f"expected one complete get_weather call, got {len(calls)}: {calls!r}"]
@@ -64,8 +73,12 @@ def _no_tool_calls(seen: Seen) -> List[str]:
 
 
 def _counted_calls(seen: Seen) -> List[Any]:
-    """The calls of a tool turn whose count is right; empty otherwise (``tool-calls`` says why)."""
-    if not seen.got_reply or seen.scenario not in TOOL_TURNS:
+    """The calls of a tool turn whose count is right; empty otherwise (``tool-calls`` says why).
+
+    A shape that calls an undeclared function has no get_weather call to judge: the
+    ``tool-calls`` check holds its call to the one sent.
+    """
+    if not seen.got_reply or seen.scenario not in TOOL_TURNS or seen.variant.undeclared_call:
         return []
     calls = seen.collected()[2]
     wanted = len(FX.parallel_arguments) if seen.scenario == "parallel-tool-calls" else 1

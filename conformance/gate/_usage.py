@@ -55,6 +55,7 @@ TURN_USAGE: Dict[str, Callable[[RecordedRequest], Optional[Usage]]] = {
     "bedrock-invoke": _always,
     # usageMetadata on every event; the last one's counts are the turn's.
     "gemini": _always,
+    "gemini-vertex": _always,
     # prompt_eval_count and eval_count on the final (done) line.
     "ollama": _always,
     # usage in the metadata event (a whole reply's top-level usage).

@@ -183,6 +183,7 @@ STOP_WITH_CALLS: Mapping[str, str] = {
     "test_output_json_dict_hierarchical.yaml, gpt-4o; test_memory_events_are_emitted.yaml, gpt-4o-mini), "
     "and OpenAI-compatible servers",
     "gemini": "Gemini ends every turn with finishReason STOP, functionCall parts or not",
+    "gemini-vertex": "Gemini on Vertex AI ends every turn with finishReason STOP, functionCall parts or not",
     "ollama": "Ollama ends every turn with done_reason stop, tool_calls or not",
 }
 

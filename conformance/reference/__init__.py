@@ -16,6 +16,7 @@ from .bedrock import BedrockConverseBackend
 from .bedrock_invoke import BedrockInvokeBackend
 from .cohere import CohereBackend
 from .gemini import GeminiBackend
+from .gemini_vertex import GeminiVertexBackend
 from .ollama import OllamaBackend
 from .openai_chat import OpenAIChatBackend
 from .openai_responses import OpenAIResponsesBackend
@@ -32,6 +33,7 @@ __all__ = [
     "BedrockInvokeBackend",
     "CohereBackend",
     "GeminiBackend",
+    "GeminiVertexBackend",
     "OllamaBackend",
     "OpenAIChatBackend",
     "OpenAIResponsesBackend",
@@ -61,6 +63,10 @@ def _gemini(url: str, http2: bool) -> Any:
     return GeminiBackend(url, http2=http2)
 
 
+def _gemini_vertex(url: str, http2: bool) -> Any:
+    return GeminiVertexBackend(url, http2=http2)
+
+
 def _ollama(url: str, http2: bool) -> Any:
     return OllamaBackend(url, http2=http2)
 
@@ -85,6 +91,7 @@ REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {
     "anthropic": _anthropic,
     "anthropic-vertex": _anthropic_vertex,
     "gemini": _gemini,
+    "gemini-vertex": _gemini_vertex,
     "ollama": _ollama,
     "bedrock-converse": _bedrock,
     "bedrock-invoke": _bedrock_invoke,
@@ -145,7 +152,7 @@ def provider_error(
         text = str(body.get("message") or body.get("Message") or kind_name)
         found = reader.bedrock_error(kind_name, text, status=None)
         return found
-    code = body.get("code") if name == "gemini" else None
+    code = body.get("code") if name in ("gemini", "gemini-vertex") else None
     found = reader.make_error(reader.error_kind(None, body), body, status=code)
     return found
 

@@ -67,6 +67,8 @@ FILTER_REASONS = frozenset(
         "IMAGE_SAFETY",
         "IMAGE_PROHIBITED_CONTENT",
         "IMAGE_RECITATION",
+        # Vertex AI's Model Armor, screening the prompt or the output.
+        "MODEL_ARMOR",
     }
 )
 FINISH_REASONS: Mapping[str, str] = {
@@ -247,6 +249,9 @@ class GeminiBackend(ReferenceBackend):
         too: that is reported, and the error is still not retryable.
         """
         body = decode_json(raw)
+        if isinstance(body, list) and len(body) == 1:
+            # A streamed request without alt=sse gets its error as the array's one element.
+            body = body[0]
         error = body.get("error") if isinstance(body, dict) else None
         if not isinstance(error, dict):
             error = {"message": f"HTTP {status} with a body that is not a google.rpc.Status"}
@@ -301,8 +306,10 @@ class GeminiBackend(ReferenceBackend):
 
     @staticmethod
     def usage(raw: Any) -> Optional[Usage]:
-        """``usageMetadata``; thinking tokens are output tokens too."""
-        if not isinstance(raw, dict):
+        """``usageMetadata``; thinking tokens are output tokens too. One that counts nothing
+        (Vertex's ``{"trafficType": ...}`` alone) reports no usage."""
+        counts = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount")
+        if not isinstance(raw, dict) or not any(key in raw for key in counts):
             return None
         output = int(raw.get("candidatesTokenCount", 0)) + int(raw.get("thoughtsTokenCount", 0))
         prompt = int(raw.get("promptTokenCount", 0))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .bedrock_invoke import bedrock_invoke_wire
     from .cohere import cohere_wire
     from .gemini import gemini_wire
+    from .gemini_vertex import gemini_vertex_wire
     from .ollama import ollama_wire
     from .openai_chat import openai_chat_wire
     from .openai_responses import openai_responses_wire
@@ -39,6 +40,7 @@ __all__ = [
     "bedrock_converse_wire",
     "bedrock_invoke_wire",
     "cohere_wire",
+    "gemini_vertex_wire",
     "gemini_wire",
     "ollama_wire",
     "openai_chat_wire",
@@ -52,6 +54,7 @@ _MODULES = {
     "anthropic_wire": "anthropic",
     "anthropic_vertex_wire": "anthropic_vertex",
     "gemini_wire": "gemini",
+    "gemini_vertex_wire": "gemini_vertex",
     "ollama_wire": "ollama",
     "bedrock_converse_wire": "bedrock",
     "bedrock_invoke_wire": "bedrock_invoke",

@@ -81,6 +81,26 @@ class Variant:
     #: Whether this shape reports usage in a stream that did not ask for it (Mistral's and
     #: Groq's streams always do), where the wire's own shape reports it only when asked.
     usage_unasked: bool = False
+    #: What the backend must do with this shape, in words, where its scenario's rule
+    #: does not fit it; the fields below say it to the checks.
+    must: str = ""
+    #: The finish reasons the backend may report for this shape, where they are not its
+    #: scenario's: a turn the model ended in error is ``("error",)``.
+    finish_reasons: Tuple[str, ...] = ()
+    #: The text this shape carries, where it is not the wire's text for its scenario:
+    #: ``""`` where the provider sent none at all.
+    text: Optional[str] = None
+    #: Whether the backend may fail on this shape instead of replying, with an error of
+    #: any of the contract's kinds: where the bytes end the turn with nothing a caller
+    #: can use and name no failure, a reply and an error are both sound readings.
+    may_fail: bool = False
+    #: A function the request never declared that this shape calls: the backend may
+    #: pass the call on as sent or drop it, but its turn is no tool turn, or a loop
+    #: would run a tool nobody offered.
+    undeclared_call: str = ""
+    #: Whether this shape reports token counts, where its scenario's do: a prompt refused
+    #: before the model ran counts nothing, and the backend must report no usage.
+    reports_usage: bool = True
 
     def __post_init__(self) -> None:
         if self.source_kind and self.source_kind not in SOURCE_KINDS:

@@ -129,6 +129,7 @@ FINISH_REASONS: Mapping[str, str] = {
     "BLOCKLIST": "content_filter",
     "SPII": "content_filter",
     "RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
 }
 RPC_KINDS: Mapping[str, str] = {
     "RESOURCE_EXHAUSTED": "rate_limit",
@@ -283,7 +284,7 @@ def _contents(request: ChatRequest, made_up: AbstractSet[str] = frozenset()) -> 
 _SSL: List[Any] = []
 
 
-def _client_options(url: str, headers: Mapping[str, str], http2: bool) -> Any:
+def _client_options(url: str, headers: Mapping[str, str], http2: bool, api_version: str = "v1beta") -> Any:
     from google.genai import types
 
     # The fake provider is plain http; one shared SSL context spares every client the
@@ -296,11 +297,43 @@ def _client_options(url: str, headers: Mapping[str, str], http2: bool) -> Any:
         args.update(http1=False, http2=True)
     return types.HttpOptions(
         base_url=url,
-        api_version="v1beta",
+        api_version=api_version,
         headers=dict(headers),
         retry_options=types.HttpRetryOptions(attempts=1),
         client_args=dict(args),
         async_client_args=dict(args),
+    )
+
+
+#: How a client reaches Vertex AI, as ``vertex`` names it: ``"project"``, under a project and
+#: a location with an OAuth token; ``"express"``, with an API key and neither.
+VERTEX_MODES = ("project", "express")
+
+
+def _client(url: str, headers: Mapping[str, str], http2: bool, vertex: str = "") -> Any:
+    """A ``genai.Client`` for the Gemini API, or for Vertex AI where ``vertex`` names how.
+
+    Vertex's credentials are faked the two ways google-genai allows without reaching the
+    network: an API key (express mode, ``x-goog-api-key``), or ``google.oauth2.credentials.
+    Credentials`` holding a token with no expiry, which the SDK sends as a bearer and never
+    refreshes (``AnonymousCredentials`` cannot be refreshed, and the SDK tries).
+    """
+    from google import genai
+
+    if not vertex:
+        return genai.Client(api_key="test", http_options=_client_options(url, headers, http2))
+    options = _client_options(url, headers, http2, "v1beta1")
+    if vertex == "express":
+        return genai.Client(vertexai=True, api_key="test", http_options=options)
+    from google.oauth2.credentials import Credentials
+
+    token = Credentials(token="test")  # type: ignore[no-untyped-call]
+    return genai.Client(
+        vertexai=True,
+        project="conformance-project",
+        location="us-central1",
+        credentials=token,
+        http_options=options,
     )
 
 
@@ -412,10 +445,14 @@ def _read(
 
 
 def _usage(response: Any) -> Optional[Usage]:
+    """The counts, thoughts among the output tokens; ``None`` where none came (Vertex's
+    ``{"trafficType": ...}`` alone)."""
     meta = response.usage_metadata
-    if meta is None:
+    counts = ("prompt_token_count", "candidates_token_count", "thoughts_token_count", "total_token_count")
+    if meta is None or all(getattr(meta, name, None) is None for name in counts):
         return None
-    prompt, output = meta.prompt_token_count or 0, meta.candidates_token_count or 0
+    prompt = meta.prompt_token_count or 0
+    output = (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
     return Usage(prompt, output, meta.total_token_count or prompt + output)
 
 
@@ -460,12 +497,10 @@ class _Turn:
 
 
 class GenAISyncBackend:
-    """A sync backend over ``genai.Client``."""
+    """A sync backend over ``genai.Client`` (with ``vertex``, one of :data:`VERTEX_MODES`, over Vertex AI)."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], http2: bool = False) -> None:
-        from google import genai
-
-        self.client = genai.Client(api_key="test", http_options=_client_options(url, headers, http2))
+    def __init__(self, url: str, headers: Mapping[str, str], http2: bool = False, vertex: str = "") -> None:
+        self.client = _client(url, headers, http2, vertex)
         #: The ids made up for calls Gemini sent without one: never sent back.
         self.made_up_ids: Set[str] = set()
 
@@ -510,10 +545,8 @@ class GenAISyncBackend:
 class GenAIAsyncBackend:
     """An async backend over ``client.aio``: an abort cancels the SDK's call."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], http2: bool = False) -> None:
-        from google import genai
-
-        self.client = genai.Client(api_key="test", http_options=_client_options(url, headers, http2))
+    def __init__(self, url: str, headers: Mapping[str, str], http2: bool = False, vertex: str = "") -> None:
+        self.client = _client(url, headers, http2, vertex)
         #: The ids made up for calls Gemini sent without one: never sent back.
         self.made_up_ids: Set[str] = set()
 

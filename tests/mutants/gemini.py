@@ -253,10 +253,11 @@ MUTANTS = [
     zoo.shared(shared.INVENTS_RETRY_AFTER),
     zoo.mutant(
         "reads-content-when-present",
-        'reads candidate["content"]["parts"] whenever content is there, and a blocked {} raises',
+        'reads candidate["content"]["parts"] whenever content is there, and a blocked {} or a '
+        "MAX_TOKENS turn of thoughts only raises",
         ReadsContentWhenPresent,
         checks=("reply",),
-        cases=("content-filter/chat", "content-filter/stream"),
+        cases=("content-filter/chat", "content-filter/stream", "truncated-tool-call/chat"),
     ),
     zoo.mutant(
         "id-on-every-signed-call",

@@ -154,6 +154,7 @@ FORCED_FORMS: Mapping[str, str] = {
     "anthropic-vertex": 'tool_choice {"type": "tool", "name": "%s"}',
     "bedrock-invoke": 'tool_choice {"type": "tool", "name": "%s"}',
     "gemini": 'toolConfig.functionCallingConfig {"mode": "ANY", "allowedFunctionNames": ["%s"]}',
+    "gemini-vertex": 'toolConfig.functionCallingConfig {"mode": "ANY", "allowedFunctionNames": ["%s"]}',
     "bedrock-converse": 'toolConfig.toolChoice {"tool": {"name": "%s"}}',
     # Cohere's tool_choice names no tool: REQUIRED with only that tool offered forces it.
     "cohere": 'tool_choice "REQUIRED" with tools listing %s alone',

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 from ...contract import Message, Reasoning, ReasoningKind, ToolCall, ToolChoice, ToolError, ToolResult
 from .._request import json_object
 from .._script import History, first_problem
-from ._replies import is_base64, pretty_json, response_headers
+from ._replies import GEMINI, Dialect, is_base64
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply, RecordedRequest
@@ -451,14 +451,7 @@ def read_history(request: RecordedRequest, stream: bool) -> History:
     return History(tuple(messages), tuple(problems), tools, choice, stream)
 
 
-def history_error(problems: Sequence[str]) -> JsonReply:
+def history_error(problems: Sequence[str], dialect: Dialect = GEMINI) -> JsonReply:
     """Gemini's 400 ``INVALID_ARGUMENT``, a ``google.rpc.Status`` quoting the first problem."""
-    from ...provider.replies import JsonReply
-
     body = {"error": {"code": 400, "message": first_problem(problems), "status": "INVALID_ARGUMENT"}}
-    return JsonReply(
-        pretty_json(body),
-        status=400,
-        headers=response_headers(),
-        content_type="application/json; charset=UTF-8",
-    )
+    return dialect.whole(body, status=400)

@@ -16,7 +16,7 @@ from .._request import fixture_tool_schema, json_object
 if TYPE_CHECKING:
     from ...provider.replies import RecordedRequest
 
-__all__ = ["GENERATE_PATH", "MODEL_PATH", "check_request"]
+__all__ = ["GENERATE_PATH", "MODEL_PATH", "check_contents", "check_key", "check_request", "check_tools"]
 
 #: ``/{version}/models/{model}:{method}``, after whatever base path a gateway adds.
 GENERATE_PATH = re.compile(
@@ -46,16 +46,17 @@ def check_request(request: RecordedRequest, model: str) -> List[str]:
                     "expected ?alt=sse on :streamGenerateContent (without it Gemini streams "
                     f"one JSON array, not server-sent events), got query {request.query!r}"
                 )
-    problems.extend(_check_key(request))
+    problems.extend(check_key(request))
     body = json_object(request, problems)
     if not body:
         return problems
-    problems.extend(_check_contents(body.get("contents")))
-    problems.extend(_check_tools(body.get("tools")))
+    problems.extend(check_contents(body.get("contents")))
+    problems.extend(check_tools(body.get("tools")))
     return problems
 
 
-def _check_key(request: RecordedRequest) -> List[str]:
+def check_key(request: RecordedRequest) -> List[str]:
+    """The key: ``x-goog-api-key``, ``?key=``, or an OAuth token as ``Authorization: Bearer``."""
     if request.headers.get("x-goog-api-key") or request.params.get("key"):
         return []
     if request.headers.get("authorization", "").lower().startswith("bearer "):
@@ -66,7 +67,8 @@ def _check_key(request: RecordedRequest) -> List[str]:
     ]
 
 
-def _check_contents(contents: Any) -> List[str]:
+def check_contents(contents: Any) -> List[str]:
+    """The ``contents``: the question in a user content, and only the roles ``user`` and ``model``."""
     if not isinstance(contents, list) or not contents:
         return [f"expected contents to be a non-empty list, got {contents!r}"]
     problems = []
@@ -91,7 +93,8 @@ def _check_contents(contents: Any) -> List[str]:
     return problems
 
 
-def _check_tools(tools: Any) -> List[str]:
+def check_tools(tools: Any) -> List[str]:
+    """The ``tools``: ``get_weather`` declared with the fixture's parameters."""
     from .._schema import schema_difference
 
     if not isinstance(tools, list):

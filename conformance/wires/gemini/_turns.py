@@ -27,21 +27,13 @@ import json
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...contract import Reasoning, ReasoningKind
-from .._chunks import dumps, split_text
+from .._chunks import split_text
 from .._ids import provider_id
 from .._script import TurnEvents
-from ._replies import (
-    candidate,
-    generate_content_response,
-    is_base64,
-    pretty_json,
-    response_headers,
-    text_part,
-)
-from ._request import GENERATE_PATH
+from ._replies import GEMINI, Dialect, is_base64, pretty_json, sse_json, text_part
 
 if TYPE_CHECKING:
-    from ...provider.replies import JsonReply, RecordedRequest
+    from ...provider.replies import JsonReply
     from .._script import ScriptedCall, ScriptedTurn
 
 __all__ = [
@@ -135,9 +127,10 @@ def call_parts(turn: ScriptedTurn) -> Optional[List[Dict[str, Any]]]:
     signed = any(r.signature for call in turn.calls for r in call.reasoning)
     parts = []
     for position, call in enumerate(turn.calls):
+        # The real key order: name, args, then the id.
         body: Dict[str, Any] = {"name": call.name, "args": _mark(position)}
         if call.id:
-            body = {"id": call.id, **body}
+            body["id"] = call.id
         part: Dict[str, Any] = {"functionCall": body}
         signature = next((r.signature for r in call.reasoning if r.signature), "")
         _check_signature(signature)
@@ -195,30 +188,24 @@ def _turn_finish(turn: ScriptedTurn) -> str:
     return TURN_FINISH[reason]
 
 
-def _model(request: RecordedRequest) -> str:
-    found = GENERATE_PATH.search(request.path)
-    return found.group("model") if found else "conformance-model"
-
-
-def _turn_body(model: str, turn: ScriptedTurn, one: Dict[str, Any], final: bool) -> Dict[str, Any]:
-    body = generate_content_response(model, [one], final=final)
+def _turn_body(
+    model: str, turn: ScriptedTurn, one: Dict[str, Any], final: bool, dialect: Dialect, step: int = 1
+) -> Dict[str, Any]:
+    body = dialect.response(model, [one], final, usage=dialect.usage(final, step=step))
     body["responseId"] = provider_id("", f"gemini/response/{turn.seed}", 23)
     return body
 
 
-def turn_response(turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
+def turn_response(turn: ScriptedTurn, model: str, dialect: Dialect = GEMINI) -> JsonReply:
     """The whole ``GenerateContentResponse`` for ``turn``: thoughts, text, then the calls.
 
     The arguments go out as scripted (see :func:`splice_arguments`);
     a call whose arguments are not a JSON object makes the turn
     ``MALFORMED_FUNCTION_CALL``, as Gemini answers one.
     """
-    from ...provider.replies import JsonReply
-
-    model = _model(request)
     calls = call_parts(turn)
     if calls is None:
-        body = _turn_body(model, turn, candidate(None, MALFORMED_CALL), True)
+        body = _turn_body(model, turn, dialect.candidate(None, MALFORMED_CALL), True, dialect)
         body["candidates"][0]["finishMessage"] = malformed_message(turn)
     else:
         leading, trailing = _signature_last(turn)
@@ -231,29 +218,29 @@ def turn_response(turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
             else:
                 parts.extend(reasoning_parts((item,))[0])
         parts.extend(calls)
-        body = _turn_body(model, turn, candidate(parts, _turn_finish(turn)), True)
+        body = _turn_body(model, turn, dialect.candidate(parts, _turn_finish(turn)), True, dialect)
     text = splice_arguments(pretty_json(body).decode("utf-8"), turn)
-    return JsonReply(
-        text.encode("utf-8"), headers=response_headers(), content_type="application/json; charset=UTF-8"
-    )
+    return dialect.whole(text.encode("utf-8"))
 
 
-def turn_events(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+def turn_events(turn: ScriptedTurn, model: str, dialect: Dialect = GEMINI) -> TurnEvents:
     """``turn`` as ``alt=sse`` events: thought pieces, text pieces, one event per call, then the finish.
 
     Gemini sends every call whole, one ``functionCall`` part with its ``args``
     object (research notes: "Function calls arrive whole"; ``partialArgs`` is
     Vertex only), so the calls cannot interleave and each one's first and last
     argument event is the same event. The thought signature of a thought rides
-    its last piece; a call's rides the call's own part.
+    its last piece; a call's rides the call's own part. Where ``dialect`` signs the
+    answer's last text piece itself (Vertex AI), a lone bare signature after the text
+    goes there, with the finish, rather than in an event of its own.
     """
 
-    model = _model(request)
     bodies: List[Dict[str, Any]] = []
     arguments: Dict[int, Tuple[int, int]] = {}
 
     def event(parts: Optional[List[Dict[str, Any]]], finish: Optional[str] = None) -> None:
-        bodies.append(_turn_body(model, turn, candidate(parts, finish), finish is not None))
+        one = dialect.candidate(parts, finish)
+        bodies.append(_turn_body(model, turn, one, finish is not None, dialect, len(bodies) + 1))
 
     leading, trailing = _signature_last(turn)
     for item in reasoning_parts(leading, pieces=2):
@@ -269,9 +256,15 @@ def turn_events(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
         arguments = {position: (len(bodies) - 1, len(bodies) - 1) for position in range(len(turn.calls))}
     else:
         finish = _turn_finish(turn)
+        on_text = dialect.signs_last_text and texts and not calls and len(trailing) == 1
         for number, piece in enumerate(texts):
-            last = number == len(texts) - 1 and not calls and not trailing
-            event([text_part(piece)], finish if last else None)
+            last = number == len(texts) - 1 and not calls and (not trailing or on_text)
+            part = text_part(piece)
+            if last and on_text:
+                part["thoughtSignature"] = trailing[0].signature
+            event([part], finish if last else None)
+        if on_text:
+            trailing = ()
         for number, item in enumerate(reasoning_parts(trailing)):
             # Gemini 3 signs a text answer in one last event, an empty text part
             # that carries the signature and the finish.
@@ -282,5 +275,5 @@ def turn_events(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
         if calls or not texts:
             # Gemini 3 closes a tool turn with an event that only says STOP.
             event([text_part("")], finish)
-    events = [f"data: {splice_arguments(dumps(body), turn)}\r\n\r\n".encode() for body in bodies]
-    return TurnEvents(events, "text/event-stream", response_headers(), arguments)
+    events = [f"data: {splice_arguments(sse_json(body), turn)}\r\n\r\n".encode() for body in bodies]
+    return TurnEvents(events, "text/event-stream", dialect.headers(stream=True), arguments)

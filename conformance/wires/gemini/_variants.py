@@ -23,13 +23,14 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._google import rpc_status
 from .._ids import signature
 from .._variants import Variant, stream_cut_variants
-from ._replies import FUNCTION_CALL_ID, pretty_json, response_headers
+from ._replies import FUNCTION_CALL_ID, GEMINI, Dialect
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply
 
 __all__ = [
     "ERRORS",
+    "ErrorTable",
     "OVERLOADED_MESSAGE",
     "QUOTA_RETRY_DELAY",
     "RATE_LIMIT_VARIANTS",
@@ -77,6 +78,11 @@ _HELP = {
     ],
 }
 
+#: The per-minute limit's message (RooCodeInc/Roo-Code#3883, google/langextract#50).
+_RATE_LIMIT_TEXT = (
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+)
 _QUOTA_TEXT = (
     "You exceeded your current quota, please check your plan and billing details. For more "
     "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. "
@@ -97,9 +103,9 @@ ERRORS: Mapping[str, Tuple[int, str, str, List[Dict[str, Any]]]] = {
     "rate-limit": (
         429,
         "RESOURCE_EXHAUSTED",
-        _QUOTA_TEXT.format(limit=10, delay="7.0s"),
-        # The detail order real 429s carry: Help, QuotaFailure, RetryInfo.
-        [_HELP, quota_failure(_RATE_LIMIT_QUOTA_ID, "10"), retry_info(int(FX.retry_after))],
+        _RATE_LIMIT_TEXT,
+        # The detail order of the per-minute 429s quoted whole: QuotaFailure, Help, RetryInfo.
+        [quota_failure(_RATE_LIMIT_QUOTA_ID, "10"), _HELP, retry_info(int(FX.retry_after))],
     ),
     "quota": (
         429,
@@ -159,9 +165,12 @@ VARIANT_ERRORS: Mapping[Tuple[str, str], Tuple[int, str, str, List[Dict[str, Any
 RATE_LIMIT_VARIANTS = (
     Variant(
         "retry-info",
-        "429 with QuotaFailure and RetryInfo details",
-        "Farrice/mes-knowledge-base swarm_outputs/20260211_091747/agent_outputs/daniel-priestley.md",
+        "429 with QuotaFailure, Help and RetryInfo details",
+        "RooCodeInc/Roo-Code#3883 (a whole 429 body: QuotaFailure per minute, Help, RetryInfo "
+        '"26s"); google/langextract#50 (the per-minute request quota, quotaValue "10", the same '
+        "order)",
         retry_after=FX.retry_after,
+        source_kind="issue",
     ),
     Variant(
         "no-details",
@@ -197,21 +206,31 @@ def retry_delay(body: Any) -> Optional[float]:
     return None
 
 
-def error_body(scenario: str, variant: str = "") -> Dict[str, Any]:
+#: scenario -> (HTTP status, error.status, error.message, error.details): an error table.
+ErrorTable = Mapping[str, Tuple[int, str, str, List[Dict[str, Any]]]]
+
+
+def error_body(
+    scenario: str,
+    variant: str = "",
+    errors: ErrorTable = ERRORS,
+    variant_errors: Mapping[Tuple[str, str], Tuple[int, str, str, List[Dict[str, Any]]]] = VARIANT_ERRORS,
+) -> Dict[str, Any]:
     """The ``{"error": google.rpc.Status}`` body Gemini answers ``scenario`` (in ``variant``) with."""
-    status, rpc, message, details = VARIANT_ERRORS.get((scenario, variant)) or ERRORS[scenario]
+    status, rpc, message, details = variant_errors.get((scenario, variant)) or errors[scenario]
     return rpc_status(status, rpc, message, details)
 
 
-def error_reply(scenario: str, variant: str = "", sse: bool = False) -> JsonReply:
-    """The whole error response for ``scenario``; ``sse`` where the request asked for ``alt=sse``."""
-    from ...provider.replies import JsonReply
+def error_reply(
+    scenario: str, variant: str = "", sse: bool = False, dialect: Dialect = GEMINI, body: Any = None
+) -> JsonReply:
+    """The whole error response for ``scenario`` (or ``body``); ``sse`` where the request asked for SSE."""
+    import dataclasses
 
-    body = error_body(scenario, variant)
-    content_type = "text/event-stream" if sse else "application/json; charset=UTF-8"
-    return JsonReply(
-        pretty_json(body), status=body["error"]["code"], headers=response_headers(), content_type=content_type
-    )
+    body = error_body(scenario, variant) if body is None else body
+    error = body[0] if isinstance(body, list) else body
+    reply = dialect.whole(body, status=error["error"]["code"])
+    return dataclasses.replace(reply, content_type="text/event-stream") if sse else reply
 
 
 #: The shapes that differ by model generation or by what was blocked.
@@ -239,6 +258,26 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "functionCall without an id, with a thoughtSignature",
             "simonw/llm-gemini tests/cassettes/test_gemini/test_tools_with_gemini_3_thought_signatures.yaml",
             source_kind="capture",
+        ),
+    ),
+    "truncated-tool-call/chat": (
+        Variant(
+            "text-before-limit",
+            "the text written before the limit, MAX_TOKENS, no functionCall",
+            "pydantic/pydantic-ai tests/models/cassettes/test_google/test_google_model_max_tokens.yaml",
+            source_kind="capture",
+        ),
+        Variant(
+            "no-parts",
+            "MAX_TOKENS with content {role: model} and no parts: a thinking model spent the budget on "
+            "thoughts (a length turn with no text, or an error)",
+            "pydantic/pydantic-ai tests/models/cassettes/test_google/"
+            "test_google_model_max_tokens_thinking_model_empty_response.yaml",
+            source_kind="capture",
+            must='report "length" with no text and no call, or fail with an error of the contract\'s '
+            "kinds: the limit left nothing to return, and the bytes name no failure",
+            text="",
+            may_fail=True,
         ),
     ),
     "content-filter/chat": (

@@ -7,36 +7,30 @@ are ``_request``'s, each loaded when a case first needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Pattern, Sequence, Tuple
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
 from .._ids import signature
-from ._replies import (
-    Events,
-    candidate,
-    function_call_part,
-    generate_content_response,
-    pretty_json,
-    prompt_blocked,
-    response_headers,
-    text_part,
-)
+from ._replies import GEMINI, Dialect, Events, function_call_part, text_part
 from ._request import GENERATE_PATH, MODEL_PATH
 from ._variants import (
     ERRORS,
     OVERLOADED_MESSAGE,
     QUOTA_RETRY_DELAY,
     REASONING_VARIANTS,
+    VARIANT_ERRORS,
     VARIANTS,
+    ErrorTable,
+    error_body,
     error_reply,
     retry_delay,
 )
 
 if TYPE_CHECKING:
-    from ...provider.replies import RecordedRequest, Reply
+    from ...provider.replies import JsonReply, RecordedRequest, Reply
     from .._script import History, ScriptedTurn, TurnEvents
 
 __all__ = ["GeminiWire", "gemini_wire"]
@@ -69,8 +63,28 @@ class GeminiWire(Wire):
         ),
     )
 
+    #: How this front end writes its replies (see ``_replies``).
+    dialect: Dialect = GEMINI
+    #: The path of the generation call, with the model in it; a front end of its own has its own.
+    generate_path: Pattern[str] = GENERATE_PATH
+    #: scenario -> the error this front end answers it with, and the variants' own.
+    errors: ErrorTable = ERRORS
+    variant_errors: Mapping[Tuple[str, str], Tuple[int, str, str, List[Dict[str, Any]]]] = VARIANT_ERRORS
+
     def is_generation(self, request: RecordedRequest) -> bool:
-        return request.method == "POST" and GENERATE_PATH.search(request.path) is not None
+        return request.method == "POST" and self.generate_path.search(request.path) is not None
+
+    def model_of(self, request: RecordedRequest) -> str:
+        """The model the request's path names."""
+        found = self.generate_path.search(request.path)
+        return found.group("model") if found else "conformance-model"
+
+    def error_reply(self, scenario: str, variant: str, request: RecordedRequest) -> JsonReply:
+        """The error this front end answers ``scenario`` with; a stream asked for with ``alt=sse`` gets
+        it under ``Content-Type: text/event-stream``."""
+        sse = self.wants_stream(request) and request.params.get("alt") == "sse"
+        body = error_body(scenario, variant, self.errors, self.variant_errors)
+        return error_reply(scenario, sse=sse, dialect=self.dialect, body=body)
 
     def retry_after_for(self, scenario: str) -> Optional[float]:
         # An exhausted daily quota names the time until the day resets in its RetryInfo.
@@ -99,7 +113,7 @@ class GeminiWire(Wire):
                     "totalTokens": FX.usage.input_tokens,
                     "promptTokensDetails": [{"modality": "TEXT", "tokenCount": FX.usage.input_tokens}],
                 },
-                headers=response_headers(),
+                headers=self.dialect.headers(),
             )
         if found and request.method == "GET":
             # models.get: the Model resource
@@ -119,7 +133,7 @@ class GeminiWire(Wire):
                     "maxTemperature": 2,
                     "thinking": True,
                 },
-                headers=response_headers(),
+                headers=self.dialect.headers(),
             )
         return JsonReply(
             {
@@ -134,16 +148,17 @@ class GeminiWire(Wire):
                 }
             },
             status=404,
-            headers=response_headers(),
+            headers=self.dialect.headers(),
         )
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
-        found = GENERATE_PATH.search(request.path)
-        model = found.group("model") if found else "conformance-model"
+        if scenario in self.unsupported:
+            return None
+        model = self.model_of(request)
         variant = variant or self.variants(scenario, mode)[0].name
         sse = request.params.get("alt") == "sse"
-        if scenario in ERRORS:
-            return error_reply(scenario, variant, sse=self.wants_stream(request) and sse)
+        if scenario in self.errors:
+            return self.error_reply(scenario, variant, request)
         if scenario == "stream-cut":
             return self._cut(model, variant, sse if self.wants_stream(request) else None)
         if not self.wants_stream(request):
@@ -156,17 +171,13 @@ class GeminiWire(Wire):
         ``sse`` is ``None`` for a whole reply. A call comes whole in one part, so the cut
         inside a call falls in the event after it, the one that would have said STOP.
         """
-        from ...provider.replies import JsonReply
-
+        dialect = self.dialect
         in_call = variant in CUT_IN_CALL
         if sse is None:
             part = function_call_part(with_id=True, signature=True) if in_call else text_part(FX.text)
-            body = generate_content_response(model, [candidate([part], "STOP")])
-            whole = JsonReply(
-                pretty_json(body), headers=response_headers(), content_type="application/json; charset=UTF-8"
-            )
+            whole = dialect.whole(dialect.response(model, [dialect.candidate([part], "STOP")]))
             return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
-        out = Events(model, sse)
+        out = Events(model, sse, dialect)
         if in_call:
             out.response([function_call_part(with_id=True, signature=True)])
             keep = 1
@@ -178,36 +189,56 @@ class GeminiWire(Wire):
         return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
-        from ...provider.replies import HangReply, JsonReply
+        from ...provider.replies import HangReply
 
+        dialect = self.dialect
+        if scenario in ("abort", "cancel"):
+            return HangReply()
+        if scenario == "stream-error":
+            # A whole reply cannot fail halfway: the request fails instead.
+            body = error_body("overloaded", "", self.errors, self.variant_errors)
+            return error_reply("overloaded", dialect=dialect, body=body)
+        one = self.whole_candidate(scenario, variant)
+        if one is None:
+            return None
+        if scenario == "content-filter" and not one:
+            return dialect.whole(self.prompt_blocked(model))
+        return dialect.whole(dialect.response(model, [one], usage=self.whole_usage(scenario, variant)))
+
+    def whole_usage(self, scenario: str, variant: str) -> Optional[Dict[str, Any]]:
+        """The ``usageMetadata`` of a whole reply, where it is not the plain one: a turn of thoughts only."""
+        return self.dialect.usage(thoughts=FX.usage.output_tokens) if variant == "no-parts" else None
+
+    def whole_candidate(self, scenario: str, variant: str) -> Optional[Dict[str, Any]]:
+        """The one candidate of a whole reply to ``scenario``; ``{}`` for a blocked prompt, which has none."""
+        dialect = self.dialect
         if scenario == "text":
-            body = generate_content_response(model, [candidate([text_part(FX.text)], "STOP")])
-        elif scenario in ("tool-call", "tool-call-with-stop"):
+            return dialect.candidate([text_part(FX.text)], "STOP")
+        if scenario in ("tool-call", "tool-call-with-stop"):
             part = function_call_part(with_id=variant == "id", signature=scenario == "tool-call")
-            body = generate_content_response(model, [candidate([part], "STOP")])
-        elif scenario == "truncated-tool-call":
+            return dialect.candidate([part], "STOP")
+        if scenario == "truncated-tool-call":
+            if variant == "no-parts":
+                # A thinking model spent the budget on thoughts: content is the role alone.
+                return {**dialect.candidate([], "MAX_TOKENS"), "content": {"role": "model"}}
             # The call is cut off by maxOutputTokens; Gemini sends calls whole, so what
             # arrives is the text before it and MAX_TOKENS, with no functionCall part.
-            body = generate_content_response(model, [candidate([text_part(FX.preamble)], "MAX_TOKENS")])
-        elif scenario == "content-filter":
-            if variant == "output-blocked":
-                body = generate_content_response(model, [candidate(None, "SAFETY")])
-            else:
-                body = prompt_blocked(model)
-        elif scenario in ("abort", "cancel"):
-            return HangReply()
-        elif scenario == "stream-error":
-            # A whole reply cannot fail halfway: the request fails instead.
-            return error_reply("overloaded")
-        else:
-            return None
-        return JsonReply(
-            pretty_json(body), headers=response_headers(), content_type="application/json; charset=UTF-8"
-        )
+            return dialect.candidate([text_part(FX.preamble)], "MAX_TOKENS")
+        if scenario == "content-filter":
+            return self.blocked_output() if variant == "output-blocked" else {}
+        return None
+
+    def blocked_output(self) -> Dict[str, Any]:
+        """The candidate of an output the safety filters blocked: SAFETY, and an empty content."""
+        return self.dialect.candidate(None, "SAFETY")
+
+    def prompt_blocked(self, model: str) -> Dict[str, Any]:
+        """The reply to a prompt the front end refused: no candidates."""
+        return self.dialect.prompt_blocked(model)
 
     def _stream(self, scenario: str, model: str, sse: bool, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
-        out = Events(model, sse)
+        out = Events(model, sse, self.dialect)
         if scenario == "text":
             out.text(FX.text, finish="STOP")
         elif scenario == "tool-call":
@@ -222,7 +253,7 @@ class GeminiWire(Wire):
             out.text(FX.preamble, pieces=2, finish="MAX_TOKENS")
         elif scenario == "content-filter":
             # The output was blocked: a candidate with SAFETY and an empty content.
-            out.response(None, "SAFETY")
+            out.candidate(self.blocked_output())
         elif scenario == "stream-error":
             out.text(FX.partial_text, pieces=3)
             out.error(503, "UNAVAILABLE", OVERLOADED_MESSAGE)
@@ -238,12 +269,12 @@ class GeminiWire(Wire):
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
         from ._turns import turn_response
 
-        return turn_response(turn, request)
+        return turn_response(turn, self.model_of(request), self.dialect)
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
         from ._turns import turn_events
 
-        return turn_events(turn, request)
+        return turn_events(turn, self.model_of(request), self.dialect)
 
     def read_history(self, request: RecordedRequest) -> Optional[History]:
         from ._history import read_history
@@ -253,7 +284,7 @@ class GeminiWire(Wire):
     def history_error(self, problems: Sequence[str]) -> Reply:
         from ._history import history_error
 
-        return history_error(problems)
+        return history_error(problems, self.dialect)
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         from ._request import check_request
