@@ -19,11 +19,12 @@ from conformance._checks._seen import REPLY_SCENARIOS
 from conformance._checks.replies import _FINISH, _TEXT_FINISH
 from conformance._checks.tool_calls import _NO_CALL_TURNS, _OWN_CALL_RULE, TOOL_TURNS
 from conformance.cases import BackendConformanceTarget, ConformanceCase
-from conformance.contract import ChatRequest, Reasoning, StreamChunk, ToolCall
+from conformance.contract import ChatRequest, LLMError, Reasoning, StreamChunk, ToolCall
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.reference import REFERENCE_BACKENDS
 from conformance.reference.anthropic import AnthropicBackend
 from conformance.reference.gemini import GeminiBackend
+from conformance.reference.gemini_vertex import GeminiVertexBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires import WIRES
 from conformance.wires.gemini import gemini_wire
@@ -257,6 +258,67 @@ class OverStrictTests(unittest.TestCase):
         self.assertEqual(len(lines), 1, lines)
         self.assertIn("include_usage", lines[0])
         self.assertTrue(lines[0].endswith("[request]"))
+
+
+class FailsOnNoParts(GeminiBackend):
+    """Raises on a MAX_TOKENS turn that returned nothing, as pydantic-ai does: one of two sound readings."""
+
+    def keep_calls(self, calls: List[ToolCall], reason: Optional[str]) -> List[ToolCall]:
+        self.limited = reason == "MAX_TOKENS"
+        return super().keep_calls(calls, reason)
+
+    async def chat(self, chat: ChatRequest) -> Any:
+        response = await super().chat(chat)
+        if getattr(self, "limited", False) and not response.content:
+            raise LLMError.from_kind("server_error", "the limit came before any answer", provider="gemini")
+        return response
+
+
+class RaisesPlainlyOnNoParts(GeminiBackend):
+    """Raises a bare ValueError on the same turn: a failure in no kind of the contract's."""
+
+    async def chat(self, chat: ChatRequest) -> Any:
+        response = await super().chat(chat)
+        if response.finish_reason == "length" and not response.content:
+            raise ValueError("no parts")
+        return response
+
+
+class DropsUndeclaredCalls(GeminiVertexBackend):
+    """Drops a call to a function the request never declared: one of two sound readings."""
+
+    def keep_calls(self, calls: List[ToolCall], reason: Optional[str]) -> List[ToolCall]:
+        return [] if reason == "UNEXPECTED_TOOL_CALL" else super().keep_calls(calls, reason)
+
+
+class TwoReadingsTests(unittest.TestCase):
+    def test_a_turn_with_no_parts_may_end_as_length_or_fail_in_a_contract_kind(self) -> None:
+        """MAX_TOKENS with no parts passes as an empty length turn or an LLMError; a bare ValueError fails."""
+        for create in (lambda url: GeminiBackend(url), lambda url: FailsOnNoParts(url)):
+            target = BackendConformanceTarget("g", gemini_wire, create)
+            self.assertEqual(problems_of(ConformanceCase(target, "truncated-tool-call", "chat")), [])
+        target = BackendConformanceTarget("g", gemini_wire, lambda url: RaisesPlainlyOnNoParts(url))
+        lines = problems_of(ConformanceCase(target, "truncated-tool-call", "chat"))
+        self.assertTrue(
+            any("[no-parts]" in line and "one of the contract's kinds" in line for line in lines), lines
+        )
+
+    def test_an_undeclared_call_may_be_passed_on_or_dropped_but_never_run(self) -> None:
+        """UNEXPECTED_TOOL_CALL passes with the call kept or dropped under finish error, not as tool_calls."""
+        from conformance.wires.gemini_vertex import gemini_vertex_wire
+
+        for create in (lambda url: GeminiVertexBackend(url), lambda url: DropsUndeclaredCalls(url)):
+            target = BackendConformanceTarget("v", gemini_vertex_wire, create)
+            self.assertEqual(problems_of(ConformanceCase(target, "tool-call", "chat")), [])
+
+        class RunsIt(GeminiVertexBackend):
+            def finish_reason(self, reason: Optional[str], calls: List[ToolCall]) -> str:
+                return "tool_calls" if calls else super().finish_reason(reason, calls)
+
+        target = BackendConformanceTarget("v", gemini_vertex_wire, lambda url: RunsIt(url))
+        lines = problems_of(ConformanceCase(target, "tool-call", "chat"))
+        self.assertTrue(any("never declared" in line and "[finish-reason]" in line for line in lines), lines)
+        self.assertTrue(any("the backend must report \"error\"" in line for line in lines), lines)
 
 
 class ReencodesSignature(GeminiBackend):

@@ -277,6 +277,49 @@ class GeminiRepliesTest(unittest.TestCase):
         self.assertIsInstance(body, list)
         self.assertEqual("".join(texts(e) for e in body), FX.text)
 
+    def test_bytes_are_written_as_google_writes_them(self) -> None:
+        """SSE JSON spaces each colon, a call reads name, args, id, and a whole body ends in a newline."""
+        data = b"".join(gemini_wire.reply("tool-call", "stream", request(stream=True), "id").chunks).decode()
+        self.assertTrue(data.startswith('data: {"candidates": [{"content": {"parts": [{"functionCall": '))
+        self.assertIn('{"name": "get_weather","args": {"city": "Paris","unit": "celsius"},"id": ', data)
+        for scenario in ("text", "auth"):
+            with self.subTest(scenario=scenario):
+                self.assertTrue(whole(scenario).encoded().endswith(b"}\n"))
+
+    def test_the_array_form_ends_each_element_in_a_newline(self) -> None:
+        """Without alt=sse each element ends in a newline before the comma or the bracket."""
+        data = b"".join(streamed("text", query="").chunks)
+        self.assertTrue(data.startswith(b"[{\n"))
+        self.assertEqual(data.count(b"}\n,\r\n{"), len(json.loads(data)) - 1)
+        self.assertTrue(data.endswith(b"}\n]"))
+
+    def test_earlier_events_count_the_tokens_so_far(self) -> None:
+        """Each event before the last counts more candidate tokens than the one before it."""
+        counts = [e["usageMetadata"]["candidatesTokenCount"] for e in sse_events(streamed("text"))]
+        self.assertEqual(counts[:-1], sorted(set(counts[:-1])))
+        self.assertEqual(counts[-1], FX.usage.output_tokens)
+
+    def test_a_max_tokens_turn_may_have_no_parts(self) -> None:
+        """The no-parts variant is content {role: model}, MAX_TOKENS, and every output token a thought."""
+        reply = gemini_wire.reply("truncated-tool-call", "chat", request(), "no-parts")
+        assert isinstance(reply, JsonReply)
+        body = json.loads(reply.encoded())
+        (one,) = body["candidates"]
+        self.assertEqual(one["content"], {"role": "model"})
+        self.assertEqual(one["finishReason"], "MAX_TOKENS")
+        usage = body["usageMetadata"]
+        self.assertNotIn("candidatesTokenCount", usage)
+        self.assertEqual((usage["thoughtsTokenCount"], usage["totalTokenCount"]), (17, 48))
+        variant = gemini_wire.variant("truncated-tool-call", "chat", "no-parts")
+        self.assertEqual((variant.text, variant.may_fail), ("", True))
+        self.assertEqual([v.name for v in gemini_wire.variants("truncated-tool-call", "stream")], [""])
+
+    def test_the_rate_limit_details_come_in_the_quoted_order(self) -> None:
+        """The per-minute 429 carries QuotaFailure, Help, then RetryInfo, as the bodies quoted whole do."""
+        error = json.loads(whole("rate-limit").encoded())["error"]
+        kinds = [d["@type"].rsplit(".", 1)[1] for d in error["details"]]
+        self.assertEqual(kinds, ["QuotaFailure", "Help", "RetryInfo"])
+        self.assertEqual(gemini_wire.variant("rate-limit", "chat", "retry-info").source_kind, "issue")
 
 class GeminiRequestCheckTest(unittest.TestCase):
     def test_sdk_request_passes(self) -> None:

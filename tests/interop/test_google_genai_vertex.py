@@ -124,4 +124,5 @@ if __name__ == "__main__":
 
 def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: Optional[str]) -> Any:
     # By default each case runs through the async adapter once, express over HTTP/1.1 or h2c in turn.
-    return shared_between(tests, ["GoogleGenAIVertexExpressConformance", "GoogleGenAIVertexAsyncH2CConformance"])
+    shared = ["GoogleGenAIVertexExpressConformance", "GoogleGenAIVertexAsyncH2CConformance"]
+    return shared_between(tests, shared)
