@@ -42,14 +42,14 @@ class DropReplyTests(unittest.TestCase):
 
 class RateLimitReplyTests(unittest.TestCase):
     def test_the_wire_s_own_429_asks_for_the_short_delay(self) -> None:
-        """The delay is rewritten in each provider's own form; Bedrock's and Cohere's 429s carry none."""
+        """The delay is rewritten in each provider's form; Bedrock's, Cohere's and Vertex's 429s have none."""
         from conformance.gate._fault_replies import rate_limit_reply
 
         body = json.dumps({"model": "m", "stream": False}).encode()
         request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
         shown = f"{RATE_LIMIT_RETRY_AFTER:g}"
-        wires = ("openai-chat", "openai-responses", "anthropic", "anthropic-vertex", "gemini")
-        for name in (*wires, "bedrock-converse", "bedrock-invoke", "cohere"):
+        undelayed = ("bedrock-converse", "bedrock-invoke", "anthropic-vertex", "gemini-vertex", "cohere")
+        for name in ("openai-chat", "openai-responses", "anthropic", "gemini", *undelayed):
             with self.subTest(name):
                 reply = rate_limit_reply(WIRES[name], request, RATE_LIMIT_RETRY_AFTER)
                 assert isinstance(reply, JsonReply)
@@ -59,8 +59,9 @@ class RateLimitReplyTests(unittest.TestCase):
                 if name == "gemini":
                     self.assertIn(f'"{shown}s"'.encode(), encoded)
                     self.assertNotIn(b'"7s"', encoded)
-                elif name in ("bedrock-converse", "bedrock-invoke", "anthropic-vertex", "cohere"):
+                elif name in undelayed:
                     self.assertNotIn("retry-after", headers)  # these throttles ask for no delay
+                    self.assertNotIn(b"retryDelay", encoded)
                 else:
                     self.assertEqual(headers["retry-after"], shown)
                 if "retry-after-ms" in headers:
