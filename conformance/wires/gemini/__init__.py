@@ -24,10 +24,11 @@ Without ``alt=sse`` the streaming method answers one JSON array, written element
 element; the wire serves that form too, since a backend that forgot the query meets it.
 
 The package keeps one concern per module: ``_replies`` (the response, its parts and
-its events), ``_variants`` (the ``google.rpc.Status`` error table and the variants),
-``_turns`` (scripted turns played), ``_history`` (a conversation read back),
-``_request`` (the route, and what a request must carry) and ``_wire``
-(:class:`GeminiWire`, which answers each scenario with them).
+its events, as each of Google's front ends writes them), ``_variants`` (the
+``google.rpc.Status`` error table and the variants), ``_turns`` (scripted turns
+played), ``_history`` (a conversation read back), ``_request`` (the route, and what a
+request must carry) and ``_wire`` (:class:`GeminiWire`, which answers each scenario
+with them).
 """
 
 from __future__ import annotations

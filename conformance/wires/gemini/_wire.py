@@ -7,7 +7,7 @@ are ``_request``'s, each loaded when a case first needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Pattern, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
@@ -30,6 +30,8 @@ from ._variants import (
 )
 
 if TYPE_CHECKING:
+    from re import Pattern
+
     from ...provider.replies import JsonReply, RecordedRequest, Reply
     from .._script import History, ScriptedTurn, TurnEvents
 
