@@ -52,7 +52,7 @@ from ..contract import (
 from ._base import ReferenceBackend
 from ._decoders import SSEDecoder
 from ._errors import decode_json, status_kind
-from ._google import RPC_KINDS
+from ._google import RPC_KINDS, rpc_error
 
 __all__ = ["GeminiBackend"]
 
@@ -248,12 +248,9 @@ class GeminiBackend(ReferenceBackend):
         An exhausted daily quota names the time until the day resets in its RetryInfo
         too: that is reported, and the error is still not retryable.
         """
-        body = decode_json(raw)
-        if isinstance(body, list) and len(body) == 1:
-            # A streamed request without alt=sse gets its error as the array's one element.
-            body = body[0]
-        error = body.get("error") if isinstance(body, dict) else None
-        if not isinstance(error, dict):
+        # A streamed request without alt=sse gets its error as a JSON array's one element.
+        error = rpc_error(decode_json(raw))
+        if error is None:
             error = {"message": f"HTTP {status} with a body that is not a google.rpc.Status"}
         kind = self.error_kind(status, error)
         return self.make_error(kind, error, status=status, retry_after=self.retry_delay(error, headers))
