@@ -480,7 +480,9 @@ def _serve_run(
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         try:
             while not session.done.is_set():
-                time.sleep(0.05)
+                # Also a moment for the client to read its verdict and say no more before the
+                # port closes, which is why this sleeps rather than waits on the report.
+                time.sleep(PRINT_EVERY)
                 _print_events(provider.requests, printed, out)
                 if deadline is not None and time.monotonic() > deadline:
                     out.write(f"no outcome reported within {args.timeout:g} s\n")
@@ -551,20 +553,17 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
 DEFAULT_CLIENT_TIMEOUT = 5.0
 
 
+#: How often ``serve`` prints the events the provider sent, while it waits for the report.
+PRINT_EVERY = 0.05
+
+
 def _answered(requests: List[Any], within: float = 1.0) -> None:
     """Wait, bounded, until the report's answer (the verdict) has gone out."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        pending = [
-            r
-            for r in requests
-            if r.path == "/conformance/outcome"
-            and not r.closed
-            and not (r.response and r.response.complete())
-        ]
-        if not pending:
-            return
-        time.sleep(0.01)
+    for request in requests:
+        if request.path == "/conformance/outcome":
+            # Its one chunk, the verdict, flushed; at once where it never will be (the client left).
+            request.wait_flushed(1, max(0.0, deadline - time.monotonic()))
 
 
 def _say_verdict(verdict: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO) -> int:

@@ -25,8 +25,8 @@ from .scenarios import SCENARIOS
 from .wires._base import Variant, Wire
 
 if TYPE_CHECKING:
-    from ._driver import Outcome
-    from .cases import ConformanceCase
+    from ._case import BackendCase as ConformanceCase
+    from ._case import Outcome
 
 __all__ = ["CALL_ID_SEPARATORS", "CHECKS", "Problem", "Seen", "carries_id", "failure_message", "run_checks"]
 

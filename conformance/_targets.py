@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 
 if TYPE_CHECKING:
-    from .gate.cases import AgentLoopCase
+    from .gate._case import LoopCase
     from .gate.loop import AgentLoopTarget
 
 #: A target of either suite: a backend's, or an agent loop's.
 AnyTarget = Union[BackendConformanceTarget, "AgentLoopTarget"]
-AnyCase = Union[ConformanceCase, "AgentLoopCase"]
+AnyCase = Union[ConformanceCase, "LoopCase"]
 
 __all__ = [
     "AnyCase",

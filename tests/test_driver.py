@@ -303,7 +303,7 @@ class InThreadTests(unittest.TestCase):
         """A sync call's error that lands while the case's loop winds down is read, not logged."""
         import gc
 
-        from conformance._driver import in_thread
+        from conformance._loops import in_thread
 
         go = threading.Event()
 

@@ -32,8 +32,8 @@ from .tools import TOOLS
 
 if TYPE_CHECKING:
     from ..contract import Message, ToolResult
-    from ._loop_driver import LoopOutcome
-    from .cases import AgentLoopCase
+    from ._case import LoopCase as AgentLoopCase
+    from ._case import LoopOutcome
 
 __all__ = ["INVARIANTS", "LoopProblem", "LoopSeen", "failure_message", "run_invariants"]
 
