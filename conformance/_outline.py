@@ -312,9 +312,9 @@ def run_on_provider(
     (the gate watches for a tool a loop left running). The provider is closed before
     the subject's leftovers are reclaimed: closing it is what wakes them.
     """
-    from .provider import start_fake_provider
+    from ._host import case_provider
 
-    with start_fake_provider(http2) as provider:
+    with case_provider(http2) as provider:
         provider.reply(handler)
         driver = make(provider)
         outcome = driver.run()
