@@ -172,7 +172,8 @@ class SubjectOutcome:
     #: What the case could not reclaim once the provider closed, in words.
     left_behind: Optional[str] = None
     #: Seconds between the abort and the subject's error in which this whole process
-    #: could not run (``conformance._stall``): not counted against the bound.
+    #: could not run (``conformance._stall``): not counted against the bound. Read only
+    #: where that stretch is longer than the bound (0 below it: nothing to leave out).
     stalled_after_abort: float = 0.0
 
 

@@ -30,7 +30,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, TypeVar
 
-from ._bounds import RECLAIM_WITHIN, ConformanceAbort
+from ._bounds import ABORT_RAISE_WITHIN, RECLAIM_WITHIN, ConformanceAbort
 from ._loops import (
     close_loop,
     close_quietly,
@@ -69,6 +69,13 @@ class StallWindow:
     def between(self, start: Optional[float], end: Optional[float]) -> float:
         """Seconds of ``[start, end]`` in which this whole process stalled (0 in an untimed run)."""
         return WATCH.between(start, end) if self.open else 0.0
+
+    def beyond(self, start: Optional[float], end: Optional[float], bound: float) -> float:
+        """:meth:`between`, where ``[start, end]`` is longer than ``bound``; else 0, as nothing of a
+        stretch within its bound needs leaving out (and the watch is not waited for)."""
+        if start is None or end is None or end - start <= bound:
+            return 0.0
+        return self.between(start, end)
 
     def close(self) -> None:
         if self.open:
@@ -146,8 +153,12 @@ class SubjectDriver:
         """Keep what the subject returned with its ending (called under the lock)."""
 
     def count_stalls(self, outcome: SubjectOutcome, window: StallWindow) -> None:
-        """Note what stalled the whole process in the stretches a bound judges."""
-        outcome.stalled_after_abort = window.between(outcome.abort_at, outcome.error_at)
+        """Note what stalled the whole process in the stretches a bound judges.
+
+        Only a stretch longer than its bound is read: below the bound nothing needs
+        leaving out, and reading the watch waits for its next tick.
+        """
+        outcome.stalled_after_abort = window.beyond(outcome.abort_at, outcome.error_at, ABORT_RAISE_WITHIN)
 
     # -- the caller's side --------------------------------------------------------------
 

@@ -133,7 +133,8 @@ class LoopOutcome(SubjectOutcome):
     result: Any = None
     #: Seconds between the start and the end in which this whole process could not run
     #: (``conformance._stall``): not counted against the task's ``max_seconds``. Watched
-    #: in the stages that bound is about (a stage with a budget of its own, and cancel).
+    #: in the stages that bound is about (a stage with a budget of its own, and cancel),
+    #: and read only where the run went past the budget and its grace.
     stalled_in_run: float = 0.0
 
 

@@ -19,6 +19,7 @@ import inspect
 import time
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
+from .._bounds import BUDGET_GRACE
 from .._outline import StallWindow, SubjectDriver, run_on_provider
 from ._case import LoopOutcome
 from .loop import LoopTask
@@ -98,7 +99,8 @@ class LoopDriver(SubjectDriver):
     def count_stalls(self, outcome: SubjectOutcome, window: StallWindow) -> None:
         super().count_stalls(outcome, window)
         assert isinstance(outcome, LoopOutcome)
-        outcome.stalled_in_run = window.between(outcome.started, outcome.ended_at)
+        bound = self.case.max_seconds + BUDGET_GRACE
+        outcome.stalled_in_run = window.beyond(outcome.started, outcome.ended_at, bound)
 
     def watched_request(self) -> Optional[RecordedRequest]:
         # An abort in a tool comes after the reply was whole: no request is open.

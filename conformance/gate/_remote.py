@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
+from .._bounds import BUDGET_GRACE
 from .._judge import CLIENT, ReportedResult, Session, Verdict, elsewhere, reported_error, tool_json
 from ..provider import RecordedRequest, Reply
 
@@ -128,7 +129,7 @@ class StageSession(Session):
             hung = LoopOutcome(started=started)
             give_up(hung, ended)
             return hung
-        stalled = self.window.between(started, ended)
+        stalled = self.window.beyond(started, ended, self.case.max_seconds + BUDGET_GRACE)
         error = report.get("error")
         if error is not None:
             return LoopOutcome(
