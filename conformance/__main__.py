@@ -46,6 +46,7 @@ from ._targets import (
     cases_of,
     is_target,
     load,
+    preload,
     reference_loop_targets,
     reference_targets,
     run_unit,
@@ -169,6 +170,8 @@ def run_matrix(
         # (a test runner, an application) spawn a fresh interpreter instead.
         forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
         context = multiprocessing.get_context("fork" if forkable else "spawn")
+        if forkable:
+            preload(targets)  # once here, rather than once in every worker
         with ProcessPoolExecutor(max_workers=processes, mp_context=context) as processes_pool:
             work = {
                 processes_pool.submit(run_unit, specs[index], names, jobs): index
