@@ -49,9 +49,9 @@ from ._targets import (
     preload,
     reference_loop_targets,
     reference_targets,
-    run_unit,
+    serve_cases,
     timed_outcome,
-    units,
+    waits_first,
 )
 from .cases import ConformanceCase
 from .scenarios import MODES, SCENARIOS
@@ -101,6 +101,26 @@ def _default_processes(targets: int) -> int:
     return max(1, min(2 * (os.cpu_count() or 1), MAX_PROCESSES, targets))
 
 
+#: How long the matrix waits for a worker process to end once its cases are done.
+WORKER_EXIT_WITHIN = 10.0
+
+
+def _answer(answers: Any, workers: Sequence[Any]) -> Tuple[int, str, Tuple[str, str], float]:
+    """The next case a worker process finished; an error if every worker ended with cases left."""
+    import queue
+
+    while True:
+        try:
+            answer: Tuple[int, str, Tuple[str, str], float] = answers.get(timeout=0.5)
+            return answer
+        except queue.Empty:
+            if not any(worker.is_alive() for worker in workers):
+                codes = ", ".join(str(worker.exitcode) for worker in workers)
+                raise RuntimeError(
+                    f"the worker processes ended before their cases did (exit codes {codes})"
+                ) from None
+
+
 def _row(case: AnyCase) -> str:
     """The case's row in the matrix: ``tool-call/stream``, or ``loop forced-tool/stream``."""
     return case.name if isinstance(case, ConformanceCase) else f"loop {case.name}"
@@ -126,8 +146,9 @@ def run_matrix(
     A line goes out at once, and one more as each target finishes, so a run whose
     backend hangs shows what it is doing long before the case's bound is reached.
     With ``processes`` above 1 (and ``specs`` to rebuild each target from), the
-    targets are spread over that many worker processes, each running ``jobs`` cases
-    at a time: the cases' own work then uses more than one core. ``reports`` maps
+    cases are handed out one by one to that many worker processes, each running
+    ``jobs`` cases at a time: the cases' own work then uses more than one core, and
+    the cases that wait on purpose go first, so that their waiting overlaps the rest. ``reports`` maps
     ``--json`` and ``--junit`` to the files to write every case's outcome to (see
     ``_results``), written whether the cases passed or not.
     """
@@ -163,27 +184,45 @@ def run_matrix(
         assert specs is not None
         import multiprocessing
         import threading
-        from concurrent.futures import ProcessPoolExecutor
 
         # A fork starts a worker at once, with everything imported; it is safe only while
         # this process runs no other thread (the command line's case). Anywhere else
         # (a test runner, an application) spawn a fresh interpreter instead.
         forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-        context = multiprocessing.get_context("fork" if forkable else "spawn")
+        context: Any = multiprocessing.get_context("fork" if forkable else "spawn")
         if forkable:
             preload(targets)  # once here, rather than once in every worker
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as processes_pool:
-            work = {
-                processes_pool.submit(run_unit, specs[index], names, jobs): index
-                for index, names in units(targets, processes)
-            }
-            for finished in as_completed(work):
-                target = targets[work[finished]][1]
-                for name, result, took in finished.result():
-                    done(target, name, result, took)
+        tasks: Any = context.Queue()
+        answers: Any = context.Queue()
+        workers = [
+            context.Process(target=serve_cases, args=(specs, tasks, answers, jobs), daemon=True)
+            for _ in range(processes)
+        ]
+        for worker in workers:
+            worker.start()
+        # Handed out case by case, those that wait on purpose first, so that every process
+        # stays busy to the end; only once the workers run (the queue's thread is no fork's).
+        index_of = {id(target): index for index, (_, target) in enumerate(targets)}
+        for _, case in sorted(cases, key=lambda item: waits_first(item[1])):
+            tasks.put((index_of[id(case.target)], case.name))
+        for _ in range(processes * max(1, jobs)):
+            tasks.put(None)
+        try:
+            for _ in cases:
+                index, name, result, took = _answer(answers, workers)
+                done(targets[index][1], name, result, took)
+        finally:
+            for worker in workers:
+                worker.join(WORKER_EXIT_WITHIN)
+                if worker.is_alive():
+                    worker.terminate()
+                    worker.join()
+            tasks.close()
+            answers.close()
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(timed_outcome, case): case for _, case in cases}
+            ordered = sorted((case for _, case in cases), key=waits_first)
+            futures = {pool.submit(timed_outcome, case): case for case in ordered}
             for future in as_completed(futures):
                 case = futures[future]
                 status, detail, took = future.result()

@@ -14,8 +14,7 @@ import sys
 import time
 import traceback
 import unittest
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 
@@ -40,9 +39,9 @@ __all__ = [
     "outcome",
     "preload",
     "reference_targets",
-    "run_unit",
+    "serve_cases",
     "target_from",
-    "units",
+    "waits_first",
 ]
 
 
@@ -176,21 +175,6 @@ def is_target(obj: Any) -> bool:
     return gate is not None and isinstance(obj, gate.AgentLoopTarget)
 
 
-def run_unit(
-    spec: TargetSpec, names: Sequence[str], jobs: int
-) -> List[Tuple[str, Tuple[str, str], float]]:
-    """In a worker process: rebuild the target, run the named cases, ``jobs`` at a time.
-
-    Each case comes back as its name, its :func:`outcome`, and its time in seconds.
-    """
-    cases = [c for c in cases_of(target_from(spec)) if c.name in names]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return [
-            (case.name, (status, detail), seconds)
-            for case, (status, detail, seconds) in zip(cases, pool.map(timed_outcome, cases))
-        ]
-
-
 #: What a case loads when it first runs, by suite: the machinery, the provider's server,
 #: and the modules the wires and loops reach for on their first reply.
 _RUNS_ON = {
@@ -221,17 +205,58 @@ def preload(targets: Sequence[Tuple[str, AnyTarget]]) -> None:
             importlib.import_module(f"{__package__}.{name}")
 
 
-def units(targets: Sequence[Tuple[str, AnyTarget]], processes: int) -> List[Tuple[int, List[str]]]:
-    """The work handed to processes: whole targets, or parts of them where targets are fewer."""
-    parts = max(1, -(-processes // len(targets)))
-    units = []
-    for index, (_, target) in enumerate(targets):
-        names = [c.name for c in cases_of(target)]
-        for part in range(parts):
-            chunk = names[part::parts]
-            if chunk:
-                units.append((index, chunk))
-    return units
+def waits_first(case: AnyCase) -> int:
+    """Where a case goes in the order cases are handed out: those that wait on purpose first.
+
+    A gate stage with a budget of its own, a cancel or a fault waits (a timeout, a
+    retry delay, a hold, a grace); handed out first, the waiting overlaps the other
+    cases' work instead of trailing after it. Then the other gate cases, which send
+    several requests each, then the backend cases.
+    """
+    if isinstance(case, ConformanceCase):
+        return 2
+    stage = getattr(case, "stage", None)
+    if stage is not None and (stage.max_seconds is not None or stage.cancel or stage.fault):
+        return 0
+    return 1
+
+
+def serve_cases(specs: Sequence[TargetSpec], tasks: Any, results: Any, jobs: int) -> None:
+    """In a worker process: run cases handed out on ``tasks``, ``jobs`` at a time, until told to stop.
+
+    Each task is ``(target index, case name)``, the target rebuilt from ``specs`` on its
+    first case; ``None`` stops one of the ``jobs`` threads. Each result goes back on
+    ``results`` as it comes: ``(target index, case name, outcome, seconds)``. Handing
+    out cases one by one keeps every process busy to the end, whatever each case costs.
+    """
+    import threading
+
+    built: Dict[int, Dict[str, AnyCase]] = {}
+    lock = threading.Lock()
+
+    def case_of(index: int, name: str) -> AnyCase:
+        with lock:
+            if index not in built:
+                built[index] = {case.name: case for case in cases_of(target_from(specs[index]))}
+            return built[index][name]
+
+    def work() -> None:
+        while True:
+            task = tasks.get()
+            if task is None:
+                return
+            index, name = task
+            try:
+                status, detail, seconds = timed_outcome(case_of(index, name))
+            except Exception:  # noqa: BLE001 - the target could not be rebuilt here
+                status, detail, seconds = "ERROR", traceback.format_exc(), 0.0
+            results.put((index, name, (status, detail), seconds))
+
+    threads = [threading.Thread(target=work, name=f"conformance cases {n}") for n in range(max(1, jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def load(spec: str) -> Any:
