@@ -293,7 +293,11 @@ class SubjectDriver:
                     )
             finally:
                 if subject is not None:
-                    self.outcome.close_error = await close_quietly(subject)
+                    closing = await close_quietly(subject)
+                    with self.lock:
+                        # Past the bound the case has said what close() did: still running.
+                        if not self.gave_up:
+                            self.outcome.close_error = closing
                 self.finished.set()
 
     def in_thread(self, function: Callable[..., Any], *args: Any, track: bool = True) -> asyncio.Future[Any]:
