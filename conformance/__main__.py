@@ -53,7 +53,7 @@ from ._targets import (
     timed_outcome,
     waits_first,
 )
-from .cases import ConformanceCase
+from .cases import BackendConformanceTarget, ConformanceCase
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
@@ -78,9 +78,19 @@ def _paint(text: str, status: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
 
 
-def _default_jobs() -> int:
+def _default_jobs(waiting: bool = False) -> int:
     # Cases wait on sockets far more than they compute; a few at once pay even on 2 cores.
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+    jobs = max(2, min(8, 2 * (os.cpu_count() or 1)))
+    # The gate's cases also wait on purpose (a timeout, retry delays, a hold, a grace):
+    # cases that only wait take a slot and no CPU, so a matrix with them runs twice as many.
+    return 2 * jobs if waiting else jobs
+
+
+def _jobs(asked: Optional[int], targets: Sequence[Tuple[str, AnyTarget]]) -> int:
+    """``--jobs`` as given, else the default for these targets."""
+    if asked is not None:
+        return asked
+    return _default_jobs(waiting=any(not isinstance(t, BackendConformanceTarget) for _, t in targets))
 
 
 #: A matrix of this many targets or more is spread over worker processes by default:
@@ -383,7 +393,7 @@ def command_run(args: argparse.Namespace, out: TextIO) -> int:
         column = "http/2" if obj.http2 else "http/1.1"
         return run_matrix(
             [(column, obj)],
-            args.jobs,
+            _jobs(args.jobs, [(column, obj)]),
             out,
             use_colour(out),
             processes=args.processes or 1,
@@ -822,7 +832,7 @@ def command_gate(args: argparse.Namespace, out: TextIO) -> int:
         junit_path=junit,
         markdown_path=args.markdown or DEFAULT_MARKDOWN,
         smoke=args.smoke,
-        jobs=args.jobs,
+        jobs=args.jobs if args.jobs is not None else _default_jobs(),
         client=args.client,
         out=out,
     )
@@ -846,9 +856,10 @@ def _shared_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=argparse.SUPPRESS if suppress else _default_jobs(),
+        default=default,
         metavar="N",
-        help="cases run at once (per process)",
+        help="cases run at once (per process; default: two per CPU, from 2 to 8, and twice that "
+        "with the agent-loop suite, whose cases also wait on purpose)",
     )
     parser.add_argument(
         "--processes",
@@ -1019,7 +1030,13 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
             specs += [("reference-loop", t.wire.name, column) for column, t in loops]
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
         return run_matrix(
-            targets, args.jobs, out, use_colour(out), processes=processes, specs=specs, reports=reports
+            targets,
+            _jobs(args.jobs, targets),
+            out,
+            use_colour(out),
+            processes=processes,
+            specs=specs,
+            reports=reports,
         )
     except UsageError as exc:
         chosen = commands.get(args.command, parser)
