@@ -157,10 +157,10 @@ def run_matrix(
     backend hangs shows what it is doing long before the case's bound is reached.
     With ``processes`` above 1 (and ``specs`` to rebuild each target from), the
     cases are handed out one by one to that many worker processes, each running
-    ``jobs`` cases at a time: the cases' own work then uses more than one core, and
-    the cases that wait on purpose go first, so that their waiting overlaps the rest. ``reports`` maps
-    ``--json`` and ``--junit`` to the files to write every case's outcome to (see
-    ``_results``), written whether the cases passed or not.
+    ``jobs`` cases at a time: the cases' own work then uses more than one core. The
+    cases that wait on purpose go first, so that their waiting overlaps the rest.
+    ``reports`` maps ``--json`` and ``--junit`` to the files to write every case's
+    outcome to (see ``_results``), written whether the cases passed or not.
     """
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in cases_of(target)]

@@ -71,7 +71,7 @@ class StageSession(Session):
         self.conversation = Conversation(wire, self.case.stage, toolset, self.case.max_requests)
         # As the loop driver's run is: the time this process could not run is not counted
         # against the bounds a timed stage is judged by (the loop's max_seconds).
-        self.window = StallWindow(self.case.timed)
+        self.window = StallWindow(self.case.timed and stage not in STAGE_NOT_JUDGED)
 
     def close(self) -> None:
         self.window.close()
