@@ -39,6 +39,7 @@ SEEN_WITHIN = 0.05
 #: How often the aborter looks whether the loop ended before the event it waits for.
 _LOOK_EVERY = 0.02
 
+
 def _default_run(loop: Any, task: LoopTask) -> Any:
     return loop.run(task)
 
