@@ -394,13 +394,13 @@ def _cost(trees: Dict[str, Path], title: str, rounds: int, reps: int) -> int:
     # A whole backend case, every variant of it, is what a gate stage is set beside.
     this_case = _median(list(per_case("this", "target").values()))
     print(_row(
-        "a backend case, all its variants, CPU ms (median)",
+        "a backend case (all variants), CPU ms",
         value("base", lambda v: _median(list(per_case(v, "target").values()))),
         this_case,
     ))
-    print(_row("the bare backend call, CPU ms (median)", base_pair[0] if base_pair else None, this_bare))
+    print(_row("the bare backend call, CPU ms", base_pair[0] if base_pair else None, this_bare))
     print(_row(
-        "the same scenarios as cases, CPU ms a variant", base_pair[1] if base_pair else None, this_run,
+        "one variant run of those cases, CPU ms", base_pair[1] if base_pair else None, this_run,
         f"{this_run / this_bare:.2f}x the bare call",
     ))
 
