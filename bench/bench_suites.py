@@ -1,53 +1,88 @@
-"""How long ``python -m conformance`` takes: the backend suite alone, and both suites.
+"""How long ``python -m conformance`` takes, and what a case costs, beside the code before a change.
 
-Each round runs the command once per setting, in a fresh interpreter and in a rotating
-order, so that a busy machine weighs on each alike: ``--suite backend`` (the backend
-suite), ``--suite both`` (the default: the backend suite and the agent-loop suite),
-and ``--suite loop`` (the agent-loop suite alone). The figure is the one the command
+Two sections, each run in fresh interpreters in a rotating order, so that a busy
+machine weighs on each alike; medians over rounds, and the load average before and
+after, since the machine may be shared.
+
+``matrix``: the command once per setting: ``--suite backend`` (the backend suite),
+``--suite both`` (the default: the backend suite and the agent-loop suite), and
+``--suite loop`` (the agent-loop suite alone). The figure is the one the command
 prints for its matrix ("in 2.41 s"), the main job's time without the interpreter's
-start; the wall time of the whole command is shown beside it. Medians over rounds,
-and the load average before and after, since the machine may be shared.
+start; the wall time of the whole command is shown beside it.
 
-Run from the repository root: ``python bench/bench_suites.py [--rounds N] [-- ARGS]``;
-ARGS go to every command (``-- --jobs 8``).
+``cost``: what a case costs, for this tree and, with ``--base REV``, for the code at
+REV (extracted with ``git archive`` into a temporary folder and imported from there by
+the same interpreter), measured in the same rounds, one beside the other:
+
+* the CPU time (user + system, worker processes included) of the default run and of
+  each suite alone, per case, and the default run's wall time;
+* the bare backend call: the OpenAI Chat reference backend alone, created, called and
+  closed against a provider already running, per call, beside the whole case of the
+  same scenario (fresh provider, driver, checks);
+* one target's backend cases over HTTP/1.1 run one after another, as a test runner
+  runs a user's class;
+* the gate's cases of one wire (the reference loop over OpenAI Chat, HTTP/1.1), one
+  after another, per stage: CPU and wall, beside a backend case.
+
+Each figure is printed beside its goal. Run from the repository root:
+``python bench/bench_suites.py [--section matrix|cost] [--rounds N] [--base REV] [-- ARGS]``;
+ARGS go to every command of the ``matrix`` section (``-- --jobs 8``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ("backend", "both", "loop")
 GOAL_S = 3.0
+#: The goals of the cost section: CPU per case of the default run, its wall time, and a
+#: user's one target: 32 backend cases over HTTP/1.1 in 60 ms.
+GOAL_CPU_MS = 4.0
+GOAL_TARGET_MS, GOAL_TARGET_CASES = 60.0, 32
+#: The gate stages that wait on purpose, exempt from "no more than a backend case".
+WAITING_STAGES = ("timeout",)
+#: The target the one-target, bare-call and gate figures are taken on.
+WIRE = "openai-chat"
 _SUMMARY = re.compile(r"^(\d+) cases: (\d+) passed, (\d+) failed, \d+ skipped in ([0-9.]+) s", re.M)
 
 
-def run_once(suite: str, extra: Sequence[str]) -> Tuple[float, float, int, int]:
-    """(matrix seconds, wall seconds, cases, failed) for one run of the command."""
+# -- the matrix section --------------------------------------------------------------------------
+
+
+def run_once(suite: str, extra: Sequence[str], tree: Path = ROOT) -> Tuple[float, float, int, int, float]:
+    """(matrix seconds, wall seconds, cases, failed, CPU seconds) for one run of the command in ``tree``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "conformance", "--suite", suite, *extra],
-        cwd=ROOT,
+        cwd=tree,
         capture_output=True,
         text=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(tree)},
         check=False,
     )
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     match = _SUMMARY.search(done.stdout)
     if match is None:
         raise SystemExit(
-            f"--suite {suite}: no summary line in the output:\n{done.stdout[-2000:]}\n{done.stderr}"
+            f"--suite {suite} in {tree}: no summary line in the output:\n{done.stdout[-2000:]}\n{done.stderr}"
         )
-    return float(match.group(4)), wall, int(match.group(1)), int(match.group(3))
+    return float(match.group(4)), wall, int(match.group(1)), int(match.group(3)), cpu
 
 
 def load() -> str:
@@ -58,20 +93,16 @@ def load() -> str:
     return f"load average {one:.2f} (1 min) {five:.2f} (5 min) on {os.cpu_count()} CPUs"
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("extra", nargs="*", help="arguments for every command, after --")
-    args = parser.parse_args(argv)
-    print(f"python -m conformance, {args.rounds} rounds; at start: {load()}")
+def section_matrix(rounds: int, extra: Sequence[str]) -> int:
+    print(f"python -m conformance, {rounds} rounds; at start: {load()}")
     times: Dict[str, List[Tuple[float, float]]] = {s: [] for s in SUITES}
     counts: Dict[str, int] = {}
     failed = 0
-    for round_ in range(args.rounds):
+    for round_ in range(rounds):
         order = SUITES[round_ % len(SUITES) :] + SUITES[: round_ % len(SUITES)]
         line = []
         for suite in order:
-            matrix, wall, cases, bad = run_once(suite, args.extra)
+            matrix, wall, cases, bad, _ = run_once(suite, extra)
             times[suite].append((matrix, wall))
             counts[suite] = cases
             failed += bad
@@ -95,6 +126,338 @@ def main(argv: Sequence[str]) -> int:
     if failed:
         print(f"{failed} case(s) failed along the way: the figures time a failing run")
     return 1 if failed else 0
+
+
+# -- the probes: run in a fresh interpreter, importing conformance from the tree measured --------
+
+
+def _timed(call: Any) -> Tuple[float, float]:
+    """(CPU ms of this whole process, wall ms) that ``call()`` took."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    call()
+    return (time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+
+
+def probe_target(reps: int) -> Dict[str, Any]:
+    """One target's backend cases over HTTP/1.1, one after another; and each case alone."""
+    from conformance._targets import cases_of, outcome, reference_targets
+
+    target = reference_targets([WIRE], ["http/1.1"])[0][1]
+    cases = [c for c in cases_of(target) if outcome(c)[0] != "skip"]  # also the warm-up
+    runs = []
+    per_case: Dict[str, List[float]] = {c.name: [] for c in cases}
+    for _ in range(reps):
+        total_cpu, total_wall = 0.0, 0.0
+        for case in cases:
+            cpu, wall = _timed(lambda case=case: outcome(case))
+            per_case[case.name].append(cpu)
+            total_cpu += cpu
+            total_wall += wall
+        runs.append((total_cpu, total_wall))
+    # A case runs each variant of its scenario on a provider of its own: the call it is
+    # set beside is one variant's.
+    runs_of = {case.name: len(case.variants()) for case in cases}
+    return {
+        "cases": len(cases),
+        "cpu_ms": [c for c, _ in runs],
+        "wall_ms": [w for _, w in runs],
+        "case_cpu_ms": {name: statistics.median(v) for name, v in per_case.items()},
+        "runs": runs_of,
+    }
+
+
+def probe_bare(reps: int) -> Dict[str, Any]:
+    """The reference backend alone, per call, against one provider already running: the cases
+    whose request is the plain conformance request (not abort or cancel, not multi-turn)."""
+    import asyncio
+
+    from conformance.cases import scenario_reply
+    from conformance.fixture import conformance_request
+    from conformance.provider import start_fake_provider
+    from conformance.reference import REFERENCE_BACKENDS
+    from conformance.scenarios import SCENARIOS
+    from conformance.wires import WIRES
+
+    wire, create = WIRES[WIRE], REFERENCE_BACKENDS[WIRE]
+    plain = [
+        (s, m)
+        for s, row in SCENARIOS.items()
+        for m in row.modes
+        if s not in ("abort", "cancel", "tool-result", "parallel-tool-calls") and not wire.absent_in(s, m)
+    ]
+
+    async def call(url: str, mode: str) -> None:
+        backend = create(url, False)
+        try:
+            request = conformance_request("conformance-model")
+            if mode == "chat":
+                await backend.chat(request)
+            else:
+                async for _ in backend.chat_stream(request):
+                    pass
+        except Exception:  # noqa: BLE001 - the error scenarios end this way, as intended
+            pass
+        finally:
+            closing = getattr(backend, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    per_case: Dict[str, List[float]] = {}
+    loop = asyncio.new_event_loop()
+    try:
+        with start_fake_provider() as provider:
+            for scenario, mode in plain:
+
+                def handler(request: Any, scenario: str = scenario, mode: str = mode) -> Any:
+                    if not wire.is_generation(request):
+                        return wire.aux_reply(request)
+                    return scenario_reply(wire, scenario, mode, request)
+
+                provider.reply(handler)
+                def once(mode: str = mode) -> None:
+                    loop.run_until_complete(call(provider.url, mode))
+
+                once()  # warm-up
+                per_case[f"{scenario}/{mode}"] = [_timed(once)[0] for _ in range(reps)]
+    finally:
+        loop.close()
+    return {"case_cpu_ms": {name: statistics.median(v) for name, v in per_case.items()}}
+
+
+def probe_gate(reps: int) -> Dict[str, Any]:
+    """The gate's cases of one wire over HTTP/1.1, one after another: CPU and wall per case."""
+    from conformance._targets import cases_of, outcome, reference_loop_targets
+
+    target = reference_loop_targets([WIRE], ["http/1.1"])[0][1]
+    cases = [c for c in cases_of(target) if outcome(c)[0] != "skip"]  # also the warm-up
+    cpu: Dict[str, List[float]] = {c.name: [] for c in cases}
+    wall: Dict[str, List[float]] = {c.name: [] for c in cases}
+    for _ in range(reps):
+        for case in cases:
+            spent, took = _timed(lambda case=case: outcome(case))
+            cpu[case.name].append(spent)
+            wall[case.name].append(took)
+    return {
+        "cpu_ms": {n: statistics.median(v) for n, v in cpu.items()},
+        "wall_ms": {n: statistics.median(v) for n, v in wall.items()},
+    }
+
+
+PROBES = {"target": probe_target, "bare": probe_bare, "gate": probe_gate}
+
+
+def run_probe(name: str, tree: Path, reps: int) -> Dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--probe", name, "--reps", str(reps)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"probe {name} in {tree} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    result: Dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- the cost section ----------------------------------------------------------------------------
+
+
+def extract(rev: str, into: Path) -> str:
+    """The tree at ``rev`` written into ``into``; its short commit hash."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    # Compiled now, so that the first round does not time the compiling.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into / "conformance")], check=True)
+    return commit
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _row(label: str, base: Optional[float], this: float, goal: str = "", unit: str = "") -> str:
+    shown = f"{base:>10.2f}" if base is not None else f"{'-':>10}"
+    ratio = f"{this / base:>7.2f}x" if base else f"{'':>8}"
+    return f"  {label:44} {shown} {this:>10.2f} {ratio}  {goal}"
+
+
+def _verdict(value: float, goal: float) -> str:
+    return "met" if value <= goal else "NOT MET"
+
+
+def section_cost(rounds: int, base_rev: Optional[str], reps: int) -> int:
+    temp = Path(tempfile.mkdtemp(prefix="bench-suites-"))
+    try:
+        trees: Dict[str, Path] = {"this": ROOT}
+        title = "this tree"
+        if base_rev:
+            commit = extract(base_rev, temp)
+            trees = {"base": temp, "this": ROOT}
+            title = f"this tree beside {base_rev} ({commit})"
+        return _cost(trees, title, rounds, reps)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _cost(trees: Dict[str, Path], title: str, rounds: int, reps: int) -> int:
+    print(f"== The cost of a case: {title}, {rounds} rounds, interleaved; at start: {load()}")
+    suites: Dict[Tuple[str, str], List[Tuple[float, float, int]]] = {}
+    probes: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    failed = 0
+    names = list(trees)
+    for round_ in range(rounds):
+        order = names[round_ % len(names) :] + names[: round_ % len(names)]
+        for version in order:
+            for suite in SUITES:
+                _, wall, cases, bad, cpu = run_once(suite, (), trees[version])
+                suites.setdefault((version, suite), []).append((cpu, wall, cases))
+                failed += bad
+            for probe in PROBES:
+                probes.setdefault((version, probe), []).append(run_probe(probe, trees[version], reps))
+        print(f"  round {round_ + 1} done; {load()}")
+    print(f"at end: {load()}\n")
+    has_base = "base" in trees
+
+    def value(version: str, pick: Any) -> Optional[float]:
+        if version not in trees:
+            return None
+        return float(pick(version))
+
+    def suite_cpu(version: str, suite: str) -> float:
+        runs = suites[(version, suite)]
+        return _median([cpu * 1000 / cases for cpu, _, cases in runs])
+
+    def suite_wall(version: str, suite: str) -> float:
+        return _median([wall for _, wall, _ in suites[(version, suite)]])
+
+    header = f"  {'':44} {'base':>10} {'this':>10} {'ratio':>8}  goal"
+    print(header if has_base else header.replace("base", "    "))
+    cases = {s: suites[("this", s)][0][2] for s in SUITES}
+    both_cpu = suite_cpu("this", "both")
+    print(_row(
+        f"both suites ({cases['both']} cases), CPU ms a case",
+        value("base", lambda v: suite_cpu(v, "both")),
+        both_cpu,
+        f"<= {GOAL_CPU_MS:g} ms: {_verdict(both_cpu, GOAL_CPU_MS)}",
+    ))
+    both_wall = suite_wall("this", "both")
+    print(_row(
+        "both suites, wall s (default run)",
+        value("base", lambda v: suite_wall(v, "both")),
+        both_wall,
+        f"<= {GOAL_S:g} s: {_verdict(both_wall, GOAL_S)}",
+    ))
+    for suite, label in (("backend", "backend suite"), ("loop", "gate suite")):
+        print(_row(
+            f"{label} ({cases[suite]} cases), CPU ms a case",
+            value("base", lambda v, s=suite: suite_cpu(v, s)),
+            suite_cpu("this", suite),
+        ))
+
+    def target_ms(version: str, key: str) -> float:
+        return _median([min(p[key]) for p in probes[(version, "target")]])
+
+    count = probes[("this", "target")][0]["cases"]
+    this_target = target_ms("this", "wall_ms")
+    scaled = this_target / count * GOAL_TARGET_CASES
+    print(_row(
+        f"one target's {count} backend cases, wall ms",
+        value("base", lambda v: target_ms(v, "wall_ms")),
+        this_target,
+        f"{scaled:.0f} ms for {GOAL_TARGET_CASES} at that rate; <= {GOAL_TARGET_MS:g}: "
+        f"{_verdict(scaled, GOAL_TARGET_MS)}",
+    ))
+    print(_row(
+        f"one target's {count} backend cases, CPU ms",
+        value("base", lambda v: target_ms(v, "cpu_ms")),
+        target_ms("this", "cpu_ms"),
+    ))
+
+    def per_case(version: str, probe: str, key: str = "case_cpu_ms") -> Dict[str, float]:
+        runs = [p[key] for p in probes[(version, probe)]]
+        return {name: _median([r[name] for r in runs]) for name in runs[0]}
+
+    def bare_and_case(version: str) -> Tuple[float, float]:
+        bare = per_case(version, "bare")
+        case = per_case(version, "target")
+        runs = probes[(version, "target")][0]["runs"]
+        shared = [n for n in bare if n in case]
+        return _median([bare[n] for n in shared]), _median([case[n] / runs[n] for n in shared])
+
+    this_bare, this_run = bare_and_case("this")
+    base_pair = bare_and_case("base") if has_base else None
+    # A whole backend case, every variant of it, is what a gate stage is set beside.
+    this_case = _median(list(per_case("this", "target").values()))
+    print(_row(
+        "a backend case (all variants), CPU ms",
+        value("base", lambda v: _median(list(per_case(v, "target").values()))),
+        this_case,
+    ))
+    print(_row("the bare backend call, CPU ms", base_pair[0] if base_pair else None, this_bare))
+    print(_row(
+        "one variant run of those cases, CPU ms", base_pair[1] if base_pair else None, this_run,
+        f"{this_run / this_bare:.2f}x the bare call",
+    ))
+
+    gate_cpu = per_case("this", "gate", "cpu_ms")
+    gate_wall = per_case("this", "gate", "wall_ms")
+    base_cpu = per_case("base", "gate", "cpu_ms") if has_base else {}
+    base_wall = per_case("base", "gate", "wall_ms") if has_base else {}
+    print(
+        f"\n  the gate's {len(gate_cpu)} cases of {WIRE} over HTTP/1.1, one after another, median ms; "
+        f"goal: each no more CPU than a backend case ({this_case:.2f} ms), but {', '.join(WAITING_STAGES)}"
+    )
+    print(f"  {'stage/mode':36} {'cpu base':>9} {'cpu this':>9} {'wall base':>10} {'wall this':>10}  goal")
+    over = []
+    for name in gate_cpu:
+        waits = name.split("/")[0] in WAITING_STAGES
+        ok = waits or gate_cpu[name] <= this_case
+        if not ok:
+            over.append(name)
+        mark = "waits on purpose" if waits else ("met" if ok else "NOT MET")
+        print(
+            f"  {name:36} {base_cpu.get(name, float('nan')):>9.2f} {gate_cpu[name]:>9.2f} "
+            f"{base_wall.get(name, float('nan')):>10.1f} {gate_wall[name]:>10.1f}  {mark}"
+        )
+    total_cpu, total_wall = sum(gate_cpu.values()), sum(gate_wall.values())
+    base_total = ""
+    if has_base:
+        base_total = f"base {sum(base_cpu.values()):.0f} ms CPU, {sum(base_wall.values()):.0f} ms wall; "
+    print(
+        f"  all {len(gate_cpu)}: {base_total}this {total_cpu:.0f} ms CPU, {total_wall:.0f} ms wall; "
+        f"over a backend case: {len(over)}"
+    )
+    if failed:
+        print(f"\n{failed} case(s) failed along the way: the figures time a failing run")
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--section", choices=("matrix", "cost"), action="append", help="only this section")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--base", metavar="REV", help="the code to measure beside this tree (cost section)")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions inside each probe (cost section)")
+    parser.add_argument("--probe", choices=sorted(PROBES), help=argparse.SUPPRESS)
+    parser.add_argument("extra", nargs="*", help="arguments for the matrix section's commands, after --")
+    args = parser.parse_args(argv)
+    if args.probe:
+        print(json.dumps(PROBES[args.probe](args.reps)))
+        return 0
+    sections = args.section or ["matrix", "cost"]
+    status = 0
+    if "matrix" in sections:
+        status |= section_matrix(args.rounds, args.extra)
+    if "cost" in sections:
+        if "matrix" in sections:
+            print()
+        status |= section_cost(args.rounds, args.base, args.reps)
+    return status
 
 
 if __name__ == "__main__":

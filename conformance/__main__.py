@@ -46,13 +46,14 @@ from ._targets import (
     cases_of,
     is_target,
     load,
+    preload,
     reference_loop_targets,
     reference_targets,
-    run_unit,
+    serve_cases,
     timed_outcome,
-    units,
+    waits_first,
 )
-from .cases import ConformanceCase
+from .cases import BackendConformanceTarget, ConformanceCase
 from .scenarios import MODES, SCENARIOS
 
 TRANSPORTS = ("http/1.1", "h2c")
@@ -77,9 +78,19 @@ def _paint(text: str, status: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
 
 
-def _default_jobs() -> int:
+def _default_jobs(waiting: bool = False) -> int:
     # Cases wait on sockets far more than they compute; a few at once pay even on 2 cores.
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+    jobs = max(2, min(8, 2 * (os.cpu_count() or 1)))
+    # The gate's cases also wait on purpose (a timeout, retry delays, a hold, a grace):
+    # cases that only wait take a slot and no CPU, so a matrix with them runs twice as many.
+    return 2 * jobs if waiting else jobs
+
+
+def _jobs(asked: Optional[int], targets: Sequence[Tuple[str, AnyTarget]]) -> int:
+    """``--jobs`` as given, else the default for these targets."""
+    if asked is not None:
+        return asked
+    return _default_jobs(waiting=any(not isinstance(t, BackendConformanceTarget) for _, t in targets))
 
 
 #: A matrix of this many targets or more is spread over worker processes by default:
@@ -98,6 +109,26 @@ def _default_processes(targets: int) -> int:
     if targets < AUTO_PROCESSES_FROM:
         return 1
     return max(1, min(2 * (os.cpu_count() or 1), MAX_PROCESSES, targets))
+
+
+#: How long the matrix waits for a worker process to end once its cases are done.
+WORKER_EXIT_WITHIN = 10.0
+
+
+def _answer(answers: Any, workers: Sequence[Any]) -> Tuple[int, str, Tuple[str, str], float]:
+    """The next case a worker process finished; an error if every worker ended with cases left."""
+    import queue
+
+    while True:
+        try:
+            answer: Tuple[int, str, Tuple[str, str], float] = answers.get(timeout=0.5)
+            return answer
+        except queue.Empty:
+            if not any(worker.is_alive() for worker in workers):
+                codes = ", ".join(str(worker.exitcode) for worker in workers)
+                raise RuntimeError(
+                    f"the worker processes ended before their cases did (exit codes {codes})"
+                ) from None
 
 
 def _row(case: AnyCase) -> str:
@@ -125,10 +156,11 @@ def run_matrix(
     A line goes out at once, and one more as each target finishes, so a run whose
     backend hangs shows what it is doing long before the case's bound is reached.
     With ``processes`` above 1 (and ``specs`` to rebuild each target from), the
-    targets are spread over that many worker processes, each running ``jobs`` cases
-    at a time: the cases' own work then uses more than one core. ``reports`` maps
-    ``--json`` and ``--junit`` to the files to write every case's outcome to (see
-    ``_results``), written whether the cases passed or not.
+    cases are handed out one by one to that many worker processes, each running
+    ``jobs`` cases at a time: the cases' own work then uses more than one core. The
+    cases that wait on purpose go first, so that their waiting overlaps the rest.
+    ``reports`` maps ``--json`` and ``--junit`` to the files to write every case's
+    outcome to (see ``_results``), written whether the cases passed or not.
     """
     started = time.perf_counter()
     cases = [(column, case) for column, target in targets for case in cases_of(target)]
@@ -162,25 +194,45 @@ def run_matrix(
         assert specs is not None
         import multiprocessing
         import threading
-        from concurrent.futures import ProcessPoolExecutor
 
         # A fork starts a worker at once, with everything imported; it is safe only while
         # this process runs no other thread (the command line's case). Anywhere else
         # (a test runner, an application) spawn a fresh interpreter instead.
         forkable = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-        context = multiprocessing.get_context("fork" if forkable else "spawn")
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context) as processes_pool:
-            work = {
-                processes_pool.submit(run_unit, specs[index], names, jobs): index
-                for index, names in units(targets, processes)
-            }
-            for finished in as_completed(work):
-                target = targets[work[finished]][1]
-                for name, result, took in finished.result():
-                    done(target, name, result, took)
+        context: Any = multiprocessing.get_context("fork" if forkable else "spawn")
+        if forkable:
+            preload(targets)  # once here, rather than once in every worker
+        tasks: Any = context.Queue()
+        answers: Any = context.Queue()
+        workers = [
+            context.Process(target=serve_cases, args=(specs, tasks, answers, jobs), daemon=True)
+            for _ in range(processes)
+        ]
+        for worker in workers:
+            worker.start()
+        # Handed out case by case, those that wait on purpose first, so that every process
+        # stays busy to the end; only once the workers run (the queue's thread is no fork's).
+        index_of = {id(target): index for index, (_, target) in enumerate(targets)}
+        for _, case in sorted(cases, key=lambda item: waits_first(item[1])):
+            tasks.put((index_of[id(case.target)], case.name))
+        for _ in range(processes * max(1, jobs)):
+            tasks.put(None)
+        try:
+            for _ in cases:
+                index, name, result, took = _answer(answers, workers)
+                done(targets[index][1], name, result, took)
+        finally:
+            for worker in workers:
+                worker.join(WORKER_EXIT_WITHIN)
+                if worker.is_alive():
+                    worker.terminate()
+                    worker.join()
+            tasks.close()
+            answers.close()
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(timed_outcome, case): case for _, case in cases}
+            ordered = sorted((case for _, case in cases), key=waits_first)
+            futures = {pool.submit(timed_outcome, case): case for case in ordered}
             for future in as_completed(futures):
                 case = futures[future]
                 status, detail, took = future.result()
@@ -341,7 +393,7 @@ def command_run(args: argparse.Namespace, out: TextIO) -> int:
         column = "http/2" if obj.http2 else "http/1.1"
         return run_matrix(
             [(column, obj)],
-            args.jobs,
+            _jobs(args.jobs, [(column, obj)]),
             out,
             use_colour(out),
             processes=args.processes or 1,
@@ -480,7 +532,9 @@ def _serve_run(
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         try:
             while not session.done.is_set():
-                time.sleep(0.05)
+                # Also a moment for the client to read its verdict and say no more before the
+                # port closes, which is why this sleeps rather than waits on the report.
+                time.sleep(PRINT_EVERY)
                 _print_events(provider.requests, printed, out)
                 if deadline is not None and time.monotonic() > deadline:
                     out.write(f"no outcome reported within {args.timeout:g} s\n")
@@ -551,20 +605,17 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
 DEFAULT_CLIENT_TIMEOUT = 5.0
 
 
+#: How often ``serve`` prints the events the provider sent, while it waits for the report.
+PRINT_EVERY = 0.05
+
+
 def _answered(requests: List[Any], within: float = 1.0) -> None:
     """Wait, bounded, until the report's answer (the verdict) has gone out."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        pending = [
-            r
-            for r in requests
-            if r.path == "/conformance/outcome"
-            and not r.closed
-            and not (r.response and r.response.complete())
-        ]
-        if not pending:
-            return
-        time.sleep(0.01)
+    for request in requests:
+        if request.path == "/conformance/outcome":
+            # Its one chunk, the verdict, flushed; at once where it never will be (the client left).
+            request.wait_flushed(1, max(0.0, deadline - time.monotonic()))
 
 
 def _say_verdict(verdict: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO) -> int:
@@ -781,7 +832,7 @@ def command_gate(args: argparse.Namespace, out: TextIO) -> int:
         junit_path=junit,
         markdown_path=args.markdown or DEFAULT_MARKDOWN,
         smoke=args.smoke,
-        jobs=args.jobs,
+        jobs=args.jobs if args.jobs is not None else _default_jobs(),
         client=args.client,
         out=out,
     )
@@ -805,9 +856,10 @@ def _shared_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=argparse.SUPPRESS if suppress else _default_jobs(),
+        default=default,
         metavar="N",
-        help="cases run at once (per process)",
+        help="cases run at once (per process; default: two per CPU, from 2 to 8, and twice that "
+        "with the agent-loop suite, whose cases also wait on purpose)",
     )
     parser.add_argument(
         "--processes",
@@ -978,7 +1030,13 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
             specs += [("reference-loop", t.wire.name, column) for column, t in loops]
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
         return run_matrix(
-            targets, args.jobs, out, use_colour(out), processes=processes, specs=specs, reports=reports
+            targets,
+            _jobs(args.jobs, targets),
+            out,
+            use_colour(out),
+            processes=processes,
+            specs=specs,
+            reports=reports,
         )
     except UsageError as exc:
         chosen = commands.get(args.command, parser)

@@ -446,8 +446,8 @@ class BackendSession(Session):
     def judge(
         self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float
     ) -> Verdict:
+        from ._case import BackendCase, BackendConformanceTarget
         from ._checks import Seen, failure_message, run_checks
-        from .cases import BackendConformanceTarget, ConformanceCase
 
         outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
         if self.scenario in NOT_JUDGED:
@@ -455,7 +455,7 @@ class BackendSession(Session):
         target = BackendConformanceTarget(
             CLIENT, self.wire, elsewhere, model=self.model, http2=self.http2, timeout=self.timeout
         )
-        case = ConformanceCase(target, self.scenario, self.mode)
+        case = BackendCase(target, self.scenario, self.mode)
         seen = Seen(case, outcome, requests, list(self.replies), self.variant, list(self.refusals))
         problems = run_checks(seen)
         if not problems:
@@ -464,10 +464,14 @@ class BackendSession(Session):
 
     def outcome(self, report: Optional[Mapping[str, Any]], ended: float) -> Any:
         """What the Python driver would have observed, from the client's report (``None``: none came)."""
-        from ._driver import Outcome
+        from ._case import Outcome
+        from ._outline import give_up
 
         if report is None:
-            return Outcome(hung=True, waited=ended - (self.opened if self.started is None else self.started))
+            # As the driver marks a backend still running at the case's bound.
+            hung = Outcome(started=self.opened if self.started is None else self.started)
+            give_up(hung, ended)
+            return hung
         error = report.get("error")
         # In stream mode, the chunks as yielded where the client reports them; else its totals as one.
         streamed = _chunks(report["chunks"]) if self.mode == "stream" and "chunks" in report else None

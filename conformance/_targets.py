@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
 import sys
 import time
 import traceback
 import unittest
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 
 if TYPE_CHECKING:
-    from .gate.cases import AgentLoopCase
+    from .gate._case import LoopCase
     from .gate.loop import AgentLoopTarget
 
 #: A target of either suite: a backend's, or an agent loop's.
 AnyTarget = Union[BackendConformanceTarget, "AgentLoopTarget"]
-AnyCase = Union[ConformanceCase, "AgentLoopCase"]
+AnyCase = Union[ConformanceCase, "LoopCase"]
 
 __all__ = [
     "AnyCase",
@@ -38,10 +38,11 @@ __all__ = [
     "UsageError",
     "load",
     "outcome",
+    "preload",
     "reference_targets",
-    "run_unit",
+    "serve_cases",
     "target_from",
-    "units",
+    "waits_first",
 ]
 
 
@@ -175,32 +176,108 @@ def is_target(obj: Any) -> bool:
     return gate is not None and isinstance(obj, gate.AgentLoopTarget)
 
 
-def run_unit(
-    spec: TargetSpec, names: Sequence[str], jobs: int
-) -> List[Tuple[str, Tuple[str, str], float]]:
-    """In a worker process: rebuild the target, run the named cases, ``jobs`` at a time.
+#: What a case loads when it first runs, by suite: the machinery, the provider's server,
+#: and the modules the wires and loops reach for on their first reply.
+_RUNS_ON = {
+    "backend": (
+        "_driver", "_checks", "_host", "_multiturn", "provider._server", "provider._http1",
+        "provider._h1_parse", "provider._h1_reply", "provider.events", "wires._schema", "wires._unparsed",
+    ),
+    "loop": (
+        "gate._loop_driver", "gate._invariants", "gate._conversation", "gate._fault_replies", "gate._usage",
+        "gate.reference_loop", "gate.sandbox", "gate.tools", "wires._tool_results",
+    ),
+    "h2c": ("provider._http2", "provider._h2_reply"),
+}
 
-    Each case comes back as its name, its :func:`outcome`, and its time in seconds.
+
+def preload(targets: Sequence[Tuple[str, AnyTarget]]) -> None:
+    """Import what the cases of ``targets`` load on their first run.
+
+    Called before worker processes are forked: each then starts with it loaded, instead
+    of every one of them importing it again (about 60 ms of CPU a worker). Imports only:
+    no thread is started, so forking stays safe.
     """
-    cases = [c for c in cases_of(target_from(spec)) if c.name in names]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return [
-            (case.name, (status, detail), seconds)
-            for case, (status, detail, seconds) in zip(cases, pool.map(timed_outcome, cases))
-        ]
+    kinds = {"backend" if isinstance(target, BackendConformanceTarget) else "loop" for _, target in targets}
+    if any(target.http2 or column == "h2c" for column, target in targets):
+        kinds.add("h2c")
+    for kind in sorted(kinds):
+        for name in _RUNS_ON[kind]:
+            importlib.import_module(f"{__package__}.{name}")
+    # A shipped wire's package loads its turns, history reader and request checks on first
+    # use (naming a wire stays cheap); a case uses them all, so they come here too.
+    packages = {_wire_package(getattr(target, "wire", None)) for _, target in targets}
+    for package in sorted(p for p in packages if p is not None):
+        for name in _WIRE_PARTS:
+            if importlib.util.find_spec(f"{package}.{name}") is not None:
+                importlib.import_module(f"{package}.{name}")
 
 
-def units(targets: Sequence[Tuple[str, AnyTarget]], processes: int) -> List[Tuple[int, List[str]]]:
-    """The work handed to processes: whole targets, or parts of them where targets are fewer."""
-    parts = max(1, -(-processes // len(targets)))
-    units = []
-    for index, (_, target) in enumerate(targets):
-        names = [c.name for c in cases_of(target)]
-        for part in range(parts):
-            chunk = names[part::parts]
-            if chunk:
-                units.append((index, chunk))
-    return units
+#: The modules of a shipped wire's package that it loads on first use.
+_WIRE_PARTS = ("_turns", "_history", "_request")
+
+
+def _wire_package(wire: object) -> Optional[str]:
+    """The package of a wire that ships with the kit (``conformance.wires.gemini``), else ``None``."""
+    module = type(wire).__module__
+    prefix = f"{__package__}.wires."
+    if not module.startswith(prefix):
+        return None
+    return prefix + module[len(prefix):].split(".", 1)[0]
+
+
+def waits_first(case: AnyCase) -> int:
+    """Where a case goes in the order cases are handed out: those that wait on purpose first.
+
+    A gate stage with a budget of its own, a cancel or a fault waits (a timeout, a
+    retry delay, a hold, a grace); handed out first, the waiting overlaps the other
+    cases' work instead of trailing after it. Then the other gate cases, which send
+    several requests each, then the backend cases.
+    """
+    if isinstance(case, ConformanceCase):
+        return 2
+    stage = getattr(case, "stage", None)
+    if stage is not None and (stage.max_seconds is not None or stage.cancel or stage.fault):
+        return 0
+    return 1
+
+
+def serve_cases(specs: Sequence[TargetSpec], tasks: Any, results: Any, jobs: int) -> None:
+    """In a worker process: run cases handed out on ``tasks``, ``jobs`` at a time, until told to stop.
+
+    Each task is ``(target index, case name)``, the target rebuilt from ``specs`` on its
+    first case; ``None`` stops one of the ``jobs`` threads. Each result goes back on
+    ``results`` as it comes: ``(target index, case name, outcome, seconds)``. Handing
+    out cases one by one keeps every process busy to the end, whatever each case costs.
+    """
+    import threading
+
+    built: Dict[int, Dict[str, AnyCase]] = {}
+    lock = threading.Lock()
+
+    def case_of(index: int, name: str) -> AnyCase:
+        with lock:
+            if index not in built:
+                built[index] = {case.name: case for case in cases_of(target_from(specs[index]))}
+            return built[index][name]
+
+    def work() -> None:
+        while True:
+            task = tasks.get()
+            if task is None:
+                return
+            index, name = task
+            try:
+                status, detail, seconds = timed_outcome(case_of(index, name))
+            except Exception:  # noqa: BLE001 - the target could not be rebuilt here
+                status, detail, seconds = "ERROR", traceback.format_exc(), 0.0
+            results.put((index, name, (status, detail), seconds))
+
+    threads = [threading.Thread(target=work, name=f"conformance cases {n}") for n in range(max(1, jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def load(spec: str) -> Any:

@@ -91,9 +91,9 @@ class BackendConformanceTestCase:
 
         cls.wire = as_wire(cls.wire, where)
         if cls.skip or not isinstance(cls.skip, dict):
-            # The cases module (the targets, the driver's bounds) loads when a case runs,
-            # or here where there are skip keys to check: not with every test module.
-            from .cases import _check_skip_keys
+            # The case's data (the targets) loads when a case runs, or here where there
+            # are skip keys to check: not with every test module.
+            from ._case import _check_skip_keys
 
             _check_skip_keys(cls.skip, where, cls.wire)
         for scenario, row in SCENARIOS.items():

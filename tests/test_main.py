@@ -203,6 +203,24 @@ class RunTests(unittest.TestCase):
         self.assertIn("reference ollama over h2c:", out.getvalue())
         self.assertRegex(out.getvalue(), r"\d+ cases: \d+ passed, 0 failed")
 
+    def test_preload_leaves_a_first_case_nothing_of_the_library_to_import(self) -> None:
+        """What preload imports before the workers fork is all a first case of either suite loads."""
+        # The cases are listed before the workers fork, as run_matrix lists them.
+        code = (
+            "import sys; from conformance._targets import cases_of, outcome, preload, "
+            "reference_loop_targets, reference_targets; "
+            "targets = reference_targets(['openai-chat'], ['h2c']) "
+            "+ reference_loop_targets(['openai-chat'], ['h2c']); "
+            "cases = [c for _, t in targets for c in cases_of(t)]; "
+            "preload(targets); before = set(sys.modules); "
+            "[outcome(c) for c in cases if c.name.startswith(('text/', 'tool-', 'abort/', 'cancel/'))]; "
+            "print(sorted(m for m in set(sys.modules) - before if m.startswith('conformance')))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
+        self.assertEqual(done.stdout.strip(), "[]", done.stderr)
+
     def test_a_large_matrix_uses_every_cpu_by_default(self) -> None:
         """The default matrix (12 targets) gets two processes per CPU; a small one stays in-process."""
         from conformance.__main__ import AUTO_PROCESSES_FROM, MAX_PROCESSES, _default_processes

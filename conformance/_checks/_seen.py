@@ -17,8 +17,8 @@ from ..provider import RecordedRequest, Reply
 from ..wires._base import Variant, Wire
 
 if TYPE_CHECKING:
-    from .._driver import Outcome
-    from ..cases import ConformanceCase
+    from .._case import BackendCase as ConformanceCase
+    from .._case import Outcome
 
 __all__ = ["MISSING", "REPLY_SCENARIOS", "Check", "Problem", "Seen", "describe", "value_of"]
 

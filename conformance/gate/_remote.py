@@ -4,17 +4,20 @@ Strategy: as :class:`~conformance.gate.cases.AgentLoopCase` does for a Python lo
 :class:`~conformance.gate._conversation.Conversation` answers every request the
 stage's way and a :class:`~conformance.gate.GateToolset` runs the tools (here at
 ``POST /conformance/tools/<name>``, see ``conformance._judge``). The loop's report
-stands in for what the loop driver observes (its result or error, and when); the
+stands in for what the loop driver observes (its result or error, and when; a run
+that reports nothing is given up on as the driver gives up on a loop at its bound); the
 invariants then read a :class:`~conformance.gate._invariants.LoopSeen` made of exactly
-the parts they read for a Python loop.
+the parts they read for a Python loop (``cases.loop_seen``), and a timed stage leaves
+out what stalled the whole process through the same window the driver opens
+(``conformance._outline.StallWindow``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
+from .._bounds import BUDGET_GRACE
 from .._judge import CLIENT, ReportedResult, Session, Verdict, elsewhere, reported_error, tool_json
-from .._stall import WATCH
 from ..provider import RecordedRequest, Reply
 
 if TYPE_CHECKING:
@@ -50,8 +53,9 @@ class StageSession(Session):
         **kw: Any,
     ) -> None:
         super().__init__(wire, mode, toolset, **kw)
+        from .._outline import StallWindow
+        from ._case import LoopCase
         from ._conversation import Conversation
-        from .cases import AgentLoopCase
         from .loop import AgentLoopTarget
 
         target = AgentLoopTarget(
@@ -63,18 +67,14 @@ class StageSession(Session):
             max_result_chars=max_result_chars,
             timeout=self.timeout,
         )
-        self.case = AgentLoopCase(target, stage, mode)
+        self.case = LoopCase(target, stage, mode)
         self.conversation = Conversation(wire, self.case.stage, toolset, self.case.max_requests)
-        # As the loop driver does for a stage with a budget of its own: the time this
-        # process could not run is not counted against the loop's max_seconds.
-        self.watching = self.case.stage.max_seconds is not None
-        if self.watching:
-            WATCH.start()
+        # As the loop driver's run is: the time this process could not run is not counted
+        # against the bounds a timed stage is judged by (the loop's max_seconds).
+        self.window = StallWindow(self.case.timed and stage not in STAGE_NOT_JUDGED)
 
     def close(self) -> None:
-        if self.watching:
-            self.watching = False
-            WATCH.stop()
+        self.window.close()
 
     @property
     def case_name(self) -> str:
@@ -106,20 +106,13 @@ class StageSession(Session):
     def judge(
         self, report: Optional[Mapping[str, Any]], requests: List[RecordedRequest], ended: float
     ) -> Verdict:
-        from ._invariants import LoopSeen, failure_message, run_invariants
+        from ._invariants import failure_message, run_invariants
+        from .cases import loop_seen
 
         outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
         if self.case.stage_name in STAGE_NOT_JUDGED:
             return self._record("skip", STAGE_NOT_JUDGED[self.case.stage_name], (), ended)
-        seen = LoopSeen(
-            self.case,
-            outcome,
-            self.conversation,
-            self.toolset.log.records(),
-            requests,
-            self.toolset.log.in_flight(),
-            self.toolset.journal.entries(),
-        )
+        seen = loop_seen(self.case, outcome, self.conversation, self.toolset, requests)
         problems = run_invariants(seen)
         if not problems:
             return self._record("pass", "", (), ended)
@@ -127,12 +120,16 @@ class StageSession(Session):
 
     def outcome(self, report: Optional[Mapping[str, Any]], ended: float) -> Any:
         """What the loop driver would have observed, from the client's report (``None``: none came)."""
-        from ._loop_driver import LoopOutcome
+        from .._outline import give_up
+        from ._case import LoopOutcome
 
         started = self.started if self.started is not None else self.opened
         if report is None:
-            return LoopOutcome(started=started, hung=True, waited=ended - started)
-        stalled = WATCH.between(started, ended) if self.watching else 0.0
+            # As the driver marks a loop still running at the case's bound.
+            hung = LoopOutcome(started=started)
+            give_up(hung, ended)
+            return hung
+        stalled = self.window.beyond(started, ended, self.case.max_seconds + BUDGET_GRACE)
         error = report.get("error")
         if error is not None:
             return LoopOutcome(

@@ -23,10 +23,9 @@ sends back name the same fixture ids as when it was recorded.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from .cases import AgentLoopCase, shared_sandbox
+from ._case import LoopCase, shared_sandbox
 from .loop import AgentLoopTarget, LoopResult
 from .replay import ReplayWire
 from .stages import STAGES
@@ -34,7 +33,7 @@ from .stages import STAGES
 if TYPE_CHECKING:
     from ..provider.events import WireEvent
     from ..provider.replies import RecordedRequest
-    from ._loop_driver import LoopOutcome
+    from ._case import LoopOutcome
     from .fixture_format import Fixture
     from .log import ExecutionRecord
 
@@ -64,8 +63,7 @@ def _last_events(requests: Sequence[RecordedRequest]) -> Dict[str, WireEvent]:
     return last
 
 
-@dataclass(frozen=True)
-class ReplayLoopCase(AgentLoopCase):
+class ReplayLoopCase(LoopCase):
     """One recorded conversation (``stage_name``, the scenario it is stamped with) in one mode."""
 
     @property
@@ -107,9 +105,8 @@ class ReplayLoopCase(AgentLoopCase):
         """Replay the conversation to the loop: return quietly, raise :class:`AssertionError`, or skip."""
         import unittest
 
-        from ..provider import start_fake_provider
         from ._conversation import Conversation
-        from ._loop_driver import LoopDriver
+        from ._loop_driver import drive_loop
         from .tools import GateToolset
 
         if self.skip:
@@ -128,12 +125,8 @@ class ReplayLoopCase(AgentLoopCase):
         with GateToolset(run_id=run_id or secrets.token_hex(3), sandbox=shared_sandbox()) as toolset:
             # The driver reads the conversation only for the cancel stage, which is not replayed.
             conversation = Conversation(whole.base, self.stage, toolset, self.max_requests)
-            with start_fake_provider(http2=self.target.http2) as provider:
-                provider.reply(handle)
-                driver = LoopDriver(self, provider, conversation, toolset)
-                outcome = driver.run()
-                requests = [r for r in provider.requests if whole.base.is_generation(r)]
-            driver.reclaim()
+            outcome, seen = drive_loop(self, conversation, toolset, handle)
+            requests = [r for r in seen if whole.base.is_generation(r)]
             records = toolset.log.records()
         problems = self._outcome_problems(outcome)
         problems.extend(replay.problems())

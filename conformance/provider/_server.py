@@ -23,6 +23,7 @@ from .replies import RecordedRequest, Reply
 
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
 
 __all__ = ["FakeProvider", "start_fake_provider"]
 
@@ -98,11 +99,19 @@ class FakeProvider:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stop: Optional[asyncio.Future[None]] = None
         self._thread: Optional[threading.Thread] = None
+        #: Where the provider serves on a loop it shares (``_start(host)``): that serving, as a future.
+        self._hosted: Optional[concurrent.futures.Future[None]] = None
 
     # -- life cycle ----------------------------------------------------------
 
     def start(self) -> FakeProvider:
         """Bind, listen and start serving; returns ``self``. A second call does nothing."""
+        return self._start(None)
+
+    def _start(self, host: Optional[asyncio.AbstractEventLoop]) -> FakeProvider:
+        """:meth:`start`, on ``host`` where given: an event loop that another thread runs and
+        that other providers share (the cases of a process do: ``conformance._host``).
+        Everything else stays this provider's own: its socket, its hub, its tasks."""
         with self._lock:
             if self._closed:
                 raise ProviderInputError("this fake provider is closed; start a new one")
@@ -134,7 +143,7 @@ class FakeProvider:
             except OSError:
                 sock.close()
                 raise
-            loop = asyncio.new_event_loop()
+            loop = asyncio.new_event_loop() if host is None else host
             # In debug mode (python -X dev) moving megabytes in one callback is expected.
             loop.slow_callback_duration = max(loop.slow_callback_duration, 0.5)
             hub = self._hub
@@ -147,6 +156,11 @@ class FakeProvider:
             def protocol() -> H1Connection:
                 return H1Connection(hub)
 
+            if host is not None:
+                self._started = True
+                serving = self._serve_hosted(loop, sock, protocol)
+                self._hosted = asyncio.run_coroutine_threadsafe(serving, loop)
+                return self
             self._thread = threading.Thread(
                 target=self._run,
                 args=(loop, sock, protocol),
@@ -168,6 +182,14 @@ class FakeProvider:
             asyncio.set_event_loop(None)
             loop.close()
 
+    async def _serve_hosted(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, protocol: Callable[[], Any]
+    ) -> None:
+        try:
+            await self._serve(loop, sock, protocol)
+        finally:
+            sock.close()
+
     async def _serve(
         self, loop: asyncio.AbstractEventLoop, sock: socket.socket, protocol: Callable[[], Any]
     ) -> None:
@@ -184,7 +206,9 @@ class FakeProvider:
             for connection in list(hub.connections):
                 connection.shutdown()
             current = asyncio.current_task()
-            tasks = [t for t in asyncio.all_tasks(loop) if t is not current]
+            # On a loop of its own every task is this provider's; on a shared one, only the hub's.
+            mine = asyncio.all_tasks(loop) if self._hosted is None else set(hub.tasks)
+            tasks = [t for t in mine if t is not current]
             for task in tasks:
                 task.cancel()
             if tasks:
@@ -195,8 +219,9 @@ class FakeProvider:
                     break
                 await asyncio.sleep(0)
             # Here rather than in a run of its own: one more run of the loop costs
-            # a fifth of close().
-            await loop.shutdown_asyncgens()
+            # a fifth of close(). A shared loop's generators are not this provider's.
+            if self._hosted is None:
+                await loop.shutdown_asyncgens()
 
     def close(self) -> None:
         """Stop serving: close every connection and the listening socket, join the thread.
@@ -215,6 +240,9 @@ class FakeProvider:
             if not self._started:
                 return
         loop, stop, thread = self._loop, self._stop, self._thread
+        if self._hosted is not None:
+            assert loop is not None and stop is not None
+            return self._close_hosted(loop, stop, self._hosted, again)
         assert loop is not None and stop is not None and thread is not None
         if again and not thread.is_alive():
             return
@@ -230,6 +258,32 @@ class FakeProvider:
             thread.join(_JOIN_SECONDS / 5)
         if thread.is_alive():
             raise ProviderInputError(self._blocked())
+
+    def _close_hosted(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        stop: asyncio.Future[None],
+        hosted: concurrent.futures.Future[None],
+        again: bool,
+    ) -> None:
+        """:meth:`close` for a provider on a shared loop: its serving ends, the loop goes on."""
+        import concurrent.futures
+
+        if again and hosted.done():
+            return
+        try:
+            loop.call_soon_threadsafe(_resolve, stop)
+        except RuntimeError:  # the shared loop already ended
+            return
+        if _running_loop() is loop:
+            return  # a handler closing its own provider: the serving ends once it returns
+        try:
+            hosted.result(_JOIN_SECONDS if not again else _JOIN_SECONDS / 5)
+        except concurrent.futures.CancelledError:  # the shared loop was shut down meanwhile
+            pass
+        except concurrent.futures.TimeoutError:
+            self._refuse_new_connections()
+            raise ProviderInputError(self._blocked()) from None
 
     def _refuse_new_connections(self) -> None:
         """Shut the listening socket from this thread, while its loop cannot: the port then refuses."""
@@ -454,6 +508,15 @@ def _check_timeout(timeout: object) -> float:
         else ""
     )
     raise ProviderInputError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}{hint}")
+
+
+def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -26,8 +26,8 @@ from ..tools import TOOLS
 
 if TYPE_CHECKING:
     from ...contract import Message
-    from .._loop_driver import LoopOutcome
-    from ..cases import AgentLoopCase
+    from .._case import LoopCase as AgentLoopCase
+    from .._case import LoopOutcome
 
 __all__ = [
     "READ_WITHIN",

@@ -1,0 +1,186 @@
+"""A backend case's data: the target, the case, and what the backend did in it.
+
+Strategy: a case is data (a target, a scenario, a mode) and machinery that runs it
+(a provider, the driver, the checks). The machinery reads the data, and the case's
+``run()`` uses the machinery, so the data lives here, a floor below both: the checks
+and the driver import :class:`BackendCase` and :class:`Outcome` from this module, and
+:class:`~conformance.cases.ConformanceCase` adds ``run()`` on top, one floor up.
+:class:`SubjectOutcome` is what any subject (a backend here, an agent loop in the
+gate) did in one run, whose fields the one driver outline (``_outline``) fills in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Mapping, Optional, Tuple
+
+from .contract import ChatRequest
+from .errors import TargetDefinitionError
+from .scenarios import SCENARIOS, Scenario
+from .wires._base import Variant, Wire
+
+__all__ = ["BackendCase", "BackendConformanceTarget", "ChatHook", "Outcome", "SubjectOutcome"]
+
+ChatHook = Callable[[Any, ChatRequest], Any]
+
+
+def _check_skip_keys(skip: Mapping[str, str], where: str, wire: Optional[Wire] = None) -> None:
+    """Every key names a scenario, a scenario/mode, or one of their variants after a colon."""
+    known = [*SCENARIOS, *(f"{s}/{m}" for s, row in SCENARIOS.items() for m in row.modes)]
+    for key, reason in skip.items():
+        key, _, variant = key.partition(":")
+        if variant and key in known and wire is not None:
+            scenario, _, mode = key.partition("/")
+            modes = [mode] if mode else list(SCENARIOS[scenario].modes)
+            names = sorted({v.name for m in modes for v in wire.variants(scenario, m) if v.name})
+            if variant not in names:
+                import difflib  # only on the way to an error
+
+                close = difflib.get_close_matches(variant, names, n=1, cutoff=0.6)
+                shown = ", ".join(names) or "none"
+                hint = f"did you mean {close[0]!r}?" if close else f"its variants: {shown}"
+                raise TargetDefinitionError(
+                    f"{where}: {wire.name} has no variant {variant!r} of {key} in skip; {hint}"
+                )
+        if key not in known:
+            import difflib  # only on the way to an error
+
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(SCENARIOS)}"
+            raise TargetDefinitionError(f"{where}: unknown scenario {key!r} in skip; {hint}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise TargetDefinitionError(
+                f"{where}: skip[{key!r}] needs a reason, the sentence a reader sees beside the "
+                f"skipped case, got {reason!r}"
+            )
+
+
+@dataclass(frozen=True)
+class BackendConformanceTarget:
+    """A backend to hold to the contract, and how to reach it.
+
+    ``create_backend(url)`` builds a fresh backend for each case, pointed at the
+    fake provider's base URL. ``skip`` maps a scenario (``"content-filter"``), a
+    scenario and mode (``"abort/stream"``), or one variant of either
+    (``"quota:credit-balance-400"``, ``"quota/chat:credit-balance-400"``) to the
+    reason it is skipped. ``chat``
+    and ``stream`` adapt a backend whose surface differs from ``backend.chat(request)``
+    and ``backend.chat_stream(request)``. ``timeout`` bounds each case in seconds.
+    ``client`` names the client package the backend is built on (``"openai"``), whose
+    installed version the release report states.
+    """
+
+    name: str
+    wire: Wire
+    create_backend: Callable[[str], Any]
+    model: str = "conformance-model"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    skip: Mapping[str, str] = field(default_factory=dict)
+    http2: bool = False
+    chat: Optional[ChatHook] = None
+    stream: Optional[ChatHook] = None
+    timeout: float = 5.0
+    client: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        from .wires._adapt import as_wire
+
+        object.__setattr__(self, "wire", as_wire(self.wire, f"target {self.name!r}"))
+        if not callable(self.create_backend):
+            raise TargetDefinitionError(
+                f"target {self.name!r}: create_backend must be a callable taking the provider "
+                f"URL, got {self.create_backend!r}"
+            )
+        _check_skip_keys(self.skip, f"target {self.name!r}", self.wire)
+        if self.timeout <= 0:
+            raise TargetDefinitionError(f"target {self.name!r}: timeout must be positive")
+
+    def skip_reason(self, scenario: str, mode: str) -> Optional[str]:
+        """Why the case is skipped, or ``None``: the target's reason, then the wire's."""
+        skipped = self.skip.get(f"{scenario}/{mode}") or self.skip.get(scenario)
+        return skipped or self.wire.absent_in(scenario, mode)
+
+    def variant_skip_reason(self, scenario: str, mode: str, variant: str) -> Optional[str]:
+        """Why one variant of a case is left out, or ``None``."""
+        if not variant:
+            return None
+        return self.skip.get(f"{scenario}/{mode}:{variant}") or self.skip.get(f"{scenario}:{variant}")
+
+
+@dataclass(frozen=True)
+class BackendCase:
+    """One scenario in one mode for one target: what a case is, apart from how it runs."""
+
+    target: BackendConformanceTarget
+    scenario: str
+    mode: str
+
+    @property
+    def name(self) -> str:
+        """``tool-call/stream``."""
+        return f"{self.scenario}/{self.mode}"
+
+    @property
+    def row(self) -> Scenario:
+        """The scenario's row of :data:`~conformance.scenarios.SCENARIOS`."""
+        return SCENARIOS[self.scenario]
+
+    @property
+    def skip(self) -> Optional[str]:
+        """Why this case is skipped, or ``None``."""
+        return self.target.skip_reason(self.scenario, self.mode)
+
+    @property
+    def timed(self) -> bool:
+        """Whether a time bound of the contract (the abort's, the cancel's) judges this case:
+        its run then does not count what stalled the whole process (``conformance._stall``)."""
+        return self.scenario in ("abort", "cancel")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.target.name} {self.target.wire.name} {self.name}>"
+
+    def variants(self) -> Tuple[Variant, ...]:
+        """The variants this case runs: its scenario's, less those the target skips."""
+        target = self.target
+        return tuple(
+            v
+            for v in target.wire.variants(self.scenario, self.mode)
+            if target.variant_skip_reason(self.scenario, self.mode, v.name) is None
+        )
+
+
+@dataclass
+class SubjectOutcome:
+    """What a subject (a backend, an agent loop) did in one run, as the driver outline saw it."""
+
+    error: Optional[BaseException] = None
+    error_at: Optional[float] = None
+    #: When the run began, and when the subject returned or raised.
+    started: float = 0.0
+    ended_at: Optional[float] = None
+    #: The subject returned or raised (as opposed to still running at the bound).
+    ended: bool = False
+    hung: bool = False
+    #: Seconds the case waited before it gave up on a hung subject.
+    waited: float = 0.0
+    abort_at: Optional[float] = None
+    abort_reason: Optional[BaseException] = None
+    #: Seconds from the abort (or cancellation) until the provider saw the close,
+    #: observed while the subject was alive; ``None`` where it did not come in time.
+    closed_after: Optional[float] = None
+    close_error: Optional[BaseException] = None
+    #: What the case could not reclaim once the provider closed, in words.
+    left_behind: Optional[str] = None
+    #: Seconds between the abort and the subject's error in which this whole process
+    #: could not run (``conformance._stall``): not counted against the bound. Read only
+    #: where that stretch is longer than the bound (0 below it: nothing to leave out).
+    stalled_after_abort: float = 0.0
+
+
+@dataclass
+class Outcome(SubjectOutcome):
+    """What a backend did in one case."""
+
+    response: Any = None
+    chunks: List[Any] = field(default_factory=list)
+    skipped: Optional[str] = None
