@@ -62,13 +62,6 @@ RUNNER_REPAIRS_ARGUMENTS = (
 #: "Tool 'read_file' not found.", no JSON error; neither OpenAI wire has an error marker for
 #: a function output, so that text is the error as the API can carry it.
 AGENTS_PLAIN_TEXT_ERRORS = "openai-agents sends an unknown tool's error as plain text"
-AGENTS_CHAT_SENDS_BROKEN_JSON = (
-    "the OpenAI Agents SDK (openai-agents 0.24.0) over Chat Completions sends the model's broken "
-    "argument text back verbatim in the assistant turn's tool_calls, which the Chat Completions "
-    "API refuses with a 400 (function.arguments must be JSON); the tool itself answered with a "
-    "structured invalid_arguments error. Over Responses the same text is accepted and the stage "
-    "passes"
-)
 
 #: The framework bugs the gate finds, run as expected failures: the stage must fail with
 #: exactly these checks, for the reason given (a framework that is fixed then fails the test,
@@ -361,7 +354,7 @@ class OpenAIAgentsChat(KnownFailures, AgentLoopConformanceTestCase, unittest.Tes
 
     wire = openai_chat_wire
     error_results = "text"  # AGENTS_PLAIN_TEXT_ERRORS
-    skip = {"corrupt-arguments": AGENTS_CHAT_SENDS_BROKEN_JSON}
+    # It sends the model's broken argument text back verbatim, as api.openai.com takes it.
     known = {"length-tool-turn": (frozenset({"result-format"}), AGENTS_CHAT_RUNS_LENGTH_CALLS)}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
