@@ -106,6 +106,7 @@ class PublicApiTests(unittest.TestCase):
         wires = (
             "anthropic",
             "anthropic_vertex",
+            "azure_openai",
             "bedrock",
             "bedrock_invoke",
             "cohere",

@@ -20,9 +20,17 @@ from .._script import TurnEvents
 from ._replies import Chunks, chat_completion, wants_usage
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ...provider.replies import JsonReply, RecordedRequest
     from .._script import ScriptedCall, ScriptedTurn
-    from ._wire import OpenAIChatWire
+
+    class _Shapes(Protocol):
+        """What a turn is played through: the wire's reply shapes (OpenAI's, or Azure's)."""
+
+        def chunks(self, model: str, include_usage: bool) -> Chunks: ...
+
+        def completion_reply(self, body: Dict[str, Any]) -> JsonReply: ...
 
 __all__ = ["turn_events", "turn_response"]
 
@@ -90,7 +98,7 @@ def _stream_calls(out: Chunks, turn: ScriptedTurn, role: bool) -> Dict[int, Tupl
     return {index: (first.get(index, -1), last.get(index, -1)) for index in range(len(turn.calls))}
 
 
-def turn_response(wire: OpenAIChatWire, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
+def turn_response(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
     """The whole ``chat.completion`` playing ``turn``: its reasoning, text and calls in one message."""
     message: Dict[str, Any] = {"content": turn.text or None}
     thinking = _thinking(turn)
@@ -102,7 +110,7 @@ def turn_response(wire: OpenAIChatWire, turn: ScriptedTurn, request: RecordedReq
     return wire.completion_reply(body)
 
 
-def turn_events(wire: OpenAIChatWire, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+def turn_events(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     """The chunks playing ``turn``, and which chunks carried each call's first and last fragment."""
     out = wire.chunks(_model(request), wants_usage(request))
     opened = False

@@ -21,9 +21,19 @@ from .._script import TurnEvents
 from ._replies import HEX, Events, message, output_text, response
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ...provider.replies import JsonReply, RecordedRequest
     from .._script import ScriptedTurn
-    from ._wire import OpenAIResponsesWire
+
+    class _Shapes(Protocol):
+        """What a turn is played through: the wire's name and reply shapes (OpenAI's, or Azure's)."""
+
+        name: str
+
+        def events(self, model: str, response_id: str = ..., tools: Optional[List[Any]] = ...) -> Events: ...
+
+        def response_reply(self, body: Dict[str, Any]) -> JsonReply: ...
 
 __all__ = ["turn_events", "turn_response"]
 
@@ -99,7 +109,7 @@ def _model(request: RecordedRequest) -> str:
     return str(body.get("model") or "conformance-model")
 
 
-def turn_response(wire: OpenAIResponsesWire, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
+def turn_response(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
     """The ``response`` playing ``turn``: reasoning items, the message, the calls.
 
     Responses has no finish reason: a turn with calls ends ``completed`` like one
@@ -119,7 +129,7 @@ def turn_response(wire: OpenAIResponsesWire, turn: ScriptedTurn, request: Record
     return wire.response_reply(body)
 
 
-def turn_events(wire: OpenAIResponsesWire, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+def turn_events(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     """The SSE events playing ``turn``, and which events carried each call's first and last delta."""
     t = _Turn(wire.name, turn)
     out = wire.events(_model(request), t.response_id, _request_tools(request))
