@@ -112,9 +112,9 @@ AGENTS_CHAT_RUNS_LENGTH_CALLS = (
     "openai_chatcompletions.py, OpenAIChatCompletionsModel.get_response; streamed, "
     "ChatCmplStreamHandler in chatcmpl_stream_handler.py with raise_on_length_truncation): a "
     "length turn with a preamble and a cut-off call is taken as a tool turn, the runner hands "
-    "the call's broken argument text to the tool (the toolset refuses it at the door), and the "
-    "next request carries that text back, which the API refuses with a 400. Over Responses the "
-    "SDK raises at the incomplete response and the stage passes"
+    "the call's broken argument text to the tool (the toolset refuses it at the door), and it "
+    "asks the model again after a turn that ended at its limit. Over Responses the SDK raises at "
+    "the incomplete response and the stage passes"
 )
 
 
@@ -355,7 +355,7 @@ class OpenAIAgentsChat(KnownFailures, AgentLoopConformanceTestCase, unittest.Tes
     wire = openai_chat_wire
     error_results = "text"  # AGENTS_PLAIN_TEXT_ERRORS
     # It sends the model's broken argument text back verbatim, as api.openai.com takes it.
-    known = {"length-tool-turn": (frozenset({"result-format"}), AGENTS_CHAT_RUNS_LENGTH_CALLS)}
+    known = {"length-tool-turn": (frozenset({"requests"}), AGENTS_CHAT_RUNS_LENGTH_CALLS)}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")
