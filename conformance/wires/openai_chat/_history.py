@@ -121,7 +121,8 @@ def _read_call(raw: Any, where: str, problems: List[str]) -> Optional[ToolCall]:
                 f"JSON text), but got {type(arguments).__name__} instead.",
             )
         )
-        return None
+        # Still a call: its tool message answers it, so no second complaint follows.
+        arguments = ""
     import json
 
     try:
