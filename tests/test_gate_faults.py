@@ -42,7 +42,7 @@ class DropReplyTests(unittest.TestCase):
 
 class RateLimitReplyTests(unittest.TestCase):
     def test_the_wire_s_own_429_asks_for_the_short_delay(self) -> None:
-        """Each delay is rewritten in its provider's form; Bedrock's, Cohere's, Vertex's, OpenAI's are none."""
+        """Each delay is rewritten in its provider's form; Bedrock's, Cohere's, Vertex's, OpenAI's: none."""
         from conformance.gate._fault_replies import rate_limit_reply
 
         body = json.dumps({"model": "m", "stream": False}).encode()
