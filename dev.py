@@ -62,6 +62,7 @@ WEIGHTS: Dict[str, float] = {
     "tests.interop.test_js_serve_judge": 8,
     "tests.test_gate_mutants": 8,
     "tests.interop.test_openai_responses_sdk": 7,
+    "tests.interop.test_azure_openai_sdk": 7,
     "tests.interop.test_agent_loops_anthropic": 6,
     "tests.interop.test_openai_chat_sdk": 6,
     "tests.test_stall": 6,

@@ -34,6 +34,8 @@ from conformance.reference import (
     REFERENCE_BACKENDS,
     AnthropicBackend,
     AnthropicVertexBackend,
+    AzureOpenAIChatBackend,
+    AzureOpenAIResponsesBackend,
     BedrockConverseBackend,
     BedrockInvokeBackend,
     CohereBackend,
@@ -112,6 +114,10 @@ class _ChatTap(_Tap, OpenAIChatBackend):
         return text
 
 
+class _AzureChatTap(_ChatTap, AzureOpenAIChatBackend):
+    """The Chat tap, over Azure's reference backend."""
+
+
 class _ResponsesTap(_Tap, OpenAIResponsesBackend):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -131,6 +137,10 @@ class _ResponsesTap(_Tap, OpenAIResponsesBackend):
             self._seen(call_id, name, "".join(self._items[at]))
         self._event()
         return text
+
+
+class _AzureResponsesTap(_ResponsesTap, AzureOpenAIResponsesBackend):
+    """The Responses tap, over Azure's reference backend."""
 
 
 class _AnthropicTap(_Tap, AnthropicBackend):
@@ -218,6 +228,8 @@ class _OllamaTap(_Tap, OllamaBackend):
 _TAPS: Dict[str, Callable[[str, bool], Any]] = {
     "openai-chat": lambda url, http2: _ChatTap(f"{url}/v1", http2=http2),
     "openai-responses": lambda url, http2: _ResponsesTap(f"{url}/v1", http2=http2),
+    "azure-openai-chat": lambda url, http2: _AzureChatTap(url, http2=http2),
+    "azure-openai-responses": lambda url, http2: _AzureResponsesTap(url, http2=http2),
     "anthropic": lambda url, http2: _AnthropicTap(url, http2=http2),
     "anthropic-vertex": lambda url, http2: _VertexTap(f"{url}/v1", http2=http2),
     "bedrock-invoke": lambda url, http2: _BedrockInvokeTap(url, http2=http2),

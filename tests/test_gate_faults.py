@@ -42,14 +42,15 @@ class DropReplyTests(unittest.TestCase):
 
 class RateLimitReplyTests(unittest.TestCase):
     def test_the_wire_s_own_429_asks_for_the_short_delay(self) -> None:
-        """The delay is rewritten in each provider's form; Bedrock's, Cohere's and Vertex's 429s have none."""
+        """Each delay is rewritten in its provider's form; Bedrock's, Cohere's, Vertex's, OpenAI's: none."""
         from conformance.gate._fault_replies import rate_limit_reply
 
         body = json.dumps({"model": "m", "stream": False}).encode()
         request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
         shown = f"{RATE_LIMIT_RETRY_AFTER:g}"
         undelayed = ("bedrock-converse", "bedrock-invoke", "anthropic-vertex", "gemini-vertex", "cohere")
-        for name in ("openai-chat", "openai-responses", "anthropic", "gemini", *undelayed):
+        undelayed += ("openai-chat", "openai-responses")
+        for name in ("azure-openai-chat", "anthropic", "gemini", *undelayed):
             with self.subTest(name):
                 reply = rate_limit_reply(WIRES[name], request, RATE_LIMIT_RETRY_AFTER)
                 assert isinstance(reply, JsonReply)

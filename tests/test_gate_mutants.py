@@ -55,6 +55,8 @@ GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
 FRAGMENT_WIRES = (
     "openai-chat",
     "openai-responses",
+    "azure-openai-chat",
+    "azure-openai-responses",
     "anthropic",
     "anthropic-vertex",
     "bedrock-converse",
@@ -196,7 +198,11 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         zoo.rewrite(zoo.drop_reasoning),
         both("reasoning", {"reasoning"}),
         # Gemini refuses a functionCall part without its thoughtSignature with a 400.
-        per_wire={**on(GEMINI_WIRES, both("reasoning", {"result-format"})), "openai-chat": {}},
+        per_wire={
+            **on(GEMINI_WIRES, both("reasoning", {"result-format"})),
+            "openai-chat": {},
+            "azure-openai-chat": {},
+        },
         why="OpenAI Chat Completions carries no reasoning across a tool turn",
     ),
     # One bug for each invariant the ones above leave unguarded.
@@ -308,7 +314,17 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "runs-only-tool-call-turns",
         zoo.RunsOnlyToolCallTurns,
         both("calls-with-stop", {"executions", "final-text", "requests"}),
-        per_wire=on(("openai-responses", *CLAUDE_WIRES, "bedrock-converse", "cohere"), {}),
+        per_wire=on(
+            (
+                "openai-responses",
+                "azure-openai-chat",
+                "azure-openai-responses",
+                *CLAUDE_WIRES,
+                "bedrock-converse",
+                "cohere",
+            ),
+            {},
+        ),
         why="calls-with-stop plays only where the provider ends a tool turn with stop",
         literal=True,
     ),
@@ -323,9 +339,13 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "retries-at-once",
         zoo.RetriesAtOnce,
         both("retry-after", {"retry-wait"}),
-        per_wire=on(("ollama", "bedrock-converse", "bedrock-invoke", "cohere", *VERTEX_WIRES), {}),
+        per_wire=on(
+            ("ollama", "bedrock-converse", "bedrock-invoke", "cohere", *VERTEX_WIRES)
+            + ("openai-chat", "openai-responses", "azure-openai-responses"),
+            {},
+        ),
         why="Ollama has no rate-limit reply, and Bedrock's throttle, Vertex's quota (Claude's and "
-        "Gemini's) and Cohere's 429 ask for no delay",
+        "Gemini's), Cohere's 429, api.openai.com's 429 and Azure's Responses 429 ask for no delay",
     ),
     LoopMutant(
         "restarts-without-the-results",

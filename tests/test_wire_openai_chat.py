@@ -166,7 +166,7 @@ class ReplyTests(unittest.TestCase):
         data = events(reply)
         self.assertNotIn("[DONE]", data)
         last = json.loads(data[-1])
-        self.assertEqual(last["error"]["code"], "server_is_overloaded")
+        self.assertEqual((last["error"]["type"], last["error"]["code"]), ("server_error", None))
         text = "".join(json.loads(d)["choices"][0]["delta"].get("content") or "" for d in data[:-1])
         self.assertEqual(text, FX.partial_text)
 
@@ -195,7 +195,9 @@ class ReplyTests(unittest.TestCase):
                 self.assertEqual(json.loads(reply.encoded())["error"]["code"], code)
         rate = WIRE.reply("rate-limit", "chat", request(good_body()))
         assert isinstance(rate, JsonReply)
-        self.assertEqual(dict(rate.header_items())["retry-after"], "7")
+        # api.openai.com's 429 names its delay in the message only (openai/openai-node#1477).
+        self.assertFalse({"retry-after", "retry-after-ms"} & set(dict(rate.header_items())))
+        self.assertIsNone(WIRE.variant("rate-limit", "chat", "no-retry-after").retry_after)
 
     def test_ids_look_like_openai_ids(self) -> None:
         """The tool call id is call_ plus 24 letters and digits."""
@@ -323,6 +325,27 @@ class HistoryTests(unittest.TestCase):
                 self.assertEqual(got.tool_result.call_id, want.tool_result.call_id)
                 self.assertEqual(got.tool_result.name, want.tool_result.name)
                 self.assertEqual(got.tool_result.text, want.tool_result.text)
+
+    def test_arguments_that_do_not_parse_are_taken_as_they_came(self) -> None:
+        """A history whose call carries the model's broken argument text is taken, as api.openai.com does."""
+        messages = rendered(conversation())["messages"]
+        messages[2]["tool_calls"][0]["function"]["arguments"] = '{"path": "weather.json'
+        history = WIRE.read_history(request({**rendered([]), "messages": messages}))
+        assert history is not None
+        self.assertEqual(history.problems, ())
+        self.assertEqual([c.id for c in history.messages[2].tool_calls], [CALL_A, CALL_B])
+
+    def test_a_bad_tool_choice_is_a_problem_of_the_history(self) -> None:
+        """A tool_choice OpenAI does not take is among the history's problems, and refused with its 400."""
+        history = WIRE.read_history(request(rendered(conversation(), tool_choice={"type": "function"})))
+        assert history is not None
+        self.assertEqual(len(history.problems), 1)
+        self.assertIn("Invalid value for 'tool_choice'", history.problems[0])
+        self.assertIsNone(history.tool_choice)
+        reply = WIRE.history_error(history.problems)
+        assert isinstance(reply, JsonReply)
+        self.assertEqual(reply.status, 400)
+        self.assertIn("tool_choice", reply.body["error"]["message"])
 
     def test_each_malformed_history_is_refused_as_openai_does(self) -> None:
         """Each malformed rendering gives its problem and OpenAI's own 400, pointing at the message."""

@@ -152,8 +152,19 @@ class OpenAIResponsesWireTest(unittest.TestCase):
                     self.assertEqual(reply.status, status)
                     self.assertEqual(reply.body["error"]["code"], code)
                     self.assertIn("x-request-id", dict(reply.headers or {}))
+        # api.openai.com's 429 names its delay in the message only (openai/openai-node#1477).
         headers = dict(whole("rate-limit").headers or {})
-        self.assertEqual(float(headers["retry-after"]), FX.retry_after)
+        self.assertFalse({"retry-after", "retry-after-ms"} & set(headers))
+
+    def test_a_streamed_quota_fails_in_stream_first(self) -> None:
+        """A streamed request past its quota is a 200 failing in-stream first, as the one capture shows."""
+        variants = [v.name for v in wire.variants("quota", "stream")]
+        self.assertEqual(variants, ["in-stream", "insufficient-quota-429"])
+        reply = wire.reply("quota", "stream", recorded(good_body(True)))
+        assert isinstance(reply, StreamReply)
+        data = b"".join(reply.chunks).decode()
+        self.assertIn('"type":"insufficient_quota","code":"insufficient_quota"', data)
+        self.assertIn("event: response.failed", data)
 
     def test_abort_hangs_in_both_forms(self) -> None:
         """Abort never answers whole, and streams some text then hangs."""

@@ -48,6 +48,9 @@ TURN_USAGE: Dict[str, Callable[[RecordedRequest], Optional[Usage]]] = {
     "openai-chat": _openai_chat,
     # response.completed carries response.usage; a whole Response has it too.
     "openai-responses": _always,
+    # Azure serves the same two APIs, with the same usage.
+    "azure-openai-chat": _openai_chat,
+    "azure-openai-responses": _always,
     # message_start carries input_tokens, message_delta the final output_tokens; the same
     # events on Claude's hosts.
     "anthropic": _always,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Union
 from . import _aws
 from .anthropic import AnthropicBackend
 from .anthropic_vertex import AnthropicVertexBackend
+from .azure_openai import AzureOpenAIChatBackend, AzureOpenAIResponsesBackend
 from .bedrock import BedrockConverseBackend
 from .bedrock_invoke import BedrockInvokeBackend
 from .cohere import CohereBackend
@@ -29,6 +30,8 @@ __all__ = [
     "REFERENCE_BACKENDS",
     "AnthropicBackend",
     "AnthropicVertexBackend",
+    "AzureOpenAIChatBackend",
+    "AzureOpenAIResponsesBackend",
     "BedrockConverseBackend",
     "BedrockInvokeBackend",
     "CohereBackend",
@@ -47,6 +50,15 @@ def _openai_chat(url: str, http2: bool) -> Any:
 
 def _openai_responses(url: str, http2: bool) -> Any:
     return OpenAIResponsesBackend(f"{url}/v1", http2=http2)
+
+
+def _azure_openai_chat(url: str, http2: bool) -> Any:
+    # Azure's base URL is the resource's endpoint: the path names /openai and the deployment.
+    return AzureOpenAIChatBackend(url, http2=http2)
+
+
+def _azure_openai_responses(url: str, http2: bool) -> Any:
+    return AzureOpenAIResponsesBackend(url, http2=http2)
 
 
 def _anthropic(url: str, http2: bool) -> Any:
@@ -88,6 +100,8 @@ def _bedrock_invoke(url: str, http2: bool) -> Any:
 REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {
     "openai-chat": _openai_chat,
     "openai-responses": _openai_responses,
+    "azure-openai-chat": _azure_openai_chat,
+    "azure-openai-responses": _azure_openai_responses,
     "anthropic": _anthropic,
     "anthropic-vertex": _anthropic_vertex,
     "gemini": _gemini,

@@ -161,7 +161,10 @@ class OpenAIChatBackend(OpenAIBase):
     async def chat(self, chat: ChatRequest) -> ChatResponse:
         """One whole reply."""
         response = await self.send(chat, stream=False)
-        body = decode_json(await response.read())
+        return self.completion(decode_json(await response.read()))
+
+    def completion(self, body: Any) -> ChatResponse:
+        """A ``chat.completion``'s first choice, as the contract's reply."""
         choices = body.get("choices") if isinstance(body, dict) else None
         if not choices:
             raise self.make_error(

@@ -18,6 +18,7 @@ from ._variants import SOURCE_KINDS
 if TYPE_CHECKING:
     from .anthropic import anthropic_wire
     from .anthropic_vertex import anthropic_vertex_wire
+    from .azure_openai import azure_openai_chat_wire, azure_openai_responses_wire
     from .bedrock import bedrock_converse_wire
     from .bedrock_invoke import bedrock_invoke_wire
     from .cohere import cohere_wire
@@ -37,6 +38,8 @@ __all__ = [
     "WireLike",
     "anthropic_vertex_wire",
     "anthropic_wire",
+    "azure_openai_chat_wire",
+    "azure_openai_responses_wire",
     "bedrock_converse_wire",
     "bedrock_invoke_wire",
     "cohere_wire",
@@ -51,6 +54,8 @@ __all__ = [
 _MODULES = {
     "openai_chat_wire": "openai_chat",
     "openai_responses_wire": "openai_responses",
+    "azure_openai_chat_wire": "azure_openai",
+    "azure_openai_responses_wire": "azure_openai",
     "anthropic_wire": "anthropic",
     "anthropic_vertex_wire": "anthropic_vertex",
     "gemini_wire": "gemini",

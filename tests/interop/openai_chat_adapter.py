@@ -16,7 +16,8 @@ They map the SDK's models and exceptions into the contract's types:
 - a stream asks for usage with ``stream_options={"include_usage": True}``; tool-call
   deltas are gathered by ``index`` (by id where a compatible server sends a whole call
   with none, as Mistral does) and handed out only once the turn has ended; a call with
-  no ``type`` (Mistral's) is a function call;
+  no ``type`` (Mistral's) is a function call; a chunk with no choices, or a choice with
+  no ``delta`` (Azure's filter annotations), carries nothing to gather;
 - a turn with calls is a ``tool_calls`` turn whatever ``finish_reason`` said, and a
   ``length`` turn drops the call that was cut off;
 - errors are told apart by status and ``e.code``: ``insufficient_quota`` is a quota
@@ -315,6 +316,8 @@ class _Gather:
         text = []
         for choice in chunk.choices:
             delta = choice.delta
+            if delta is None:
+                continue  # an Azure content filter's annotation: results, no delta (openai-python#1677)
             thinking = getattr(delta, "reasoning_content", None)
             if isinstance(thinking, str):
                 self.thinking.append(thinking)

@@ -62,13 +62,6 @@ RUNNER_REPAIRS_ARGUMENTS = (
 #: "Tool 'read_file' not found.", no JSON error; neither OpenAI wire has an error marker for
 #: a function output, so that text is the error as the API can carry it.
 AGENTS_PLAIN_TEXT_ERRORS = "openai-agents sends an unknown tool's error as plain text"
-AGENTS_CHAT_SENDS_BROKEN_JSON = (
-    "the OpenAI Agents SDK (openai-agents 0.24.0) over Chat Completions sends the model's broken "
-    "argument text back verbatim in the assistant turn's tool_calls, which the Chat Completions "
-    "API refuses with a 400 (function.arguments must be JSON); the tool itself answered with a "
-    "structured invalid_arguments error. Over Responses the same text is accepted and the stage "
-    "passes"
-)
 
 #: The framework bugs the gate finds, run as expected failures: the stage must fail with
 #: exactly these checks, for the reason given (a framework that is fixed then fails the test,
@@ -119,9 +112,9 @@ AGENTS_CHAT_RUNS_LENGTH_CALLS = (
     "openai_chatcompletions.py, OpenAIChatCompletionsModel.get_response; streamed, "
     "ChatCmplStreamHandler in chatcmpl_stream_handler.py with raise_on_length_truncation): a "
     "length turn with a preamble and a cut-off call is taken as a tool turn, the runner hands "
-    "the call's broken argument text to the tool (the toolset refuses it at the door), and the "
-    "next request carries that text back, which the API refuses with a 400. Over Responses the "
-    "SDK raises at the incomplete response and the stage passes"
+    "the call's broken argument text to the tool (the toolset refuses it at the door), and it "
+    "asks the model again after a turn that ended at its limit. Over Responses the SDK raises at "
+    "the incomplete response and the stage passes"
 )
 
 
@@ -361,8 +354,8 @@ class OpenAIAgentsChat(KnownFailures, AgentLoopConformanceTestCase, unittest.Tes
 
     wire = openai_chat_wire
     error_results = "text"  # AGENTS_PLAIN_TEXT_ERRORS
-    skip = {"corrupt-arguments": AGENTS_CHAT_SENDS_BROKEN_JSON}
-    known = {"length-tool-turn": (frozenset({"result-format"}), AGENTS_CHAT_RUNS_LENGTH_CALLS)}
+    # It sends the model's broken argument text back verbatim, as api.openai.com takes it.
+    known = {"length-tool-turn": (frozenset({"requests"}), AGENTS_CHAT_RUNS_LENGTH_CALLS)}
 
     def create_loop(self, url: str) -> OpenAIAgentsLoop:
         return OpenAIAgentsLoop(url, "chat")

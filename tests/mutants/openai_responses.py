@@ -8,6 +8,7 @@ from typing import Any, AsyncIterator, Dict, List, Mapping
 from conformance.contract import ChatRequest, LLMError, StreamChunk, ToolCall
 from conformance.reference.openai_responses import OpenAIResponsesBackend, _Turn
 
+from . import Mutant
 from . import _common as shared
 from ._common import Zoo
 from ._openai import QuotaOnlyOn429, StreamErrorAsOverload
@@ -125,115 +126,125 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIResponsesBackend):
                 self.gathered.append(ToolCall(str(item.get("call_id")), str(item.get("name")), {}))
         return super().on_event(event, turn, items)
 
+def own_mutants(zoo: Zoo) -> List[Mutant]:
+    """The bugs of a Responses backend, on ``zoo``'s wire (this one's, or Azure's)."""
+    return [
+        zoo.shared(shared.DROPS_REASONING),
+        zoo.shared(shared.DROPS_RETURNED_REASONING),
+        zoo.shared(shared.LOSES_SIGNATURE),
+        zoo.shared(shared.THINKING_AS_TEXT),
+        zoo.mutant(
+            "stop-on-tool-turn",
+            'calls a completed tool turn "stop"',
+            StopOnToolTurn,
+            checks=("finish-reason",),
+            cases=(
+                "tool-call/chat",
+                "tool-call/stream",
+                "tool-call-with-stop/chat",
+                "tool-call-with-stop/stream",
+            ),
+        ),
+        zoo.mutant(
+            "uses-item-id",
+            "takes the item id (fc_...) for the call id",
+            UsesItemId,
+            checks=("call-id",),
+            cases=(
+                "tool-call/chat",
+                "tool-call/stream",
+                "tool-call-with-stop/chat",
+                "tool-call-with-stop/stream",
+            ),
+        ),
+        zoo.mutant(
+            "unparsed-arguments",
+            "returns the arguments as a JSON string",
+            UnparsedArguments,
+            checks=("tool-arguments",),
+            cases=(
+                "tool-call/chat",
+                "tool-call/stream",
+                "tool-call-with-stop/chat",
+                "tool-call-with-stop/stream",
+            ),
+        ),
+        zoo.mutant(
+            "keeps-truncated-call",
+            "keeps the incomplete function_call",
+            KeepsTruncatedCall,
+            checks=("finish-reason", "tool-calls"),
+            cases=("truncated-tool-call/chat", "truncated-tool-call/stream"),
+        ),
+        zoo.mutant(
+            "half-built-call",
+            "yields a call at output_item.added",
+            YieldsHalfBuiltCall,
+            checks=("tool-calls",),
+            cases=("tool-call/stream", "tool-call-with-stop/stream", "truncated-tool-call/stream"),
+        ),
+        zoo.mutant(
+            "filter-as-stop",
+            'calls a filtered or refused turn "stop"',
+            shared.reports_stop_for("content_filter", "refusal"),
+            checks=("finish-reason",),
+            cases=("content-filter/chat", "content-filter/stream"),
+        ),
+        zoo.mutant(
+            "flat-error-only",
+            "reads only the flat error event shape",
+            ReadsFlatErrorOnly,
+            checks=("error-details", "error-kind"),
+            cases=("stream-error/stream", "context-overflow/stream"),
+        ),
+        zoo.mutant(
+            "quiet-on-stream-error",
+            "ends quietly on an error event",
+            QuietOnStreamError,
+            checks=("error-raised",),
+            cases=("stream-error/stream", "context-overflow/stream"),
+        ),
+        zoo.shared(shared.DECODES_PER_CHUNK),
+        zoo.mutant(
+            "chat-shaped-tools",
+            "sends tools in the Chat Completions shape",
+            ChatShapedTools,
+            checks=("request",),
+            cases=zoo.every_case(),
+        ),
+        zoo.shared(shared.INVENTS_RETRY_AFTER),
+        zoo.mutant(
+            "stream-error-as-overload",
+            "calls every in-stream error it cannot place an overload, so server_error/server_error too",
+            StreamErrorAsOverload,
+            checks=("error-details", "error-kind"),
+            cases=("stream-error/stream",),
+        ),
+        zoo.shared(shared.TAKES_CUT_FOR_END, checks=("cut-raised", "cut-finish")),
+        zoo.mutant(
+            "flushes-calls-on-cut",
+            "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+            FlushesCallsOnCut,
+            checks=("cut-tool-call",),
+            cases=("stream-cut/stream",),
+        ),
+    ]
+
+
+# api.openai.com's 429 carries no delay: a backend that drops retry-after passes here. Its
+# 503 is a server_error whose message alone says "overloaded" (either kind will do); only
+# the in-stream server_is_overloaded must be an overload.
 MUTANTS = [
-    *zoo.every_wire(),
+    *zoo.every_wire(leave_out=(shared.OVERLOAD_AS_SERVER_ERROR,)),
+    zoo.shared(shared.OVERLOAD_AS_SERVER_ERROR, cases=("stream-error/stream",)),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     *zoo.unparsed(),
-    zoo.shared(shared.DROPS_REASONING),
-    zoo.shared(shared.DROPS_RETURNED_REASONING),
-    zoo.shared(shared.LOSES_SIGNATURE),
-    zoo.shared(shared.THINKING_AS_TEXT),
-    zoo.mutant(
-        "stop-on-tool-turn",
-        'calls a completed tool turn "stop"',
-        StopOnToolTurn,
-        checks=("finish-reason",),
-        cases=(
-            "tool-call/chat",
-            "tool-call/stream",
-            "tool-call-with-stop/chat",
-            "tool-call-with-stop/stream",
-        ),
-    ),
-    zoo.mutant(
-        "uses-item-id",
-        "takes the item id (fc_...) for the call id",
-        UsesItemId,
-        checks=("call-id",),
-        cases=(
-            "tool-call/chat",
-            "tool-call/stream",
-            "tool-call-with-stop/chat",
-            "tool-call-with-stop/stream",
-        ),
-    ),
-    zoo.mutant(
-        "unparsed-arguments",
-        "returns the arguments as a JSON string",
-        UnparsedArguments,
-        checks=("tool-arguments",),
-        cases=(
-            "tool-call/chat",
-            "tool-call/stream",
-            "tool-call-with-stop/chat",
-            "tool-call-with-stop/stream",
-        ),
-    ),
-    zoo.mutant(
-        "keeps-truncated-call",
-        "keeps the incomplete function_call",
-        KeepsTruncatedCall,
-        checks=("finish-reason", "tool-calls"),
-        cases=("truncated-tool-call/chat", "truncated-tool-call/stream"),
-    ),
-    zoo.mutant(
-        "half-built-call",
-        "yields a call at output_item.added",
-        YieldsHalfBuiltCall,
-        checks=("tool-calls",),
-        cases=("tool-call/stream", "tool-call-with-stop/stream", "truncated-tool-call/stream"),
-    ),
-    zoo.mutant(
-        "filter-as-stop",
-        'calls a filtered or refused turn "stop"',
-        shared.reports_stop_for("content_filter", "refusal"),
-        checks=("finish-reason",),
-        cases=("content-filter/chat", "content-filter/stream"),
-    ),
-    zoo.shared(shared.IGNORES_RETRY_AFTER),
-    zoo.mutant(
-        "flat-error-only",
-        "reads only the flat error event shape",
-        ReadsFlatErrorOnly,
-        checks=("error-details", "error-kind"),
-        cases=("stream-error/stream", "context-overflow/stream"),
-    ),
-    zoo.mutant(
-        "quiet-on-stream-error",
-        "ends quietly on an error event",
-        QuietOnStreamError,
-        checks=("error-raised",),
-        cases=("stream-error/stream", "context-overflow/stream"),
-    ),
-    zoo.shared(shared.DECODES_PER_CHUNK),
-    zoo.mutant(
-        "chat-shaped-tools",
-        "sends tools in the Chat Completions shape",
-        ChatShapedTools,
-        checks=("request",),
-        cases=zoo.every_case(),
-    ),
-    zoo.shared(shared.INVENTS_RETRY_AFTER),
-    zoo.mutant(
-        "stream-error-as-overload",
-        "calls every in-stream error it cannot place an overload, so server_error/server_error too",
-        StreamErrorAsOverload,
-        checks=("error-details", "error-kind"),
-        cases=("stream-error/stream",),
-    ),
+    *own_mutants(zoo),
     zoo.mutant(
         "quota-only-on-429",
         "recognises insufficient_quota on a 429 only, not when it fails a stream",
         QuotaOnlyOn429,
         checks=("error-details", "error-kind"),
         cases=("quota/stream",),
-    ),
-    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish')),
-    zoo.mutant(
-        "flushes-calls-on-cut",
-        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
-        FlushesCallsOnCut,
-        checks=("cut-tool-call",),
-        cases=("stream-cut/stream",),
     ),
 ]

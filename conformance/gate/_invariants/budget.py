@@ -150,6 +150,8 @@ def _one_turn(total: Any, turns: int) -> Any:
 FORCED_FORMS: Mapping[str, str] = {
     "openai-chat": 'tool_choice {"type": "function", "function": {"name": "%s"}}',
     "openai-responses": 'tool_choice {"type": "function", "name": "%s"}',
+    "azure-openai-chat": 'tool_choice {"type": "function", "function": {"name": "%s"}}',
+    "azure-openai-responses": 'tool_choice {"type": "function", "name": "%s"}',
     "anthropic": 'tool_choice {"type": "tool", "name": "%s"}',
     "anthropic-vertex": 'tool_choice {"type": "tool", "name": "%s"}',
     "bedrock-invoke": 'tool_choice {"type": "tool", "name": "%s"}',

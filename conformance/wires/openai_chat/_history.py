@@ -6,7 +6,8 @@ message as the system prompt, each ``tool`` message as the result of the call wh
 ``tool_call_id`` it names), and every departure from what the API accepts is noted
 where OpenAI points (its ``param``) and in its own 400 wording: an assistant turn's
 calls left unanswered, a result for no call of the turn before it, arguments that
-are not JSON text.
+are not a string. Argument text that does not parse is taken as it came, as
+api.openai.com takes it.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ def read_history(request: RecordedRequest) -> History:
         for t in (tools if isinstance(tools, list) else ())
         if isinstance(t, dict) and isinstance(t.get("function"), dict)
     )
+    # Read before the problems are frozen: a bad tool_choice is one of them.
+    tool_choice = _read_tool_choice(body.get("tool_choice"), problems)
     return History(
         tuple(messages),
         tuple(problems),
         tools=names,
-        tool_choice=_read_tool_choice(body.get("tool_choice"), problems),
+        tool_choice=tool_choice,
         stream=body.get("stream") is True,
     )
 
@@ -118,22 +121,17 @@ def _read_call(raw: Any, where: str, problems: List[str]) -> Optional[ToolCall]:
                 f"JSON text), but got {type(arguments).__name__} instead.",
             )
         )
-        return None
+        # Still a call: its tool message answers it, so no second complaint follows.
+        arguments = ""
     import json
 
     try:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
-        problems.append(
-            _problem(
-                f"{where}.function.arguments",
-                f"Invalid value for '{where}.function.arguments': expected the arguments as JSON text, "
-                f"got {arguments[:80]!r}. (The history is what is refused here, not the call's run: "
-                'send a call whose arguments did not parse back with arguments "{}" (or other valid '
-                "JSON), and its error result under its tool_call_id.)",
-            )
-        )
-        # Still a call: its tool message answers it, so no second complaint follows.
+        # api.openai.com takes the model's own text back as it came: nothing shows it
+        # refusing a history whose arguments do not parse (openai/openai-agents-python
+        # sends them verbatim, and #2061 breaks on Anthropic through LiteLLM only; the
+        # 400s reported for it are vLLM's, llama.cpp's and SGLang's, vllm-project/vllm#43995).
         parsed = {}
     if not isinstance(parsed, dict):
         parsed = {"": parsed}

@@ -99,7 +99,9 @@ def chat_completion(model: str, message: Dict[str, Any], finish_reason: str) -> 
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "refusal": None, "annotations": [], **message},
+                # In api.openai.com's order: role, content (and the calls), refusal,
+                # annotations (vercel/ai packages/openai/src/chat/__fixtures__/openai-text.json).
+                "message": {"role": "assistant", **message, "refusal": None, "annotations": []},
                 "logprobs": None,
                 "finish_reason": finish_reason,
             }
@@ -169,23 +171,28 @@ class Chunks:
     def finish(self, finish_reason: str) -> None:
         self.chunk({}, finish_reason)
         if self.include_usage:
-            self.events.append(
-                self.sse(
-                    dumps(
-                        {
-                            "id": COMPLETION_ID,
-                            "object": "chat.completion.chunk",
-                            "created": CREATED,
-                            "model": self.model,
-                            "service_tier": "default",
-                            "system_fingerprint": FINGERPRINT,
-                            "choices": [],
-                            "usage": _usage(),
-                        }
-                    )
-                )
-            )
+            self.events.append(self.sse(dumps(self.usage_chunk())))
         self.events.append(self.sse("[DONE]"))
+
+    def usage_chunk(self) -> Dict[str, Any]:
+        """The extra chunk with empty ``choices`` that carries the turn's usage."""
+        return {
+            "id": COMPLETION_ID,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": self.model,
+            "service_tier": "default",
+            "system_fingerprint": FINGERPRINT,
+            "choices": [],
+            "usage": _usage(),
+            # Padded like every other chunk (vercel/ai packages/openai/src/chat/__fixtures__/
+            # openai-text.chunks.txt, its last line).
+            "obfuscation": obfuscation(f"openai-chat/{len(self.events)}"),
+        }
+
+    def headers(self) -> Dict[str, str]:
+        """The stream's response headers."""
+        return response_headers()
 
     def error(self, message: str, type_: str, code: Optional[str]) -> None:
         self.events.append(
@@ -200,7 +207,7 @@ class Chunks:
         return StreamReply(
             tcp_chunks(events, seed),
             content_type="text/event-stream; charset=utf-8",
-            headers=response_headers(),
+            headers=self.headers(),
             hang=hang,
             end="complete" if cut is None else "close",
         )

@@ -7,14 +7,14 @@ Each problem is one sentence saying what was expected and what came.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from .._request import check_function_tool, check_json_post, check_question, text_of
 
 if TYPE_CHECKING:
     from ...provider.replies import RecordedRequest
 
-__all__ = ["check_request"]
+__all__ = ["check_body", "check_request"]
 
 
 def check_request(request: RecordedRequest, model: str) -> List[str]:
@@ -22,7 +22,12 @@ def check_request(request: RecordedRequest, model: str) -> List[str]:
     problems, body = check_json_post(request, model, "/v1/chat/completions")
     if not body:
         return problems
-    problems.extend(_check_messages(body.get("messages")))
+    return problems + check_body(body)
+
+
+def check_body(body: Dict[str, Any]) -> List[str]:
+    """Problems with a Chat Completions body: the question, the tool, usage asked for on a stream."""
+    problems = _check_messages(body.get("messages"))
     problems.extend(check_function_tool(body.get("tools")))
     if body.get("stream") is True:
         options = body.get("stream_options")

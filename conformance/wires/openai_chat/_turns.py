@@ -17,11 +17,20 @@ from typing import TYPE_CHECKING, Any, Dict, Tuple
 from ...contract import ReasoningKind
 from .._chunks import split_text
 from .._script import TurnEvents
-from ._replies import Chunks, chat_completion, response_headers, wants_usage
+from ._replies import Chunks, chat_completion, wants_usage
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ...provider.replies import JsonReply, RecordedRequest
     from .._script import ScriptedCall, ScriptedTurn
+
+    class _Shapes(Protocol):
+        """What a turn is played through: the wire's reply shapes (OpenAI's, or Azure's)."""
+
+        def chunks(self, model: str, include_usage: bool) -> Chunks: ...
+
+        def completion_reply(self, body: Dict[str, Any]) -> JsonReply: ...
 
 __all__ = ["turn_events", "turn_response"]
 
@@ -89,10 +98,8 @@ def _stream_calls(out: Chunks, turn: ScriptedTurn, role: bool) -> Dict[int, Tupl
     return {index: (first.get(index, -1), last.get(index, -1)) for index in range(len(turn.calls))}
 
 
-def turn_response(turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
+def turn_response(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
     """The whole ``chat.completion`` playing ``turn``: its reasoning, text and calls in one message."""
-    from ...provider.replies import JsonReply
-
     message: Dict[str, Any] = {"content": turn.text or None}
     thinking = _thinking(turn)
     if thinking:
@@ -100,24 +107,27 @@ def turn_response(turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
     if turn.calls:
         message["tool_calls"] = [_call_json(call, call.arguments) for call in turn.calls]
     body = chat_completion(_model(request), message, _finish(turn.finish_reason))
-    return JsonReply(body, headers=response_headers())
+    return wire.completion_reply(body)
 
 
-def turn_events(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+def turn_events(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     """The chunks playing ``turn``, and which chunks carried each call's first and last fragment."""
-    out = Chunks(_model(request), wants_usage(request))
+    out = wire.chunks(_model(request), wants_usage(request))
+    opened = False
     thinking = _thinking(turn)
     if thinking:
         # DeepSeek opens the message with an empty reasoning delta, then streams it.
         out.chunk({"role": "assistant", "content": None, "reasoning_content": ""})
         for piece in split_text(thinking, 4):
             out.chunk({"content": None, "reasoning_content": piece})
+        opened = True
     if turn.text or not turn.calls:
         if not thinking:
             out.role()
         out.text(turn.text)
-    arguments = _stream_calls(out, turn, role=not out.events)
+        opened = True
+    arguments = _stream_calls(out, turn, role=not opened)
     out.finish(_finish(turn.finish_reason))
     return TurnEvents(
-        out.events, "text/event-stream; charset=utf-8", headers=response_headers(), arguments=arguments
+        out.events, "text/event-stream; charset=utf-8", headers=out.headers(), arguments=arguments
     )

@@ -24,7 +24,6 @@ __all__ = [
     "NO_REASONING",
     "OVERLOADED_MESSAGE",
     "REASONING_VARIANTS",
-    "SERVERS_OVERLOADED",
     "VARIANTS",
     "VARIANT_ERRORS",
     "error_reply",
@@ -36,24 +35,19 @@ OVERLOADED_MESSAGE = (
     "That model is currently overloaded with other requests. You can retry your request, or "
     "contact us through our help center at help.openai.com if the error persists."
 )
-#: The newer shape's text, with a type and a code of its own.
-SERVERS_OVERLOADED = "Our servers are currently overloaded. Please try again later."
 
 #: scenario -> (status, error.type, error.code, message, extra headers)
 ERRORS: Mapping[str, Any] = {
+    # api.openai.com's 429 carries its delay in the message only: the one raw header dump
+    # (openai/openai-node#1477) has no retry-after, retry-after-ms or x-ratelimit-*.
     "rate-limit": (
         429,
         "requests",
         "rate_limit_exceeded",
         "Rate limit reached for conformance-model in organization org-conformance on requests "
-        "per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 7s.",
-        {
-            "retry-after": "7",
-            "retry-after-ms": "7000",
-            "x-ratelimit-limit-requests": "3",
-            "x-ratelimit-remaining-requests": "0",
-            "x-ratelimit-reset-requests": "7s",
-        },
+        "per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 7s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        {},
     ),
     "quota": (
         429,
@@ -91,24 +85,7 @@ ERRORS: Mapping[str, Any] = {
 
 
 #: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
-VARIANT_ERRORS: Mapping[Any, Any] = {
-    ("overloaded", "service-unavailable"): (
-        503,
-        "service_unavailable_error",
-        "server_is_overloaded",
-        SERVERS_OVERLOADED,
-        {},
-    ),
-    ("rate-limit", "no-retry-after"): (
-        429,
-        "requests",
-        "rate_limit_exceeded",
-        "Rate limit reached for conformance-model in organization org-conformance on requests "
-        "per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 7s. Visit "
-        "https://platform.openai.com/account/rate-limits to learn more.",
-        {},
-    ),
-}
+VARIANT_ERRORS: Mapping[Any, Any] = {}
 
 #: What a ``server_error`` with a null code may be reported as: its type says a server
 #: error, its status (503) or its message an overload, and both are retryable.
@@ -152,38 +129,27 @@ VARIANTS: Mapping[str, Any] = {
             error_kinds=OVERLOADED_OR_SERVER_ERROR,
             source_kind="issue",
         ),
-        Variant(
-            "service-unavailable",
-            "503 service_unavailable_error / server_is_overloaded",
-            "openai/codex codex-rs (maps a 503 body with code server_is_overloaded); openai/openai-node#1730",
-        ),
     ),
+    # No Chat Completions stream was seen failing with service_unavailable_error /
+    # server_is_overloaded (that shape is the Responses error event's): a failing Chat
+    # stream sends OpenAI's server_error object as its last data: line.
     "stream-error": (
-        Variant(
-            "service-unavailable",
-            "in-stream service_unavailable_error / server_is_overloaded",
-            "openai/codex codex-rs (in-stream server_is_overloaded); openai/openai-python#1625",
-            source_kind="issue",
-        ),
         Variant(
             "server-error-overloaded",
             "in-stream server_error, code null, overloaded in the message",
-            SERVER_ERROR_503 + "; openai/openai-python#1625 (mid-stream server_error text)",
+            "scalaone/azure-openai-proxy#22 (this error object as a Chat stream's event data, "
+            "GPT-4 on Azure); openai/openai-python#1625 (api.openai.com's Chat stream failing "
+            "mid-way with a server_error)",
             error_kinds=OVERLOADED_OR_SERVER_ERROR,
             source_kind="issue",
         ),
     ),
     "rate-limit": (
         Variant(
-            "retry-after",
-            "429 with retry-after and retry-after-ms",
-            "openai/openai-python src/openai/_base_client.py (reads retry-after-ms, then retry-after)",
-            retry_after=FX.retry_after,
-        ),
-        Variant(
             "no-retry-after",
-            "429 without retry-after headers",
-            "openai/openai-node#1477 (raw 429 header dump: no retry-after, no retry-after-ms)",
+            "429 with the delay in its message only, no retry-after headers",
+            "openai/openai-node#1477 (raw 429 header dump: no retry-after, no retry-after-ms); "
+            "continuedev/continue#10502 (the message and its rate-limits tail)",
             source_kind="issue",
         ),
     ),

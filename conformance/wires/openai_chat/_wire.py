@@ -28,13 +28,12 @@ from ._variants import (
     NO_REASONING,
     OVERLOADED_MESSAGE,
     REASONING_VARIANTS,
-    SERVERS_OVERLOADED,
     VARIANTS,
     error_reply,
 )
 
 if TYPE_CHECKING:
-    from ...provider.replies import RecordedRequest, Reply, StreamReply
+    from ...provider.replies import JsonReply, RecordedRequest, Reply, StreamReply
     from .._script import History, ScriptedTurn, TurnEvents
 
 __all__ = ["OpenAIChatWire", "openai_chat_wire"]
@@ -64,6 +63,8 @@ class OpenAIChatWire(Wire):
     generation_path = "/chat/completions"
     variants_table = VARIANTS
     unsupported = {"reasoning": NO_REASONING}
+    #: api.openai.com's 429 carries no retry-after (openai/openai-node#1477).
+    rate_limit_retry_after: Optional[float] = None
 
     def __init__(self, *, reasoning_content: bool = False, servers: Sequence[str] = ()) -> None:
         self.reasoning_content = reasoning_content
@@ -87,6 +88,18 @@ class OpenAIChatWire(Wire):
         return f"<{type(self).__name__} {self.name!r}{shown}>"
 
     terminal_event = "data: [DONE]"
+
+    # -- the shape of a reply: hooks a wire in front of the same API (Azure's) replaces --
+
+    def chunks(self, model: str, include_usage: bool) -> Chunks:
+        """A new stream of ``chat.completion.chunk`` events."""
+        return Chunks(model, include_usage)
+
+    def completion_reply(self, body: Dict[str, Any]) -> JsonReply:
+        """A whole ``chat.completion`` as the reply carrying it."""
+        from ...provider.replies import JsonReply
+
+        return JsonReply(body, headers=response_headers())
 
     def usage_sent(self, scenario: str, request: RecordedRequest) -> bool:
         # A stream reports usage only when the request asked for it.
@@ -130,7 +143,7 @@ class OpenAIChatWire(Wire):
         return self._stream(scenario, model, wants_usage(request), variant)
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
-        from ...provider.replies import HangReply, JsonReply
+        from ...provider.replies import HangReply
 
         if scenario == "text":
             body = chat_completion(model, {"content": FX.text}, "stop")
@@ -153,26 +166,25 @@ class OpenAIChatWire(Wire):
             return error_reply("overloaded")
         else:
             return None
-        return JsonReply(body, headers=response_headers())
+        return self.completion_reply(body)
 
     def _cut_whole(self, model: str, variant: str) -> Reply:
-        from ...provider.replies import JsonReply
-
         if variant in CUT_IN_CALL:
             message: Dict[str, Any] = {
                 "content": None,
                 "tool_calls": [fixture_tool_call(fixture_arguments())],
             }
-            reply = JsonReply(chat_completion(model, message, "tool_calls"), headers=response_headers())
+            reply = self.completion_reply(chat_completion(model, message, "tool_calls"))
             return cut_short(reply, next(iter(FX.tool_arguments)))
-        reply = JsonReply(chat_completion(model, {"content": FX.text}, "stop"), headers=response_headers())
+        reply = self.completion_reply(chat_completion(model, {"content": FX.text}, "stop"))
         return cut_short(reply, FX.text)
 
     def _stream_cut(self, out: Chunks, variant: str) -> StreamReply:
         """A turn whose stream stops before ``[DONE]``: after text, or inside a call."""
         if variant in CUT_IN_CALL:
+            # Kept: what came before, the call's first chunk (id, name) and its first fragment.
+            keep = len(out.events) + 2
             out.tool_call(fixture_arguments(), role=True)
-            keep = 2  # the call's first chunk (id, name) and its first argument fragment
             out.finish("tool_calls")
         else:
             out.role()
@@ -184,7 +196,7 @@ class OpenAIChatWire(Wire):
 
     def _stream(self, scenario: str, model: str, include_usage: bool, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
-        out = Chunks(model, include_usage)
+        out = self.chunks(model, include_usage)
         if scenario == "stream-cut":
             return self._stream_cut(out, variant)
         if scenario == "text":
@@ -205,10 +217,7 @@ class OpenAIChatWire(Wire):
         elif scenario == "stream-error":
             out.role()
             out.text(FX.partial_text, pieces=3)
-            if variant == "server-error-overloaded":
-                out.error(OVERLOADED_MESSAGE, "server_error", None)
-            else:
-                out.error(SERVERS_OVERLOADED, "service_unavailable_error", "server_is_overloaded")
+            out.error(OVERLOADED_MESSAGE, "server_error", None)
         elif scenario in ("abort", "cancel"):
             out.role()
             out.text(FX.partial_text, pieces=2)
@@ -226,7 +235,7 @@ class OpenAIChatWire(Wire):
             return server_turn_response(turn, request)
         from ._turns import turn_response
 
-        return turn_response(turn, request)
+        return turn_response(self, turn, request)
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
         if self._server_plays(turn):
@@ -235,7 +244,7 @@ class OpenAIChatWire(Wire):
             return server_turn_events(turn, request)
         from ._turns import turn_events
 
-        return turn_events(turn, request)
+        return turn_events(self, turn, request)
 
     def _server_plays(self, turn: ScriptedTurn) -> bool:
         """Whether ``turn`` is played in a named server's own chunks (DeepSeek's reasoning)."""

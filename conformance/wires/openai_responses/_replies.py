@@ -85,8 +85,8 @@ def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str
 
 
 def output_text(text: str) -> Dict[str, Any]:
-    """A message content part of generated text."""
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    """A message content part of generated text, its keys in the provider's order."""
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
 
 
 def refusal(text: str) -> Dict[str, Any]:
@@ -97,25 +97,25 @@ def refusal(text: str) -> Dict[str, Any]:
 def message(
     content: List[Dict[str, Any]], status: str = "completed", item_id: str = MESSAGE_ID
 ) -> Dict[str, Any]:
-    """A ``message`` output item."""
+    """A ``message`` output item, its keys in the provider's order."""
     return {
-        "type": "message",
         "id": item_id,
+        "type": "message",
         "status": status,
-        "role": "assistant",
         "content": content,
+        "role": "assistant",
     }
 
 
 def function_call(arguments: str, status: str = "completed") -> Dict[str, Any]:
     """A ``function_call`` output item: ``id`` is the item's, ``call_id`` the call's."""
     return {
-        "type": "function_call",
         "id": FUNCTION_CALL_ID,
+        "type": "function_call",
+        "status": status,
+        "arguments": arguments,
         "call_id": CALL_ID,
         "name": FX.tool_name,
-        "arguments": arguments,
-        "status": status,
     }
 
 
@@ -135,6 +135,8 @@ def response(
     ``tools`` defaults to the fixture's one function; a scripted turn echoes the
     request's own.
     """
+    # The keys and their order as api.openai.com sends them (vercel/ai packages/openai/src/
+    # responses/__fixtures__/openai-error.1.chunks.txt and issue-19493-gpt-5.1-tool-call.chunks.txt).
     return {
         "id": response_id,
         "object": "response",
@@ -143,14 +145,20 @@ def response(
         "background": False,
         "completed_at": CREATED_AT + 2 if status == "completed" else None,
         "error": error,
+        "frequency_penalty": 0.0,
         "incomplete_details": ({"reason": incomplete_reason} if incomplete_reason is not None else None),
         "instructions": FX.system,
         "max_output_tokens": FX.max_tokens,
+        "max_tool_calls": None,
         "model": model,
         "output": output,
         "parallel_tool_calls": True,
+        "presence_penalty": 0.0,
         "previous_response_id": None,
+        "prompt_cache_key": None,
+        "prompt_cache_retention": None,
         "reasoning": {"effort": None, "summary": None},
+        "safety_identifier": None,
         "service_tier": "default",
         "store": True,
         "temperature": 1.0,
@@ -167,6 +175,7 @@ def response(
                 "strict": False,
             }
         ],
+        "top_logprobs": 0,
         "top_p": 1.0,
         "truncation": "disabled",
         "usage": _usage() if usage else None,
@@ -277,6 +286,10 @@ class Events:
         failed = {"code": code, "message": message_}
         self.emit("response.failed", response=self.response("failed", self.output, error=failed))
 
+    def headers(self) -> Dict[str, str]:
+        """The stream's response headers."""
+        return response_headers()
+
     def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
         """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``response.completed``."""
         from ...provider.replies import StreamReply
@@ -285,7 +298,7 @@ class Events:
         return StreamReply(
             tcp_chunks(events, seed),
             content_type="text/event-stream; charset=utf-8",
-            headers=response_headers(),
+            headers=self.headers(),
             hang=hang,
             end="complete" if cut is None else "close",
         )

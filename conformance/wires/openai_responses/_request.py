@@ -6,7 +6,7 @@ Each problem is one sentence saying what was expected and what came.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._request import check_json_post, fixture_tool_schema, text_of
@@ -14,7 +14,7 @@ from .._request import check_json_post, fixture_tool_schema, text_of
 if TYPE_CHECKING:
     from ...provider.replies import RecordedRequest
 
-__all__ = ["check_request"]
+__all__ = ["check_body", "check_request"]
 
 
 def check_request(request: RecordedRequest, model: str) -> List[str]:
@@ -22,9 +22,12 @@ def check_request(request: RecordedRequest, model: str) -> List[str]:
     problems, body = check_json_post(request, model, "/v1/responses")
     if not body:
         return problems
-    problems.extend(_check_input(body.get("input")))
-    problems.extend(_check_tools(body.get("tools")))
-    return problems
+    return problems + check_body(body)
+
+
+def check_body(body: Dict[str, Any]) -> List[str]:
+    """Problems with a Responses body: the question in ``input``, the tool."""
+    return _check_input(body.get("input")) + _check_tools(body.get("tools"))
 
 
 #: The content parts whose text a user input message is read from.

@@ -18,11 +18,22 @@ from ...contract import ReasoningKind
 from .._chunks import split_text
 from .._ids import obfuscation, provider_id
 from .._script import TurnEvents
-from ._replies import HEX, Events, message, output_text, response, response_headers
+from ._replies import HEX, Events, message, output_text, response
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from ...provider.replies import JsonReply, RecordedRequest
     from .._script import ScriptedTurn
+
+    class _Shapes(Protocol):
+        """What a turn is played through: the wire's name and reply shapes (OpenAI's, or Azure's)."""
+
+        name: str
+
+        def events(self, model: str, response_id: str = ..., tools: Optional[List[Any]] = ...) -> Events: ...
+
+        def response_reply(self, body: Dict[str, Any]) -> JsonReply: ...
 
 __all__ = ["turn_events", "turn_response"]
 
@@ -70,12 +81,12 @@ class _Turn:
         # A turn cut off by max_output_tokens leaves its last call incomplete.
         last_cut = self.incomplete and n == len(self.turn.calls) - 1
         return {
-            "type": "function_call",
             "id": self.call_item_ids[n],
+            "type": "function_call",
+            "status": ("incomplete" if last_cut else "completed") if done else "in_progress",
+            "arguments": call.arguments if done else "",
             "call_id": call.id,
             "name": call.name,
-            "arguments": call.arguments if done else "",
-            "status": ("incomplete" if last_cut else "completed") if done else "in_progress",
         }
 
     def output(self) -> List[Dict[str, Any]]:
@@ -98,16 +109,14 @@ def _model(request: RecordedRequest) -> str:
     return str(body.get("model") or "conformance-model")
 
 
-def turn_response(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
+def turn_response(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> JsonReply:
     """The ``response`` playing ``turn``: reasoning items, the message, the calls.
 
     Responses has no finish reason: a turn with calls ends ``completed`` like one
     without, and only a ``length`` or ``content_filter`` finish shows, as ``incomplete``
     with ``max_output_tokens`` or ``content_filter``.
     """
-    from ...provider.replies import JsonReply
-
-    t = _Turn(wire, turn)
+    t = _Turn(wire.name, turn)
     reason = t.incomplete_reason
     body = response(
         _model(request),
@@ -117,13 +126,13 @@ def turn_response(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> Js
         response_id=t.response_id,
         tools=_request_tools(request),
     )
-    return JsonReply(body, headers=response_headers())
+    return wire.response_reply(body)
 
 
-def turn_events(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
+def turn_events(wire: _Shapes, turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
     """The SSE events playing ``turn``, and which events carried each call's first and last delta."""
-    t = _Turn(wire, turn)
-    out = Events(_model(request), t.response_id, _request_tools(request))
+    t = _Turn(wire.name, turn)
+    out = wire.events(_model(request), t.response_id, _request_tools(request))
     out.created()
     for n in range(len(t.reasoning)):
         _stream_reasoning(out, t, n)
@@ -148,7 +157,7 @@ def turn_events(wire: str, turn: ScriptedTurn, request: RecordedRequest) -> Turn
     else:
         out.completed()
     spans = {n: (min(at), max(at)) for n, at in out.argument_events.items()}
-    return TurnEvents(out.events, "text/event-stream; charset=utf-8", response_headers(), spans)
+    return TurnEvents(out.events, "text/event-stream; charset=utf-8", out.headers(), spans)
 
 
 def _stream_reasoning(out: Events, t: _Turn, n: int) -> None:

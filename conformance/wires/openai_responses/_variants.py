@@ -35,20 +35,17 @@ CONTEXT_MESSAGE = (
 
 #: scenario -> (status, error.type, error.code, error.param, message, extra headers)
 ERRORS: Mapping[str, Any] = {
+    # api.openai.com's 429 carries its delay in the message only: the one raw header dump
+    # of a Responses call (openai/openai-node#1477) has no retry-after or retry-after-ms.
     "rate-limit": (
         429,
         "tokens",
         "rate_limit_exceeded",
         None,
         "Rate limit reached for conformance-model in organization org-conformance on tokens "
-        "per min (TPM): Limit 30000, Used 30000, Requested 845. Please try again in 7s.",
-        {
-            "retry-after": "7",
-            "retry-after-ms": "7000",
-            "x-ratelimit-limit-tokens": "30000",
-            "x-ratelimit-remaining-tokens": "0",
-            "x-ratelimit-reset-tokens": "7s",
-        },
+        "per min (TPM): Limit 30000, Used 30000, Requested 845. Please try again in 7s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        {},
     ),
     "quota": (
         429,
@@ -88,7 +85,7 @@ ERRORS: Mapping[str, Any] = {
 }
 
 
-#: The Chat Completions shapes of an overload answer here too (the same API front).
+#: The overload text of the in-stream ``service_unavailable_error`` (anomalyco/opencode#25730).
 SERVERS_OVERLOADED = "Our servers are currently overloaded. Please try again later."
 #: What a 503 ``server_error`` with a null code may be reported as: its type says a server
 #: error, its status (or its message) an overload, and both are retryable.
@@ -100,26 +97,7 @@ SERVER_ERROR_MESSAGE = (
 )
 
 #: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
-VARIANT_ERRORS: Mapping[Any, Any] = {
-    ("overloaded", "service-unavailable"): (
-        503,
-        "service_unavailable_error",
-        "server_is_overloaded",
-        None,
-        SERVERS_OVERLOADED,
-        {},
-    ),
-    ("rate-limit", "no-retry-after"): (
-        429,
-        "tokens",
-        "rate_limit_exceeded",
-        None,
-        "Rate limit reached for conformance-model in organization org-conformance on tokens "
-        "per min (TPM): Limit 30000, Used 30000, Requested 845. Please try again in 7s. Visit "
-        "https://platform.openai.com/account/rate-limits to learn more.",
-        {},
-    ),
-}
+VARIANT_ERRORS: Mapping[Any, Any] = {}
 
 
 def _reasoning_item(seed: str, summary: Tuple[str, ...]) -> Reasoning:
@@ -197,17 +175,15 @@ VARIANTS: Mapping[str, Any] = {
             error_kinds=OVERLOADED_OR_SERVER_ERROR,
             source_kind="issue",
         ),
-        Variant(
-            "service-unavailable",
-            "503 service_unavailable_error / server_is_overloaded",
-            "openai/codex codex-rs (maps a 503 body with code server_is_overloaded)",
-        ),
     ),
     "stream-error": (
         Variant(
             "service-unavailable",
-            "in-stream service_unavailable_error / server_is_overloaded, then response.failed",
-            "openai/codex codex-rs (response.failed with code server_is_overloaded)",
+            "in-stream service_unavailable_error / server_is_overloaded, then response.failed "
+            "(seen from the ChatGPT/Codex Responses backend)",
+            "anomalyco/opencode#25730 (this error event, raw, from a Codex subscription stream); "
+            "anomalyco/opencode#25884 (the same error object)",
+            source_kind="issue",
         ),
         Variant(
             "server-error",
@@ -219,30 +195,29 @@ VARIANTS: Mapping[str, Any] = {
     ),
     "rate-limit": (
         Variant(
-            "retry-after",
-            "429 with retry-after and retry-after-ms",
-            "openai/openai-python src/openai/_base_client.py (reads retry-after-ms, then retry-after)",
-            retry_after=FX.retry_after,
-        ),
-        Variant(
             "no-retry-after",
-            "429 without retry-after headers",
-            "openai/openai-node#1477 (raw 429 header dump of a Responses call)",
+            "429 with the delay in its message only, no retry-after headers",
+            "openai/openai-node#1477 (raw 429 header dump of a Responses call: no retry-after, "
+            "no retry-after-ms); continuedev/continue#10502 (the message and its rate-limits tail)",
             source_kind="issue",
         ),
     ),
+    # The only streamed quota failure recorded is a 200 that fails in-stream; the 429 is
+    # the documented status of the same body, as a whole request gets it.
     "quota/stream": (
-        Variant(
-            "insufficient-quota-429",
-            "429 insufficient_quota before the stream",
-            "vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.json",
-            source_kind="capture",
-        ),
         Variant(
             "in-stream",
             "200, then error and response.failed with insufficient_quota",
             "vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.chunks.txt",
             source_kind="capture",
+        ),
+        Variant(
+            "insufficient-quota-429",
+            "429 insufficient_quota before the stream",
+            "https://platform.openai.com/docs/guides/error-codes (429: You exceeded your current "
+            "quota); the body as vercel/ai packages/openai/src/responses/__fixtures__/openai-error.1.json "
+            "records it, without its status",
+            source_kind="docs",
         ),
     ),
 }

@@ -7,7 +7,7 @@ are ``_request``'s, each loaded when a case first needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
@@ -17,6 +17,7 @@ from .._ids import provider_id, signature
 from ._replies import (
     CALL_ID,
     REFUSAL,
+    RESPONSE_ID,
     TRUNCATED_ARGUMENTS,
     Events,
     fixture_arguments,
@@ -37,7 +38,7 @@ from ._variants import (
 )
 
 if TYPE_CHECKING:
-    from ...provider.replies import RecordedRequest, Reply
+    from ...provider.replies import JsonReply, RecordedRequest, Reply
     from .._script import History, ScriptedTurn, TurnEvents
 
 __all__ = ["OpenAIResponsesWire", "openai_responses_wire"]
@@ -64,6 +65,20 @@ class OpenAIResponsesWire(Wire):
     generation_path = "/responses"
     variants_table = VARIANTS
     terminal_event = "response.completed"
+    #: api.openai.com's 429 carries no retry-after (openai/openai-node#1477).
+    rate_limit_retry_after: Optional[float] = None
+
+    # -- the shape of a reply: hooks a wire in front of the same API (Azure's) replaces --
+
+    def events(self, model: str, response_id: str = RESPONSE_ID, tools: Optional[List[Any]] = None) -> Events:
+        """A new stream of ``response.*`` events."""
+        return Events(model, response_id, tools)
+
+    def response_reply(self, body: Dict[str, Any]) -> JsonReply:
+        """A whole ``response`` object as the reply carrying it."""
+        from ...provider.replies import JsonReply
+
+        return JsonReply(body, headers=response_headers())
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         body = request.json if isinstance(request.json, dict) else {}
@@ -72,14 +87,14 @@ class OpenAIResponsesWire(Wire):
         variant = variant or self.variants(scenario, mode)[0].name
         if scenario == "quota" and stream and variant == "in-stream":
             # A streamed request past its quota is accepted with a 200 and fails in-stream.
-            out = Events(model)
+            out = self.events(model)
             out.created()
             quota = ERRORS["quota"]
             out.error(quota[1], quota[2], quota[4])
             return out.reply(f"{self.name}/{scenario}/{variant}")
         if scenario == "context-overflow" and stream:
             # A streamed request over the window is accepted with a 200 and fails in-stream.
-            out = Events(model)
+            out = self.events(model)
             out.created()
             out.error("invalid_request_error", "context_length_exceeded", CONTEXT_MESSAGE, "input")
             return out.reply(f"{self.name}/{scenario}")
@@ -93,20 +108,18 @@ class OpenAIResponsesWire(Wire):
 
     def _cut(self, model: str, variant: str, stream: bool) -> Reply:
         """A turn cut short: its body before its end, or its stream before ``response.completed``."""
-        from ...provider.replies import JsonReply
-
         in_call = variant in CUT_IN_CALL
         if not stream:
             output = [function_call(fixture_arguments())] if in_call else [message([output_text(FX.text)])]
-            whole = JsonReply(response(model, "completed", output), headers=response_headers())
+            whole = self.response_reply(response(model, "completed", output))
             return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
-        out = Events(model)
+        out = self.events(model)
         out.created()
         keep = out.cut_turn(in_call)
         return out.reply(f"{self.name}/stream-cut/{variant}", cut=(keep, variant != "between-events"))
 
     def _whole(self, scenario: str, model: str) -> Optional[Reply]:
-        from ...provider.replies import HangReply, JsonReply
+        from ...provider.replies import HangReply
 
         if scenario == "text":
             body = response(model, "completed", [message([output_text(FX.text)])])
@@ -129,11 +142,11 @@ class OpenAIResponsesWire(Wire):
             return error_reply("overloaded")
         else:
             return None
-        return JsonReply(body, headers=response_headers())
+        return self.response_reply(body)
 
     def _stream(self, scenario: str, model: str, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
-        out = Events(model)
+        out = self.events(model)
         out.created()
         if scenario == "text":
             out.message(FX.text)
@@ -166,12 +179,12 @@ class OpenAIResponsesWire(Wire):
     def turn_whole(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[Reply]:
         from ._turns import turn_response
 
-        return turn_response(self.name, turn, request)
+        return turn_response(self, turn, request)
 
     def turn_stream(self, turn: ScriptedTurn, request: RecordedRequest) -> Optional[TurnEvents]:
         from ._turns import turn_events
 
-        return turn_events(self.name, turn, request)
+        return turn_events(self, turn, request)
 
     def read_history(self, request: RecordedRequest) -> Optional[History]:
         from ._history import read_history

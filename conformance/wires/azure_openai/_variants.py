@@ -1,0 +1,228 @@
+"""Azure OpenAI's error bodies and variants: each real shape it answers a scenario with.
+
+Azure answers a failure of its own front (the key, the deployment's rate limit) with its
+own body, ``{"error": {"code": "401", "message": ...}}``: ``code`` a string, no ``type``
+and no ``param``. A failure of the model behind it comes in OpenAI's body
+(``{"error": {"message", "type", "param", "code"}}``), its message pointing at an Azure
+support request. A variant names another shape of the same scenario, with where it was
+seen; the shapes Azure serves as api.openai.com does keep OpenAI's rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple
+
+from ...fixture import CONFORMANCE_FIXTURE as FX
+from .._variants import Variant
+from ._shape import azure_headers
+
+if TYPE_CHECKING:
+    from ...provider.replies import JsonReply
+
+__all__ = [
+    "CHAT_OWN",
+    "NO_QUOTA",
+    "NO_REASONING",
+    "RESPONSES_OWN",
+    "azure_error",
+    "in_stream_overload",
+]
+
+_SUPPORT = (
+    "You can retry your request, or contact us through an Azure support request at: "
+    "https://go.microsoft.com/fwlink/?linkid=2213926 if the error persists. (Please include the "
+    "request ID 6d6321f8-e4aa-4a77-9aa0-67868802d7ca in your message.)"
+)
+OVERLOADED_MESSAGE = "That model is currently overloaded with other requests. " + _SUPPORT
+SERVER_ERROR_MESSAGE = "The server had an error while processing your request. Sorry about that! " + _SUPPORT
+AUTH_MESSAGE = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a "
+    "valid key for an active subscription and use a correct regional API endpoint for your resource."
+)
+RATE_LIMIT_MESSAGE = (
+    "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have "
+    "exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 7 seconds. "
+    "Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the "
+    "default rate limit."
+)
+SHORT_RATE_LIMIT_MESSAGE = "Rate limit is exceeded. Try again in 7 seconds."
+CONTEXT_MESSAGE = (
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
+    "tokens. Please reduce the length of the messages."
+)
+
+NO_REASONING = (
+    "Azure OpenAI's Chat Completions has no reasoning case: like api.openai.com's, it returns none "
+    "(its reasoning models keep it server-side; the Responses API returns it)"
+)
+NO_QUOTA = (
+    "Azure OpenAI has no quota case: it bills the subscription, with no prepaid credit to run "
+    "out of; a deployment's quota is its tokens-per-minute limit, and running past it is a 429 "
+    "rate limit (the rate-limit case)"
+)
+
+
+def _gateway(code: str, message: str) -> Dict[str, Any]:
+    """The body Azure's own front answers with: a string ``code``, no ``type``, no ``param``."""
+    return {"error": {"code": code, "message": message}}
+
+
+def _model_error(message: str, type_: str, param: Any, code: Any) -> Dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+#: The remaining-limit headers an Azure 429 carries (microsoft/copilot-camp#551).
+_LIMITS = {
+    "x-ratelimit-limit-requests": "8",
+    "x-ratelimit-limit-tokens": "8000",
+    "x-ratelimit-remaining-requests": "7",
+    "x-ratelimit-remaining-tokens": "0",
+}
+
+#: (scenario, variant) -> (status, body, extra headers); the empty variant is the one shape.
+ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any], Dict[str, str]]] = {
+    ("auth", ""): (401, _gateway("401", AUTH_MESSAGE), {}),
+    ("rate-limit", "retry-after"): (
+        429,
+        _gateway("429", RATE_LIMIT_MESSAGE),
+        {"retry-after": f"{FX.retry_after:g}", **_LIMITS},
+    ),
+    ("rate-limit", "no-retry-after"): (429, _gateway("429", SHORT_RATE_LIMIT_MESSAGE), dict(_LIMITS)),
+    ("overloaded", ""): (503, _model_error(OVERLOADED_MESSAGE, "server_error", None, None), {}),
+    ("server-error", ""): (500, _model_error(SERVER_ERROR_MESSAGE, "server_error", None, None), {}),
+    ("context-overflow", ""): (
+        400,
+        _model_error(CONTEXT_MESSAGE, "invalid_request_error", "messages", "context_length_exceeded"),
+        {},
+    ),
+}
+
+
+def azure_error(scenario: str, variant: str = "") -> JsonReply:
+    """The status, body and headers Azure answers ``scenario`` (in ``variant``) with."""
+    from ...provider.replies import JsonReply
+
+    status, body, extra = ERRORS.get((scenario, variant)) or ERRORS[(scenario, "")]
+    return JsonReply(body, status=status, headers=azure_headers(extra))
+
+
+def in_stream_overload() -> Dict[str, Any]:
+    """The error a failing Azure Chat stream ends with: OpenAI's ``server_error`` object."""
+    return _model_error(OVERLOADED_MESSAGE, "server_error", None, None)
+
+
+_OVERLOADED_OR_SERVER_ERROR = ("overloaded", "server_error")
+
+_AUTH = Variant(
+    "access-denied-401",
+    '401 {"error": {"code": "401", ...}}: a string code, no type',
+    "SciSharp/BotSharp#386 (the raw body and its headers); microsoft/semantic-kernel#10337",
+    source_kind="issue",
+)
+_SERVER_ERROR = Variant(
+    "server-error-500",
+    "500 server_error, code null, an Azure support request in the message",
+    "Azure-Samples/azure-search-openai-demo#1390 (raw 500 body); Azure/azure-sdk-for-python#40812",
+    source_kind="issue",
+)
+_OVERLOADED = Variant(
+    "server-error-503",
+    "503 server_error, code null, overloaded in the message",
+    "scalaone/azure-openai-proxy#22 (this error object, from Azure's GPT-4); the status as "
+    "api.openai.com answers the same body (AutumnWhj/ChatGPT-wechat-bot#153)",
+    error_kinds=_OVERLOADED_OR_SERVER_ERROR,
+    source_kind="issue",
+)
+_CONTEXT = Variant(
+    "context-length-exceeded",
+    "400 invalid_request_error / context_length_exceeded, OpenAI's body",
+    "microsoft/kernel-memory#516 (raw 400 body from Azure); Azure/azure-sdk-for-net#41892",
+    source_kind="issue",
+)
+_RETRY_AFTER = Variant(
+    "retry-after",
+    '429 {"error": {"code": "429", ...}} with retry-after',
+    "openai/openai-node#1108 (the body); openai/openai-python#946 (Microsoft: the Chat and "
+    "embeddings 429 carries Retry-After); icereed/paperless-gpt#814 (Retry-After: <seconds>)",
+    retry_after=FX.retry_after,
+    source_kind="issue",
+)
+_NO_RETRY_AFTER = Variant(
+    "no-retry-after",
+    '429 {"error": {"code": "429", ...}} without retry-after, the delay in its message only',
+    "microsoft/copilot-camp#551 (raw 429 header dump: no Retry-After); openai/openai-python#937 "
+    "(raw Azure 429 headers, no Retry-After)",
+    source_kind="issue",
+)
+
+#: Azure's own Chat shapes; the rest of its table is api.openai.com's (``_chat``).
+CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
+    "text/stream": (
+        Variant(
+            "filter-results",
+            "a first chunk with no choices and the prompt's filter results, then "
+            "content_filter_results on every chunk",
+            "traceloop/openllmetry packages/opentelemetry-instrumentation-openai/tests/traces/"
+            "cassettes/test_azure/test_chat_streaming.yaml; vercel/ai packages/openai/src/chat/"
+            "__fixtures__/azure-model-router.1.chunks.txt",
+            source_kind="capture",
+        ),
+        Variant(
+            "async-filter",
+            "the Asynchronous Filter: text without filter results, then an annotation chunk "
+            "with no delta before the finish",
+            "openai/openai-python#1677 (Microsoft: the annotation chunks omit delta); "
+            "aallam/openai-kotlin#340 (an annotation chunk, raw); langchain-ai/langchain#18977",
+            source_kind="issue",
+        ),
+    ),
+    "content-filter/chat": (
+        Variant(
+            "message-without-content",
+            'finish_reason "content_filter", a message with its role and no content, the '
+            "filtered category in content_filter_results",
+            "microsoft/semantic-kernel#5240 (the filtered reply, message with its role); "
+            "langchain-ai/langchain#3861 and #5861 (KeyError: 'content' on it)",
+            source_kind="issue",
+        ),
+    ),
+    "content-filter/stream": (
+        Variant(
+            "filtered-finish",
+            'the role chunk, then finish_reason "content_filter" with the filtered category',
+            "https://learn.microsoft.com/azure/foundry/openai/concepts/content-streaming (a filtered "
+            'stream ends with status 200, finish_reason "content_filter")',
+            source_kind="docs",
+        ),
+    ),
+    "stream-error": (
+        Variant(
+            "server-error-overloaded",
+            "in-stream server_error, code null, overloaded in the message",
+            "scalaone/azure-openai-proxy#22 (this error object as a stream's event data, GPT-4 on Azure)",
+            error_kinds=_OVERLOADED_OR_SERVER_ERROR,
+            source_kind="issue",
+        ),
+    ),
+    "overloaded": (_OVERLOADED,),
+    "server-error": (_SERVER_ERROR,),
+    "auth": (_AUTH,),
+    "context-overflow": (_CONTEXT,),
+    "rate-limit": (_RETRY_AFTER, _NO_RETRY_AFTER),
+}
+
+#: Azure's own Responses shapes; the rest of its table is api.openai.com's (``_responses``).
+RESPONSES_OWN: Mapping[str, Tuple[Variant, ...]] = {
+    "overloaded": (_OVERLOADED,),
+    "server-error": (_SERVER_ERROR,),
+    "auth": (_AUTH,),
+    "rate-limit": (
+        Variant(
+            "no-retry-after",
+            '429 {"error": {"code": "429", ...}} without retry-after',
+            "openai/openai-dotnet#838 (Azure's Responses API: the retry-after header is missing, "
+            "x-ratelimit-reset-tokens 0); microsoft/copilot-camp#551 (the body, no Retry-After)",
+            source_kind="issue",
+        ),
+    ),
+}
