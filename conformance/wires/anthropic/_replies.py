@@ -33,11 +33,20 @@ __all__ = [
     "server_tool_use_block",
     "text_block",
     "tool_use_block",
+    "tool_use_id",
 ]
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def tool_use_id(seed: str) -> str:
+    """A ``tool_use`` block's id as Anthropic makes one, ``toolu_01`` and 22 base-62
+    characters (``toolu_01J9TjuPP5fxXpaFdH7zUe3S``), the same for a seed."""
+    return provider_id("toolu_01", seed, 22, BASE62)
+
+
 MESSAGE_ID = provider_id("msg_01", "anthropic/message", 22, BASE62)
-TOOL_USE_ID = provider_id("toolu_01", "anthropic/tool-use", 22, BASE62)
+TOOL_USE_ID = tool_use_id("anthropic/tool-use")
 #: A server tool's call (web search), which the API runs itself: ``srvtoolu_01`` and 22.
 SERVER_TOOL_USE_ID = provider_id("srvtoolu_01", "anthropic/server-tool-use", 22, BASE62)
 

@@ -25,6 +25,7 @@ from ._replies import (
     response_headers,
     text_block,
     tool_use_block,
+    tool_use_id,
 )
 from ._variants import ERRORS, VARIANTS, error_reply
 
@@ -63,6 +64,9 @@ class AnthropicWire(Wire):
             "argument text reaches a client only as input_json_delta fragments in a stream"
         ),
     }
+
+    def loop_call_id(self, name: str, seed: str) -> str:
+        return tool_use_id(seed)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ...provider.replies import JsonReply
