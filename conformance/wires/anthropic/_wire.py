@@ -20,6 +20,7 @@ from ._replies import (
     TOOL_USE_ID,
     Events,
     message,
+    ratelimit_headers,
     refusal_stop_details,
     request_id,
     response_headers,
@@ -112,7 +113,7 @@ class AnthropicWire(Wire):
         """A whole ``message`` as the response that carries it."""
         from ...provider.replies import JsonReply
 
-        return JsonReply(body, headers=response_headers())
+        return JsonReply(body, headers=response_headers(ratelimit_headers()))
 
     def _cut(self, model: str, variant: str, stream: bool) -> Reply:
         """A turn cut short: its body before its end, or its stream before ``message_stop``."""
