@@ -7,7 +7,7 @@ import os
 import threading
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from conformance._host import host
 from conformance.errors import TargetDefinitionError
@@ -410,11 +410,14 @@ class MixinTests(unittest.TestCase):
 ID_SHAPES = {
     "openai-chat": r"call_[A-Za-z0-9]{24}",
     "openai-responses": r"call_[A-Za-z0-9]{24}",
+    "azure-openai-chat": r"call_[A-Za-z0-9]{24}",
+    "azure-openai-responses": r"call_[A-Za-z0-9]{24}",
     "anthropic": r"toolu_01[A-Za-z0-9]{22}",
     "anthropic-vertex": r"toolu_vrtx_01[A-Za-z0-9]{22}",
     "bedrock-invoke": r"toolu_bdrk_01[A-Za-z0-9]{22}",
     "bedrock-converse": r"tooluse_[A-Za-z0-9_-]{22}",
     "gemini": r"[A-Za-z0-9]{8}",
+    "gemini-vertex": r"[A-Za-z0-9]{8}",
     "cohere": r"{name}_[a-z0-9]{12}",
 }
 
@@ -424,29 +427,11 @@ def id_shape(wire: str, tool: str) -> str:
     return "^" + ID_SHAPES[wire].replace("{name}", tool) + "$"
 
 
-def measured_ids() -> Dict[str, str]:
-    """Each wire's own single-turn call id, shaped after its provider's captures."""
-    from conformance.wires import (
-        anthropic,
-        anthropic_vertex,
-        bedrock,
-        bedrock_invoke,
-        cohere,
-        gemini,
-        openai_chat,
-        openai_responses,
-    )
-
-    return {
-        "openai-chat": openai_chat.TOOL_CALL_ID,
-        "openai-responses": openai_responses.CALL_ID,
-        "anthropic": anthropic.TOOL_USE_ID,
-        "anthropic-vertex": anthropic_vertex.TOOL_USE_ID,
-        "bedrock-invoke": bedrock_invoke.TOOL_USE_ID,
-        "bedrock-converse": bedrock.TOOL_USE_ID,
-        "gemini": gemini.FUNCTION_CALL_ID,
-        "cohere": cohere.TOOL_CALL_ID,
-    }
+def measured_id(wire: Wire) -> str:
+    """The wire's own single-turn call id, shaped after its provider's captures."""
+    found = wire.tool_call_id or next(v.call_id for v in wire.variants("tool-call", "chat") if v.call_id)
+    assert found is not None
+    return found
 
 
 class RecordsCallIds(ReferenceLoop):
@@ -464,10 +449,9 @@ class CallIdTests(unittest.TestCase):
         """Every wire's scripted call ids have its provider's prefix, length and alphabet, like its own id."""
         self.assertEqual(set(ID_SHAPES) | {"ollama"}, {n for n, w in WIRES.items() if w.scripts_turns()})
         self.assertFalse(WIRES["ollama"].sends_call_ids)
-        measured = measured_ids()
         for name in ID_SHAPES:
             with self.subTest(wire=name):
-                self.assertRegex(measured[name], id_shape(name, "get_weather"))
+                self.assertRegex(measured_id(WIRES[name]), id_shape(name, "get_weather"))
                 for tool in ("echo_json", "read_fixture"):
                     seeds = [f"gate/forced-tool/{index}/{pos}" for index in range(3) for pos in range(2)]
                     ids = {WIRES[name].loop_call_id(tool, seed) for seed in seeds}
