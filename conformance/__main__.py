@@ -6,12 +6,15 @@
     python -m conformance serve --wire W --scenario S [--mode M] [--variant V] [--port P] [--http2]
     python -m conformance serve --wire W --stage STAGE [--mode M] [--timeout S] [--json PATH] [--junit PATH]
     python -m conformance serve --list [--wire W] [--scenario S | --stage STAGE]
+    python -m conformance serve --wire openai-chat --servers mistral,groq [--reasoning-content] ...
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
     python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--junit PATH] [--smoke]
 
 Every command that runs cases takes --json PATH and --junit PATH (JUnit XML), written
 whether the cases pass or not; options shared with the top level (--jobs, --processes,
---json, --junit) may stand before the command's name or after it.
+--json, --junit) may stand before the command's name or after it. The reference matrix
+and ``serve`` take a shipped wire's configurations too (``--servers``,
+``--reasoning-content``: ``_wire_options``); ``run`` and ``gate`` use the target's own wire.
 
 ``serve`` judges the client it serves once the client reports how its run ended
 (``POST /conformance/outcome``), with the tools at ``POST /conformance/tools/<name>``.
@@ -48,11 +51,13 @@ from ._targets import (
     load,
     preload,
     reference_loop_targets,
+    reference_spec,
     reference_targets,
     serve_cases,
     timed_outcome,
     waits_first,
 )
+from ._wire_options import add_options, as_code, check_chosen, configured, extra_variants, flags_of, given
 from .cases import BackendConformanceTarget, ConformanceCase
 from .scenarios import MODES, SCENARIOS
 
@@ -461,15 +466,25 @@ def served(reply: Any) -> Any:
     return dataclasses.replace(reply, headers=headers)
 
 
-def command_serve(args: argparse.Namespace, out: TextIO) -> int:
+def _configured(settings: Dict[str, Dict[str, Any]], wires: Optional[Sequence[str]], where: str) -> None:
+    """A usage error where the wire options configure a wire the command does not play."""
+    try:
+        check_chosen(settings, wires, where)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def command_serve(args: argparse.Namespace, out: TextIO, settings: Dict[str, Dict[str, Any]]) -> int:
     from .gate.tools import GateToolset
     from .provider._server import is_loopback
     from .wires import WIRES
 
     if args.wire is not None and args.wire not in WIRES:
         raise UsageError(f"unknown wire {args.wire!r}; known: {', '.join(WIRES)}")
+    _configured(settings, [args.wire] if args.wire else None, "serve plays")
     if args.list:
-        listing(out, [WIRES[args.wire]] if args.wire else list(WIRES.values()), args.scenario, args.stage)
+        names = [args.wire] if args.wire else list(WIRES)
+        listing(out, [configured(name, settings) for name in names], args.scenario, args.stage)
         return 0
     reports = report_paths(args)
     if args.scenario is not None and args.stage is not None:
@@ -485,7 +500,14 @@ def command_serve(args: argparse.Namespace, out: TextIO) -> int:
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
             "add --allow-remote if you mean it"
         )
-    wire = WIRES[args.wire]
+    if args.stage is not None and settings:
+        flags = " ".join(flags_of(configured(args.wire, settings)))
+        raise UsageError(
+            f"{flags} adds shapes to the backend scenarios (their variants); an agent-loop stage plays "
+            f"the same conversation on every configuration of {args.wire}: leave {flags.split()[0]} out "
+            "with --stage"
+        )
+    wire = configured(args.wire, settings)
     with GateToolset(run_id=args.run_id) as toolset:
         session, title = _serve_session(args, wire, toolset)
         try:
@@ -523,8 +545,9 @@ def _serve_run(
         provider.reply(handler)
         until = f"POST {provider.url}/conformance/outcome ends the run"
         bound = f" (or {args.timeout:g} s pass)" if args.timeout is not None else ""
+        shown = " ".join(flags_of(wire))
         out.write(
-            f"serving {wire.title} {title} at {provider.url}"
+            f"serving {wire.title}{f' ({shown})' if shown else ''} {title} at {provider.url}"
             f"{' (h2c only)' if args.http2 else ''}; {until}{bound}; Ctrl-C stops\n"
         )
         out.flush()
@@ -548,7 +571,7 @@ def _serve_run(
         _print_events(provider.requests, printed, out)
     verdict = session.verdict
     assert verdict is not None
-    return _say_verdict(verdict, reports, args, out)
+    return _say_verdict(verdict, reports, args, out, wire)
 
 
 def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[Any, str]:
@@ -618,7 +641,9 @@ def _answered(requests: List[Any], within: float = 1.0) -> None:
             request.wait_flushed(1, max(0.0, deadline - time.monotonic()))
 
 
-def _say_verdict(verdict: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO) -> int:
+def _say_verdict(
+    verdict: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO, wire: Any
+) -> int:
     record = verdict.record
     words = {"pass": "passed", "FAIL": "FAILED", "ERROR": "ERROR", "skip": "skipped"}[record.outcome]
     line = f"verdict: {record.wire} {record.case} {words}"
@@ -628,7 +653,8 @@ def _say_verdict(verdict: Any, reports: Dict[str, Any], args: argparse.Namespace
     if record.detail:
         out.write(record.detail + "\n")
     if reports:
-        command = f"python -m conformance serve --wire {args.wire} " + (
+        shown = "".join(f" {flag}" for flag in flags_of(wire))
+        command = f"python -m conformance serve --wire {args.wire}{shown} " + (
             f"--stage {args.stage}" if args.stage else f"--scenario {args.scenario}"
         )
         _write([record], reports, f"{command} --mode {args.mode}", record.seconds, out)
@@ -647,6 +673,12 @@ def chosen_variant(wire: Any, scenario: str, mode: str, name: Optional[str]) -> 
     import difflib
 
     names = [v.name for v in variants if v.name]
+    wanted = (scenario, mode, name)
+    elsewhere = [needs for s, m, _, v, needs in extra_variants(wire) if (s, m, v.name) == wanted]
+    if elsewhere:
+        raise UsageError(
+            f"{wire.name} plays the variant {name!r} of {scenario}/{mode} only with {elsewhere[0]}: add it"
+        )
     if not names:
         raise UsageError(f"{wire.name} answers {scenario}/{mode} in one shape only: leave --variant out")
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
@@ -669,7 +701,8 @@ def listing(
     if stage is not None and stage not in STAGES:
         raise UsageError(f"unknown stage {stage!r}; known: {', '.join(STAGES)}")
     for wire in wires:
-        out.write(f"{wire.name} ({wire.title}):\n")
+        shown = " ".join(flags_of(wire))
+        out.write(f"{wire.name} ({wire.title}){f', with {shown}' if shown else ''}:\n")
         for name, row in SCENARIOS.items():
             if stage is not None or (scenario is not None and name != scenario):
                 continue
@@ -687,6 +720,8 @@ def listing(
                     first = " (the default)" if index == 0 else ""
                     source = f"; seen in {v.source}" if v.source else ""
                     out.write(f"  {name} --mode {mode} --variant {v.name}{first}: {v.title}{source}\n")
+        if stage is None and not flags_of(wire):
+            _list_extra_variants(out, wire, scenario)
         if scenario is not None:
             continue
         for name, stage_row in STAGES.items():
@@ -699,6 +734,18 @@ def listing(
                 played = f": not played ({skip})" if skip else _NOT_JUDGED_NOTE.get(name, "")
                 out.write(f"  --stage {name} --mode {mode}{played}\n")
     out.flush()
+
+
+def _list_extra_variants(out: TextIO, wire: Any, scenario: Optional[str]) -> None:
+    """The variants ``wire`` plays only when a wire option configures it, each with the options."""
+    extra = [row for row in extra_variants(wire) if scenario is None or row[0] == scenario]
+    if not extra:
+        return
+    out.write(f"  with a configuration of {wire.name} (give its option to serve one):\n")
+    for name, mode, place, v, needs in extra:
+        first = ", the default" if place == 0 else ""
+        source = f"; seen in {v.source}" if v.source else ""
+        out.write(f"  {name} --mode {mode} --variant {v.name} (with {needs}{first}): {v.title}{source}\n")
 
 
 #: What ``serve --list`` adds to a case it serves but cannot judge (``_judge.NOT_JUDGED``).
@@ -913,6 +960,7 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     )
     _shared_options(parser, suppress=False)
     parser.add_argument("--wire", action="append", help=f"only this wire (repeatable): one of {wires}")
+    add_options(parser)
     parser.add_argument("--transport", action="append", choices=TRANSPORTS, help="only this transport")
     parser.add_argument(
         "--suite",
@@ -928,6 +976,7 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         help="a BackendConformanceTarget, an AgentLoopTarget, or a TestCase class using either mixin",
     )
     _shared_options(run, suppress=True)
+    add_options(run, suppress=True, hidden=True)  # taken only to be refused with the reason
     serve = sub.add_parser(
         "serve",
         help="serve one scenario or agent-loop stage to a client in any language, and judge it",
@@ -940,6 +989,7 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         "1 a check failed, 2 a usage error",
     )
     serve.add_argument("--wire", help=f"one of {wires}")
+    add_options(serve, suppress=True)
     serve.add_argument("--scenario", help=f"a backend scenario: one of {', '.join(SCENARIOS)}")
     serve.add_argument(
         "--stage",
@@ -997,14 +1047,26 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         "so that replayed tool results repeat",
     )
     record.add_argument("--port", type=int, default=0)
+    add_options(record, suppress=True, hidden=True)
     record.add_argument("--cafile", help="trust this CA bundle for the upstream (default: the system's)")
     gate = _gate_parser(sub)
+    add_options(gate, suppress=True, hidden=True)
     commands = {"run": run, "serve": serve, "record": record, "gate": gate}
     misplaced = _misplaced(argv, parser, commands)
     if misplaced is not None:
         parser.error(misplaced)
     args = parser.parse_args(argv)
     try:
+        try:
+            settings = given(args)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if settings and args.command in ("gate", "record", "run"):
+            flags = " ".join(f for name in settings for f in flags_of(configured(name, settings)))
+            raise UsageError(
+                f"{flags} configure a shipped wire for the reference matrix and serve; {args.command} "
+                f"uses the target's own wire: give the target wire={as_code(settings)}"
+            )
         if args.command == "gate":
             return command_gate(args, out)
         if args.command == "record":
@@ -1012,8 +1074,9 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         if args.command == "run":
             return command_run(args, out)
         if args.command == "serve":
-            return command_serve(args, out)
+            return command_serve(args, out, settings)
         reports = report_paths(args)
+        _configured(settings, args.wire, "the matrix runs")
         transports = list(args.transport or TRANSPORTS)
         if "h2c" in transports and importlib.util.find_spec("h2") is None:
             out.write("h2 is not installed: the h2c column is left out (pip install h2)\n")
@@ -1021,13 +1084,13 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         targets: List[Tuple[str, AnyTarget]] = []
         specs: List[TargetSpec] = []
         if args.suite in ("backend", "both"):
-            targets += reference_targets(args.wire, transports)
-            specs += [("reference", t.wire.name, column) for column, t in targets]
+            targets += reference_targets(args.wire, transports, settings)
+            specs += [reference_spec("reference", t.wire.name, column, settings) for column, t in targets]
         if args.suite in ("loop", "both"):
             # The agent-loop suite beside the backend suite: the reference loop over each backend.
-            loops = reference_loop_targets(args.wire, transports)
+            loops = reference_loop_targets(args.wire, transports, settings)
             targets += loops
-            specs += [("reference-loop", t.wire.name, column) for column, t in loops]
+            specs += [reference_spec("reference-loop", t.wire.name, column, settings) for column, t in loops]
         processes = args.processes if args.processes is not None else _default_processes(len(targets))
         return run_matrix(
             targets,

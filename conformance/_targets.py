@@ -15,7 +15,7 @@ import sys
 import time
 import traceback
 import unittest
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 
@@ -35,6 +35,7 @@ __all__ = [
     "is_target",
     "timed_outcome",
     "reference_loop_targets",
+    "reference_spec",
     "UsageError",
     "load",
     "outcome",
@@ -69,25 +70,45 @@ def _reference_loop(create: Callable[[str, bool], Any], url: str, *, http2: bool
     return ReferenceLoop(create(url, http2), max_result_chars=REFERENCE_MAX_RESULT_CHARS)
 
 
-def reference_loop_targets(
-    wires: Optional[Sequence[str]], transports: Sequence[str]
-) -> List[Tuple[str, AgentLoopTarget]]:
-    """The reference loop over each wire's reference backend, per transport (the agent-loop suite)."""
-    from .gate.loop import AgentLoopTarget
-    from .gate.stages import STRESS_STAGES
-    from .reference import REFERENCE_BACKENDS
+def _wires(
+    wires: Optional[Sequence[str]], settings: Optional[Mapping[str, Mapping[str, Any]]]
+) -> List[Tuple[str, Any, str]]:
+    """``(name, the wire as configured, how its configuration is written)`` of each wire named
+    (every wire where ``wires`` is empty), with ``settings`` from the command line's wire options."""
+    from ._wire_options import configured, flags_of
     from .wires import WIRES
 
     names = list(wires or WIRES)
     unknown = [n for n in names if n not in WIRES]
     if unknown:
         raise UsageError(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
+    out = []
+    for name in names:
+        try:
+            wire = configured(name, settings or {})
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        shown = " ".join(flags_of(wire))
+        out.append((name, wire, f" ({shown})" if shown else ""))
+    return out
+
+
+def reference_loop_targets(
+    wires: Optional[Sequence[str]],
+    transports: Sequence[str],
+    settings: Optional[Mapping[str, Mapping[str, Any]]] = None,
+) -> List[Tuple[str, AgentLoopTarget]]:
+    """The reference loop over each wire's reference backend, per transport (the agent-loop suite)."""
+    from .gate.loop import AgentLoopTarget
+    from .gate.stages import STRESS_STAGES
+    from .reference import REFERENCE_BACKENDS
+
     return [
         (
             transport,
             AgentLoopTarget(
-                name=f"reference loop {name} over {transport}",
-                wire=WIRES[name],
+                name=f"reference loop {name}{shown} over {transport}",
+                wire=wire,
                 create_loop=functools.partial(
                     _reference_loop, REFERENCE_BACKENDS[name], http2=transport == "h2c"
                 ),
@@ -96,7 +117,7 @@ def reference_loop_targets(
                 stress=STRESS_STAGES,  # the reference loop is held to the stress stages too
             ),
         )
-        for name in names
+        for name, wire, shown in _wires(wires, settings)
         for transport in transports
     ]
 
@@ -126,25 +147,24 @@ def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> 
 
 
 def reference_targets(
-    wires: Optional[Sequence[str]], transports: Sequence[str]
+    wires: Optional[Sequence[str]],
+    transports: Sequence[str],
+    settings: Optional[Mapping[str, Mapping[str, Any]]] = None,
 ) -> List[Tuple[str, BackendConformanceTarget]]:
+    """Each wire's reference backend, per transport (the backend suite); ``settings`` configure a
+    shipped wire as the command line's wire options do (``{"openai-chat": {"servers": [...]}}``)."""
     from .reference import REFERENCE_BACKENDS
-    from .wires import WIRES
 
-    names = list(wires or WIRES)
-    unknown = [n for n in names if n not in WIRES]
-    if unknown:
-        raise UsageError(f"unknown wire {unknown[0]!r}; known: {', '.join(WIRES)}")
     targets = []
-    for name in names:
+    for name, wire, shown in _wires(wires, settings):
         for transport in transports:
             http2 = transport == "h2c"
             targets.append(
                 (
                     transport,
                     BackendConformanceTarget(
-                        name=f"reference {name} over {transport}",
-                        wire=WIRES[name],
+                        name=f"reference {name}{shown} over {transport}",
+                        wire=wire,
                         create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
                         http2=http2,
                     ),
@@ -153,15 +173,28 @@ def reference_targets(
     return targets
 
 
-#: What a worker process rebuilds a target from: ("reference", wire, transport) or ("load", "MODULE:NAME").
+#: What a worker process rebuilds a target from: ("reference", wire, transport), with the
+#: wire's settings as JSON after them where the command line configured it, or ("load", "MODULE:NAME").
 TargetSpec = Tuple[str, ...]
 
 
+def reference_spec(kind: str, wire: str, transport: str, settings: Mapping[str, Any]) -> TargetSpec:
+    """The spec a worker process rebuilds a reference target (``kind``) of ``wire`` from."""
+    keywords = settings.get(wire)
+    if not keywords:
+        return (kind, wire, transport)
+    import json
+
+    return (kind, wire, transport, json.dumps({wire: dict(keywords)}))
+
+
 def target_from(spec: TargetSpec) -> AnyTarget:
-    if spec[0] == "reference":
-        return reference_targets([spec[1]], [spec[2]])[0][1]
-    if spec[0] == "reference-loop":
-        return reference_loop_targets([spec[1]], [spec[2]])[0][1]
+    if spec[0] in ("reference", "reference-loop"):
+        import json
+
+        settings = json.loads(spec[3]) if len(spec) > 3 else None
+        build = reference_targets if spec[0] == "reference" else reference_loop_targets
+        return build([spec[1]], [spec[2]], settings)[0][1]
     obj = load(spec[1])
     if not is_target(obj):
         raise UsageError(f"{spec[1]} is not a BackendConformanceTarget or an AgentLoopTarget")

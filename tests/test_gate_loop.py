@@ -405,5 +405,118 @@ class MixinTests(unittest.TestCase):
                 pass
 
 
+#: The shape of each provider's call ids; ``{name}`` is the tool's name where the provider puts it in.
+#: Ollama's scripted turns carry no id at all (results go back by name and order).
+ID_SHAPES = {
+    "openai-chat": r"call_[A-Za-z0-9]{24}",
+    "openai-responses": r"call_[A-Za-z0-9]{24}",
+    "azure-openai-chat": r"call_[A-Za-z0-9]{24}",
+    "azure-openai-responses": r"call_[A-Za-z0-9]{24}",
+    "anthropic": r"toolu_01[A-Za-z0-9]{22}",
+    "anthropic-vertex": r"toolu_vrtx_01[A-Za-z0-9]{22}",
+    "bedrock-invoke": r"toolu_bdrk_01[A-Za-z0-9]{22}",
+    "bedrock-converse": r"tooluse_[A-Za-z0-9_-]{22}",
+    "gemini": r"[A-Za-z0-9]{8}",
+    "gemini-vertex": r"[A-Za-z0-9]{8}",
+    "cohere": r"{name}_[a-z0-9]{12}",
+}
+
+
+def id_shape(wire: str, tool: str) -> str:
+    """The pattern a whole call id of ``wire`` for ``tool`` matches."""
+    return "^" + ID_SHAPES[wire].replace("{name}", tool) + "$"
+
+
+def measured_id(wire: Wire) -> str:
+    """The wire's own single-turn call id, shaped after its provider's captures."""
+    found = wire.tool_call_id or next(v.call_id for v in wire.variants("tool-call", "chat") if v.call_id)
+    assert found is not None
+    return found
+
+
+class RecordsCallIds(ReferenceLoop):
+    """The reference loop, keeping the id of every call it runs."""
+
+    seen: List[Tuple[str, str]] = []
+
+    async def _execute(self, task: Any, tracker: Any, call: Any, schema: Any) -> Any:
+        RecordsCallIds.seen.append((call.name, call.id))
+        return await super()._execute(task, tracker, call, schema)
+
+
+class CallIdTests(unittest.TestCase):
+    def test_scripted_ids_are_shaped_like_each_providers_own(self) -> None:
+        """Every wire's scripted call ids have its provider's prefix, length and alphabet, like its own id."""
+        self.assertEqual(set(ID_SHAPES) | {"ollama"}, {n for n, w in WIRES.items() if w.scripts_turns()})
+        self.assertFalse(WIRES["ollama"].sends_call_ids)
+        for name in ID_SHAPES:
+            with self.subTest(wire=name):
+                self.assertRegex(measured_id(WIRES[name]), id_shape(name, "get_weather"))
+                for tool in ("echo_json", "read_fixture"):
+                    seeds = [f"gate/forced-tool/{index}/{pos}" for index in range(3) for pos in range(2)]
+                    ids = {WIRES[name].loop_call_id(tool, seed) for seed in seeds}
+                    self.assertEqual(len(ids), len(seeds))  # one per seed, never repeated
+                    for call_id in ids:
+                        self.assertRegex(call_id, id_shape(name, tool))
+
+    def test_a_wire_of_ones_own_keeps_the_prefix_of_its_tool_call_id(self) -> None:
+        """The default hook is the tool_call_id's prefix (and its 01) with 24 letters and digits."""
+        class Plain(Wire):
+            name = "plain"
+
+        cases = {
+            None: r"call_[A-Za-z0-9]{24}",
+            "toolu_01abc": r"toolu_01[A-Za-z0-9]{24}",
+            "fn-1": r"call_[A-Za-z0-9]{24}",
+        }
+        for sample, shape in cases.items():
+            with self.subTest(tool_call_id=sample):
+                wire = Plain()
+                wire.tool_call_id = sample
+                self.assertRegex(wire.loop_call_id("echo_json", "gate/text/0/0"), "^" + shape + "$")
+        self.assertEqual(
+            openai_chat_wire.loop_call_id("echo_json", "gate/x/0/0"),
+            Plain().loop_call_id("read_fixture", "gate/x/0/0"),
+        )
+
+    def test_the_loop_gets_each_providers_ids_through_its_bytes(self) -> None:
+        """The ids a loop receives (parsed from the wire's bytes by the reference backend) keep that shape."""
+        for name in ID_SHAPES:
+            RecordsCallIds.seen = []
+            wire = WIRES[name]
+
+            def create(url: str, name: str = name) -> RecordsCallIds:
+                return RecordsCallIds(REFERENCE_BACKENDS[name](url, False), max_result_chars=4096)
+
+            target = AgentLoopTarget(f"ids {name}", wire, create, max_result_chars=4096)
+            cases = [c for c in agent_loop_cases(target) if c.stage_name in ("forced-tool", "parallel-calls")]
+            with self.subTest(wire=name):
+                for case in cases:
+                    self.assertEqual(outcome(case), ("pass", ""), case.name)
+                self.assertGreaterEqual(len(RecordsCallIds.seen), 6)
+                for tool, call_id in RecordsCallIds.seen:
+                    self.assertRegex(call_id, id_shape(name, tool))
+
+    def test_responses_pairs_each_call_id_with_a_function_call_item_id(self) -> None:
+        """On Responses the call's call_ is paired with an fc_ item id in OpenAI's shape, one per call."""
+        import json
+
+        from conformance.gate._stage import Step
+        from conformance.provider.replies import RecordedRequest
+        from conformance.wires._turns import History
+
+        wire = WIRES["openai-responses"]
+        step = Step(0, wire, "parallel-calls", History([]), 4, quote=lambda: "")
+        turn = step.turn(step.call("echo_json", {"text": "a"}), step.call("read_fixture", {"path": "b"}, 1))
+        request = RecordedRequest("POST", "/v1/responses", "", {}, b'{"model": "m"}', "HTTP/1.1")
+        reply = wire.turn_whole(turn, request)
+        items = [i for i in json.loads(reply.encoded())["output"] if i["type"] == "function_call"]
+        self.assertEqual([i["call_id"] for i in items], [c.id for c in turn.calls])
+        for item in items:
+            self.assertRegex(item["id"], r"^fc_[0-9a-f]{50}$")
+            self.assertRegex(item["call_id"], r"^call_[A-Za-z0-9]{24}$")
+        self.assertEqual(len({i["id"] for i in items}), 2)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -426,6 +426,25 @@ class MessageTests(unittest.TestCase):
             self.assertLess(float(started.group(1)), float(wrote.group(1)))
             self.assertIn("run a call only once its turn's end event", detail)
 
+    def test_evidence_on_bedrock_invoke_names_the_claude_events_inside_the_frames(self) -> None:
+        """The events quoted on InvokeModel are Claude's (content_block_delta, its call), not chunk."""
+        import re
+
+        t = target(zoo.EagerLoop, "bedrock-invoke", backend=zoo.tapped)
+        detail = run(cases(t, ("fragmented-arguments",))[1])[1]
+        self.assertIn("[executed-early]", detail)
+        self.assertRegex(detail, r"last argument fragment \(event #\d+, content_block_delta\)")
+        quoted = re.findall(r"^ +>? *#\d+ (\S+)(.*)$", detail, re.M)
+        self.assertTrue(quoted, detail)
+        self.assertNotIn("chunk", {kind for kind, _ in quoted}, detail)
+        call = re.search(r"echo_json (toolu_\w+):", detail)
+        assert call is not None, detail
+        deltas = [rest for kind, rest in quoted if kind == "content_block_delta"]
+        self.assertTrue(deltas, detail)
+        for rest in deltas:
+            self.assertIn(f"call={call.group(1)}", rest)
+            self.assertIn("response=msg_bdrk_", rest)
+
     def test_fragments_added_to_the_last_opened_call_are_named_as_the_cause(self) -> None:
         """Interleaved fragments mixed up by a parser that keeps "the current call" name that cause."""
         t = target(

@@ -533,5 +533,154 @@ class ServeTests(unittest.TestCase):
         )
 
 
+def sse_data(raw: str) -> List[Dict[str, object]]:
+    """The JSON of each ``data:`` line of an SSE body, ``[DONE]`` left out."""
+    return [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")]
+
+
+class WireOptionTests(unittest.TestCase):
+    def test_serve_plays_an_openai_compatible_servers_own_shape(self) -> None:
+        """serve --servers mistral --variant mistral streams Mistral's shape: usage on the finish chunk."""
+        argv = ["serve", "--wire", "openai-chat", "--servers", "mistral", "--scenario", "text"]
+        argv += ["--mode", "stream"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "conformance", *argv, "--variant", "mistral", "--timeout", "30"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            self.assertIn("serving OpenAI Chat Completions (--servers mistral) text/stream [mistral: ", first)
+            url = first.split(" at ", 1)[1].split(";", 1)[0]
+            body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+            request = urllib.request.Request(
+                f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                chunks = sse_data(response.read().decode("utf-8"))
+            self.assertTrue(chunks)
+            self.assertTrue(all(chunk["choices"] for chunk in chunks), "Mistral sends no choices: [] chunk")
+            last = chunks[-1]
+            self.assertIn("usage", last, "usage rides on the finish chunk, though the request did not ask")
+            self.assertEqual(last["choices"][0]["finish_reason"], "stop")  # type: ignore[index]
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)
+
+    def test_serve_plays_the_reasoning_of_a_server_that_sends_reasoning_content(self) -> None:
+        """serve --reasoning-content plays the reasoning scenario, whose deltas carry reasoning_content."""
+        argv = ["serve", "--wire", "openai-chat", "--reasoning-content", "--scenario", "reasoning"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "conformance", *argv, "--mode", "stream", "--timeout", "30"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline()
+            self.assertIn("(--reasoning-content) reasoning/stream [reasoning-content: ", first)
+            url = first.split(" at ", 1)[1].split(";", 1)[0]
+            body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+            request = urllib.request.Request(
+                f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                chunks = sse_data(response.read().decode("utf-8"))
+            thought = "".join(
+                str(c["choices"][0]["delta"].get("reasoning_content") or "")  # type: ignore[index]
+                for c in chunks
+                if c["choices"]
+            )
+            self.assertTrue(thought)
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)
+
+    def test_serve_list_names_the_variants_each_option_adds(self) -> None:
+        """serve --list shows each variant an option adds, with the option; a configured wire, its own."""
+        out = io.StringIO()
+        self.assertEqual(main(["serve", "--list", "--wire", "openai-chat"], out=out), 0)
+        shown = out.getvalue()
+        self.assertIn("  text --mode chat\n", shown)
+        self.assertIn("with a configuration of openai-chat (give its option to serve one):", shown)
+        self.assertIn("  text --mode stream --variant mistral (with --servers mistral): Mistral: ", shown)
+        openai = "text --mode chat --variant openai (with --servers mistral, groq or deepseek, the default): "
+        self.assertIn(openai, shown)
+        in_stream = "context-overflow --mode stream --variant llama-cpp-in-stream (with --servers llama.cpp)"
+        self.assertIn(in_stream, shown)
+        reasoning = "reasoning --mode chat --variant reasoning-content (with --reasoning-content, the default"
+        self.assertIn(reasoning, shown)
+        self.assertIn("  --stage forced-tool --mode chat\n", shown)
+        configured = io.StringIO()
+        argv = ["serve", "--list", "--wire", "openai-chat", "--servers", "groq", "--scenario", "text"]
+        self.assertEqual(main(argv, out=configured), 0)
+        listed = configured.getvalue()
+        self.assertIn("openai-chat (OpenAI Chat Completions), with --servers groq:\n", listed)
+        self.assertIn("  text --mode chat --variant openai (the default): ", listed)
+        self.assertIn("  text --mode chat --variant groq: ", listed)
+        self.assertNotIn("with a configuration", listed)
+        plain = io.StringIO()
+        self.assertEqual(main(["serve", "--list", "--wire", "anthropic"], out=plain), 0)
+        self.assertNotIn("with a configuration", plain.getvalue())
+
+    def test_an_option_is_refused_where_it_configures_nothing(self) -> None:
+        """Another wire, a stage, a bad server, a variant without its option, run and gate: each says why."""
+        text = ["--scenario", "text"]
+        self.assertIn(
+            "--servers mistral configures the openai-chat wire, and serve plays anthropic: add --wire "
+            "openai-chat",
+            usage_error(["serve", "--wire", "anthropic", "--servers", "mistral", *text]),
+        )
+        self.assertIn(
+            "the matrix runs anthropic",
+            usage_error(["--wire", "anthropic", "--reasoning-content"]),
+        )
+        misspelt = usage_error(["serve", "--wire", "openai-chat", "--servers", "mistal", *text])
+        self.assertIn("did you mean 'mistral'?", misspelt)
+        self.assertIn(
+            "--servers takes one or more server names",
+            usage_error(["serve", "--wire", "openai-chat", "--servers", ",", *text]),
+        )
+        self.assertIn(
+            "leave --servers out with --stage",
+            usage_error(["serve", "--wire", "openai-chat", "--servers", "groq", "--stage", "forced-tool"]),
+        )
+        self.assertIn(
+            "plays the variant 'mistral' of text/chat only with --servers mistral: add it",
+            usage_error(["serve", "--wire", "openai-chat", *text, "--variant", "mistral"]),
+        )
+        for command in (["run", "tests.test_main:BROKEN_TARGET"], ["gate", "tests.test_main:BROKEN_TARGET"]):
+            with self.subTest(command=command[0]):
+                self.assertIn(
+                    f"{command[0]} uses the target's own wire: give the target "
+                    "wire=OpenAIChatWire(servers=('mistral', 'groq'))",
+                    usage_error([*command, "--servers", "mistral,groq"]),
+                )
+        self.assertIn(
+            "run uses the target's own wire",
+            usage_error(["--reasoning-content", "run", "tests.test_main:BROKEN_TARGET"]),
+        )
+
+    def test_the_matrix_runs_a_configured_wire_in_its_workers_too(self) -> None:
+        """--servers and --reasoning-content reach the reference targets, in this process and in workers."""
+        argv = ["--wire", "openai-chat", "--servers", "mistral,llama.cpp", "--reasoning-content"]
+        argv += ["--suite", "backend", "--transport", "http/1.1"]
+        for processes in ("1", "2"):
+            out = io.StringIO()
+            status = main([*argv, "--processes", processes], out=out)
+            text = out.getvalue()
+            with self.subTest(processes=processes):
+                self.assertEqual(status, 0, text)
+                name = "reference openai-chat (--servers mistral,llama.cpp --reasoning-content) over http/1.1"
+                self.assertIn(name, text)
+                self.assertRegex(text, r"(?m)^reasoning/stream\s+pass")
+
+
+
 if __name__ == "__main__":
     unittest.main()

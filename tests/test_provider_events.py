@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import struct
 import time
 import unittest
 
@@ -84,6 +85,48 @@ class TestSplit(unittest.TestCase):
         self.assertEqual((events[0].output_index, events[0].call_id), (0, "tooluse_1"))
         self.assertEqual(events[1].length, len(b'{"message":"slow"}'))
         self.assertEqual([e.end for e in events], [len(first), len(first) + len(second)])
+
+    def test_invoke_model_chunks_are_read_as_the_claude_events_they_carry(self) -> None:
+        """A Bedrock InvokeModel chunk frame is typed and read as the Anthropic event in its bytes."""
+        from conformance.provider.replies import RecordedRequest
+        from conformance.wires.bedrock_invoke import MESSAGE_ID, TOOL_USE_ID, bedrock_invoke_wire
+
+        path = "/model/conformance-model/invoke-with-response-stream"
+        request = RecordedRequest("POST", path, "", {"authorization": "Bearer k"}, b"{}", "HTTP/1.1")
+        reply = bedrock_invoke_wire.reply("tool-call", "stream", request)
+        assert isinstance(reply, StreamReply)
+        body = b"".join(reply.chunks)
+        events = split_events(reply.content_type, body)
+        deltas = len(events) - 5
+        self.assertEqual(
+            [e.type for e in events],
+            ["message_start", "content_block_start", *["content_block_delta"] * deltas,
+             "content_block_stop", "message_delta", "message_stop"],
+        )
+        self.assertEqual({e.response_id for e in events}, {MESSAGE_ID})
+        self.assertEqual([e.call_id for e in events[1:-2]], [TOOL_USE_ID] * (deltas + 2))
+        self.assertEqual([e.output_index for e in events[1:-2]], [0] * (deltas + 2))
+        self.assertIsNone(events[-1].call_id)  # message_stop has no index: no call is carried to it
+        # The length is the frame's payload (the base64 and its padding): what went over the wire.
+        total, headers_length = struct.unpack_from(">II", body, 0)
+        self.assertEqual(events[0].length, total - headers_length - 16)
+        self.assertEqual(events[-1].end, len(body))
+
+    def test_a_chunk_frame_that_carries_no_event_stays_a_chunk(self) -> None:
+        """A chunk whose bytes are not base64 of a JSON object is logged as the frame it is."""
+        import base64
+
+        def frame(payload: object) -> bytes:
+            return aws_event_stream_message({":event-type": "chunk"}, json.dumps(payload).encode())
+
+        body = (
+            frame({"bytes": "not base64!", "p": "ab"})
+            + frame({"bytes": base64.b64encode(b"[1, 2]").decode(), "p": "a"})
+            + frame({"p": "abc"})
+            + frame({"bytes": base64.b64encode(b'{"type":"ping"}').decode()})
+        )
+        events = split_events("application/vnd.amazon.eventstream", body)
+        self.assertEqual([e.type for e in events], ["chunk", "chunk", "chunk", "ping"])
 
     def test_whole_reply_is_one_event(self) -> None:
         """A whole JSON reply is one event typed by its object, or error."""

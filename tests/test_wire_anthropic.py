@@ -324,6 +324,80 @@ class AnthropicWireTest(unittest.TestCase):
         """The ping event's data has a space after the colon, as api.anthropic.com writes it."""
         self.assertIn(b'event: ping\ndata: {"type": "ping"}\n\n', b"".join(streamed("text").chunks))
 
+    def test_a_message_is_shaped_as_api_anthropic_com_writes_it(self) -> None:
+        """model first, stop_details null, the cache writes by lifetime and inference_geo in usage."""
+        body = whole("text").body
+        start = events(streamed("text"))[0][1]["message"]
+        for message in (body, start):
+            order = ["model", "id", "type", "role", "content", "stop_reason", "stop_sequence", "stop_details"]
+            self.assertEqual(list(message), [*order, "usage"])
+            self.assertIsNone(message["stop_details"])
+            self.assertEqual(
+                list(message["usage"]),
+                [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation",
+                    "output_tokens",
+                    "service_tier",
+                    "inference_geo",
+                ],
+            )
+            lifetimes = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0}
+            self.assertEqual(message["usage"]["cache_creation"], lifetimes)
+            self.assertEqual(message["usage"]["inference_geo"], "global")
+        self.assertEqual(body["usage"]["output_tokens"], FX.usage.output_tokens)
+        self.assertEqual(whole("content-filter").body["stop_details"]["type"], "refusal")
+        for scenario in ("text", "tool-call", "truncated-tool-call"):
+            delta = next(d for e, d in events(streamed(scenario)) if e == "message_delta")
+            self.assertEqual(list(delta["delta"]), ["stop_reason", "stop_sequence", "stop_details"])
+            self.assertIsNone(delta["delta"]["stop_details"])
+            self.assertNotIn("cache_creation", delta["usage"])
+
+    def test_every_event_but_ping_pads_its_json_before_the_last_brace(self) -> None:
+        """Each data line ends in 0 to 15 spaces and a brace, the counts varying, and still parses."""
+        import re
+
+        for scenario in ("text", "tool-call", "content-filter"):
+            body = b"".join(streamed(scenario).chunks).decode("utf-8")
+            lines = re.findall(r"^event: (\w+)\ndata: (.*)$", body, re.M)
+            pads = []
+            for name, data in lines:
+                json.loads(data)
+                if name == "ping":
+                    self.assertEqual(data, '{"type": "ping"}')
+                    continue
+                found = re.search(r"[}\]\"0-9el]( *)}$", data)
+                assert found is not None, data
+                pads.append(len(found.group(1)))
+            with self.subTest(scenario=scenario):
+                self.assertLessEqual(max(pads), 15)
+                self.assertGreater(len(set(pads)), 2 if scenario != "content-filter" else 1)
+
+    def test_a_200_carries_the_rate_limit_headers(self) -> None:
+        """Every 200 reports each limit, what is left and when it resets (RFC 3339); a failure does not."""
+        import datetime
+
+        names = [
+            f"anthropic-ratelimit-{kind}-{part}"
+            for kind in ("requests", "input-tokens", "output-tokens", "tokens")
+            for part in ("limit", "remaining", "reset")
+        ]
+        for reply in (whole("text"), streamed("text"), whole("tool-call")):
+            headers = reply.headers or {}
+            for name in names:
+                self.assertIn(name, headers)
+            self.assertEqual(headers["anthropic-ratelimit-requests-limit"], "4000")
+            self.assertEqual(headers["anthropic-ratelimit-requests-remaining"], "3999")
+            reset_at = headers["anthropic-ratelimit-tokens-reset"]
+            reset = datetime.datetime.strptime(reset_at, "%Y-%m-%dT%H:%M:%SZ")
+            now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+            self.assertLess(abs(reset - now), datetime.timedelta(seconds=30))
+        failed = wire.reply("auth", "chat", recorded(good_body()))
+        assert isinstance(failed, JsonReply)
+        self.assertFalse([h for h in failed.headers or {} if h.startswith("anthropic-ratelimit-")])
+
     def test_stream_chunks_cut_inside_a_character(self) -> None:
         """Some chunk of the text stream ends inside a multi-byte UTF-8 character."""
         cut = False

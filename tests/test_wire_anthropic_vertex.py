@@ -110,6 +110,25 @@ class ReplyTests(unittest.TestCase):
         self.assertEqual(delta["usage"], {"output_tokens": FX.usage.output_tokens})
         self.assertEqual(got[-1][0], "message_stop")
 
+    def test_vertex_keeps_its_measured_shape_where_anthropics_api_moved_on(self) -> None:
+        """id first, usage without cache_creation or inference_geo, no stop_details null, no padding."""
+        import re
+
+        usage = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"]
+        got = events(streamed("text", "without-vertex-event"))
+        body = whole("text").body
+        for message in (got[0][1]["message"], body):
+            self.assertEqual(list(message)[:4], ["id", "type", "role", "model"])
+            self.assertNotIn("stop_details", message)
+            self.assertEqual(list(message["usage"]), usage)
+        delta = next(d for n, d in got if n == "message_delta")
+        self.assertEqual(delta["delta"], {"stop_reason": "end_turn", "stop_sequence": None})
+        raw = b"".join(streamed("text", "without-vertex-event").chunks).decode("utf-8")
+        self.assertFalse(re.findall(r"^data: .* }$", raw, re.M))
+        self.assertFalse([h for h in whole("text").headers or {} if h.startswith("anthropic-ratelimit-")])
+        refusal = whole("content-filter").body
+        self.assertEqual(refusal["stop_details"]["type"], "refusal")
+
     def test_the_vertex_event_variant_adds_its_event_after_message_start(self) -> None:
         """vertex_event carries the usage and its tiers; the plain variant has none."""
         plain = [n for n, _ in events(streamed("text", "without-vertex-event"))]

@@ -136,6 +136,28 @@ class ReplyTests(unittest.TestCase):
             paddings.add(len(payload["p"]))
         self.assertGreater(len(paddings), 3, "the padding's length varies")
 
+    def test_claudes_messages_are_as_bedrock_recorded_them(self) -> None:
+        """id first, cache_creation and service_tier but no inference_geo, stop_details null, compact JSON."""
+        usage = [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation",
+            "output_tokens",
+            "service_tier",
+        ]
+        got = frames(streamed("text"))
+        for message in (whole("text").body, got[0][1]["message"]):
+            self.assertEqual(list(message)[:4], ["id", "type", "role", "model"])
+            self.assertIsNone(message["stop_details"])
+            self.assertEqual(list(message["usage"]), usage)
+        delta = next(e for _, e in got if e["type"] == "message_delta")
+        self.assertIsNone(delta["delta"]["stop_details"])
+        for frame in EventStreamDecoder().feed(b"".join(streamed("text").chunks)):
+            inner = base64.b64decode(json.loads(frame.payload)["bytes"]).decode("utf-8")
+            self.assertEqual(inner, json.dumps(json.loads(inner), separators=(",", ":"), ensure_ascii=False))
+        self.assertFalse([h for h in whole("text").headers or {} if h.startswith("anthropic-ratelimit-")])
+
     def test_botocore_reads_the_frames(self) -> None:
         """botocore's own event-stream parser reads every frame and its CRCs, as boto3 would."""
         try:

@@ -8,7 +8,6 @@ sit a floor below the tables that use them.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Tuple
 
@@ -56,10 +55,8 @@ class Step:
         fragments: Tuple[str, ...] = (),
         reasoning: Tuple[Reasoning, ...] = (),
     ) -> ScriptedCall:
-        from ..wires._base import provider_id
-
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        call_id = provider_id(_id_prefix(self.wire), f"gate/{self.stage}/{self.index}/{position}")
+        call_id = self.wire.loop_call_id(name, f"gate/{self.stage}/{self.index}/{position}")
         return ScriptedCall(call_id, name, text, fragments, reasoning)
 
     def turn(self, *calls: ScriptedCall, interleave: bool = False) -> ScriptedTurn:
@@ -67,13 +64,6 @@ class Step:
 
     def final(self) -> ScriptedTurn:
         return ScriptedTurn(text=self.quote(), seed=f"gate/{self.stage}/{self.index}")
-
-
-def _id_prefix(wire: Wire) -> str:
-    sample = wire.tool_call_id or "call_"
-    match = re.match(r"[A-Za-z]+_(?:01)?", sample)
-    return match.group(0) if match else "call_"
-
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ themselves and only when someone asks, by its content type:
   the ``event:`` field, else the JSON data's ``type`` or ``object``, else ``message``;
 * ``application/x-ndjson``: one event per line; ``error``, ``done`` or ``message``;
 * ``application/vnd.amazon.eventstream``: one event per frame, cut by the prelude's
-  total length; its type is the ``:event-type`` (or ``:exception-type``) header;
+  total length; its type is the ``:event-type`` (or ``:exception-type``) header, except
+  for a ``chunk`` frame carrying a model's own event (Bedrock InvokeModel's
+  ``{"bytes": base64(event JSON), "p": ...}``), which is typed and read as that event;
 * anything else (a whole JSON reply): one event, typed by its ``object`` or ``type``,
   or ``error`` where it carries one.
 
@@ -21,6 +23,7 @@ a fixture's events and a live response's events read alike.
 
 from __future__ import annotations
 
+import binascii
 import json
 import struct
 import threading
@@ -243,6 +246,21 @@ def _frame_type(headers: bytes) -> str:
     return found.get(":event-type") or found.get(":exception-type") or found.get(":message-type") or "frame"
 
 
+def _payload_part(data: Any) -> Any:
+    """The model's own event a ``chunk`` frame carries (a ``PayloadPart``: its ``bytes`` are
+    the event's JSON in base64), or ``None`` where the payload is not one."""
+    if not isinstance(data, dict):
+        return None
+    encoded = data.get("bytes")
+    if not isinstance(encoded, str):
+        return None
+    try:
+        inner = json.loads(binascii.a2b_base64(encoded))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    return inner if isinstance(inner, dict) else None
+
+
 def _event_stream(body: bytes) -> List[BodyEvent]:
     events: List[BodyEvent] = []
     pos = 0
@@ -253,7 +271,16 @@ def _event_stream(body: bytes) -> List[BodyEvent]:
         start = pos + 12
         kind = _frame_type(body[start : start + headers_length])
         payload = body[start + headers_length : pos + total - 4]
-        events.append(BodyEvent(kind, len(payload), pos + total, *_ids(_load(payload))))
+        parsed = _load(payload)
+        if kind == "chunk":
+            # InvokeModel wraps each of the model's events in a frame of this one type:
+            # the log names the event inside (content_block_delta), as the model's own
+            # stream would, and reads its ids there. The length stays the frame's payload.
+            inner = _payload_part(parsed)
+            if inner is not None:
+                parsed = inner
+                kind = _typed(inner, kind)
+        events.append(BodyEvent(kind, len(payload), pos + total, *_ids(parsed)))
         pos += total
     return events
 

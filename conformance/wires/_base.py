@@ -323,6 +323,21 @@ class Wire:
             prefix = self.tool_call_id[: self.tool_call_id.rindex("_") + 1]
         return provider_id(prefix, f"{self.name}/{seed}")
 
+    def loop_call_id(self, name: str, seed: str) -> str:
+        """The id of a call to ``name`` in the agent-loop suite's conversations, shaped like this
+        provider's own and the same for a seed (one per stage, request and call position).
+
+        By default the prefix of :attr:`tool_call_id` (its letters and underscore, and the
+        ``01`` after them where there is one: ``call_``, ``toolu_01``; ``call_`` where it is
+        ``None``) and 24 letters and digits. A wire whose provider shapes ids otherwise
+        (another length or alphabet, the tool's name in it) says how here: real clients
+        may mishandle an id not shaped like their provider's.
+        """
+        import re
+
+        found = re.match(r"[A-Za-z]+_(?:01)?", self.tool_call_id or "call_")
+        return provider_id(found.group(0) if found else "call_", seed)
+
     def _history_variants(self) -> Tuple[Variant, ...]:
         error = f" ({self.tool_error_marker})" if self.tool_error_marker else " (its JSON as the result text)"
         rows = [

@@ -11,13 +11,17 @@ around them, and :class:`HostedWire` is :class:`AnthropicWire` with those as hoo
 - the ids: the host's infix after the type prefix, ``msg_bdrk_01…``, ``toolu_vrtx_01…``
   (:func:`host_id`), stamped on the events as they go out (:class:`HostedEvents`) and
   on a whole message (:meth:`HostedWire.whole_reply`);
+- the message's own shape, as the host's captures show it: ``id`` first (both hosts'
+  recorded messages start ``id, type, role, model``, api.anthropic.com's with ``model``),
+  the ``usage`` members it lacks, whether it says ``stop_details: null``, and no padding
+  inside the events' JSON (:func:`host_message`);
 - how a stream is framed (a subclass of :class:`HostedEvents`), the headers, and what
   the host's own front end answers a failure with (:meth:`HostedWire.error_reply`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Type
+from typing import TYPE_CHECKING, AbstractSet, Any, Dict, List, Mapping, Optional, Tuple, Type
 
 from ._replies import MESSAGE_ID, TOOL_USE_ID, Events
 from ._variants import ERRORS
@@ -27,7 +31,10 @@ if TYPE_CHECKING:
     from ...provider.replies import JsonReply, RecordedRequest, Reply
     from .._script import History
 
-__all__ = ["HostedEvents", "HostedWire", "host_id", "hosted_message"]
+__all__ = ["HostedEvents", "HostedWire", "host_id", "host_message", "hosted_message"]
+
+#: The members a host's recorded messages start with, in this order.
+_FIRST = ("id", "type", "role", "model")
 
 
 def host_id(id_: str, infix: str) -> str:
@@ -42,16 +49,39 @@ def host_id(id_: str, infix: str) -> str:
     return f"{kind}_{infix}{rest}"
 
 
-def hosted_message(body: Mapping[str, Any], infix: str) -> Dict[str, Any]:
-    """A whole ``message`` with its id, and the id of the single-turn scenarios' call, as the host
-    names them; a scripted call's id is the script's, played as it is."""
+def host_message(
+    body: Mapping[str, Any], usage_absent: AbstractSet[str] = frozenset(), null_stop_details: bool = True
+) -> Dict[str, Any]:
+    """A ``message`` (whole, or inside ``message_start``) in a host's shape: ``id, type, role,
+    model`` first, without the ``usage`` members in ``usage_absent``, and without
+    ``stop_details: null`` unless ``null_stop_details``."""
+    out = {key: body[key] for key in _FIRST if key in body}
+    for key, value in body.items():
+        if key in out or (key == "stop_details" and value is None and not null_stop_details):
+            continue
+        if key == "usage" and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k not in usage_absent}
+        out[key] = value
+    return out
+
+
+def hosted_message(
+    body: Mapping[str, Any],
+    infix: str,
+    usage_absent: AbstractSet[str] = frozenset(),
+    null_stop_details: bool = True,
+) -> Dict[str, Any]:
+    """A whole ``message`` in the host's shape (:func:`host_message`), with its id and the id of
+    the single-turn scenarios' call as the host names them; a scripted call's id is the
+    script's, played as it is."""
     content = [
         {**block, "id": host_id(TOOL_USE_ID, infix)}
         if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == TOOL_USE_ID
         else block
         for block in body.get("content") or ()
     ]
-    return {**body, "id": host_id(str(body.get("id", "")), infix), "content": content}
+    named = {**body, "id": host_id(str(body.get("id", "")), infix), "content": content}
+    return host_message(named, usage_absent, null_stop_details)
 
 
 class HostedEvents(Events):
@@ -63,11 +93,33 @@ class HostedEvents(Events):
 
     #: What the host puts after an id's type prefix: ``bdrk_``.
     infix = ""
+    #: The members of api.anthropic.com's ``usage`` the host's messages lack.
+    usage_absent: AbstractSet[str] = frozenset()
+    #: Whether the host's messages and ``message_delta`` say ``stop_details: null`` where
+    #: there are none.
+    null_stop_details = True
+    #: No host was seen padding the events' JSON (Bedrock pads its frames with ``"p"``).
+    padded = False
 
     def __init__(self, model: str, message_id: str = MESSAGE_ID, variant: str = "") -> None:
         super().__init__(model, host_id(message_id, self.infix))
         self.variant = variant
         self.tool_use_id = host_id(TOOL_USE_ID, self.infix)
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        """Anthropic's event in the host's shape, framed by :meth:`send`."""
+        if type_ == "message_start":
+            shaped = host_message(fields["message"], self.usage_absent, self.null_stop_details)
+            fields = {**fields, "message": shaped}
+        elif type_ == "message_delta" and not self.null_stop_details:
+            delta = fields["delta"]
+            if "stop_details" in delta and delta["stop_details"] is None:
+                fields = {**fields, "delta": {k: v for k, v in delta.items() if k != "stop_details"}}
+        self.send(type_, fields)
+
+    def send(self, type_: str, fields: Mapping[str, Any]) -> None:
+        """One event as the host frames it: Anthropic's SSE, by default."""
+        Events.emit(self, type_, **fields)
 
 
 class HostedWire(AnthropicWire):
@@ -107,8 +159,14 @@ class HostedWire(AnthropicWire):
     def events(self, model: str, message_id: str = MESSAGE_ID, variant: str = "") -> Events:
         return self.events_class(model, message_id, variant)
 
+    def loop_call_id(self, name: str, seed: str) -> str:
+        """Anthropic's id with the host's infix: ``toolu_bdrk_01…``, ``toolu_vrtx_01…``."""
+        return host_id(super().loop_call_id(name, seed), self.events_class.infix)
+
     def whole_reply(self, body: Dict[str, Any]) -> JsonReply:
-        return self.message_reply(hosted_message(body, self.events_class.infix))
+        shape = self.events_class
+        body = hosted_message(body, shape.infix, shape.usage_absent, shape.null_stop_details)
+        return self.message_reply(body)
 
     def message_reply(self, body: Dict[str, Any]) -> JsonReply:
         """A whole ``message``, its ids the host's already, as the host's response carries it."""

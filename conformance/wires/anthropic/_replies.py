@@ -4,6 +4,15 @@ Reference: https://docs.anthropic.com/en/api/messages and
 https://docs.anthropic.com/en/docs/build-with-claude/streaming. The builders are named
 after Anthropic's own objects and events (``message``, ``content_block_start``,
 ``message_delta``), so checking them against the docs is a grep.
+
+The bytes are api.anthropic.com's as recorded in 2026 (vercel/ai
+``packages/anthropic/src/__fixtures__/anthropic-text.json`` and ``.chunks.txt``;
+pydantic-ai ``tests/models/cassettes/test_anthropic/*.yaml``, the streams of 2026-05 to
+2026-08): a message names its ``model`` first, says ``stop_details: null`` where it has
+none, and counts ``cache_creation`` by lifetime and the ``inference_geo`` in its usage;
+each streamed event but ``ping`` pads its JSON with up to 15 spaces before the last
+brace; and a 200 carries the ``anthropic-ratelimit-*`` headers. A host of the Messages
+API keeps its own measured shape (``_hosted``).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE62",
+    "INFERENCE_GEO",
     "MESSAGE_ID",
     "OVERLOADED_MESSAGE",
     "REFUSAL_CATEGORY",
@@ -27,17 +37,28 @@ __all__ = [
     "TOOL_USE_ID",
     "Events",
     "message",
+    "padded",
+    "ratelimit_headers",
     "refusal_stop_details",
     "request_id",
     "response_headers",
     "server_tool_use_block",
     "text_block",
     "tool_use_block",
+    "tool_use_id",
 ]
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def tool_use_id(seed: str) -> str:
+    """A ``tool_use`` block's id as Anthropic makes one, ``toolu_01`` and 22 base-62
+    characters (``toolu_01J9TjuPP5fxXpaFdH7zUe3S``), the same for a seed."""
+    return provider_id("toolu_01", seed, 22, BASE62)
+
+
 MESSAGE_ID = provider_id("msg_01", "anthropic/message", 22, BASE62)
-TOOL_USE_ID = provider_id("toolu_01", "anthropic/tool-use", 22, BASE62)
+TOOL_USE_ID = tool_use_id("anthropic/tool-use")
 #: A server tool's call (web search), which the API runs itself: ``srvtoolu_01`` and 22.
 SERVER_TOOL_USE_ID = provider_id("srvtoolu_01", "anthropic/server-tool-use", 22, BASE62)
 
@@ -65,14 +86,47 @@ def response_headers(extra: Optional[Mapping[str, str]] = None, rid: Optional[st
     return headers
 
 
+#: Where the model ran, as the newest models' replies say it (claude-sonnet-4-6 and
+#: claude-sonnet-5 in pydantic-ai's 2026 streams; older models say ``not_available``).
+INFERENCE_GEO = "global"
+
+#: The rate limits a 200 reports: Tier 4's for a Sonnet model
+#: (https://docs.claude.com/en/api/rate-limits), 4000 requests a minute as crewAI's 2026
+#: cassettes record it (``anthropic-ratelimit-requests-limit: '4000'``).
+#: Each is ``(name, limit, what this request used of it)``: the tokens' remainders are rounded
+#: to the thousand (as the docs say), so a turn of a few dozen tokens leaves them whole.
+RATE_LIMITS = (
+    ("requests", 4000, 1),
+    ("input-tokens", 2000000, 0),
+    ("output-tokens", 400000, 0),
+    ("tokens", 2400000, 0),
+)
+
+
+def ratelimit_headers() -> Dict[str, str]:
+    """The ``anthropic-ratelimit-*`` headers every 200 carries: each limit, what is left of
+    it, and when it is whole again (RFC 3339, a second from now)."""
+    import time
+
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+    headers: Dict[str, str] = {}
+    for name, limit, used in RATE_LIMITS:
+        headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
+        headers[f"anthropic-ratelimit-{name}-remaining"] = str(limit - used)
+        headers[f"anthropic-ratelimit-{name}-reset"] = reset
+    return headers
+
+
 def _start_usage() -> Dict[str, Any]:
     # message_start carries the input side; output_tokens is a placeholder there.
     return {
         "input_tokens": FX.usage.input_tokens,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
         "output_tokens": 1,
         "service_tier": "standard",
+        "inference_geo": INFERENCE_GEO,
     }
 
 
@@ -118,21 +172,28 @@ def message(
 ) -> Dict[str, Any]:
     """A ``message`` object, whole or (empty, no stop reason) inside ``message_start``.
 
-    A ``refusal`` carries ``stop_details``: the named category unless given another.
+    ``stop_details`` is ``null`` but on a ``refusal``, which carries the named category
+    unless given another.
     """
-    body: Dict[str, Any] = {
+    if stop_reason == "refusal":
+        stop_details = stop_details or refusal_stop_details()
+    return {
+        "model": model,
         "id": MESSAGE_ID,
         "type": "message",
         "role": "assistant",
-        "model": model,
         "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
+        "stop_details": stop_details if stop_reason == "refusal" else None,
         "usage": usage if usage is not None else _usage(),
     }
-    if stop_reason == "refusal":
-        body["stop_details"] = stop_details or refusal_stop_details()
-    return body
+
+
+def padded(text: str, number: int) -> str:
+    """The ``number``-th event's JSON with 0 to 15 spaces before its last brace, as
+    api.anthropic.com pads every event but ``ping`` (to hide the token lengths)."""
+    return f"{text[:-1]}{' ' * ((5 + 7 * number) % 16)}}}"
 
 
 # -- streamed replies: the event:-named stream -----------------------------------------------
@@ -150,6 +211,8 @@ class Events:
     content_type = "text/event-stream; charset=utf-8"
     #: The id of the one ``tool_use`` block the single-turn scenarios stream.
     tool_use_id = TOOL_USE_ID
+    #: Whether each event's JSON is padded (:func:`padded`), as api.anthropic.com's is.
+    padded = True
 
     def __init__(self, model: str, message_id: str = MESSAGE_ID) -> None:
         # Imported once per reply, not per event, nor with the module.
@@ -164,7 +227,10 @@ class Events:
         self.pinged = False
 
     def emit(self, type_: str, **fields: Any) -> None:
-        self.events.append(self.sse(dumps({"type": type_, **fields}), event=type_))
+        text = dumps({"type": type_, **fields})
+        if self.padded:
+            text = padded(text, len(self.events))
+        self.events.append(self.sse(text, event=type_))
 
     def message_start(self) -> None:
         start = message(self.model, [], None, _start_usage())
@@ -206,9 +272,12 @@ class Events:
     def message_delta(
         self, stop_reason: str, input_tokens: bool = True, stop_details: Optional[Dict[str, Any]] = None
     ) -> None:
-        delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
         if stop_reason == "refusal":
-            delta["stop_details"] = stop_details or refusal_stop_details()
+            stop_details = stop_details or refusal_stop_details()
+        else:
+            stop_details = None
+        delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
+        delta["stop_details"] = stop_details
         self.ping()
         # The newer shape (since about Sep 2025) repeats the input side in message_delta;
         # the older one counts only the output there.
@@ -240,7 +309,7 @@ class Events:
 
     def headers(self) -> Dict[str, str]:
         """The headers the stream's response carries."""
-        return response_headers({"cache-control": "no-cache"}, self.request_id)
+        return response_headers({"cache-control": "no-cache", **ratelimit_headers()}, self.request_id)
 
     def reply(self, seed: str, hang: bool = False, cut: Optional[Tuple[int, bool]] = None) -> StreamReply:
         """The stream; ``cut`` (events kept, cut inside the next) ends it short of ``message_stop``."""

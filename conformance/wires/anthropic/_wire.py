@@ -20,11 +20,13 @@ from ._replies import (
     TOOL_USE_ID,
     Events,
     message,
+    ratelimit_headers,
     refusal_stop_details,
     request_id,
     response_headers,
     text_block,
     tool_use_block,
+    tool_use_id,
 )
 from ._variants import ERRORS, VARIANTS, error_reply
 
@@ -63,6 +65,9 @@ class AnthropicWire(Wire):
             "argument text reaches a client only as input_json_delta fragments in a stream"
         ),
     }
+
+    def loop_call_id(self, name: str, seed: str) -> str:
+        return tool_use_id(seed)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ...provider.replies import JsonReply
@@ -108,7 +113,7 @@ class AnthropicWire(Wire):
         """A whole ``message`` as the response that carries it."""
         from ...provider.replies import JsonReply
 
-        return JsonReply(body, headers=response_headers())
+        return JsonReply(body, headers=response_headers(ratelimit_headers()))
 
     def _cut(self, model: str, variant: str, stream: bool) -> Reply:
         """A turn cut short: its body before its end, or its stream before ``message_stop``."""

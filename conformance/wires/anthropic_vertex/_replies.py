@@ -5,8 +5,10 @@ below. A whole reply is Claude's ``message`` (id ``msg_vrtx_01…``, calls
 ``toolu_vrtx_01…``) with Google's front-end headers and a ``request-id: req_vrtx_…``
 (a Quarkus LangChain4j REST log of a ``rawPredict`` call, 2026-03). A stream is
 Anthropic's SSE; in the one measured Vertex stream (go-steer/mast
-``usage_detail_test.go``, 2026-09) ``message_start`` carries no ``service_tier`` and
-``message_delta`` counts the output only, and Vertex may add an event of its own,
+``usage_detail_test.go``, 2026-09) the message starts with ``id``, ``message_start``'s
+usage has no ``service_tier``, ``cache_creation`` or ``inference_geo``, neither event
+says ``stop_details``, the JSON is compact, and ``message_delta`` counts the output
+only; and Vertex may add an event of its own,
 ``vertex_event``, with the usage and its tiers (vercel/ai#11309). A failure after the 200
 is ``event: error`` whose error has ``details: null`` and no request id
 (anthropics/anthropic-sdk-typescript#346).
@@ -72,16 +74,17 @@ class VertexEvents(HostedEvents):
     """Builds the SSE events of one ``streamRawPredict`` reply, as Vertex sends them."""
 
     infix = INFIX
+    #: The measured stream's message_start counts the input and cache tokens and nothing else,
+    #: and the whole message has no service tier either.
+    usage_absent = frozenset({"cache_creation", "service_tier", "inference_geo"})
+    #: Its message_start and message_delta say no stop_details.
+    null_stop_details = False
 
     def __init__(self, model: str, message_id: str = MESSAGE_ID, variant: str = "") -> None:
         super().__init__(model, message_id, variant)
         self.request_id = request_id()
 
     def emit(self, type_: str, **fields: Any) -> None:
-        if type_ == "message_start":
-            usage = dict(fields["message"]["usage"])
-            usage.pop("service_tier", None)
-            fields = {**fields, "message": {**fields["message"], "usage": usage}}
         super().emit(type_, **fields)
         if type_ == "message_start" and self.variant == VERTEX_EVENT:
             super().emit("vertex_event", usage=vertex_event_usage())

@@ -52,8 +52,7 @@ class AnthropicVertexWire(HostedWire):
     def message_reply(self, body: Dict[str, Any]) -> JsonReply:
         from ...provider.replies import JsonReply
 
-        usage = {k: v for k, v in body.get("usage", {}).items() if k != "service_tier"}
-        return JsonReply({**body, "usage": usage}, headers=response_headers())
+        return JsonReply(body, headers=response_headers())
 
     def error_reply(self, scenario: str, variant: str, stream: bool) -> Reply:
         from ...provider.replies import JsonReply

@@ -34,12 +34,19 @@ __all__ = [
     "response_headers",
     "sorted_keys",
     "tool_use",
+    "tool_use_id",
 ]
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-#: ``tooluse_`` and 22 URL-safe base64 characters, as Bedrock names a tool call.
-TOOL_USE_ID = provider_id("tooluse_", "bedrock-converse/tool-use", 22, _BASE64URL)
+
+def tool_use_id(seed: str) -> str:
+    """``tooluse_`` and 22 URL-safe base64 characters, as Bedrock names a tool call, the same
+    for a seed."""
+    return provider_id("tooluse_", seed, 22, _BASE64URL)
+
+
+TOOL_USE_ID = tool_use_id("bedrock-converse/tool-use")
 LATENCY_MS = 412
 
 #: The input JSON of the cut-off call: valid up to the cut, then nothing.

@@ -25,6 +25,7 @@ from ._replies import (
     input_json,
     response_headers,
     tool_use,
+    tool_use_id,
 )
 from ._request import match_route
 from ._variants import ERROR_NAMESPACE, ERRORS, STREAM_OVERLOADED, STREAM_THROTTLED, VARIANTS, error_reply
@@ -74,6 +75,9 @@ class BedrockConverseWire(Wire):
     def wants_stream(self, request: RecordedRequest) -> bool:
         route = match_route(request.path)
         return route is not None and route.group("operation") == "converse-stream"
+
+    def loop_call_id(self, name: str, seed: str) -> str:
+        return tool_use_id(seed)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ...provider.replies import JsonReply

@@ -81,8 +81,11 @@ class InvokeEvents(HostedEvents):
 
     infix = INFIX
     content_type = EVENT_STREAM
+    #: pydantic-ai's InvokeModel capture (claude-opus-4-8, 2026-10) has the cache counts by
+    #: lifetime and stop_details: null, and no inference_geo.
+    usage_absent = frozenset({"inference_geo"})
 
-    def emit(self, type_: str, **fields: Any) -> None:
+    def send(self, type_: str, fields: Mapping[str, Any]) -> None:
         event: Dict[str, Any] = {"type": type_, **fields}
         if type_ == "message_stop":
             event["amazon-bedrock-invocationMetrics"] = invocation_metrics()

@@ -14,6 +14,7 @@ from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
 from .._ids import provider_id
 from ._replies import TOOL_CALL_ID, TOOL_PLAN, Events, chat_response, response_headers, text_item, tool_call
+from ._replies import call_id as named_call_id
 from ._variants import PLAN, STREAM_FAILURES, VARIANTS, error_reply
 
 if TYPE_CHECKING:
@@ -70,6 +71,10 @@ class CohereWire(Wire):
         return provider_id(
             f"{FX.tool_name}_", f"{self.name}/{seed}", 12, "abcdefghijklmnopqrstuvwxyz0123456789"
         )
+
+    def loop_call_id(self, name: str, seed: str) -> str:
+        """The tool's own name, ``_``, twelve lower-case letters and digits: ``echo_json_y46ar19t5gvw``."""
+        return named_call_id(name, seed)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ...provider.replies import JsonReply

@@ -104,6 +104,12 @@ class GeminiWire(Wire):
     def wants_stream(self, request: RecordedRequest) -> bool:
         return request.path.endswith(":streamGenerateContent")
 
+    def loop_call_id(self, name: str, seed: str) -> str:
+        """Eight letters and digits, as Gemini 3 names a call (``FUNCTION_CALL_ID``: ``pKtzEAae``)."""
+        from .._ids import provider_id
+
+        return provider_id("", seed, 8)
+
     def aux_reply(self, request: RecordedRequest) -> Reply:
         from ...provider.replies import JsonReply
 
