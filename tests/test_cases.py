@@ -249,6 +249,7 @@ OVERFLOW_IN_MESSAGE_ONLY = {
     "anthropic",
     "anthropic-vertex",
     "gemini",
+    "gemini-vertex",
     "ollama",
     "bedrock-converse",
     "bedrock-invoke",
