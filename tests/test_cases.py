@@ -554,6 +554,28 @@ class StreamCutTests(unittest.TestCase):
             with self.subTest(mode=mode):
                 case("stream-cut", mode, lambda url: OverloadOnCut(f"{url}/v1")).run()
 
+    def test_a_cut_takes_the_kinds_its_variant_names(self) -> None:
+        """A cut shape that names its kinds is judged by them; one naming none, by the two any cut allows."""
+        import dataclasses
+
+        from conformance.wires.openai_chat import OpenAIChatWire
+
+        def with_kinds(kinds: Tuple[str, ...]) -> OpenAIChatWire:
+            shapes = OpenAIChatWire.variants_table["stream-cut/chat"]
+            table = {
+                **OpenAIChatWire.variants_table,
+                "stream-cut/chat": tuple(dataclasses.replace(v, error_kinds=kinds) for v in shapes),
+            }
+            return type("CutKinds", (OpenAIChatWire,), {"variants_table": table})()  # type: ignore[no-any-return]
+
+        def overload(url: str) -> OverloadOnCut:
+            return OverloadOnCut(f"{url}/v1")
+
+        narrowed = BackendConformanceTarget("n", with_kinds(("server_error",)), overload)
+        with self.assertRaisesRegex(AssertionError, r"of kind 'server_error' \(LLM_SERVER_ERROR\), got"):
+            ConformanceCase(narrowed, "stream-cut", "chat").run()
+        ConformanceCase(BackendConformanceTarget("d", with_kinds(()), overload), "stream-cut", "chat").run()
+
 
 class ParallelCallsTests(unittest.TestCase):
     def test_parallel_calls_stream_one_call_after_the_other(self) -> None:
