@@ -466,6 +466,7 @@ TERMINAL_MARKERS = {
 #: where a stream can be cut after the one and before the other.
 FINISH_MARKERS = {
     "openai-chat": b'"finish_reason":"tool_calls"',
+    "azure-openai-chat": b'"finish_reason":"tool_calls"',
     "anthropic": b'"stop_reason":"tool_use"',
     "anthropic-vertex": b'"stop_reason":"tool_use"',
     "bedrock-converse": b"messageStop",
