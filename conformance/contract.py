@@ -343,6 +343,9 @@ class ErrorKind:
 
 #: The kinds of failure a backend reports, by kind. A quota exhausted is never
 #: retryable, even where the provider sends it as a 429 beside a rate limit.
+#: ``invalid_request`` is a request the provider refused as bad, where its status and
+#: type say no more than that (a plain 400): a 400 that only its message calls an
+#: exhausted quota or a prompt too long may be reported so, since wording is no contract.
 ERROR_KINDS: Mapping[str, ErrorKind] = {
     row.kind: row
     for row in (
@@ -352,6 +355,7 @@ ERROR_KINDS: Mapping[str, ErrorKind] = {
         ErrorKind("overloaded", "LLM_OVERLOADED", True),
         ErrorKind("server_error", "LLM_SERVER_ERROR", True),
         ErrorKind("context_overflow", "LLM_CONTEXT_LENGTH_EXCEEDED", False),
+        ErrorKind("invalid_request", "LLM_INVALID_REQUEST", False),
     )
 }
 

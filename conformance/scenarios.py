@@ -117,9 +117,10 @@ SCENARIOS: Mapping[str, Scenario] = {
             "the provider's terminal event, or a whole body before its end, never yielding a finish "
             "reason or a tool call first",
             "a turn is over only at the provider's terminal event ([DONE], message_stop, "
-            'response.completed, a finishReason, "done": true, messageStop) and a body only at its '
-            "Content-Length: treat an end before it, or the transport's error, as a retryable "
-            "server_error, and hand out calls and the finish reason only after the terminal event",
+            'response.completed, a finishReason, "done": true, metadata after messageStop) and a '
+            "body only at its Content-Length: treat an end before it, or the transport's error, as a "
+            "retryable server_error, and hand out calls and the finish reason only after the terminal "
+            "event",
         ),
         Scenario(
             "corrupt-frame",

@@ -21,6 +21,7 @@ from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.reference.openai_responses import OpenAIResponsesBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires import SOURCE_KINDS, Variant
+from conformance.wires._variants import AFTER_FINISH
 from conformance.wires.azure_openai import azure_openai_chat_wire
 from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
@@ -242,6 +243,71 @@ class VariantTests(unittest.TestCase):
         case("rate-limit", "chat").run()
 
 
+#: The wires whose context overflow only a message tells from any refused request: a bad
+#: request is a fair reading there. Elsewhere a field says it (OpenAI's code).
+OVERFLOW_IN_MESSAGE_ONLY = {
+    "anthropic",
+    "anthropic-vertex",
+    "gemini",
+    "gemini-vertex",
+    "ollama",
+    "bedrock-converse",
+    "bedrock-invoke",
+    "cohere",
+}
+
+
+def reads_as_bad_request(wire: str, kind: str) -> Any:
+    """The create_backend of ``wire``'s reference backend, reporting every error of ``kind`` as
+    ``invalid_request``: what the status alone says."""
+    from conformance.reference import REFERENCE_BACKENDS
+
+    def create(url: str) -> Any:
+        backend = REFERENCE_BACKENDS[wire](url, False)
+
+        class ReadsAsBadRequest(type(backend)):  # type: ignore[misc]
+            def build_error(self, found: str, message: str, **kwargs: Any) -> LLMError:
+                error: LLMError = super().build_error(
+                    "invalid_request" if found == kind else found, message, **kwargs
+                )
+                return error
+
+        backend.__class__ = ReadsAsBadRequest
+        return backend
+
+    return create
+
+
+class BadRequestReadingTests(unittest.TestCase):
+    def test_a_plain_400_may_read_as_a_bad_request_where_only_its_message_says_more(self) -> None:
+        """A context overflow (or Anthropic's quota 400) read as invalid_request passes where only its
+        message names it, and fails where a field does."""
+        from conformance.wires import WIRES
+
+        for name, wire in WIRES.items():
+            create = reads_as_bad_request(name, "context_overflow")
+            for mode in ("chat", "stream"):
+                with self.subTest(wire=name, mode=mode):
+                    shapes = wire.variants("context-overflow", mode)
+                    kinds = {k for v in shapes for k in v.accepted_kinds("context_overflow")}
+                    target = BackendConformanceTarget(name, wire, create)
+                    run = ConformanceCase(target, "context-overflow", mode).run
+                    if name in OVERFLOW_IN_MESSAGE_ONLY:
+                        self.assertEqual(kinds, {"context_overflow", "invalid_request"})
+                        run()
+                    else:
+                        self.assertNotIn("invalid_request", kinds)
+                        with self.assertRaisesRegex(AssertionError, "error-kind"):
+                            run()
+        target = BackendConformanceTarget("a", WIRES["anthropic"], reads_as_bad_request("anthropic", "quota"))
+        with self.assertRaises(AssertionError) as failed:
+            ConformanceCase(target, "quota", "chat").run()
+        # The 400s pass as bad requests; only the 402 and the 429s, whose bytes say more, fail.
+        self.assertNotIn("[credit-balance-400]", str(failed.exception))
+        self.assertNotIn("[spend-limit-400]", str(failed.exception))
+        self.assertIn("[billing-402]", str(failed.exception))
+
+
 class FailureTests(unittest.TestCase):
     def test_not_implemented_fails_every_case(self) -> None:
         """A backend that raises NotImplementedError everywhere fails every case it gets."""
@@ -392,9 +458,19 @@ TERMINAL_MARKERS = {
     "gemini": b"finishReason",
     "gemini-vertex": b"finishReason",
     "ollama": b'"done":true',
-    "bedrock-converse": b"messageStop",
+    "bedrock-converse": b"metadata",
     "bedrock-invoke": b"message_stop",
     "cohere": b"message-end",
+}
+#: The finish reason of a tool turn, on each wire that sends it before its terminal event:
+#: where a stream can be cut after the one and before the other.
+FINISH_MARKERS = {
+    "openai-chat": b'"finish_reason":"tool_calls"',
+    "azure-openai-chat": b'"finish_reason":"tool_calls"',
+    "anthropic": b'"stop_reason":"tool_use"',
+    "anthropic-vertex": b'"stop_reason":"tool_use"',
+    "bedrock-converse": b"messageStop",
+    "bedrock-invoke": b"message_delta",
 }
 
 
@@ -432,7 +508,21 @@ class StreamCutTests(unittest.TestCase):
                         # Only the events sent whole count: a half event may spell the marker.
                         whole_events, cut_inside = self.whole_events(name, data)
                         self.assertNotIn(TERMINAL_MARKERS[name], whole_events)
-                        self.assertEqual(cut_inside, variant.name != "between-events")
+                        self.assertEqual(cut_inside, variant.name not in ("between-events", AFTER_FINISH))
+                        if variant.name == AFTER_FINISH:
+                            self.assertIn(FINISH_MARKERS[name], whole_events)
+
+    def test_a_cut_after_the_finish_reason_is_played_where_the_stream_has_room_for_one(self) -> None:
+        """The cut after the finish reason runs on each wire whose finish reason precedes its
+        terminal event, and on no wire whose finish reason comes on that event."""
+        from conformance.wires import WIRES
+
+        cuts = {name: [v.name for v in wire.variants("stream-cut", "stream")] for name, wire in WIRES.items()}
+        played = {name for name, names in cuts.items() if AFTER_FINISH in names}
+        self.assertEqual(played, set(FINISH_MARKERS))
+        for name in WIRES:
+            with self.subTest(wire=name):
+                self.assertNotIn(AFTER_FINISH, {v.name for v in WIRES[name].variants("stream-cut", "chat")})
 
     @staticmethod
     def whole_events(wire: str, data: bytes) -> Tuple[bytes, bool]:
@@ -464,6 +554,28 @@ class StreamCutTests(unittest.TestCase):
         for mode in ("chat", "stream"):
             with self.subTest(mode=mode):
                 case("stream-cut", mode, lambda url: OverloadOnCut(f"{url}/v1")).run()
+
+    def test_a_cut_takes_the_kinds_its_variant_names(self) -> None:
+        """A cut shape that names its kinds is judged by them; one naming none, by the two any cut allows."""
+        import dataclasses
+
+        from conformance.wires.openai_chat import OpenAIChatWire
+
+        def with_kinds(kinds: Tuple[str, ...]) -> OpenAIChatWire:
+            shapes = OpenAIChatWire.variants_table["stream-cut/chat"]
+            table = {
+                **OpenAIChatWire.variants_table,
+                "stream-cut/chat": tuple(dataclasses.replace(v, error_kinds=kinds) for v in shapes),
+            }
+            return type("CutKinds", (OpenAIChatWire,), {"variants_table": table})()  # type: ignore[no-any-return]
+
+        def overload(url: str) -> OverloadOnCut:
+            return OverloadOnCut(f"{url}/v1")
+
+        narrowed = BackendConformanceTarget("n", with_kinds(("server_error",)), overload)
+        with self.assertRaisesRegex(AssertionError, r"of kind 'server_error' \(LLM_SERVER_ERROR\), got"):
+            ConformanceCase(narrowed, "stream-cut", "chat").run()
+        ConformanceCase(BackendConformanceTarget("d", with_kinds(()), overload), "stream-cut", "chat").run()
 
 
 class ParallelCallsTests(unittest.TestCase):

@@ -36,6 +36,7 @@ class ErrorKindsTests(unittest.TestCase):
             "overloaded": ("LLM_OVERLOADED", True),
             "server_error": ("LLM_SERVER_ERROR", True),
             "context_overflow": ("LLM_CONTEXT_LENGTH_EXCEEDED", False),
+            "invalid_request": ("LLM_INVALID_REQUEST", False),
         }
         self.assertEqual({k: (v.code, v.retryable) for k, v in ERROR_KINDS.items()}, expected)
 

@@ -64,11 +64,10 @@ class TableTests(unittest.TestCase):
         )
         self.assertEqual(
             [v.name for v in COMPATIBLE.variants("context-overflow", "stream")],
-            ["openai", "llama-cpp", "llama-cpp-in-stream", "llama-cpp-error-field"],
+            ["openai", "deepseek", "llama-cpp", "llama-cpp-in-stream", "llama-cpp-error-field"],
         )
-        self.assertEqual(
-            [v.name for v in COMPATIBLE.variants("context-overflow", "chat")], ["openai", "llama-cpp"]
-        )
+        overflow = [v.name for v in COMPATIBLE.variants("context-overflow", "chat")]
+        self.assertEqual(overflow, ["openai", "deepseek", "llama-cpp"])
         kept = [v.name for v in COMPATIBLE.variants("stream-error", "stream")]
         own = [v.name for v in openai_chat_wire.variants("stream-error", "stream")]
         self.assertEqual(kept, own + ["llama-cpp"])
@@ -254,6 +253,21 @@ class DeepSeekTests(unittest.TestCase):
         self.assertEqual(message["content"], "")
         self.assertEqual(message["reasoning_content"], FX.thinking)
         self.assertEqual(message["tool_calls"][0]["index"], 0)
+
+    def test_a_prompt_too_long_is_a_400_whose_code_repeats_its_type(self) -> None:
+        """Whole or streamed, a 400 before any stream, code invalid_request_error: the overflow in words."""
+        for mode, body in (("chat", good_body()), ("stream", good_body(True))):
+            with self.subTest(mode=mode):
+                reply = scenario_reply(COMPATIBLE, "context-overflow", mode, request(body), "deepseek")
+                assert isinstance(reply, JsonReply)
+                self.assertEqual(reply.status, 400)
+                error = reply.body["error"]
+                self.assertEqual(error["type"], "invalid_request_error")
+                self.assertEqual(error["code"], "invalid_request_error")
+                self.assertIsNone(error["param"])
+                self.assertIn("maximum context length", error["message"])
+        (deepseek,) = [v for v in COMPATIBLE.variants("context-overflow", "chat") if v.name == "deepseek"]
+        self.assertEqual(deepseek.accepted_kinds("context_overflow"), ("context_overflow", "invalid_request"))
 
 
 class LlamaCppTests(unittest.TestCase):

@@ -1,18 +1,22 @@
 """A stream or body broken before its end: cut short of the terminal event, or a damaged frame.
 
 A cut is a failure, never a short success: a retryable error of a kind a careful
-client derives from a cut that carries no status (:data:`CUT_KINDS`), with no finish
-reason and no tool call yielded before it. A frame whose checksum fails is an error too.
+client derives from the cut (its variant's ``error_kinds``; where a variant names none,
+:data:`~conformance.wires._variants.CUT_KINDS`, what a cut that carries no status
+allows), with no finish reason and no tool call yielded before it, also where the
+finish reason came and only the terminal event did not. A frame whose checksum fails is
+an error too.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..contract import ERROR_KINDS
+from ..wires._variants import CUT_KINDS
 from ._seen import MISSING, Check, Seen, describe, value_of
 
-__all__ = ["CUT_KINDS", "ROWS"]
+__all__ = ["ROWS"]
 
 
 def _corrupt_frame(seen: Seen) -> List[str]:
@@ -25,11 +29,9 @@ def _corrupt_frame(seen: Seen) -> List[str]:
     ]
 
 
-#: The kinds a backend may give a connection cut before the provider's terminal event.
-#: The cut carries no status and no error type, so nothing in the bytes tells a
-#: server's failure from an overloaded server shedding its connections: what a careful
-#: client derives is a retryable server_error, and overloaded is as defensible.
-CUT_KINDS = ("server_error", "overloaded")
+def _cut_kinds(seen: Seen) -> Tuple[str, ...]:
+    """The kinds the backend may give this cut: its shape's, else what any cut allows."""
+    return seen.variant.error_kinds or CUT_KINDS
 
 
 def _cut_error(seen: Seen) -> Optional[BaseException]:
@@ -69,10 +71,11 @@ def _cut_kind(seen: Seen) -> List[str]:
     error = _cut_error(seen)
     if error is None:
         return []
+    kinds = _cut_kinds(seen)
     kind, code = getattr(error, "kind", MISSING), getattr(error, "code", MISSING)
-    if kind in CUT_KINDS and code == ERROR_KINDS[kind].code:
+    if kind in kinds and code == ERROR_KINDS[kind].code:
         return []
-    wanted = " or ".join(f"{k!r} ({ERROR_KINDS[k].code})" for k in CUT_KINDS)
+    wanted = " or ".join(f"{k!r} ({ERROR_KINDS[k].code})" for k in kinds)
     return [
         f"expected an error of kind {wanted}, got {describe(error)}: a cut carries no status or "
         "error type, so either is what a careful client derives, and no other kind"

@@ -1,9 +1,9 @@
 """A turn that fails: the error raised, with the kind, code, status and retry delay the provider's bytes say.
 
 The kinds a backend may report are the variant's, else the scenario's (one kind, or
-several where the provider's type and status allow each: a 400 whose type says only
-"bad request" may be reported as :data:`BAD_REQUEST`, a kind beside the contract's
-six); ``retry_after`` is the delay
+several where the provider's type and status allow each: a plain 400 that only its
+message calls a quota or a prompt too long may be reported as ``invalid_request``, a
+bad request); ``retry_after`` is the delay
 the reply carried, on every kind, and ``None`` where it carried none. A stream that
 fails after some text yields that text first.
 """
@@ -12,23 +12,22 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from ..contract import ERROR_KINDS, ErrorKind
+from ..contract import ERROR_KINDS
 from ..fixture import CONFORMANCE_FIXTURE as FX
 from ..scenarios import SCENARIOS
 from ._seen import MISSING, Check, Seen, describe
 
-__all__ = ["BAD_REQUEST", "ROWS"]
-
-#: A request the provider refused as bad, where its status and type say no more (a 400
-#: ``invalid_request_error`` that only its message calls an exhausted quota): not one of
-#: the contract's six kinds, and never retryable. A variant names it in ``error_kinds``
-#: beside the kind its message means; the reference backends report it so.
-BAD_REQUEST = ErrorKind("invalid_request", "LLM_INVALID_REQUEST", False)
-_KINDS = {**ERROR_KINDS, BAD_REQUEST.kind: BAD_REQUEST}
+__all__ = ["ROWS"]
 
 
 def _error_kinds_of(seen: Seen) -> Tuple[str, ...]:
-    """The kinds the backend may report: the variant's, else the scenario's; empty where it must not fail."""
+    """The kinds the backend may report: the variant's, else the scenario's; empty where it must not fail.
+
+    A cut stream's kinds are its variant's too, but the cut family judges them, in words
+    that say why a cut is a failure (:mod:`~conformance._checks.cut`).
+    """
+    if seen.scenario == "stream-cut":
+        return ()
     own = SCENARIOS[seen.scenario].error_kind if seen.scenario in SCENARIOS else None
     return seen.variant.accepted_kinds(own)
 
@@ -67,7 +66,7 @@ def _error_kind(seen: Seen) -> List[str]:
     got = {name: getattr(seen.error, name, "<missing>") for name in ("kind", "code", "retryable")}
     wants = [
         {"kind": row.kind, "code": row.code, "retryable": row.retryable}
-        for row in (_KINDS[k] for k in kinds)
+        for row in (ERROR_KINDS[k] for k in kinds)
     ]
     if got in wants:
         return []

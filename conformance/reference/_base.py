@@ -15,7 +15,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, AsyncIterator, ClassVar, Dict, Mapping, Optional
 
-from ..contract import ERROR_KINDS, ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall
+from ..contract import ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall
 from ._errors import retry_after_seconds
 from ._transport import Response, TransportError, request
 
@@ -139,21 +139,11 @@ class ReferenceBackend(ABC):
         details: Mapping[str, Any],
         retry_after: Optional[float] = None,
     ) -> LLMError:
-        """The contract's error for one of its six kinds; any other kind is a bad request."""
-        if kind in ERROR_KINDS:
-            return LLMError.from_kind(
-                kind,
-                message,
-                retry_after=retry_after,
-                status=status,
-                provider=self.provider,
-                details=details,
-            )
-        return LLMError(
+        """The contract's error of ``kind``, one of :data:`~conformance.contract.ERROR_KINDS`."""
+        return LLMError.from_kind(
+            kind,
             message,
-            code="LLM_INVALID_REQUEST",
-            kind=kind,
-            retryable=False,
+            retry_after=retry_after,
             status=status,
             provider=self.provider,
             details=details,

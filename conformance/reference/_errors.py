@@ -18,7 +18,8 @@ def status_kind(status: int) -> str:
     """The error kind a bare HTTP status means, before any provider code refines it.
 
     A 429 is a rate limit until the body says it is an exhausted quota; a 503 (and
-    Anthropic's 529) is an overload; any other 5xx a server error.
+    Anthropic's 529) is an overload; any other 5xx a server error; any other status a
+    request the provider refused as bad (``invalid_request``).
     """
     if status in (401, 403):
         return "auth"

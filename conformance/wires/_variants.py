@@ -26,7 +26,15 @@ if TYPE_CHECKING:
         name: str
 
 
-__all__ = ["SOURCE_KINDS", "UNPARSED_VARIANTS", "Variant", "stream_cut_variants"]
+__all__ = [
+    "AFTER_FINISH",
+    "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
+    "CUT_KINDS",
+    "SOURCE_KINDS",
+    "UNPARSED_VARIANTS",
+    "Variant",
+    "stream_cut_variants",
+]
 
 #: What a variant's ``source`` is, and so how far it can be trusted: the bytes of a real
 #: exchange, a raw body a user quoted, what the provider documents, or the provider's own
@@ -57,8 +65,10 @@ class Variant:
     message calls an overload, is ``("overloaded", "server_error")``; Anthropic's 400
     ``invalid_request_error`` that only its message calls a quota is ``("quota",
     "invalid_request")``, the second a bad request (code ``LLM_INVALID_REQUEST``, not
-    retryable), a kind beside the contract's six. A verdict never rests on a message's
-    wording. Empty, the one kind is ``error_kind``, else the scenario's own.
+    retryable). A verdict never rests on a message's wording. Empty, the one kind is
+    ``error_kind``, else the scenario's own. A ``stream-cut`` shape names the kinds a
+    careful client derives from a cut that carries no status (:data:`CUT_KINDS`), or
+    others where its bytes allow another reading.
     """
 
     #: Short, for skip keys and failure lines: ``credit-balance-400``. The empty name
@@ -126,8 +136,35 @@ class Variant:
         return (kind,) if kind is not None else ()
 
 
+#: The kinds a careful client gives a connection cut before the provider's terminal
+#: event, where the cut's bytes say no more: it carries no status and no error type, so
+#: nothing tells a server's failure from an overloaded server shedding its connections.
+#: A retryable ``server_error`` is the plain reading, and ``overloaded`` is as defensible.
+CUT_KINDS: Tuple[str, ...] = ("server_error", "overloaded")
+
+#: What a plain 400 (or a provider's generic validation error) that only its message calls
+#: a prompt too long may be reported as: the context overflow its message means, or the
+#: bad request its status and type say. Where a field names the overflow (OpenAI's code
+#: ``context_length_exceeded``), that field decides, and the one kind stands.
+CONTEXT_OVERFLOW_OR_BAD_REQUEST: Tuple[str, ...] = ("context_overflow", "invalid_request")
+
+#: The name of the ``stream-cut`` shape cut after the finish reason, before the terminal event.
+AFTER_FINISH = "after-finish-reason"
+
+#: Clients seen taking a close after the finish reason for the end of the turn.
+_FINISH_TAKEN_FOR_END = (
+    "yologdev/yoagent#77 and esengine/DeepSeek-Reasonix#8756 (a stream closed after its finish "
+    "reason, without its terminal event, taken for a finished turn)"
+)
+
+
 def stream_cut_variants(
-    terminal: str, docs: str, seen: str, whole: str, call: str = "a call's first argument fragment"
+    terminal: str,
+    docs: str,
+    seen: str,
+    whole: str,
+    call: str = "a call's first argument fragment",
+    after_finish: str = "",
 ) -> Dict[str, Tuple[Variant, ...]]:
     """The shapes of ``stream-cut`` in each mode, for a provider whose turn ends with ``terminal``.
 
@@ -136,6 +173,12 @@ def stream_cut_variants(
     a call comes before the cut. A connection that
     dies mid-answer (a proxy's idle timeout, a load balancer draining, a crash) is a
     network failure every provider's clients meet.
+
+    ``after_finish`` is, for a provider whose stream sends its finish reason before its
+    terminal event, what a whole tool turn sends from its finish reason on, the cut
+    included (``"message_delta with stop_reason tool_use, then the stream cut before
+    message_stop"``): the shape :data:`AFTER_FINISH`. Empty where the finish reason
+    comes on the terminal event itself, and no stream can be cut between the two.
     """
     source = f"{docs}; {seen}"
     body = (
@@ -143,34 +186,59 @@ def stream_cut_variants(
         "closes before the whole body: a connection that dies mid-body leaves fewer bytes "
         "than its Content-Length)"
     )
-    return {
-        "stream-cut/stream": (
-            Variant(
-                "after-text",
-                f"text, then the stream cut inside an event, before {terminal}",
-                source,
-                source_kind="docs",
-            ),
-            Variant(
-                "inside-tool-call",
-                f"{call}, then the stream cut inside an event, before {terminal}",
-                source,
-                source_kind="docs",
-            ),
-            Variant(
-                "between-events",
-                f"text, then the stream cut between two events, before {terminal}",
-                source,
-                source_kind="docs",
-            ),
+    streamed: Tuple[Variant, ...] = (
+        Variant(
+            "after-text",
+            f"text, then the stream cut inside an event, before {terminal}",
+            source,
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
         ),
+        Variant(
+            "inside-tool-call",
+            f"{call}, then the stream cut inside an event, before {terminal}",
+            source,
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
+        ),
+        Variant(
+            "between-events",
+            f"text, then the stream cut between two events, before {terminal}",
+            source,
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
+        ),
+    )
+    if after_finish:
+        # The finish reason came, the terminal event did not: the turn is not over (its
+        # last event, and on some wires its usage, never came), so this is a cut like
+        # the others, and a backend that ends the turn at the finish reason fails it.
+        streamed += (
+            Variant(
+                AFTER_FINISH,
+                f"a whole tool call, then {after_finish} (the finish reason came, the terminal "
+                "event did not)",
+                f"{source}; {_FINISH_TAKEN_FOR_END}",
+                source_kind="docs",
+                error_kinds=CUT_KINDS,
+            ),
+        )
+    return {
+        "stream-cut/stream": streamed,
         "stream-cut/chat": (
-            Variant("text-body", "a text reply's body cut short inside the text", body, source_kind="docs"),
+            Variant(
+                "text-body",
+                "a text reply's body cut short inside the text",
+                body,
+                source_kind="docs",
+                error_kinds=CUT_KINDS,
+            ),
             Variant(
                 "tool-call-body",
                 "a tool call reply's body cut short inside the arguments",
                 body,
                 source_kind="docs",
+                error_kinds=CUT_KINDS,
             ),
         ),
     }

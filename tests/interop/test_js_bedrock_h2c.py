@@ -30,6 +30,7 @@ from conformance.cases import scenario_reply
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.provider import RecordedRequest, Reply, StreamReply, start_fake_provider
 from conformance.reference._decoders import EventStreamDecoder
+from conformance.wires._variants import AFTER_FINISH
 from conformance.wires.bedrock import CORRUPT_FRAME, TOOL_USE_ID, bedrock_converse_wire
 
 JS_DIR = Path(__file__).resolve().parent / "js"
@@ -325,9 +326,11 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
         self.assertEqual(result["error"]["fault"], "client")
 
     def test_stream_cut(self) -> None:
-        """A body or stream cut short never reads as a finished turn: no stop reason, no call."""
+        """A body or stream cut before messageStop never reads as a finished turn: no stop reason, no call."""
         for operation, cuts in CUTS.items():
             for cut in cuts:
+                if cut == AFTER_FINISH:
+                    continue  # messageStop came: see test_stream_cut_after_message_stop_ends_quietly
                 with self.subTest(operation=operation, cut=cut):
                     result = self.result(f"stream-cut:{cut}", operation)
                     self.assertIsNone(result["stopReason"])
@@ -350,6 +353,20 @@ class JavaScriptSDKOverH2CTests(unittest.TestCase):
         self.assertIsNone(result["error"])
         self.assertEqual(result["text"], FX.partial_text)
         self.assertEqual(result["events"], ["messageStart", *["contentBlockDelta"] * 3])
+
+    def test_stream_cut_after_message_stop_ends_quietly(self) -> None:
+        """Known break: a stream reset with NO_ERROR after messageStop ends the SDK's stream quietly too.
+
+        The SDK hands each event on as it arrives, messageStop with its stopReason and the
+        call before it among them, and then, as between any two messages, the reset ends
+        its iterator without an error: only the missing metadata (no usage) tells a careful
+        client the turn was cut, and it must raise rather than take the stop for the end.
+        """
+        result = self.result(f"stream-cut:{AFTER_FINISH}", "converse-stream")
+        self.assertIsNone(result["error"])
+        self.assertIsNone(result["usage"])
+        self.assertEqual(result["events"][-2:], ["contentBlockStop", "messageStop"])
+        self.assertNotIn("metadata", result["events"])
 
     def test_errors(self) -> None:
         """Each error scenario raises the modeled exception with its status, whole and streamed."""

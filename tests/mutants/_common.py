@@ -216,6 +216,23 @@ class Zoo:
         cases = tuple(c for c in CORRUPT_CASES if c in runs)
         return [self.shared(bug, cases=cases) for bug in UNPARSED_BUGS] if cases else []
 
+    def ends_at_finish_reason(self, cls: type) -> Mutant:
+        """The mutant of :class:`EndsAtFinishReason`, ``cls`` saying when the wire's finish reason came.
+
+        Caught only on the cut after the finish reason, for the turn it returns as finished:
+        its call and its finish reason came before the cut, and the turn's end never did.
+        """
+        from conformance.wires._variants import AFTER_FINISH
+
+        return self.mutant(
+            "ends-at-finish-reason",
+            "takes the finish reason for the end of the turn, and a close after it for a clean end",
+            cls,
+            checks=("cut-raised", "cut-finish", "cut-tool-call"),
+            cases=("stream-cut/stream",),
+            variants=(AFTER_FINISH,),
+        )
+
     def every_wire(self, *, leave_out: Tuple[SharedBug, ...] = ()) -> List[Mutant]:
         """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`), less ``leave_out``:
         a bug a wire's shapes allow (a throttle its provider types as one, reported as a
@@ -807,6 +824,28 @@ class FinishesOnCut(ReferenceBackend):
             raise
 
 
+class EndsAtFinishReason(ReferenceBackend):
+    """Takes the finish reason for the end of the turn: a connection closed after it is a
+    clean end, and what came is returned as the finished turn.
+
+    A wire's zoo says when the finish reason came: it sets :attr:`finished` as the event
+    that carries it is read.
+    """
+
+    finished = False
+
+    async def send(self, chat: ChatRequest, stream: bool) -> Response:
+        self.finished = False
+        return QuietBody(await super().send(chat, stream))  # type: ignore[return-value]
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        return _EndOfBody(str(error)) if self.finished else super().cut_error(error)
+
+    def check_ended(self, ended: bool, terminal: str) -> None:
+        if not self.finished:
+            super().check_ended(ended, terminal)
+
+
 class FlushesCallsOnCut(ReferenceBackend):
     """Hands on the calls it gathered so far when the stream fails, then raises.
 
@@ -1113,6 +1152,16 @@ CONTEXT_OVERFLOW_AS_BAD_REQUEST = SharedBug(
     "context-overflow-as-bad-request",
     "misses the context overflow",
     mislabels("context_overflow", "invalid_request"),
+    ERRORS,
+    ("context-overflow/chat", "context-overflow/stream"),
+)
+#: Where only the message says the prompt is too long (a plain 400), a bad request is a
+#: fair reading and :data:`CONTEXT_OVERFLOW_AS_BAD_REQUEST` no bug; a retryable kind is
+#: one there too, and this is what a zoo lists in its place.
+CONTEXT_OVERFLOW_AS_SERVER_ERROR = SharedBug(
+    "context-overflow-as-server-error",
+    "calls the 400 of a prompt too long a retryable server error",
+    mislabels("context_overflow", "server_error"),
     ERRORS,
     ("context-overflow/chat", "context-overflow/stream"),
 )

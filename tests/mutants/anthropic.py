@@ -182,8 +182,22 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, AnthropicBackend):
         return super().on_event(name, data, turn)
 
 
+class EndsAtFinishReason(shared.EndsAtFinishReason, AnthropicBackend):
+    """Takes message_delta's stop_reason for the end of the turn, message_stop or not."""
+
+    def on_event(self, name: str, data: str, turn: _Turn) -> str:
+        text = super().on_event(name, data, turn)
+        self.finished = self.finished or name == "message_delta"
+        return text
+
+
+#: The shared bugs whose cases differ here: a prompt too long is a 400
+#: invalid_request_error, which a bad request reads as fairly as its message does.
+DIFFERENT_HERE = (shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,)
+
 MUTANTS = [
-    *zoo.every_wire(),
+    *zoo.every_wire(leave_out=DIFFERENT_HERE),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
@@ -296,6 +310,7 @@ MUTANTS = [
         cases=("text/stream", "tool-call/stream"),
     ),
     zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
+    zoo.ends_at_finish_reason(EndsAtFinishReason),
     zoo.mutant(
         "flushes-calls-on-cut",
         "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",

@@ -18,6 +18,7 @@ from . import _common as shared
 from ._common import Zoo
 from .anthropic import (
     AddsDeltaUsage,
+    EndsAtFinishReason,
     FlushesCallsOnCut,
     KeepsTruncatedCall,
     OpenAIShapedTools,
@@ -108,9 +109,16 @@ class ModelInBodyOnly(AnthropicVertexBackend):
 MUTANTS = [
     # A quota and a rate limit are the same 429 RESOURCE_EXHAUSTED on Vertex: only its words
     # tell them apart, so a rate limit is a fair reading, and this backend never reads a quota.
+    # Its context overflow is Claude's 400 invalid_request_error: a bad request is a fair reading.
     *zoo.every_wire(
-        leave_out=(shared.QUOTA_AS_RATE_LIMIT, shared.QUOTA_RETRYABLE, shared.INVENTS_QUOTA_DELAY)
+        leave_out=(
+            shared.QUOTA_AS_RATE_LIMIT,
+            shared.QUOTA_RETRYABLE,
+            shared.INVENTS_QUOTA_DELAY,
+            shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,
+        )
     ),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
@@ -234,6 +242,7 @@ MUTANTS = [
         cases=zoo.every_case(),
     ),
     zoo.shared(shared.TAKES_CUT_FOR_END, checks=("cut-raised", "cut-finish", "cut-tool-call")),
+    zoo.ends_at_finish_reason(EndsAtFinishReason),
     zoo.mutant(
         "flushes-calls-on-cut",
         "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",

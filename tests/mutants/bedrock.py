@@ -214,9 +214,20 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, BedrockConverseBackend):
         return text
 
 
+class EndsAtFinishReason(shared.EndsAtFinishReason, BedrockConverseBackend):
+    """Takes messageStop's stopReason for the end of the turn, metadata or not."""
+
+    def on_event(self, event_type: str, payload: Mapping[str, Any], turn: _Turn) -> str:
+        text = super().on_event(event_type, payload, turn)
+        self.finished = self.finished or event_type == "messageStop"
+        return text
+
+
 MUTANTS = [
-    # A daily quota comes as a ThrottlingException: a rate limit is a fair reading of it.
-    *zoo.every_wire(leave_out=(shared.QUOTA_AS_RATE_LIMIT,)),
+    # A daily quota comes as a ThrottlingException: a rate limit is a fair reading of it. A
+    # prompt too long is a ValidationException, whose name a bad request reads as fairly.
+    *zoo.every_wire(leave_out=(shared.QUOTA_AS_RATE_LIMIT, shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST)),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
@@ -354,7 +365,8 @@ MUTANTS = [
         checks=("finish-reason",),
         cases=("content-filter/stream",),
     ),
-    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish')),
+    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
+    zoo.ends_at_finish_reason(EndsAtFinishReason),
     zoo.mutant(
         "flushes-calls-on-cut",
         "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",

@@ -19,6 +19,7 @@ from . import _common as shared
 from ._common import Zoo
 from .anthropic import (
     AddsDeltaUsage,
+    EndsAtFinishReason,
     FlushesCallsOnCut,
     KeepsTruncatedCall,
     OpenAIShapedTools,
@@ -95,7 +96,9 @@ class SendsNoCredentials(BedrockInvokeBackend):
 
 
 MUTANTS = [
-    *zoo.every_wire(),
+    # Its context overflow is a ValidationException, whose name a bad request reads as fairly.
+    *zoo.every_wire(leave_out=(shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,)),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
@@ -221,6 +224,7 @@ MUTANTS = [
         cases=zoo.every_case(),
     ),
     zoo.shared(shared.TAKES_CUT_FOR_END, checks=("cut-raised", "cut-finish", "cut-tool-call")),
+    zoo.ends_at_finish_reason(EndsAtFinishReason),
     zoo.mutant(
         "flushes-calls-on-cut",
         "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",

@@ -212,13 +212,7 @@ MUTANTS = [
         checks=("error-raised",),
         cases=("stream-error/stream",),
     ),
-    zoo.mutant(
-        "too-many-tokens-retryable",
-        "calls the 400 about too many tokens a retryable server error",
-        shared.mislabels("context_overflow", "server_error"),
-        checks=shared.ERRORS,
-        cases=("context-overflow/chat", "context-overflow/stream"),
-    ),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     zoo.mutant(
         "v1-tools",
         "sends tools in v1's parameter_definitions shape",

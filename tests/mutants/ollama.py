@@ -114,10 +114,13 @@ MUTANTS = [
         if bug is shared.OVERLOAD_AS_SERVER_ERROR
         else zoo.shared(bug)
         # Ollama sends no call ids: there is nothing to pair up wrongly. Its usage limit is
-        # a 429 whose message alone says quota: a rate limit is a fair reading of it.
+        # a 429 whose message alone says quota: a rate limit is a fair reading of it. Its
+        # prompt too long is a 400 whose message alone says so: a bad request is as fair.
         for bug in shared.EVERY_WIRE
-        if bug not in (shared.SWAPS_CALL_IDS, shared.QUOTA_AS_RATE_LIMIT)
+        if bug
+        not in (shared.SWAPS_CALL_IDS, shared.QUOTA_AS_RATE_LIMIT, shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST)
     ),
+    zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     # The ids are the backend's own: two calls under one is caught by that alone.
     zoo.shared(shared.ONE_ID_FOR_EVERY_CALL, checks=("distinct-ids",)),
     zoo.shared(shared.DROPS_REASONING, "leaves the thinking out of the turn it sends back"),

@@ -97,6 +97,15 @@ class FlushesCallsOnCut(shared.FlushesCallsOnCut, OpenAIChatBackend):
         return text
 
 
+class EndsAtFinishReason(shared.EndsAtFinishReason, OpenAIChatBackend):
+    """Takes the chunk with a finish_reason for the end of the turn, [DONE] or not."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        text = super().on_chunk(chunk, partials)
+        self.finished = self.finished or any(c.get("finish_reason") for c in chunk.get("choices") or ())
+        return text
+
+
 def own_mutants(zoo: Zoo) -> List[Mutant]:
     """The bugs of a Chat Completions backend, on ``zoo``'s wire (this one's, or Azure's)."""
     return [
@@ -152,6 +161,7 @@ def own_mutants(zoo: Zoo) -> List[Mutant]:
             cases=("text/stream", "tool-call/stream"),
         ),
         zoo.shared(shared.TAKES_CUT_FOR_END, checks=("cut-raised", "cut-finish", "cut-tool-call")),
+        zoo.ends_at_finish_reason(EndsAtFinishReason),
         zoo.mutant(
             "flushes-calls-on-cut",
             "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",

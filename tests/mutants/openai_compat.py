@@ -15,6 +15,7 @@ from conformance.contract import ChatRequest, LLMError, StreamChunk
 from conformance.reference.openai_chat import OpenAIChatBackend, _PartialCall
 
 from . import SERVERS_ZOO
+from . import _common as shared
 from ._common import Zoo
 from ._openai import StreamErrorAsOverload
 
@@ -262,6 +263,14 @@ MUTANTS = [
         ReasoningKeyTakenForText,
         checks=("reply",),
         cases=("reasoning/stream", "tool-call/stream"),
+        variants=("deepseek",),
+    ),
+    zoo.mutant(
+        "plain-400-as-server-error",
+        "calls a 400 it cannot place a retryable server error: DeepSeek's prompt too long",
+        shared.mislabels("invalid_request", "server_error"),
+        checks=("error-details", "error-kind"),
+        cases=("context-overflow/chat", "context-overflow/stream"),
         variants=("deepseek",),
     ),
     zoo.mutant(

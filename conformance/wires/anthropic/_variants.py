@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._ids import signature
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 from ._replies import OVERLOADED_MESSAGE, request_id, response_headers
 
 if TYPE_CHECKING:
@@ -163,6 +163,8 @@ VARIANTS: Mapping[str, Any] = {
         "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a stream that reached EOF "
         "without message_stop taken for a finished turn)",
         "https://docs.anthropic.com/en/api/messages",
+        after_finish="message_delta with stop_reason tool_use and the usage, then the stream cut "
+        "between two events, before message_stop",
     ),
     # A tool_use block's input_json_delta fragments that do not join to JSON, on a
     # tool_use turn; a whole reply's input is an object, so only a stream carries them.
@@ -245,6 +247,18 @@ VARIANTS: Mapping[str, Any] = {
             "handle-streaming-refusals (category and explanation are null where the refusal maps to "
             "no named category)",
             source_kind="docs",
+        ),
+    ),
+    # A prompt past the window is a 400 invalid_request_error like any bad request: only
+    # its message says the prompt is too long.
+    "context-overflow": (
+        Variant(
+            "prompt-too-long-400",
+            "400 invalid_request_error, prompt is too long (context overflow in the message only)",
+            "earendil-works/pi#102 and boldsoftware/exe.dev#62 (raw 400 bodies: invalid_request_error, "
+            "prompt is too long: N tokens > 200000 maximum)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+            source_kind="issue",
         ),
     ),
     # Each real quota answer, and what its bytes allow a backend to report: only the

@@ -14,6 +14,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
 from .._ids import signature
+from .._variants import AFTER_FINISH
 from ._replies import (
     MESSAGE_ID,
     OVERLOADED_MESSAGE,
@@ -128,6 +129,11 @@ class AnthropicWire(Wire):
             return cut_short(self.whole_reply(body), FX.text)
         out = self.events(model, variant=variant)
         out.message_start()
+        if variant == AFTER_FINISH:
+            # The whole call and message_delta's stop_reason, then nothing: no message_stop.
+            out.tool_use(json.dumps(dict(FX.tool_arguments), ensure_ascii=False))
+            out.message_delta("tool_use")
+            return out.reply(f"{self.name}/stream-cut/{variant}", cut=(len(out.events) - 1, False))
         if in_call:
             pieces = split_text(json.dumps(dict(FX.tool_arguments), ensure_ascii=False), 4)
             out.content_block_start(tool_use_block({}, out.tool_use_id))

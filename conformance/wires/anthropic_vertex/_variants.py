@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Tuple
 
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 from ..anthropic._variants import REDACTED_THINKING, THINKING
 
 __all__ = [
@@ -111,6 +111,8 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
         "without message_stop taken for a finished turn)",
         f"{_RAW_PREDICT} (rawPredict)",
+        after_finish="message_delta with stop_reason tool_use and the usage, then the stream cut "
+        "between two events, before message_stop",
     ),
     "corrupt-arguments": (
         Variant(
@@ -195,9 +197,10 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "context-overflow": (
         Variant(
             "prompt-too-long",
-            "400 invalid_request_error with a req_vrtx_ request id",
+            "400 invalid_request_error with a req_vrtx_ request id (context overflow in the message only)",
             "anthropics/claude-code#12429 (Claude's 400 passed on by Vertex, request_id req_vrtx_…); "
             "https://docs.claude.com/en/api/errors",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
             source_kind="issue",
         ),
     ),

@@ -14,7 +14,7 @@ from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._aws import ERROR_NAMESPACE
 from .._ids import signature
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply
@@ -76,6 +76,8 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         "NousResearch/hermes-agent#109988 and langchain-ai/langchain-aws#1287 (a ConverseStream "
         "that ended before messageStop taken for a finished turn)",
         "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html",
+        after_finish="messageStop with stopReason tool_use, then the stream cut between two events, "
+        "before metadata and its usage",
     ),
     "quota": (
         Variant(
@@ -83,6 +85,18 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "429 ThrottlingException, per day in the message only",
             "minorun365/agent-book#29; Ivy-Interactive/Ivy-Tendril#1756 (Too many tokens per day)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
+            source_kind="issue",
+        ),
+    ),
+    # A prompt past the window is a ValidationException, the name of every refused request:
+    # only its message says the input is too long.
+    "context-overflow": (
+        Variant(
+            "input-too-long-400",
+            "400 ValidationException, input too long (context overflow in the message only)",
+            "aws-samples/assessment-generator#2 (ValidationException, httpStatusCode 400, Input is too "
+            "long for requested model.)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
             source_kind="issue",
         ),
     ),

@@ -14,6 +14,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
 from .._ids import signature
+from .._variants import AFTER_FINISH
 from ._replies import (
     CORRUPT_FRAME,
     GUARDRAIL_MESSAGE,
@@ -113,6 +114,11 @@ class BedrockConverseWire(Wire):
             return cut_short(whole, next(iter(FX.tool_arguments)) if in_call else FX.text)
         out = Events()
         out.message_start()
+        if variant == AFTER_FINISH:
+            # The whole call and messageStop's stopReason, then nothing: no metadata.
+            out.tool_use_block(input_json())
+            out.message_stop("tool_use")
+            return out.reply(f"{self.name}/stream-cut/{variant}", cut=(len(out.events), False))
         if in_call:
             out.tool_use_block(input_json())
             keep = 4  # messageStart, contentBlockStart, the empty fragment, the first real one

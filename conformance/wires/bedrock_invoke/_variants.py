@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Mapping, Tuple
 
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 from ..anthropic._variants import REDACTED_THINKING, THINKING
 
 __all__ = [
@@ -101,6 +101,8 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         "charmbracelet/fantasy#245 and SamSaffron/term-llm#955 (a Claude stream that reached EOF "
         "without message_stop taken for a finished turn)",
         f"{_INVOKE_DOCS}",
+        after_finish="message_delta with stop_reason tool_use and the usage, then the stream cut "
+        "between two frames, before message_stop and its invocation metrics",
     ),
     "corrupt-arguments": (
         Variant(
@@ -177,18 +179,32 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             source_kind="docs",
         ),
     ),
+    # A ValidationException names every refused request: only its message says the input
+    # is too long, so a bad request is a fair reading of it.
+    "context-overflow": (
+        Variant(
+            "input-too-long-400",
+            "400 ValidationException, input too long (context overflow in the message only)",
+            f"{_INVOKE_DOCS} (ValidationException, 400); aws-samples/assessment-generator#2 (its "
+            "message: Input is too long for requested model.)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+            source_kind="docs",
+        ),
+    ),
     "context-overflow/stream": (
         Variant(
             "input-too-long-400",
-            "400 ValidationException, input too long",
+            "400 ValidationException, input too long (context overflow in the message only)",
             f"{_STREAM_DOCS} (ValidationException, 400)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
             source_kind="docs",
         ),
         Variant(
             "input-too-long-frame",
-            "200, then a validationException frame before any event",
+            "200, then a validationException frame before any event (context overflow in the message only)",
             "aws-samples/bedrock-chat#95 (EventStreamError (validationException) when calling the "
             "InvokeModelWithResponseStream operation: Input is too long for requested model.)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
             source_kind="issue",
         ),
     ),

@@ -109,6 +109,8 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             source_kind="capture",
         ),
     ),
+    # No cut falls between the finish reason and the end: message-end carries the finish
+    # reason and the usage and ends the turn (the data: [DONE] after it ends nothing more).
     **stream_cut_variants(
         "message-end",
         f"{STREAMING_DOCS} (message-end is the final event)",

@@ -22,7 +22,7 @@ from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._google import rpc_status
 from .._ids import signature
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 from ._replies import FUNCTION_CALL_ID, GEMINI, Dialect
 
 if TYPE_CHECKING:
@@ -235,6 +235,8 @@ def error_reply(
 
 #: The shapes that differ by model generation or by what was blocked.
 VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
+    # No cut falls between the finish reason and the end: the chunk with finishReason (and
+    # the usage) is the stream's last event.
     **stream_cut_variants(
         "the event whose candidate carries finishReason",
         "https://ai.google.dev/api/generate-content#v1beta.Candidate (finishReason: "
@@ -245,6 +247,19 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         call="the whole functionCall part (Gemini never splits one)",
     ),
     "rate-limit": RATE_LIMIT_VARIANTS,
+    # A prompt past the window is a 400 INVALID_ARGUMENT with no details, as any bad
+    # argument is: only its message counts the tokens.
+    "context-overflow": (
+        Variant(
+            "token-count-400",
+            "400 INVALID_ARGUMENT, the input token count past the maximum (context overflow in the "
+            "message only)",
+            "google-gemini/gemini-cli#4118 and #4231 (raw 400 bodies from the Gemini API with an AI "
+            "Studio key: INVALID_ARGUMENT, no details)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+            source_kind="issue",
+        ),
+    ),
     "tool-call": (
         Variant(
             "id",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 from ..gemini._replies import FUNCTION_CALL_ID
 from ..gemini._variants import OVERLOADED_MESSAGE, SIGNATURE_ONLY, THOUGHT_SUMMARY, ErrorTable
 
@@ -99,6 +99,8 @@ _UNEXPECTED = Variant(
 )
 
 VARIANTS: Dict[str, Tuple[Variant, ...]] = {
+    # No cut falls between the finish reason and the end: the chunk with finishReason (and
+    # the usage) is the stream's last event.
     **stream_cut_variants(
         "the event whose candidate carries finishReason",
         "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/inference (Candidate."
@@ -115,6 +117,19 @@ VARIANTS: Dict[str, Tuple[Variant, ...]] = {
             "continuedev/continue#8967 and google-gemini/gemini-cli#14811 (the same body, wrapped in an "
             "array on a stream without alt=sse)",
             source_kind="issue",
+        ),
+    ),
+    # A prompt past the window is a 400 INVALID_ARGUMENT with no details, as any bad
+    # argument is: only its message counts the tokens.
+    "context-overflow": (
+        Variant(
+            "token-count-400",
+            "400 INVALID_ARGUMENT, the input token count past the maximum (context overflow in the "
+            "message only)",
+            "https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/api-errors (400 "
+            "INVALID_ARGUMENT for a request over the input token limit)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+            source_kind="docs",
         ),
     ),
     "auth": (

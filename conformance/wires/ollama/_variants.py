@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._ids import provider_id
-from .._variants import Variant, stream_cut_variants
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
 from ._replies import JSON_TYPE, response_headers
 
 if TYPE_CHECKING:
@@ -98,6 +98,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             source_kind="docs",
         ),
     ),
+    # No cut falls between the finish reason and the end: done_reason comes on the done line.
     **stream_cut_variants(
         'the "done": true line',
         "https://github.com/ollama/ollama/blob/main/docs/api.md (the final response of a stream)",
@@ -119,6 +120,17 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "continuedev/continue#9233; continuedev/continue#10579 (the session limit, same form)",
             error_kinds=QUOTA_OR_RATE_LIMIT,
             source_kind="issue",
+        ),
+    ),
+    # Ollama's errors are a status and a message: only the message says the prompt does not fit.
+    "context-overflow": (
+        Variant(
+            "prompt-too-long-400",
+            "400 the prompt is longer than the context length (context overflow in the message only)",
+            "ollama/ollama llm/llama_server.go (the whole text, with its advice; sent only when input "
+            "truncation is off)",
+            error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+            source_kind="provider-source",
         ),
     ),
     "server-error": (

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ...provider.replies import RecordedRequest, Reply
 
 __all__ = [
+    "DEEPSEEK_OVERFLOW",
     "model_of",
     "server_reply",
     "sse_of",
@@ -363,8 +364,27 @@ def _scenario_turn(scenario: str, variant: str) -> Optional[ScriptedTurn]:
     return None
 
 
+#: DeepSeek's 400 for a prompt past the window, whole or streamed (NoFxAiOS/nofx#1278): a
+#: 131072-token model asked for more, its code the same words as its type.
+DEEPSEEK_OVERFLOW = {
+    "error": {
+        "message": "This model's maximum context length is 131072 tokens. However, you requested 141980 "
+        "tokens (133980 in the messages, 8000 in the completion). Please reduce the length of the "
+        "messages or completion.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
+}
+
+
 def server_reply(scenario: str, variant: str, request: RecordedRequest, stream: bool) -> Optional[Reply]:
     """The reply of the server shape ``variant`` to ``scenario``, whole or streamed as asked."""
+    if scenario == "context-overflow" and variant == "deepseek":
+        from ...provider.replies import JsonReply
+
+        # Refused before any stream begins, so the same 400 either way.
+        return JsonReply(DEEPSEEK_OVERFLOW, status=400, headers={"date": http_date()})
     turn = _scenario_turn(scenario, variant)
     if turn is None:
         return None

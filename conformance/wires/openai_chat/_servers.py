@@ -17,7 +17,7 @@ from typing import Any, Dict, Mapping, Sequence, Tuple
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._ids import provider_id
-from .._variants import Variant
+from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant
 from ._replies import TOOL_CALL_ID
 
 __all__ = [
@@ -69,6 +69,17 @@ OPENAI_SHAPES: Mapping[str, Variant] = {
         source_kind="issue",
     ),
 }
+
+#: DeepSeek's prompt past the window: OpenAI's error object, but its code repeats its type
+#: (invalid_request_error), so only the message says the context length was passed.
+_DEEPSEEK_OVERFLOW = Variant(
+    "deepseek",
+    "DeepSeek: 400 invalid_request_error, code invalid_request_error (context overflow in the message only)",
+    "NoFxAiOS/nofx#1278 (the raw 400 body); FoundationAgents/OpenManus#79 and evalstate/fast-agent#621 "
+    "(the same body from deepseek-chat)",
+    error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+    source_kind="issue",
+)
 
 #: The llama-server build that sent the envelope played before an in-stream error.
 _LLAMA_CPP_CHUNKS = "openai-php/client#780 (the chunks of llama-server b9554: key order, timings)"
@@ -158,6 +169,7 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
         ),
     ),
     "context-overflow/chat": (
+        ("deepseek", _DEEPSEEK_OVERFLOW),
         (
             "llama.cpp",
             Variant(
@@ -169,6 +181,7 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
         ),
     ),
     "context-overflow/stream": (
+        ("deepseek", _DEEPSEEK_OVERFLOW),
         (
             "llama.cpp",
             Variant(

@@ -101,6 +101,8 @@ VARIANTS: Mapping[str, Any] = {
         "https://platform.openai.com/docs/api-reference/chat-streaming (a stream ends with data: [DONE])",
         "openai/openai-python#2065 and #2356 (a stream cut short: incomplete chunked read)",
         "https://platform.openai.com/docs/api-reference/chat/create",
+        after_finish="its finish_reason chunk and the usage chunk (where asked for), then the stream "
+        "cut between two events, before data: [DONE]",
     ),
     # A finished call's arguments as the model wrote them, not JSON: OpenAI returns the
     # text unchecked, whole and streamed, with finish_reason "tool_calls".

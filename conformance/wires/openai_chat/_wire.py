@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
+from .._variants import AFTER_FINISH
 from ._replies import (
     CREATED,
     TOOL_CALL_ID,
@@ -180,7 +181,12 @@ class OpenAIChatWire(Wire):
         return cut_short(reply, FX.text)
 
     def _stream_cut(self, out: Chunks, variant: str) -> StreamReply:
-        """A turn whose stream stops before ``[DONE]``: after text, or inside a call."""
+        """A turn whose stream stops before ``[DONE]``: after text, inside a call, or after the finish."""
+        if variant == AFTER_FINISH:
+            # The whole call, its finish_reason and the usage chunk (where asked), then no [DONE].
+            out.tool_call(fixture_arguments(), role=True)
+            out.finish("tool_calls")
+            return out.reply(f"{self.name}/stream-cut/{variant}", cut=(len(out.events) - 1, False))
         if variant in CUT_IN_CALL:
             # Kept: what came before, the call's first chunk (id, name) and its first fragment.
             keep = len(out.events) + 2

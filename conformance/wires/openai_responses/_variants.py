@@ -140,6 +140,8 @@ VARIANTS: Mapping[str, Any] = {
             source_kind="docs",
         ),
     ),
+    # No cut falls between the finish reason and the end: a Responses turn's finish is its
+    # terminal event's own (response.completed's status, response.incomplete's reason).
     **stream_cut_variants(
         "response.completed",
         "https://platform.openai.com/docs/api-reference/responses-streaming (a stream ends with "
