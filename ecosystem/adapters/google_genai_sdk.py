@@ -88,6 +88,18 @@ def gemini_contents(request: ChatRequest) -> List[types.Content]:
 MADE_UP = "made-up-"
 
 
+def output_tokens(meta: Any) -> Optional[int]:
+    """The turn's output as the contract counts it: the answer's tokens and the thoughts'.
+
+    ``candidates_token_count`` leaves the thoughts out, and is absent where a thinking
+    model spent its whole budget on them (a MAX_TOKENS turn with no parts).
+    """
+    parts = (meta.candidates_token_count, meta.thoughts_token_count)
+    if all(p is None for p in parts):
+        return None
+    return sum(int(p or 0) for p in parts)
+
+
 def merged(items: List[Reasoning]) -> List[Reasoning]:
     """A streamed thought's text and the signature that came on a later part, as one item."""
     out: List[Reasoning] = []
@@ -215,7 +227,7 @@ class Generate(AsyncAdapter):
         if done.prompt_feedback is not None and done.prompt_feedback.block_reason is not None:
             reason = "SAFETY"  # the prompt itself was blocked: no candidate at all
         meta = done.usage_metadata
-        used = meta and usage(meta.prompt_token_count, meta.candidates_token_count, meta.total_token_count)
+        used = meta and usage(meta.prompt_token_count, output_tokens(meta), meta.total_token_count)
         turn = response("".join(text), FINISH.get(reason, "stop"), [c[:3] for c in calls], used, reasoning)
         return self.signed(turn, calls)
 
@@ -239,7 +251,7 @@ class Generate(AsyncAdapter):
                 reason = "SAFETY"
             meta = chunk.usage_metadata
             if meta and meta.prompt_token_count is not None:
-                used = usage(meta.prompt_token_count, meta.candidates_token_count, meta.total_token_count)
+                used = usage(meta.prompt_token_count, output_tokens(meta), meta.total_token_count)
         if not reason:
             raise status_error(
                 "gemini",
