@@ -47,7 +47,8 @@ def earlier_call(wire: Wire, variant: str) -> ToolCall:
     # What the provider ties to the call itself is always there: a Gemini 3 call comes
     # signed, and the API refuses the call back without its signature.
     reasoning = wire.call_reasoning
-    return ToolCall(wire.scripted_call_id("tool-result"), FX.tool_name, dict(FX.tool_arguments), reasoning)
+    call_id = wire.scripted_call_id(FX.tool_name, f"{wire.name}/tool-result")
+    return ToolCall(call_id, FX.tool_name, dict(FX.tool_arguments), reasoning)
 
 
 def earlier_result(wire: Wire, variant: str) -> ToolResult:
@@ -82,7 +83,7 @@ def parallel_calls(wire: Wire) -> Tuple[ScriptedCall, ...]:
     """The two calls of a ``parallel-tool-calls`` turn."""
     return tuple(
         ScriptedCall(
-            wire.scripted_call_id(f"parallel-tool-calls/{index}"),
+            wire.scripted_call_id(FX.tool_name, f"{wire.name}/parallel-tool-calls/{index}"),
             FX.tool_name,
             json.dumps(dict(arguments), ensure_ascii=False),
         )

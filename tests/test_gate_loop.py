@@ -26,6 +26,7 @@ from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
 
+from .call_id_shapes import ID_SHAPES, id_shape
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: Why a test that counts open descriptors is skipped.
@@ -405,28 +406,6 @@ class MixinTests(unittest.TestCase):
                 pass
 
 
-#: The shape of each provider's call ids; ``{name}`` is the tool's name where the provider puts it in.
-#: Ollama's scripted turns carry no id at all (results go back by name and order).
-ID_SHAPES = {
-    "openai-chat": r"call_[A-Za-z0-9]{24}",
-    "openai-responses": r"call_[A-Za-z0-9]{24}",
-    "azure-openai-chat": r"call_[A-Za-z0-9]{24}",
-    "azure-openai-responses": r"call_[A-Za-z0-9]{24}",
-    "anthropic": r"toolu_01[A-Za-z0-9]{22}",
-    "anthropic-vertex": r"toolu_vrtx_01[A-Za-z0-9]{22}",
-    "bedrock-invoke": r"toolu_bdrk_01[A-Za-z0-9]{22}",
-    "bedrock-converse": r"tooluse_[A-Za-z0-9_-]{22}",
-    "gemini": r"[A-Za-z0-9]{8}",
-    "gemini-vertex": r"[A-Za-z0-9]{8}",
-    "cohere": r"{name}_[a-z0-9]{12}",
-}
-
-
-def id_shape(wire: str, tool: str) -> str:
-    """The pattern a whole call id of ``wire`` for ``tool`` matches."""
-    return "^" + ID_SHAPES[wire].replace("{name}", tool) + "$"
-
-
 def measured_id(wire: Wire) -> str:
     """The wire's own single-turn call id, shaped after its provider's captures."""
     found = wire.tool_call_id or next(v.call_id for v in wire.variants("tool-call", "chat") if v.call_id)
@@ -454,29 +433,30 @@ class CallIdTests(unittest.TestCase):
                 self.assertRegex(measured_id(WIRES[name]), id_shape(name, "get_weather"))
                 for tool in ("echo_json", "read_fixture"):
                     seeds = [f"gate/forced-tool/{index}/{pos}" for index in range(3) for pos in range(2)]
-                    ids = {WIRES[name].loop_call_id(tool, seed) for seed in seeds}
+                    ids = {WIRES[name].scripted_call_id(tool, seed) for seed in seeds}
                     self.assertEqual(len(ids), len(seeds))  # one per seed, never repeated
                     for call_id in ids:
                         self.assertRegex(call_id, id_shape(name, tool))
 
     def test_a_wire_of_ones_own_keeps_the_prefix_of_its_tool_call_id(self) -> None:
-        """The default hook is the tool_call_id's prefix (and its 01) with 24 letters and digits."""
+        """The default hook is the tool_call_id's prefix (words and 01) with 24 letters and digits."""
         class Plain(Wire):
             name = "plain"
 
         cases = {
             None: r"call_[A-Za-z0-9]{24}",
             "toolu_01abc": r"toolu_01[A-Za-z0-9]{24}",
+            "toolu_vrtx_01abc": r"toolu_vrtx_01[A-Za-z0-9]{24}",
             "fn-1": r"call_[A-Za-z0-9]{24}",
         }
         for sample, shape in cases.items():
             with self.subTest(tool_call_id=sample):
                 wire = Plain()
                 wire.tool_call_id = sample
-                self.assertRegex(wire.loop_call_id("echo_json", "gate/text/0/0"), "^" + shape + "$")
+                self.assertRegex(wire.scripted_call_id("echo_json", "gate/text/0/0"), "^" + shape + "$")
         self.assertEqual(
-            openai_chat_wire.loop_call_id("echo_json", "gate/x/0/0"),
-            Plain().loop_call_id("read_fixture", "gate/x/0/0"),
+            openai_chat_wire.scripted_call_id("echo_json", "gate/x/0/0"),
+            Plain().scripted_call_id("read_fixture", "gate/x/0/0"),
         )
 
     def test_the_loop_gets_each_providers_ids_through_its_bytes(self) -> None:

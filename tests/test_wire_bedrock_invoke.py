@@ -91,7 +91,7 @@ class ReplyTests(unittest.TestCase):
         self.assertRegex(MESSAGE_ID, r"^msg_bdrk_01[0-9A-Za-z]{22}$")
         self.assertRegex(TOOL_USE_ID, r"^toolu_bdrk_01[0-9A-Za-z]{22}$")
         self.assertEqual(wire.tool_call_id, TOOL_USE_ID)
-        self.assertTrue(wire.scripted_call_id("x").startswith("toolu_bdrk_"))
+        self.assertRegex(wire.scripted_call_id("get_weather", "x"), r"^toolu_bdrk_01[0-9A-Za-z]{22}$")
         self.assertEqual(host_id("toolu_bdrk_01Ab", "bdrk_"), "toolu_bdrk_01Ab")
         content = [{"type": "tool_use", "id": ANTHROPIC_TOOL_USE_ID}, {"type": "tool_use", "id": "toolu_01Y"}]
         body = hosted_message({"id": "msg_01X", "content": content}, "bdrk_")

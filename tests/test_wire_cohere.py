@@ -117,8 +117,9 @@ class ShapeTest(unittest.TestCase):
         """A call id is the tool's name and twelve lower-case characters; a reply id a UUID4."""
         self.assertRegex(TOOL_CALL_ID, r"^get_weather_[a-z0-9]{12}$")
         self.assertEqual(wire.tool_call_id, TOOL_CALL_ID)
-        self.assertRegex(wire.scripted_call_id("tool-result"), r"^get_weather_[a-z0-9]{12}$")
-        self.assertNotEqual(wire.scripted_call_id("a"), wire.scripted_call_id("b"))
+        scripted = wire.scripted_call_id
+        self.assertRegex(scripted(FX.tool_name, "cohere/tool-result"), r"^get_weather_[a-z0-9]{12}$")
+        self.assertNotEqual(scripted(FX.tool_name, "a"), scripted(FX.tool_name, "b"))
         self.assertRegex(MESSAGE_ID, UUID4)
         self.assertEqual(message_id("x"), message_id("x"))
         self.assertEqual(len({message_id(str(n)) for n in range(50)}), 50)

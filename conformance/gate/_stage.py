@@ -56,7 +56,7 @@ class Step:
         reasoning: Tuple[Reasoning, ...] = (),
     ) -> ScriptedCall:
         text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        call_id = self.wire.loop_call_id(name, f"gate/{self.stage}/{self.index}/{position}")
+        call_id = self.wire.scripted_call_id(name, f"gate/{self.stage}/{self.index}/{position}")
         return ScriptedCall(call_id, name, text, fragments, reasoning)
 
     def turn(self, *calls: ScriptedCall, interleave: bool = False) -> ScriptedTurn:

@@ -14,6 +14,7 @@ asked for).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -97,6 +98,17 @@ class Wire:
         elif cls.name and (not cls.title or cls._title_from_name):
             cls.title = cls.name
             cls._title_from_name = True
+        # The call id hook has two names, and a wire written before they were one defines
+        # either: ``loop_call_id(name, seed)``, or ``scripted_call_id(seed)`` from when the
+        # backend suite's calls were all get_weather. A class that defines one gets the
+        # other, so each suite, and a super() call under either name, finds the same method.
+        own = vars(cls)
+        hook = own.get("scripted_call_id", own.get("loop_call_id"))
+        if hook is not None:
+            hook = _with_tool_name(hook)
+            names = ("scripted_call_id",) if "loop_call_id" in own else ("scripted_call_id", "loop_call_id")
+            for alias in names:
+                setattr(cls, alias, hook)
 
     #: Short name used in case names and the command line: ``openai-chat``.
     name: str = ""
@@ -316,27 +328,28 @@ class Wire:
     #: which every variant of ``tool-result`` carries, as the provider's calls always do.
     call_reasoning: Tuple[Reasoning, ...] = ()
 
-    def scripted_call_id(self, seed: str) -> str:
-        """A call id in this provider's own shape (its prefix), the same for a seed."""
-        prefix = "call_"
-        if self.tool_call_id and "_" in self.tool_call_id:
-            prefix = self.tool_call_id[: self.tool_call_id.rindex("_") + 1]
-        return provider_id(prefix, f"{self.name}/{seed}")
+    def scripted_call_id(self, name: str, seed: str) -> str:
+        """The id of a scripted call to the tool ``name``, shaped like this provider's own and
+        the same for a seed.
 
-    def loop_call_id(self, name: str, seed: str) -> str:
-        """The id of a call to ``name`` in the agent-loop suite's conversations, shaped like this
-        provider's own and the same for a seed (one per stage, request and call position).
-
-        By default the prefix of :attr:`tool_call_id` (its letters and underscore, and the
-        ``01`` after them where there is one: ``call_``, ``toolu_01``; ``call_`` where it is
-        ``None``) and 24 letters and digits. A wire whose provider shapes ids otherwise
-        (another length or alphabet, the tool's name in it) says how here: real clients
-        may mishandle an id not shaped like their provider's.
+        Both suites take their calls' ids from here: the backend suite's ``get_weather``
+        calls of ``tool-result``, ``parallel-tool-calls`` and ``corrupt-arguments`` (the
+        seed names the wire, the case and the call) and the agent-loop suite's (one per
+        stage, request and call position). By default the prefix of :attr:`tool_call_id`
+        (its words and underscores, and the ``01`` after them where there is one:
+        ``call_``, ``toolu_01``, ``toolu_vrtx_01``; ``call_`` where it is ``None``) and 24
+        letters and digits. A wire whose provider shapes ids otherwise (another length or
+        alphabet, the tool's name in it) says how here: real clients may mishandle an id
+        not shaped like their provider's. :meth:`loop_call_id` is the same method.
         """
         import re
 
-        found = re.match(r"[A-Za-z]+_(?:01)?", self.tool_call_id or "call_")
+        found = re.match(r"(?:[A-Za-z]+_)+(?:01)?", self.tool_call_id or "call_")
         return provider_id(found.group(0) if found else "call_", seed)
+
+    #: The same hook under the name the agent-loop suite first gave it; a wire that
+    #: defines either name has both (see ``__init_subclass__``).
+    loop_call_id = scripted_call_id
 
     def _history_variants(self) -> Tuple[Variant, ...]:
         error = f" ({self.tool_error_marker})" if self.tool_error_marker else " (its JSON as the result text)"
@@ -400,6 +413,21 @@ class Wire:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _with_tool_name(method: Any) -> Any:
+    """``method`` as ``scripted_call_id(name, seed)``; one that takes the seed alone (its
+    first form, every call a ``get_weather``) is called without the name."""
+    code = getattr(method, "__code__", None)
+    takes_varargs = 0x04  # CO_VARARGS: a *args method takes the name already
+    if code is None or code.co_argcount != 2 or code.co_flags & takes_varargs:
+        return method
+
+    @functools.wraps(method)
+    def scripted_call_id(self: Wire, name: str, seed: str) -> str:
+        return str(method(self, seed))
+
+    return scripted_call_id
 
 
 def header_retry_after(headers: Mapping[str, str]) -> Optional[float]:

@@ -61,9 +61,8 @@ def unparsed_text(variant: str) -> str:
 def corrupt_call(wire: Wire, variant: str) -> ScriptedCall:
     """The ``get_weather`` call the scripted model makes in ``variant``."""
     fragments = UNPARSED_TEXTS.get(variant) or next(iter(UNPARSED_TEXTS.values()))
-    return ScriptedCall(
-        wire.scripted_call_id(f"{CORRUPT_ARGUMENTS}/{variant}"), FX.tool_name, "".join(fragments), fragments
-    )
+    call_id = wire.scripted_call_id(FX.tool_name, f"{wire.name}/{CORRUPT_ARGUMENTS}/{variant}")
+    return ScriptedCall(call_id, FX.tool_name, "".join(fragments), fragments)
 
 
 def corrupt_reply(wire: Wire, request: RecordedRequest, variant: str) -> Optional[Reply]:

@@ -159,9 +159,9 @@ class HostedWire(AnthropicWire):
     def events(self, model: str, message_id: str = MESSAGE_ID, variant: str = "") -> Events:
         return self.events_class(model, message_id, variant)
 
-    def loop_call_id(self, name: str, seed: str) -> str:
+    def scripted_call_id(self, name: str, seed: str) -> str:
         """Anthropic's id with the host's infix: ``toolu_bdrk_01…``, ``toolu_vrtx_01…``."""
-        return host_id(super().loop_call_id(name, seed), self.events_class.infix)
+        return host_id(super().scripted_call_id(name, seed), self.events_class.infix)
 
     def whole_reply(self, body: Dict[str, Any]) -> JsonReply:
         shape = self.events_class

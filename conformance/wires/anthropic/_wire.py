@@ -67,7 +67,8 @@ class AnthropicWire(Wire):
         ),
     }
 
-    def loop_call_id(self, name: str, seed: str) -> str:
+    def scripted_call_id(self, name: str, seed: str) -> str:
+        """``toolu_01`` and 22 base-62 characters, as Anthropic names a ``tool_use`` block."""
         return tool_use_id(seed)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:

@@ -77,7 +77,8 @@ class BedrockConverseWire(Wire):
         route = match_route(request.path)
         return route is not None and route.group("operation") == "converse-stream"
 
-    def loop_call_id(self, name: str, seed: str) -> str:
+    def scripted_call_id(self, name: str, seed: str) -> str:
+        """``tooluse_`` and 22 URL-safe base64 characters, as Bedrock names a ``toolUse``."""
         return tool_use_id(seed)
 
     def aux_reply(self, request: RecordedRequest) -> Reply:

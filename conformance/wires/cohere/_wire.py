@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
-from .._ids import provider_id
 from ._replies import TOOL_CALL_ID, TOOL_PLAN, Events, chat_response, response_headers, text_item, tool_call
 from ._replies import call_id as named_call_id
 from ._variants import PLAN, STREAM_FAILURES, VARIANTS, error_reply
@@ -66,13 +65,7 @@ class CohereWire(Wire):
     #: content: the turn cut off by the limit has no text to return.
     texts = {**Wire.texts, "truncated-tool-call": ""}
 
-    def scripted_call_id(self, seed: str) -> str:
-        """A ``get_weather`` call id in Cohere's own shape, the same for a seed."""
-        return provider_id(
-            f"{FX.tool_name}_", f"{self.name}/{seed}", 12, "abcdefghijklmnopqrstuvwxyz0123456789"
-        )
-
-    def loop_call_id(self, name: str, seed: str) -> str:
+    def scripted_call_id(self, name: str, seed: str) -> str:
         """The tool's own name, ``_``, twelve lower-case letters and digits: ``echo_json_y46ar19t5gvw``."""
         return named_call_id(name, seed)
 

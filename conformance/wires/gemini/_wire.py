@@ -104,7 +104,7 @@ class GeminiWire(Wire):
     def wants_stream(self, request: RecordedRequest) -> bool:
         return request.path.endswith(":streamGenerateContent")
 
-    def loop_call_id(self, name: str, seed: str) -> str:
+    def scripted_call_id(self, name: str, seed: str) -> str:
         """Eight letters and digits, as Gemini 3 names a call (``FUNCTION_CALL_ID``: ``pKtzEAae``)."""
         from .._ids import provider_id
 
