@@ -95,6 +95,7 @@ SHORT = (
     "tests.interop.test_js_bedrock_h2c",
     "tests.test_abort",
     "tests.test_architecture",
+    "tests.test_call_ids",
     "tests.test_checks",
     "tests.test_contract",
     "tests.test_decoders",
