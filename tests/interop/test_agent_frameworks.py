@@ -308,8 +308,21 @@ def setUpModule() -> None:
         import langchain.agents  # noqa: F401
         import langchain_anthropic  # noqa: F401
         import langchain_openai  # noqa: F401
+    if HAVE_LANGCHAIN or HAVE_PYDANTIC_AI or HAVE_AGENTS:
+        # What the SDKs import at their first request, which the first case would time:
+        # the openai client's resources (a fifth of a second of CPU for Responses, some
+        # seconds on a busy two-core machine) and httpx's transport.
+        import anyio._backends._asyncio  # noqa: F401
+        import httpcore  # noqa: F401
+        import openai.resources.chat.completions.completions  # noqa: F401
+        import openai.resources.responses.responses  # noqa: F401
+    if HAVE_LANGCHAIN:
+        # LangChain's Responses case is the first here to stream Responses events, and the
+        # openai client builds its validators for them on the first (pydantic schemas,
+        # twice the CPU of a whole case after it): outside the case's bound, not in it.
+        prime(AgentLoopTarget("lc", openai_responses_wire, lambda url: LangChainLoop(url, "responses")))
     if not LONG_TESTS:
-        # The primes are for the cancel stage, which only the long run has; the
+        # The other primes are for the cancel stage, which only the long run has; the
         # default cases only need the Agents SDK imported before their bound starts.
         if HAVE_AGENTS:
             import agents  # noqa: F401
@@ -473,6 +486,7 @@ for _cls in (LangChainChat, LangChainResponses, LangChainAnthropic):
     known_break(_cls, "corrupt-arguments/stream", LANGCHAIN_CLOSES_BROKEN_JSON)
 for _cls in (LangChainChat, LangChainResponses):
     known_break(_cls, "corrupt-arguments/chat", LANGCHAIN_DROPS_BROKEN_CALL)
+del _cls  # a test class left in the module under a second name would run twice
 if sys.version_info < (3, 12):
     known_break(LangChainResponses, "cancel/stream", LANGCHAIN_RESPONSES_SWALLOWS_CANCEL, race=True)
 
