@@ -32,6 +32,7 @@ from conformance.reference._base import ReferenceBackend
 from conformance.reference._decoders import SSEDecoder, SSEEvent
 from conformance.reference._transport import Response, TransportError
 
+from ..hygiene import blocks_on_purpose
 from . import Mutant
 
 T = TypeVar("T")
@@ -514,7 +515,8 @@ class BlocksLoopOnAbort(SlowAbort):
         # A few turns of the loop first, for the transport's close to reach the socket:
         # the bug under test is the late reason, not a late close.
         await asyncio.sleep(0.05)
-        time.sleep(SLOW_ABORT)
+        with blocks_on_purpose():
+            time.sleep(SLOW_ABORT)
 
 
 #: What the "sleeps out the delay" mutant waits where the provider named none.
