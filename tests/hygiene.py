@@ -59,6 +59,8 @@ _running: List[str] = []
 _local = threading.local()
 _installed = False
 _exiting = False
+#: threading's own hook (threading.__excepthook__ only from 3.10 on).
+_default_excepthook = threading.excepthook
 
 
 def _note(what: str) -> None:
@@ -91,7 +93,7 @@ def _unraisable(unraisable: Any) -> None:
 
 def _thread_exception(args: Any) -> None:
     if _exiting or args.exc_type is SystemExit:
-        threading.__excepthook__(args)
+        _default_excepthook(args)
         return
     name = args.thread.name if args.thread is not None else "?"
     told = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
