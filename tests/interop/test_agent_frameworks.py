@@ -277,9 +277,11 @@ def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: 
 _RUNNER_WARNING = r"Tool '.*' not found in tool runner"
 _saved: Optional[warnings.catch_warnings] = None
 #: The Agents SDK logs "Error streaming response" (and the like) before it raises the
-#: error a fault stage provokes; the verdict says what happened, so the log is quieted.
-_AGENTS_LOG = logging.getLogger("openai.agents")
-_agents_level = _AGENTS_LOG.level
+#: error a fault stage provokes, and the tool runner logs the exception a tool raises (the
+#: abort reason, in the cancel-in-tool stage) before it answers the call with is_error;
+#: the verdict says what happened, so the logs are quieted.
+_QUIETED = [logging.getLogger(name) for name in ("openai.agents", "anthropic.lib.tools")]
+_levels = [log.level for log in _QUIETED]
 
 
 _ASYNCIO_DEBUG = AsyncioDebugOff()  # unless CONFORMANCE_LONG_TESTS=1
@@ -287,7 +289,8 @@ _ASYNCIO_DEBUG = AsyncioDebugOff()  # unless CONFORMANCE_LONG_TESTS=1
 
 def tearDownModule() -> None:
     _ASYNCIO_DEBUG.stop()
-    _AGENTS_LOG.setLevel(_agents_level)
+    for log, level in zip(_QUIETED, _levels):
+        log.setLevel(level)
     if _saved is not None:
         _saved.__exit__(None, None, None)
 
@@ -298,7 +301,8 @@ def setUpModule() -> None:
     _saved = warnings.catch_warnings()
     _saved.__enter__()
     warnings.filterwarnings("ignore", message=_RUNNER_WARNING, category=UserWarning)
-    _AGENTS_LOG.setLevel(logging.CRITICAL)
+    for log in _QUIETED:
+        log.setLevel(logging.CRITICAL)
     # Each framework imported before any case's bound starts: on a busy machine an import
     # alone can take seconds.
     if HAVE_PYDANTIC_AI:
