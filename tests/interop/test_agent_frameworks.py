@@ -12,6 +12,7 @@ is skipped where it is absent (``pip install -e .[interop,frameworks]``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -324,7 +325,8 @@ def setUpModule() -> None:
         # LangChain's Responses case is the first here to stream Responses events, and the
         # openai client builds its validators for them on the first (pydantic schemas,
         # twice the CPU of a whole case after it): outside the case's bound, not in it.
-        prime(AgentLoopTarget("lc", openai_responses_wire, lambda url: LangChainLoop(url, "responses")))
+        responses = functools.partial(LangChainLoop, api="responses")
+        prime(AgentLoopTarget("langchain responses", openai_responses_wire, responses, timeout=30.0))
     if not LONG_TESTS:
         # The other primes are for the cancel stage, which only the long run has; the
         # default cases only need the Agents SDK imported before their bound starts.
