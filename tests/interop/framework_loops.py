@@ -508,13 +508,15 @@ class LangChainLoop:
         await self.http.aclose()
         if not self.models:
             return
-        from langchain_anthropic import _client_utils
-
         # The cached client holds a pooled connection on this case's event loop, which
         # ends with the case: left open, its socket is a ResourceWarning at exit.
         for model in self.models:
             await model._async_client.close()
-        _client_utils._get_default_async_httpx_client.cache_clear()
+        try:
+            from langchain_anthropic._client_utils import _get_default_async_httpx_client as cached
+        except ImportError:  # a release that keeps no client past its model
+            return
+        cached.cache_clear()
 
     def model(self, task: LoopTask) -> Any:
         timeout = max(0.05, task.max_seconds)
