@@ -26,6 +26,7 @@ from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
 
+from .hygiene import blocks_on_purpose
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: Why a test that counts open descriptors is skipped.
@@ -183,7 +184,8 @@ class BrokenLoopMessageTests(unittest.TestCase):
 
         class Blocks:
             async def run(self, task: Any) -> LoopResult:
-                release.wait(30)
+                with blocks_on_purpose():
+                    release.wait(30)
                 return LoopResult("", "stop")
 
         target = AgentLoopTarget("blocks", openai_chat_wire, lambda url: Blocks(), timeout=0.3)
