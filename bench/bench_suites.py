@@ -20,7 +20,7 @@ the same interpreter), measured in the same rounds, one beside the other:
   closed against a provider already running, per call, beside the whole case of the
   same scenario (fresh provider, driver, checks);
 * one target's backend cases over HTTP/1.1 run one after another, as a test runner
-  runs a user's class;
+  runs a user's class (on the event loops a case leaves for the next, as the class does);
 * the gate's cases of one wire (the reference loop over OpenAI Chat, HTTP/1.1), one
   after another, per stage: CPU and wall, beside a backend case.
 
@@ -180,11 +180,22 @@ class _Requests:
         return count
 
 
+def _as_a_class_runs() -> None:
+    """Run the probe's cases as a test class runs its own, where the tree does it one way: on
+    the event loops each case leaves for the next (``kept_loops``, held for the probe's life)."""
+    try:
+        from conformance._loops import kept_loops
+    except ImportError:  # a tree from before: every case starts a loop of its own
+        return
+    kept_loops().__enter__()
+
+
 def probe_target(reps: int) -> Dict[str, Any]:
     """One target's backend cases over HTTP/1.1, one after another; and each case alone."""
     from conformance._targets import cases_of, outcome, reference_targets
 
     target = reference_targets([WIRE], ["http/1.1"])[0][1]
+    _as_a_class_runs()
     cases = [c for c in cases_of(target) if outcome(c)[0] != "skip"]  # also the warm-up
     runs = []
     per_case: Dict[str, List[float]] = {c.name: [] for c in cases}
@@ -275,6 +286,7 @@ def probe_gate(reps: int) -> Dict[str, Any]:
     from conformance._targets import cases_of, outcome, reference_loop_targets
 
     target = reference_loop_targets([WIRE], ["http/1.1"])[0][1]
+    _as_a_class_runs()
     cases = [c for c in cases_of(target) if outcome(c)[0] != "skip"]  # also the warm-up
     cpu: Dict[str, List[float]] = {c.name: [] for c in cases}
     wall: Dict[str, List[float]] = {c.name: [] for c in cases}
