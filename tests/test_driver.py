@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, List
 from urllib.parse import urlsplit
 
@@ -257,10 +258,16 @@ class Hygiene(unittest.TestCase):
         """Twelve hung cases, async and sync, give back every thread, loop and socket they took."""
         # Threads earlier tests left may end meanwhile: count only those this test starts.
         before, fds = set(threading.enumerate()), open_fds()
-        for index in range(12):
+
+        def hung(index: int) -> str:
             create = (lambda url: HangingBackend()) if index % 2 else SyncIgnoresAbort
             scenario = "text" if index % 2 else "abort"
-            message = failure(case(scenario, "chat", create, timeout=0.3))
+            return failure(case(scenario, "chat", create, timeout=0.3))
+
+        # At once: each case spends its time waiting out its bound, and a leak shows the same.
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            messages = list(pool.map(hung, range(12)))
+        for message in messages:
             self.assertIn("[finished]", message)
             self.assertNotIn("left behind", message)
         deadline = time.monotonic() + 2
@@ -284,10 +291,17 @@ class Hygiene(unittest.TestCase):
                 BlocksItsLoop.held.pop().close()
 
         self.addCleanup(release)
-        for mode, hold in (("chat", False), ("stream", True), ("chat", True)):
+        runs = (("chat", False), ("stream", True), ("chat", True))
+
+        def blocked(run: Any) -> str:
+            mode, hold = run
+            return failure(case("text", mode, functools.partial(BlocksItsLoop, hold=hold), timeout=0.3))
+
+        # At once: each case waits out its bound and the reclaim's, whatever the others do.
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            messages = list(pool.map(blocked, runs))
+        for (mode, hold), message in zip(runs, messages):
             with self.subTest(mode=mode, hold=hold):
-                create = functools.partial(BlocksItsLoop, hold=hold)
-                message = failure(case("text", mode, create, timeout=0.3))
                 self.assertIn("[finished]", message)
                 self.assertIn("left behind: still running", message)
                 self.assertIn("the case closed that event loop's selector and wake-up sockets", message)

@@ -74,7 +74,9 @@ class ReferenceLoopTests(unittest.TestCase):
             if LONG_TESTS or not http2 or case.stage.cancel or case.stage.fault
         ]
         self.assertTrue(cases, "no wire scripts turns")
-        with asyncio_debug_in_long_runs_only(), ThreadPoolExecutor(max_workers=4) as pool:
+        # Most stages spend their time waiting on purpose (a retry's pause, a cancel's grace, a
+        # budget), not computing: as many at once as the main job runs in a process.
+        with asyncio_debug_in_long_runs_only(), ThreadPoolExecutor(max_workers=16) as pool:
             results = list(pool.map(outcome, cases))
         failed = [
             f"{c.target.name} http2={c.target.http2} {c.name}:\n{detail}"
