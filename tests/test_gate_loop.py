@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
 
 from conformance._host import host
+from conformance._loops import kept_loops
 from conformance.errors import TargetDefinitionError
 from conformance.gate import (
     STAGES,
@@ -76,7 +77,7 @@ class ReferenceLoopTests(unittest.TestCase):
         self.assertTrue(cases, "no wire scripts turns")
         # Most stages spend their time waiting on purpose (a retry's pause, a cancel's grace, a
         # budget), not computing: as many at once as the main job runs in a process.
-        with asyncio_debug_in_long_runs_only(), ThreadPoolExecutor(max_workers=16) as pool:
+        with asyncio_debug_in_long_runs_only(), kept_loops(), ThreadPoolExecutor(max_workers=16) as pool:
             results = list(pool.map(outcome, cases))
         failed = [
             f"{c.target.name} http2={c.target.http2} {c.name}:\n{detail}"
