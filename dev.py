@@ -17,7 +17,8 @@ yet in WEIGHTS runs in one of its own), and ends with unittest's own closing lin
 summed over them. With ``CONFORMANCE_LONG_TESTS=1``
 (the full soak and fuzz, as CI runs them) it runs ``unittest discover`` in one
 process, so that the soak's time bounds hold as designed; ``test --serial`` does that
-too, and ``test NAMES`` runs just those.
+too, and ``test NAMES`` runs just those. A leak or an uncaught error that a test process
+still prints (past the tests' own hooks, ``tests/hygiene.py``) fails the run.
 
 ``ecosystem`` has a virtual environment of its own, ``.venv-ecosystem`` (or the one
 named by ``CONFORMANCE_ECOSYSTEM_VENV``), with the project and the libraries pinned in
@@ -109,6 +110,7 @@ SHORT = (
     "tests.test_gate_schema",
     "tests.test_gate_state",
     "tests.test_gate_tools",
+    "tests.test_hygiene",
     "tests.test_own_wire",
     "tests.test_provider_bad_input",
     "tests.test_provider_events",
@@ -139,6 +141,15 @@ SHORT = (
 )
 WEIGHTS.update(dict.fromkeys(SHORT, 1.0))
 PROCESSES = 4
+#: What Python and asyncio print for a leak or an error nobody caught: an unclosed socket or
+#: transport as it is freed, an exception in a thread or in an event loop's callback, a task
+#: destroyed pending. The tests' hooks (tests/hygiene.py) make each a failure of the test it
+#: came in; one still printed came where no test owns it (the interpreter's teardown, a
+#: child process), and fails the run all the same. Unittest's dots may precede it.
+NOISE = re.compile(
+    r"^[.sxuFE]*(Exception ignored in|Exception in callback|Exception in thread|ResourceWarning: "
+    r"|Task was destroyed but it is pending|Task exception was never retrieved)"
+)
 
 
 def environment(command: str = "") -> Path:
@@ -214,6 +225,45 @@ def run_group(python: Path, members: List[str]) -> Tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+def noise(text: str) -> List[str]:
+    """The lines of ``text`` that report a leak or an uncaught error (NOISE)."""
+    return [line for line in text.splitlines() if NOISE.match(line)]
+
+
+def run_streamed(command: List[str]) -> int:
+    """Run ``command``, passing its output on as it comes (stderr with stdout); its status,
+    or 1 where it printed noise though it passed."""
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    found: List[str] = []
+    pending = b""
+    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as process:
+        assert process.stdout is not None
+        # Read as it comes, not by lines: unittest's dots come without a newline.
+        while True:
+            data = os.read(process.stdout.fileno(), 65536)
+            if not data:
+                break
+            if out is not None:
+                out.write(data)
+                out.flush()
+            else:
+                print(data.decode(errors="replace"), end="", flush=True)
+            *lines, pending = (pending + data).split(b"\n")
+            found += noise(b"\n".join(lines).decode(errors="replace"))
+    found += noise(pending.decode(errors="replace"))
+    return process.returncode or report_noise(found)
+
+
+def report_noise(found: List[str]) -> int:
+    """Say what noise the run printed; 1 where it printed any, else 0."""
+    if not found:
+        return 0
+    lines = "\n".join(f"  {line[:300]}" for line in found)
+    why = "the tests printed what a leak or an uncaught error prints (tests/hygiene.py)"
+    print(f"\nThe run fails: {why}:\n{lines}")
+    return 1
+
+
 def tally(text: str, totals: Dict[str, int]) -> None:
     """Add what unittest's closing lines in ``text`` count to ``totals``."""
     for ran in re.findall(r"^Ran (\d+) tests? in ", text, re.M):
@@ -230,11 +280,13 @@ def run_parallel(python: Path) -> int:
     print(f"== test: python {' '.join(TEST_COMMAND)} over {len(parts)} processes at once", flush=True)
     totals: Dict[str, int] = {}
     status = 0
+    found: List[str] = []
     with ThreadPoolExecutor(max_workers=len(parts)) as pool:
         for code, text in pool.map(lambda members: run_group(python, members), parts):
             status = status or code
             print(text, end="" if text.endswith("\n") else "\n", flush=True)
             tally(text, totals)
+            found += noise(text)
     elapsed = time.perf_counter() - started
     print("-" * 70)
     print(f"Ran {totals.get('ran', 0)} tests in {elapsed:.3f}s ({len(parts)} processes)\n")
@@ -244,7 +296,7 @@ def run_parallel(python: Path) -> int:
         if totals.get(k)
     )
     print(("FAILED" if status else "OK") + (f" ({counts})" if counts else ""))
-    return status
+    return status or report_noise(found)
 
 
 def main(argv: List[str]) -> int:
@@ -266,6 +318,8 @@ def main(argv: List[str]) -> int:
         serial = not rest or rest == ["--serial"]
         args = [*TEST_COMMAND, *(["discover", "-s", "tests", "-t", "."] if serial else rest)]
     print(f"== {command}: python {' '.join(args)}", flush=True)
+    if command == "test":
+        return run_streamed([str(python), *args])
     return subprocess.run([str(python), *args], cwd=ROOT).returncode
 
 

@@ -235,7 +235,9 @@ def run_matrix(
             tasks.close()
             answers.close()
     else:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        from ._loops import kept_loops
+
+        with kept_loops(), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             ordered = sorted((case for _, case in cases), key=waits_first)
             futures = {pool.submit(timed_outcome, case): case for case in ordered}
             for future in as_completed(futures):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._results import CaseRecord
 from .contract import ChatResponse, StreamChunk, ToolCall, Usage
@@ -297,8 +297,18 @@ class Session:
 
         return run()
 
-    def report(self, request: RecordedRequest) -> Reply:
-        """The client's outcome: judge the run, answer with the verdict, and end it."""
+    def report(self, request: RecordedRequest) -> Awaitable[Reply]:
+        """The client's outcome: judge the run, answer with the verdict, and end it.
+
+        Called on the provider's loop, it judges in a thread: judging runs every check and
+        waits, up to a second, for the stall watch to have run past the run's end, while
+        the loop must go on serving.
+        """
+        import asyncio
+
+        return asyncio.get_running_loop().run_in_executor(None, self._report, request)
+
+    def _report(self, request: RecordedRequest) -> Reply:
         try:
             report = request.json
         except ValueError:

@@ -14,26 +14,33 @@ loop stays free. Both drivers use these through the one outline (``_outline``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import queue
 import threading
 import time
 import weakref
-from typing import Any, Awaitable, Callable, List, Optional
+from typing import Any, Awaitable, Callable, Iterator, List, Optional, Tuple
 
 from ._bounds import ABORT_CLOSE_WITHIN, RECLAIM_WITHIN
 from ._stall import WATCH
 from .provider import RecordedRequest
 
 __all__ = [
+    "LoopRun",
+    "SubjectLoop",
     "close_loop",
     "close_quietly",
     "closed_after",
     "in_thread",
     "is_async",
     "is_async_result",
+    "give_back",
+    "kept_loops",
     "observe_close",
     "reclaim",
     "release_loop",
+    "subject_loop",
     "wait_closed_within",
     "wind_down",
 ]
@@ -105,6 +112,10 @@ async def observe_close(
     """
     if request is not None and not request.closed:
         await wait(wait_closed_within, request, abort_at)
+    closed_at = request.closed_at if request is not None else None
+    if closed_at is not None and closed_at - abort_at > ABORT_CLOSE_WITHIN:
+        # A late close is judged with the stall watch, which may wait for its next tick.
+        return await wait(closed_after, request, abort_at)  # type: ignore[no-any-return]
     return closed_after(request, abort_at)
 
 
@@ -154,7 +165,7 @@ async def close_quietly(subject: Any) -> Optional[BaseException]:
 
 
 def reclaim(
-    worker: Optional[threading.Thread],
+    worker: Optional[Any],
     loop: Optional[asyncio.AbstractEventLoop],
     threads: List[threading.Thread],
     what: str,
@@ -162,8 +173,10 @@ def reclaim(
 ) -> Optional[str]:
     """Once the provider has closed: wait, bounded, for what the ``what`` (backend, loop) left running.
 
-    Closing the provider ends every connection, so whatever was blocked on one wakes
-    up. An event loop still stuck after that is stopped (``on_stop`` runs first); one
+    ``worker`` is what runs the loop: a thread, or a :class:`SubjectLoop`'s run (anything
+    with ``join(timeout)`` and ``is_alive()``). Closing the provider ends every
+    connection, so whatever was blocked on one wakes up. An event loop still stuck after
+    that is stopped (``on_stop`` runs first); one
     that cannot be stopped (a blocking call the ``what`` made on it holds its thread) has
     its descriptors released (:func:`release_loop`). What is left is named in the
     sentence returned, with what the ``what`` still holds; ``None`` where nothing is left.
@@ -285,3 +298,183 @@ def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
         task.cancel()
     if tasks:
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+
+# -- loops kept for the next case ------------------------------------------------------------
+
+
+class LoopRun:
+    """One run on a :class:`SubjectLoop`, waited for as a thread is (``join``, ``is_alive``)."""
+
+    def __init__(self) -> None:
+        self.over = threading.Event()
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        self.over.wait(timeout)
+
+    def is_alive(self) -> bool:
+        """Whether the run is still going (the loop's thread may live on for the next one)."""
+        return not self.over.is_set()
+
+
+class SubjectLoop:
+    """A thread with an event loop, on which one case at a time runs its subject.
+
+    Strategy: starting a thread and an event loop for every run of a subject costs a
+    quarter of a short case's own work, most of it in waiting for the thread to start
+    and the loop's descriptors to open and close. Where many cases run one after
+    another (a matrix, a worker process, a test class), :func:`kept_loops` keeps each
+    loop for the next case, but only one the subject left as it found it: no task, no
+    timer, no async generator, no executor, no descriptor of its own, no handler or
+    setting changed (:meth:`tidy`). Anything else, and a loop the case gave up on, is
+    closed as before, its thread ending with it; nothing of one case reaches the next.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        # Sync subjects block their own threads, not this loop; stay quiet under -X dev.
+        self.loop.slow_callback_duration = 1.0
+        self._debug = self.loop.get_debug()
+        self._jobs: queue.SimpleQueue[Optional[Tuple[Callable[[], None], LoopRun]]] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name="conformance subject loop", daemon=True)
+        self.thread.start()
+
+    def run(self, job: Callable[[], None]) -> LoopRun:
+        """Run ``job`` on this loop's thread; what it returns says when that run is over."""
+        run = LoopRun()
+        self._jobs.put((job, run))
+        return run
+
+    def _serve(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            job, run = item
+            try:
+                job()
+            finally:
+                run.over.set()
+
+    def tidy(self) -> bool:
+        """Cancel what the subject left on the loop; whether the loop is as it was made.
+
+        Reads asyncio's selector loop's own records (as :func:`wind_down` and
+        :func:`release_loop` do); a loop of another kind is never kept.
+        """
+        loop = self.loop
+        _cancel_all(loop)
+        if not _close_asyncgens(loop):
+            return False
+        selector = getattr(loop, "_selector", None)
+        try:
+            return (
+                not loop.is_closed()
+                and not loop.is_running()
+                and not getattr(loop, "_asyncgens", True)
+                and getattr(loop, "_default_executor", True) is None
+                and not getattr(loop, "_ready", True)
+                and all(timer.cancelled() for timer in getattr(loop, "_scheduled", [None]))
+                and selector is not None
+                and len(selector.get_map()) == 1  # the loop's own wake-up socket
+                and loop.get_exception_handler() is None
+                and loop.get_task_factory() is None
+                and loop.get_debug() == self._debug
+            )
+        except (AttributeError, RuntimeError, ValueError):
+            return False
+
+    def close(self) -> None:
+        """Shut what the subject left down, close the loop, and let the thread end (on this thread)."""
+        try:
+            wind_down(self.loop)
+        finally:
+            close_loop(self.loop)
+            self._jobs.put(None)
+
+    def retire(self) -> None:
+        """Let the thread end without touching the loop (its run closes it, or cannot)."""
+        self._jobs.put(None)
+
+
+def _close_asyncgens(loop: asyncio.AbstractEventLoop) -> bool:
+    """Close the async generators the subject left open, as ``shutdown_asyncgens()`` does, but
+    leave the loop able to run more: whether they all closed without an error."""
+    gens = getattr(loop, "_asyncgens", None)
+    if gens is None:
+        return False
+    if not gens:
+        return True
+    closing = list(gens)
+    gens.clear()
+
+    async def close_all() -> List[Any]:
+        return await asyncio.gather(*(gen.aclose() for gen in closing), return_exceptions=True)
+
+    results = loop.run_until_complete(close_all())
+    clean = True
+    for result, gen in zip(results, closing):
+        if isinstance(result, Exception):
+            clean = False
+            loop.call_exception_handler(
+                {
+                    "message": f"an error occurred during closing of asynchronous generator {gen!r}",
+                    "exception": result,
+                    "asyncgen": gen,
+                }
+            )
+    return clean
+
+
+class _Kept:
+    """The loops :func:`kept_loops` keeps, in this process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.keeping = 0
+        self.idle: List[SubjectLoop] = []
+
+
+_KEPT = _Kept()
+
+
+def subject_loop() -> SubjectLoop:
+    """A loop for a subject: one kept from an earlier case where :func:`kept_loops` keeps them."""
+    with _KEPT.lock:
+        if _KEPT.idle:
+            return _KEPT.idle.pop()
+    return SubjectLoop()
+
+
+def give_back(worker: SubjectLoop, clean: bool) -> None:
+    """The run on ``worker`` is over: keep its loop where it is ``clean`` and loops are kept, else close it.
+
+    Called on the worker's own thread, at the end of its run.
+    """
+    if clean:
+        worker.loop.slow_callback_duration = 1.0
+        with _KEPT.lock:
+            if _KEPT.keeping:
+                _KEPT.idle.append(worker)
+                return
+    worker.close()
+
+
+@contextlib.contextmanager
+def kept_loops() -> Iterator[None]:
+    """Keep the subjects' event loops for the next case while this lasts; close them after."""
+    with _KEPT.lock:
+        _KEPT.keeping += 1
+    try:
+        yield
+    finally:
+        with _KEPT.lock:
+            _KEPT.keeping -= 1
+            left = _KEPT.idle if not _KEPT.keeping else []
+            if left:
+                _KEPT.idle = []
+        for worker in left:
+            worker.run(worker.close)
+        deadline = time.monotonic() + RECLAIM_WITHIN
+        for worker in left:
+            worker.thread.join(max(0.0, deadline - time.monotonic()))

@@ -8,8 +8,9 @@ the case aborts it.
 * **Provider.** :func:`run_on_provider` gives the case a provider of its own, on the
   process's shared provider loop (``_host``), scripts it, runs the driver, keeps what
   the provider saw, closes the provider and only then reclaims what the subject left.
-* **Bound.** :meth:`SubjectDriver.run` starts a worker thread with an event loop of
-  its own for the subject and waits up to the target's ``timeout``; past it the case
+* **Bound.** :meth:`SubjectDriver.run` runs the subject on a worker thread with an
+  event loop of its own (one a case before left as it found it, where
+  ``_loops.kept_loops`` keeps them) and waits up to the target's ``timeout``; past it the case
   gives up (the subject is *hung*), fires the subject's signal so that one which
   honours it can go, and cancels its task. A case that a time bound of the contract
   judges opens a window of the stall watch (``_stall``) around the run, so that what
@@ -32,13 +33,17 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, TypeVar
 
 from ._bounds import ABORT_RAISE_WITHIN, RECLAIM_WITHIN, ConformanceAbort
 from ._loops import (
+    LoopRun,
+    SubjectLoop,
     close_loop,
     close_quietly,
     closed_after,
+    give_back,
     in_thread,
     is_async,
     observe_close,
     reclaim,
+    subject_loop,
     wind_down,
 )
 from ._stall import WATCH
@@ -90,7 +95,7 @@ def give_up(outcome: SubjectOutcome, now: float) -> None:
 
 
 class SubjectDriver:
-    """Runs one case's subject in a worker thread with an event loop of its own.
+    """Runs one case's subject on a worker thread with an event loop of its own (``_loops.SubjectLoop``).
 
     A driver sets :attr:`what` and :attr:`label` and implements :meth:`drive`; it may
     implement :meth:`abort_when_due` (started in a thread of its own where
@@ -129,7 +134,8 @@ class SubjectDriver:
         self.lock = threading.Lock()
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.task: Optional[asyncio.Task[Any]] = None
-        self.worker: Optional[threading.Thread] = None
+        #: The run of :meth:`_work` on the subject's loop, waited for as a thread is.
+        self.worker: Optional[LoopRun] = None
         self.threads: List[threading.Thread] = []
 
     # -- what a driver says -------------------------------------------------------------
@@ -178,11 +184,12 @@ class SubjectDriver:
     def _run(self) -> SubjectOutcome:
         outcome = self.outcome
         outcome.started = started = time.monotonic()
-        self.worker = threading.Thread(target=self._work, name=f"{self.label} {self.name}", daemon=True)
+        runner = subject_loop()
+        self.loop = runner.loop
         aborter: Optional[threading.Thread] = None
         if self.aborts():
             aborter = threading.Thread(target=self.abort_when_due, name=f"{self.label} abort", daemon=True)
-        self.worker.start()
+        self.worker = runner.run(lambda: self._work(runner))
         if aborter is not None:
             aborter.start()
         if not self.finished.wait(self.timeout):
@@ -254,23 +261,28 @@ class SubjectDriver:
             self.keep(result)
         self.progress.set()
 
-    def _work(self) -> None:
-        loop = asyncio.new_event_loop()
-        self.loop = loop
-        # Sync subjects block their own threads, not this loop; stay quiet under -X dev.
-        loop.slow_callback_duration = 1.0
+    def _work(self, runner: SubjectLoop) -> None:
+        loop = runner.loop
         try:
             loop.run_until_complete(self._main())
         except BaseException as exc:  # noqa: BLE001 - a broken subject must not kill the thread
             self.ended(exc)
         finally:
+            clean = False
             try:
                 if not self.abandoned:
-                    wind_down(loop)
+                    # A loop the subject left as it found it may serve the next case.
+                    clean = not self.gave_up and runner.tidy()
+                    if not clean:
+                        wind_down(loop)
             except BaseException:  # noqa: BLE001 - stopped by reclaim(): close what can be closed
-                pass
+                clean = False
             finally:
-                close_loop(loop)
+                if clean and not self.abandoned:
+                    give_back(runner, True)
+                else:
+                    close_loop(loop)
+                    runner.retire()
                 self.finished.set()
 
     async def _main(self) -> None:

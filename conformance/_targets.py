@@ -306,11 +306,14 @@ def serve_cases(specs: Sequence[TargetSpec], tasks: Any, results: Any, jobs: int
                 status, detail, seconds = "ERROR", traceback.format_exc(), 0.0
             results.put((index, name, (status, detail), seconds))
 
+    from ._loops import kept_loops
+
     threads = [threading.Thread(target=work, name=f"conformance cases {n}") for n in range(max(1, jobs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with kept_loops():  # the cases of a worker process run one after another on kept loops
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
 
 def load(spec: str) -> Any:

@@ -46,6 +46,8 @@ from conformance.reference import (
     OpenAIResponsesBackend,
 )
 
+from .mutants._common import late_by
+
 #: The result size limit every zoo target declares (as the reference loops do).
 LIMIT = 4096
 
@@ -580,8 +582,8 @@ class WrapsTheAbort(ReferenceLoop):
             raise RuntimeError(f"the agent was cancelled: {exc}") from exc
 
 
-#: How long ``RaisesTheAbortLate`` waits: twice the bound, so a stall of the process
-#: taken off the time still leaves it late.
+#: How long ``RaisesTheAbortLate`` waits: twice the bound, counted as the bound counts it
+#: (``late_by``: a stall of the whole process does not shorten it).
 LATE_ABORT = 1.0
 
 
@@ -589,13 +591,11 @@ class RaisesTheAbortLate(ReferenceLoop):
     """Raises the caller's abort reason, but only after tidying up for a second."""
 
     async def run(self, task: LoopTask) -> LoopResult:
-        import asyncio
-
         try:
             return await super().run(task)
         except BaseException as exc:
             if exc is task.signal.reason:
-                await asyncio.sleep(LATE_ABORT)
+                await late_by(LATE_ABORT)
             raise
 
 

@@ -66,6 +66,42 @@ class ParallelRunTests(unittest.TestCase):
         self.assertEqual(totals, {"ran": 11, "skipped": 5, "failures": 1, "errors": 2})
 
 
+class NoiseTests(unittest.TestCase):
+    def test_the_lines_a_leak_or_an_uncaught_error_prints_are_found(self) -> None:
+        """Python's and asyncio's own report lines are noise, after unittest's dots too; others not."""
+        text = (
+            "..Exception ignored in: <socket.socket fd=3>\n"
+            "ResourceWarning: unclosed transport <_SelectorSocketTransport fd=11>\n"
+            "Exception in callback BaseSelectorEventLoop._accept_connection()\n"
+            "Exception in thread worker:\n"
+            "Task was destroyed but it is pending!\n"
+            "the message says: Exception ignored in the middle\n"
+            "OK (skipped=2)\n"
+        )
+        found = _dev().noise(text)
+        self.assertEqual(len(found), 5, found)
+        self.assertEqual(found[0], "..Exception ignored in: <socket.socket fd=3>")
+
+    def test_a_run_that_passes_but_prints_noise_fails(self) -> None:
+        """A streamed run's status is its own, or 1 where it passed but printed noise."""
+        dev = _dev()
+        noisy = "import sys; sys.stderr.write('..Exception in thread t:\\n')"
+        runs = (
+            ("print('ok')", 0, "ok\n"),
+            ("import sys; sys.exit(3)", 3, ""),
+            (noisy, 1, "The run fails: the tests printed what a leak or an uncaught error prints"),
+        )
+        for code, status, said in runs:
+            with self.subTest(code=code):
+                out = io.TextIOWrapper(io.BytesIO())
+                with mock.patch.object(dev.sys, "stdout", out):
+                    self.assertEqual(dev.run_streamed([sys.executable, "-c", code]), status)
+                out.flush()
+                printed = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
+                self.assertIn(said, printed)
+                self.assertEqual("The run fails" in printed, status == 1)
+
+
 class DevScriptTests(unittest.TestCase):
     def test_no_command_prints_the_two_and_exits_2(self) -> None:
         """Without a command, dev.py shows the two commands and exits with the usage status."""

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
 
 from conformance._host import host
+from conformance._loops import kept_loops
 from conformance.errors import TargetDefinitionError
 from conformance.gate import (
     STAGES,
@@ -27,6 +28,7 @@ from conformance.wires import WIRES, openai_chat_wire
 from conformance.wires._base import Wire
 
 from .call_id_shapes import ID_SHAPES, id_shape
+from .hygiene import blocks_on_purpose
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: Why a test that counts open descriptors is skipped.
@@ -74,7 +76,9 @@ class ReferenceLoopTests(unittest.TestCase):
             if LONG_TESTS or not http2 or case.stage.cancel or case.stage.fault
         ]
         self.assertTrue(cases, "no wire scripts turns")
-        with asyncio_debug_in_long_runs_only(), ThreadPoolExecutor(max_workers=4) as pool:
+        # Most stages spend their time waiting on purpose (a retry's pause, a cancel's grace, a
+        # budget), not computing: as many at once as the main job runs in a process.
+        with asyncio_debug_in_long_runs_only(), kept_loops(), ThreadPoolExecutor(max_workers=16) as pool:
             results = list(pool.map(outcome, cases))
         failed = [
             f"{c.target.name} http2={c.target.http2} {c.name}:\n{detail}"
@@ -184,7 +188,8 @@ class BrokenLoopMessageTests(unittest.TestCase):
 
         class Blocks:
             async def run(self, task: Any) -> LoopResult:
-                release.wait(30)
+                with blocks_on_purpose():
+                    release.wait(30)
                 return LoopResult("", "stop")
 
         target = AgentLoopTarget("blocks", openai_chat_wire, lambda url: Blocks(), timeout=0.3)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 from unittest import mock
 
+from conformance._loops import kept_loops
 from conformance.gate._invariants import INVARIANTS
 from conformance.gate.cases import AgentLoopCase, agent_loop_cases
 from conformance.gate.loop import AgentLoopTarget
@@ -465,7 +466,10 @@ def run_jobs(jobs: List[Job]) -> List[Optional[Set[str]]]:
     that a busy machine cannot push a prompt abort past its bound)."""
     waits = [i for i, j in enumerate(jobs) if WAITING_CHECKS & j.mutant.checks()]
     rest = [i for i in range(len(jobs)) if i not in set(waits)]
-    with ThreadPoolExecutor(max_workers=WAITING_JOBS) as wide, ThreadPoolExecutor(max_workers=JOBS) as narrow:
+    # On the event loops each job leaves as it found them, as a matrix runs its cases.
+    with kept_loops(), ThreadPoolExecutor(max_workers=WAITING_JOBS) as wide, ThreadPoolExecutor(
+        max_workers=JOBS
+    ) as narrow:
         futures = {i: wide.submit(verdict, mutant_case(jobs[i])) for i in waits}
         futures.update({i: narrow.submit(verdict, mutant_case(jobs[i])) for i in rest})
         return [futures[i].result() for i in range(len(jobs))]

@@ -341,11 +341,21 @@ class DelayedValueTests(GateToolsetTestCase):
     def test_sync_abort_stops_the_wait_and_raises_the_reason(self) -> None:
         """An abort from another thread ends the wait; the very reason is raised and recorded."""
         controller, reason = AbortController(), ConnectionAbortedError("stop")
-        timer = threading.Timer(0.02, controller.abort, args=(reason,))
-        timer.start()
+        # The abort comes once the tool is in its wait, not after a fixed time: on a loaded
+        # machine a timer may fire before the tool has begun, which refuses it at the door.
+        waiting = threading.Event()
+        wait_sync = controller.signal.wait_sync
+
+        def noted(timeout: float) -> bool:
+            waiting.set()
+            return wait_sync(timeout)
+
+        controller.signal.wait_sync = noted  # type: ignore[method-assign]
+        aborter = threading.Thread(target=lambda: waiting.wait(10) and controller.abort(reason))
+        aborter.start()
         with self.assertRaises(ConnectionAbortedError) as raised:
             self.tools.execute(delayed("c1", 10_000), signal=controller.signal)
-        timer.join()
+        aborter.join()
         self.assertIs(raised.exception, reason)
         (record,) = self.tools.log.records()
         self.assertEqual((record.status, record.ran), (ExecutionStatus.ABORTED, True))

@@ -14,6 +14,8 @@ from conformance._host import case_provider, host
 from conformance.errors import ProviderInputError
 from conformance.provider import HangReply, JsonReply, RecordedRequest, Reply, _server
 
+from .hygiene import blocks_on_purpose
+
 
 def get(port: int, path: str, timeout: float = 5.0) -> Tuple[int, bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -67,7 +69,8 @@ class SharedLoopTests(unittest.TestCase):
         self.addCleanup(release.set)
 
         def blocks(request: RecordedRequest) -> Reply:
-            release.wait(30)
+            with blocks_on_purpose():
+                release.wait(30)
             return JsonReply({})
 
         blocked = host()

@@ -239,9 +239,23 @@ class BackendVerdictTests(unittest.TestCase):
         self.assertEqual(status, 400)
         _, verdict = call(serve.url, "/conformance/outcome", {"error": None})
         self.assertEqual(verdict["verdict"], "skip")  # abort is served, not judged
-        status, _ = call(serve.url, "/conformance/outcome", {"error": None})
-        self.assertEqual(status, 409)
         self.assertEqual(serve.end(), 0)
+
+    def test_a_second_report_is_refused(self) -> None:
+        """Once the run is judged, another report gets a 409 that says so."""
+        # The session on a provider of the test's own: serve closes its port once the verdict
+        # is out, and a report after that may find it closed or get its 409, as timing falls.
+        wire = WIRES["openai-chat"]
+        with GateToolset() as toolset, start_fake_provider() as provider:
+            variant = wire.variants("abort", "chat")[0]
+            session = BackendSession(wire, "abort", "chat", variant, toolset, model="m")
+            session.attach(lambda: provider.requests)
+            provider.reply(session.handle)
+            _, verdict = call(provider.url, "/conformance/outcome", {"error": None})
+            status, answer = call(provider.url, "/conformance/outcome", {"error": None})
+        self.assertEqual(verdict["verdict"], "skip")
+        self.assertEqual(status, 409)
+        self.assertIn("the outcome was already reported", answer["error"]["message"])
 
 
 class ToolsEndpointTests(unittest.TestCase):

@@ -22,6 +22,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 from unittest import mock
 
 from conformance._checks import CHECKS
+from conformance._loops import kept_loops
 from conformance.cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 from conformance.reference import REFERENCE_BACKENDS
 from conformance.wires import WIRES
@@ -143,7 +144,9 @@ WAITING_JOBS = 16 if LONG_TESTS else 48
 
 
 def run_all(jobs: Iterable[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, str, Optional[Set[str]]]]:
-    with asyncio_debug_in_long_runs_only():
+    # The jobs run one after another on the event loops each leaves as it found them, as a
+    # matrix runs its cases.
+    with asyncio_debug_in_long_runs_only(), kept_loops():
         return _run_all(list(jobs))
 
 

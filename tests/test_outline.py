@@ -18,6 +18,7 @@ from conformance.gate._loop_driver import LoopDriver
 from conformance.gate.cases import agent_loop_cases
 from conformance.wires import openai_chat_wire
 
+from .hygiene import blocks_on_purpose
 from .test_driver import failure, reference
 
 PACKAGE = Path(__file__).resolve().parent.parent / "conformance"
@@ -58,7 +59,8 @@ class ClosesSlowly:
 
     def close(self) -> None:
         # Blocking its loop, for less than asyncio's debug mode reports as slow there.
-        self.release.wait(0.8)
+        with blocks_on_purpose():
+            self.release.wait(0.8)
 
 
 def backend_case(create: Any) -> ConformanceCase:

@@ -28,6 +28,7 @@ from conformance.provider import (
     start_fake_provider,
 )
 
+from .hygiene import blocks_on_purpose
 from .test_provider_support import GOAWAY_NO_ERROR, PREFACE, H2Client, RawConnection, http1_request
 
 HAVE_H2 = importlib.util.find_spec("h2") is not None
@@ -130,7 +131,8 @@ class TestBlockingHandler(unittest.TestCase):
 
         def slow_handler(request: RecordedRequest) -> JsonReply:
             entered.set()
-            release.wait(10.0)
+            with blocks_on_purpose():
+                release.wait(10.0)
             return JsonReply({})
 
         provider = start_fake_provider()

@@ -90,6 +90,14 @@ class StallWatched(unittest.TestCase):
         until = time.monotonic() if until is None else until
         return until - since - WATCH.between(since, until)
 
+    async def unstalled_async(self, since: float, until: Optional[float] = None) -> float:
+        """:meth:`unstalled` in a coroutine: it waits for the watch to run past ``until``,
+        which must not hold up the event loop meanwhile."""
+        import asyncio
+
+        until = time.monotonic() if until is None else until
+        return await asyncio.get_running_loop().run_in_executor(None, self.unstalled, since, until)
+
 
 #: GOAWAY(last_stream_id=0, NO_ERROR), as the AWS SDK for JavaScript sends it.
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

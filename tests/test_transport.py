@@ -294,7 +294,7 @@ class TransportTestCase(StallWatched, unittest.IsolatedAsyncioTestCase):
     async def assert_client_closed(self, server: _Server, since: float) -> None:
         await asyncio.wait_for(server.client_closed.wait(), STEP)
         assert server.closed_at is not None
-        late = self.unstalled(since, server.closed_at)
+        late = await self.unstalled_async(since, server.closed_at)
         self.assertLess(late, CLOSE_BOUND, "the server saw the close too late")
 
 
@@ -461,7 +461,7 @@ class H1AbortTest(TransportTestCase):
         with self.assertRaises(RuntimeError) as caught:
             await asyncio.wait_for(pending, STEP)
         self.assertIs(caught.exception, reason)
-        self.assertLess(self.unstalled(since), 0.05 + ABORT_BOUND)
+        self.assertLess(await self.unstalled_async(since), 0.05 + ABORT_BOUND)
         await self.assert_client_closed(server, since)
         thread.join(STEP)
 
@@ -478,7 +478,7 @@ class H1AbortTest(TransportTestCase):
         with self.assertRaises(TimeoutError) as caught:
             await asyncio.wait_for(response.read(), STEP)
         self.assertIs(caught.exception, reason)
-        self.assertLess(self.unstalled(since), 0.05 + ABORT_BOUND)
+        self.assertLess(await self.unstalled_async(since), 0.05 + ABORT_BOUND)
         await self.assert_client_closed(server, since)
         thread.join(STEP)
 
@@ -613,7 +613,7 @@ class H2Test(TransportTestCase):
         with self.assertRaises(RuntimeError) as caught:
             await asyncio.wait_for(pending, STEP)
         self.assertIs(caught.exception, reason)
-        self.assertLess(self.unstalled(since), 0.05 + ABORT_BOUND)
+        self.assertLess(await self.unstalled_async(since), 0.05 + ABORT_BOUND)
         await self.assert_client_closed(server, since)
         thread.join(STEP)
 
@@ -628,7 +628,7 @@ class H2Test(TransportTestCase):
         with self.assertRaises(TimeoutError) as caught:
             await asyncio.wait_for(response.read(), STEP)
         self.assertIs(caught.exception, reason)
-        self.assertLess(self.unstalled(since), 0.05 + ABORT_BOUND)
+        self.assertLess(await self.unstalled_async(since), 0.05 + ABORT_BOUND)
         await self.assert_client_closed(server, since)
         self.assertEqual(server.reset_codes, [0x8])  # CANCEL
         thread.join(STEP)

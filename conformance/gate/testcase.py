@@ -81,6 +81,22 @@ class AgentLoopConformanceTestCase:
     stress: ClassVar[Tuple[str, ...]] = ()
     abstract: ClassVar[bool] = False
 
+    @classmethod
+    def setUpClass(cls) -> None:
+        """Keep the cases' event loops for the next case of the class, and close them with it."""
+        # The class's cases run one after another: each takes over the loop the one before
+        # left as it found it, instead of starting a thread and a loop (``_loops.kept_loops``).
+        from .._loops import kept_loops
+
+        parent = getattr(super(), "setUpClass", None)
+        if parent is not None:
+            parent()
+        cleanup = getattr(cls, "addClassCleanup", None)
+        if cleanup is not None:
+            keeping = kept_loops()
+            keeping.__enter__()
+            cleanup(keeping.__exit__, None, None, None)
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         import unittest
 

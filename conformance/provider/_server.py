@@ -98,6 +98,7 @@ class FakeProvider:
         self._sock: Optional[socket.socket] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stop: Optional[asyncio.Future[None]] = None
+        self._server: Optional[asyncio.AbstractServer] = None
         self._thread: Optional[threading.Thread] = None
         #: Where the provider serves on a loop it shares (``_start(host)``): that serving, as a future.
         self._hosted: Optional[concurrent.futures.Future[None]] = None
@@ -197,7 +198,7 @@ class FakeProvider:
 
         hub = self._hub
         assert self._stop is not None
-        server = await loop.create_server(protocol, sock=sock)
+        server = self._server = await loop.create_server(protocol, sock=sock)
         try:
             await self._stop
         finally:
@@ -247,7 +248,7 @@ class FakeProvider:
         if again and not thread.is_alive():
             return
         try:
-            loop.call_soon_threadsafe(_resolve, stop)
+            loop.call_soon_threadsafe(self._halt, stop)
         except RuntimeError:  # the loop already ended
             pass
         if threading.current_thread() is thread:
@@ -272,7 +273,7 @@ class FakeProvider:
         if again and hosted.done():
             return
         try:
-            loop.call_soon_threadsafe(_resolve, stop)
+            loop.call_soon_threadsafe(self._halt, stop)
         except RuntimeError:  # the shared loop already ended
             return
         if _running_loop() is loop:
@@ -284,6 +285,17 @@ class FakeProvider:
         except concurrent.futures.TimeoutError:
             self._refuse_new_connections()
             raise ProviderInputError(self._blocked()) from None
+
+    def _halt(self, stop: asyncio.Future[None]) -> None:
+        """On the loop: stop accepting first, then let ``_serve`` wind down.
+
+        Queued before close() may shut the listening socket, this runs ahead of the
+        accept that the shut socket wakes: closing the server there cancels that accept,
+        which would otherwise fail with EINVAL and print its traceback.
+        """
+        if self._server is not None:
+            self._server.close()
+        _resolve(stop)
 
     def _refuse_new_connections(self) -> None:
         """Shut the listening socket from this thread, while its loop cannot: the port then refuses."""

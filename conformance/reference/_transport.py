@@ -462,6 +462,7 @@ class _H2Exchange:
         except h2.exceptions.ProtocolError as exc:
             conn.close_now()
             raise TransportError(f"{conn.authority} broke the h2 protocol: {exc}") from exc
+        received = 0
         for event in events:
             if isinstance(event, h2.events.ResponseReceived) and event.stream_id == self.stream_id:
                 for name, value in event.headers:
@@ -473,9 +474,7 @@ class _H2Exchange:
             elif isinstance(event, h2.events.DataReceived) and event.stream_id == self.stream_id:
                 if event.data:
                     self._data.append(event.data)
-                # Acknowledged on receipt: the caller reads lazily, and a window left
-                # closed would stall the server with no one to reopen it.
-                self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                received += event.flow_controlled_length
             elif isinstance(event, h2.events.StreamEnded) and event.stream_id == self.stream_id:
                 self._stream_open = False
                 self.done = True
@@ -501,6 +500,11 @@ class _H2Exchange:
                         )
                     )
                     return
+        if received:
+            # Acknowledged on receipt: the caller reads lazily, and a window left closed
+            # would stall the server with no one to reopen it. Once for all the frames
+            # of one read: a stream comes in many small frames, and h2 counts each.
+            self.h2.acknowledge_received_data(received, self.stream_id)
         self._flush()
 
     def _fail(self, error: TransportError) -> None:

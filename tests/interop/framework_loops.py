@@ -489,8 +489,9 @@ class LangChainLoop:
     contract's (``end_turn`` is ``stop``), and the usage the sum of every AIMessage's
     ``usage_metadata``. ``ChatOpenAI`` is given the httpx client it sends with, which the
     loop closes; ``ChatAnthropic`` takes none and keeps one per base URL for the life of
-    the process (``langchain_anthropic/_client_utils.py``, an ``lru_cache``), so each
-    case's client is left to the garbage collector, which warns of its open socket.
+    the process (``langchain_anthropic/_client_utils.py``, an ``lru_cache``), so the loop
+    closes the clients of the models it built and empties that cache (a later case on a
+    reused port would otherwise be handed a closed client).
     """
 
     def __init__(self, base_url: str, api: str, http2: bool = False) -> None:
@@ -501,16 +502,28 @@ class LangChainLoop:
         # ChatOpenAI takes the httpx client it sends with, so the loop can close it; without
         # one it keeps a client per base URL for the life of the process.
         self.http = httpx.AsyncClient(http1=not http2, http2=http2, timeout=SDK_TIMEOUT)
+        self.models: List[Any] = []
 
     async def aclose(self) -> None:
         await self.http.aclose()
+        if not self.models:
+            return
+        # The cached client holds a pooled connection on this case's event loop, which
+        # ends with the case: left open, its socket is a ResourceWarning at exit.
+        for model in self.models:
+            await model._async_client.close()
+        try:
+            from langchain_anthropic._client_utils import _get_default_async_httpx_client as cached
+        except ImportError:  # a release that keeps no client past its model
+            return
+        cached.cache_clear()
 
     def model(self, task: LoopTask) -> Any:
         timeout = max(0.05, task.max_seconds)
         if self.api == "anthropic":
             from langchain_anthropic import ChatAnthropic
 
-            return ChatAnthropic(
+            model = ChatAnthropic(
                 model=task.model,
                 base_url=self.base_url,
                 api_key="test",
@@ -519,6 +532,8 @@ class LangChainLoop:
                 max_tokens=MAX_TOKENS,
                 streaming=task.stream,
             )
+            self.models.append(model)
+            return model
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(

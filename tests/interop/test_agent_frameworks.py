@@ -12,6 +12,7 @@ is skipped where it is absent (``pip install -e .[interop,frameworks]``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -277,9 +278,11 @@ def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite, pattern: 
 _RUNNER_WARNING = r"Tool '.*' not found in tool runner"
 _saved: Optional[warnings.catch_warnings] = None
 #: The Agents SDK logs "Error streaming response" (and the like) before it raises the
-#: error a fault stage provokes; the verdict says what happened, so the log is quieted.
-_AGENTS_LOG = logging.getLogger("openai.agents")
-_agents_level = _AGENTS_LOG.level
+#: error a fault stage provokes, and the tool runner logs the exception a tool raises (the
+#: abort reason, in the cancel-in-tool stage) before it answers the call with is_error;
+#: the verdict says what happened, so the logs are quieted.
+_QUIETED = [logging.getLogger(name) for name in ("openai.agents", "anthropic.lib.tools")]
+_levels = [log.level for log in _QUIETED]
 
 
 _ASYNCIO_DEBUG = AsyncioDebugOff()  # unless CONFORMANCE_LONG_TESTS=1
@@ -287,7 +290,8 @@ _ASYNCIO_DEBUG = AsyncioDebugOff()  # unless CONFORMANCE_LONG_TESTS=1
 
 def tearDownModule() -> None:
     _ASYNCIO_DEBUG.stop()
-    _AGENTS_LOG.setLevel(_agents_level)
+    for log, level in zip(_QUIETED, _levels):
+        log.setLevel(level)
     if _saved is not None:
         _saved.__exit__(None, None, None)
 
@@ -298,7 +302,8 @@ def setUpModule() -> None:
     _saved = warnings.catch_warnings()
     _saved.__enter__()
     warnings.filterwarnings("ignore", message=_RUNNER_WARNING, category=UserWarning)
-    _AGENTS_LOG.setLevel(logging.CRITICAL)
+    for log in _QUIETED:
+        log.setLevel(logging.CRITICAL)
     # Each framework imported before any case's bound starts: on a busy machine an import
     # alone can take seconds.
     if HAVE_PYDANTIC_AI:
@@ -308,8 +313,22 @@ def setUpModule() -> None:
         import langchain.agents  # noqa: F401
         import langchain_anthropic  # noqa: F401
         import langchain_openai  # noqa: F401
+    if HAVE_LANGCHAIN or HAVE_PYDANTIC_AI or HAVE_AGENTS:
+        # What the SDKs import at their first request, which the first case would time:
+        # the openai client's resources (a fifth of a second of CPU for Responses, some
+        # seconds on a busy two-core machine) and httpx's transport.
+        import anyio._backends._asyncio  # noqa: F401
+        import httpcore  # noqa: F401
+        import openai.resources.chat.completions.completions  # noqa: F401
+        import openai.resources.responses.responses  # noqa: F401
+    if HAVE_LANGCHAIN:
+        # LangChain's Responses case is the first here to stream Responses events, and the
+        # openai client builds its validators for them on the first (pydantic schemas,
+        # twice the CPU of a whole case after it): outside the case's bound, not in it.
+        responses = functools.partial(LangChainLoop, api="responses")
+        prime(AgentLoopTarget("langchain responses", openai_responses_wire, responses, timeout=30.0))
     if not LONG_TESTS:
-        # The primes are for the cancel stage, which only the long run has; the
+        # The other primes are for the cancel stage, which only the long run has; the
         # default cases only need the Agents SDK imported before their bound starts.
         if HAVE_AGENTS:
             import agents  # noqa: F401
@@ -473,6 +492,7 @@ for _cls in (LangChainChat, LangChainResponses, LangChainAnthropic):
     known_break(_cls, "corrupt-arguments/stream", LANGCHAIN_CLOSES_BROKEN_JSON)
 for _cls in (LangChainChat, LangChainResponses):
     known_break(_cls, "corrupt-arguments/chat", LANGCHAIN_DROPS_BROKEN_CALL)
+del _cls  # a test class left in the module under a second name would run twice
 if sys.version_info < (3, 12):
     known_break(LangChainResponses, "cancel/stream", LANGCHAIN_RESPONSES_SWALLOWS_CANCEL, race=True)
 

@@ -17,6 +17,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
+from conformance._stall import WATCH
 from conformance.contract import (
     AbortSignal,
     ChatRequest,
@@ -32,6 +33,7 @@ from conformance.reference._base import ReferenceBackend
 from conformance.reference._decoders import SSEDecoder, SSEEvent
 from conformance.reference._transport import Response, TransportError
 
+from ..hygiene import blocks_on_purpose
 from . import Mutant
 
 T = TypeVar("T")
@@ -491,16 +493,48 @@ class WrapsAbortReason(ReferenceBackend):
             raise
 
 
-#: Twice the half second the contract gives an abort: still late when a stall of the
-#: process (rarely more than a few tenths of a second) is taken off the time.
+#: Twice the half second the contract gives an abort, counted as the bound counts it
+#: (:func:`late_by`).
 SLOW_ABORT = 1.0
+
+
+def _ran_since(began: float) -> float:
+    """Seconds since ``began`` in which this process could run: what the abort bounds count."""
+    now = time.monotonic()
+    return now - began - WATCH.between(began, now)
+
+
+async def late_by(seconds: float) -> None:
+    """Wait until ``seconds`` have passed in which this process could run.
+
+    The abort bounds leave out what stalled the whole process (``conformance._stall``), so
+    a wait of plain wall time comes out shorter on a loaded machine, where stalls add up
+    (at load 20, a second's wait came out under the half-second bound and the mutant
+    passed). Counted the same way, the mutant is as late as it says, whatever the load.
+    """
+    loop = asyncio.get_running_loop()
+    began = time.monotonic()
+    left = seconds
+    while left > 0:
+        await asyncio.sleep(left)
+        # The watch is asked from a thread: it may wait for its next tick.
+        left = seconds - await loop.run_in_executor(None, _ran_since, began)
+
+
+def blocking_late_by(seconds: float) -> None:
+    """:func:`late_by` as one blocking call."""
+    began = time.monotonic()
+    left = seconds
+    while left > 0:
+        time.sleep(left)
+        left = seconds - _ran_since(began)
 
 
 class SlowAbort(ReferenceBackend):
     """Closes the connection at once on abort, but raises the reason only after a while."""
 
     async def delay(self) -> None:
-        await asyncio.sleep(SLOW_ABORT)
+        await late_by(SLOW_ABORT)
 
     async def chat(self, chat: ChatRequest) -> ChatResponse:
         try:
@@ -531,7 +565,8 @@ class BlocksLoopOnAbort(SlowAbort):
         # A few turns of the loop first, for the transport's close to reach the socket:
         # the bug under test is the late reason, not a late close.
         await asyncio.sleep(0.05)
-        time.sleep(SLOW_ABORT)
+        with blocks_on_purpose():
+            blocking_late_by(SLOW_ABORT)
 
 
 #: What the "sleeps out the delay" mutant waits where the provider named none.

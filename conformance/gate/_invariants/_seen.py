@@ -303,18 +303,24 @@ def same_arguments(planned: PlannedCall, record: ExecutionRecord) -> bool:
 
 def refusal(planned: PlannedCall) -> Optional[str]:
     """Why the loop must refuse ``planned`` rather than run it, or ``None``."""
-    call = planned.call
-    if call.name not in TOOLS:
-        return f"there is no tool {call.name!r} in the task"
+    return _refusal(planned.call.name, planned.call.arguments)
+
+
+@functools.lru_cache(maxsize=512)
+def _refusal(name: str, arguments: str) -> Optional[str]:
+    # Kept by the call's name and argument text, which alone decide it: several families
+    # ask it of every planned call, and the stages play the same calls case after case.
+    if name not in TOOLS:
+        return f"there is no tool {name!r} in the task"
     try:
-        arguments = json.loads(call.arguments)
+        parsed = json.loads(arguments)
     except ValueError:
-        return f"its arguments {call.arguments!r} are not valid JSON"
-    if not isinstance(arguments, dict):
-        return f"its arguments {call.arguments!r} are not a JSON object"
-    violations = validate(TOOLS[call.name].parameters, arguments)
+        return f"its arguments {arguments!r} are not valid JSON"
+    if not isinstance(parsed, dict):
+        return f"its arguments {arguments!r} are not a JSON object"
+    violations = validate(TOOLS[name].parameters, parsed)
     if violations:
-        return f"its arguments break {call.name}'s schema (" + "; ".join(map(str, violations)) + ")"
+        return f"its arguments break {name}'s schema (" + "; ".join(map(str, violations)) + ")"
     return None
 
 
