@@ -36,7 +36,9 @@ __all__ = [
 _LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
 #: Ollama 0.12+ numbers each call and gives it an id; older servers send neither.
 TOOL_CALL_ID = provider_id("call_", "ollama/tool-call", 8, _LOWER)
-VERSION = "0.13.0"
+#: What /api/version says: a release whose wording the defaults use (the runner's
+#: "llama-server process has terminated" is 0.30.0 and later; #16645 quotes it on 0.30.6).
+VERSION = "0.30.6"
 JSON_TYPE = "application/json; charset=utf-8"
 NDJSON_TYPE = "application/x-ndjson"
 
