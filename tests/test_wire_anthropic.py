@@ -220,6 +220,33 @@ class AnthropicWireTest(unittest.TestCase):
         self.assertEqual(items[-1][0], "message_stop")
         self.assertEqual(wire.variants("text", "chat")[0].name, "end-turn")
 
+    def test_a_paused_turn_reads_as_stop_or_as_length(self) -> None:
+        """A paused turn called "length" passes in both modes, as one called "stop" does."""
+        from conformance.cases import BackendConformanceTarget, backend_conformance_cases
+        from conformance.reference.anthropic import AnthropicBackend
+
+        class PausedIsLength(AnthropicBackend):
+            def finish_reason(self, stop_reason: Optional[str], calls: List[Any]) -> str:
+                paused = stop_reason == "pause_turn"
+                return "length" if paused else super().finish_reason(stop_reason, calls)
+
+        for backend in (AnthropicBackend, PausedIsLength):
+            target = BackendConformanceTarget(
+                name=f"pause_turn read by {backend.__name__}",
+                wire=wire,
+                create_backend=backend,
+                skip={
+                    f"{case}:{v.name}": "only the paused turn is asked about"
+                    for case in ("text/chat", "text/stream")
+                    for v in wire.variants(*case.split("/"))
+                    if v.name != "pause-turn"
+                },
+            )
+            for case in backend_conformance_cases(target):
+                if case.name in ("text/chat", "text/stream"):
+                    with self.subTest(backend=backend.__name__, case=case.name):
+                        case.run()
+
     def test_refusal_names_its_category_or_none(self) -> None:
         """A named-category refusal carries the docs' category and explanation; uncategorized, both null."""
         for name, expected in (

@@ -108,17 +108,19 @@ def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
 
 
 def _finish_reason(seen: Seen) -> List[str]:
-    allowed = seen.variant.finish_reasons or _FINISH.get(seen.scenario)
-    if not seen.got_reply or not allowed:
+    # The turns that end with their text are text-finish's, their shapes' own reasons too.
+    if not seen.got_reply or seen.scenario in _TEXT_FINISH:
         return []
-    return _finish_problem(seen, allowed)
+    allowed = seen.variant.finish_reasons or _FINISH.get(seen.scenario)
+    return _finish_problem(seen, allowed) if allowed else []
 
 
 def _text_finish(seen: Seen) -> List[str]:
-    # A shape with finish reasons of its own is judged by finish-reason alone.
-    if not seen.got_reply or seen.scenario not in _TEXT_FINISH or seen.variant.finish_reasons:
+    # A shape with finish reasons of its own (a paused turn's "stop" or "length") is
+    # judged by them.
+    if not seen.got_reply or seen.scenario not in _TEXT_FINISH:
         return []
-    return _finish_problem(seen, _TEXT_FINISH[seen.scenario])
+    return _finish_problem(seen, seen.variant.finish_reasons or _TEXT_FINISH[seen.scenario])
 
 
 def _finish_once(seen: Seen) -> List[str]:

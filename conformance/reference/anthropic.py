@@ -23,7 +23,8 @@ plainest account of how to read it:
   limit is a plain 429 with a retry-after: a rate limit, as its type says.
 - ``pause_turn`` is a turn the API paused in its own server-tool loop: the text came,
   no call is the caller's (a ``server_tool_use`` block is the API's own), so it is
-  ``stop``; sending the turn back lets it go on.
+  ``stop`` here (``length``, an unfinished turn, passes too); sending the turn back lets
+  it go on.
 - Multi-turn: an assistant turn goes back as ``thinking`` / ``redacted_thinking``
   blocks exactly as they came, then its text, then ``tool_use`` blocks whose
   ``input`` is an object; a turn's results go back together in one user turn of

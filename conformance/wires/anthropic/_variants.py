@@ -79,6 +79,13 @@ ERRORS: Mapping[str, Any] = {
     ),
 }
 
+#: The finish reasons a ``pause_turn`` turn may end with. The contract has no "paused"
+#: reason, and the bytes fit two: ``stop``, the turn ended with nothing for the caller to
+#: run (vercel/ai's and any-llm's stop-reason maps); ``length``, the turn is unfinished
+#: and may be continued by sending it back (LiteLLM's ``_FINISH_REASON_MAP``). A tool
+#: turn would hand the caller the API's own server_tool_use, so ``tool_calls`` never fits.
+PAUSED = ("stop", "length")
+
 
 #: (scenario, variant) -> the error that variant answers with, where it is not :data:`ERRORS`'.
 VARIANT_ERRORS: Mapping[Any, Any] = {
@@ -201,10 +208,11 @@ VARIANTS: Mapping[str, Any] = {
         Variant(
             "pause-turn",
             "a text block, then a server_tool_use block (web_search) with no result, stop_reason "
-            "pause_turn: finish_reason stop, and no tool call",
+            "pause_turn: finish_reason stop or length, and no tool call",
             "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/test_pause_turn_web_search_vcr.yaml "
             "(claude-sonnet-4-5, interaction 0)",
             source_kind="capture",
+            finish_reasons=PAUSED,
         ),
     ),
     "text/stream": (
@@ -225,10 +233,12 @@ VARIANTS: Mapping[str, Any] = {
         Variant(
             "pause-turn",
             "a text block, then a server_tool_use block (web_search) and its input_json_delta, no "
-            "result, message_delta stop_reason pause_turn: finish_reason stop, and no tool call",
+            "result, message_delta stop_reason pause_turn: finish_reason stop or length, and no "
+            "tool call",
             "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
             "test_pause_turn_web_search_streaming_vcr.yaml (claude-sonnet-4-5, interaction 0, raw SSE)",
             source_kind="capture",
+            finish_reasons=PAUSED,
         ),
     ),
     # A refusal names its category where it has one; both fields are null where not.
