@@ -239,13 +239,14 @@ def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
 def response(
     text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()
 ) -> ChatResponse:
-    """A whole turn: a turn with calls is a ``tool_calls`` turn whatever the provider said."""
+    """A whole turn: a turn with calls is a ``tool_calls`` turn unless the provider said it
+    was cut off, filtered, refused or failed."""
     calls = tool_calls(raw_calls, finish)
     if finish == "length" and calls and len(calls) == len(list(raw_calls)):
         # A turn cut off by the token limit ends inside its last call, whatever shape
         # the library gave its arguments in (a dict may be a cut-off input closed up).
         calls = calls[:-1]
-    if calls and finish not in ("length", "content_filter", "refusal"):
+    if calls and finish not in ("length", "content_filter", "refusal", "error"):
         finish = "tool_calls"
     return ChatResponse(text, finish, tuple(calls), used, tuple(reasoning))
 
