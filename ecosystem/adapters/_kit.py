@@ -32,7 +32,10 @@ from conformance import (
 
 __all__ = [
     "TRANSPORT_ERRORS",
+    "ANTHROPIC_STOP",
     "AsyncAdapter",
+    "anthropic_body",
+    "anthropic_messages",
     "call",
     "last_chunk",
     "response",
@@ -79,6 +82,7 @@ TRANSPORT_ERRORS = {
     ("aiohttp", "ClientConnectionError"),
     ("urllib3", "ProtocolError"),
     ("botocore", "ResponseStreamingError"),
+    ("botocore", "IncompleteReadError"),
 }
 
 
@@ -235,13 +239,14 @@ def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
 def response(
     text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()
 ) -> ChatResponse:
-    """A whole turn: a turn with calls is a ``tool_calls`` turn whatever the provider said."""
+    """A whole turn: a turn with calls is a ``tool_calls`` turn unless the provider said it
+    was cut off, filtered, refused or failed."""
     calls = tool_calls(raw_calls, finish)
     if finish == "length" and calls and len(calls) == len(list(raw_calls)):
         # A turn cut off by the token limit ends inside its last call, whatever shape
         # the library gave its arguments in (a dict may be a cut-off input closed up).
         calls = calls[:-1]
-    if calls and finish not in ("length", "content_filter", "refusal"):
+    if calls and finish not in ("length", "content_filter", "refusal", "error"):
         finish = "tool_calls"
     return ChatResponse(text, finish, tuple(calls), used, tuple(reasoning))
 
@@ -324,3 +329,59 @@ def retry_after(headers: Mapping[str, str]) -> Optional[float]:
         except (KeyError, ValueError):
             continue
     return None
+
+
+#: Claude's stop reasons, as the contract's finish reasons.
+ANTHROPIC_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
+
+
+def anthropic_messages(request: ChatRequest) -> List[Dict[str, Any]]:
+    """The conversation as Messages API turns: tool results go back in one user turn."""
+    out: List[Dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "tool" and message.tool_result is not None:
+            result = message.tool_result
+            block = {"type": "tool_result", "tool_use_id": result.call_id, "content": result.text}
+            if result.error is not None:
+                block["is_error"] = True
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif message.role == "assistant" and (message.tool_calls or message.reasoning):
+            blocks: List[Dict[str, Any]] = []
+            for item in message.reasoning:
+                if item.kind == "thinking":
+                    blocks.append({"type": "thinking", "thinking": item.text, "signature": item.signature})
+                elif item.kind == "redacted_thinking":
+                    blocks.append({"type": "redacted_thinking", "data": item.data})
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+                for c in message.tool_calls
+            ]
+            out.append({"role": "assistant", "content": blocks})
+        elif message.role != "system":
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def anthropic_body(request: ChatRequest) -> Dict[str, Any]:
+    """A Messages API body but its ``model``: Bedrock's InvokeModel takes it as it is."""
+    body: Dict[str, Any] = {"max_tokens": request.max_tokens or 1024, "messages": anthropic_messages(request)}
+    system = "\n".join(m.content for m in request.messages if m.role == "system")
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in request.tools
+        ]
+    return body

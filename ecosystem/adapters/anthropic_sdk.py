@@ -1,4 +1,12 @@
-"""The anthropic SDK as the user's backend: ``AsyncAnthropic().messages.create``."""
+"""The anthropic SDK as the user's backend: ``messages.create`` of ``AsyncAnthropic``, and of
+``AsyncAnthropicVertex`` (Claude on Vertex AI) and ``AsyncAnthropicBedrock`` (Bedrock's InvokeModel).
+
+The Vertex and Bedrock rows are the same adapter with the client a user of those clouds
+builds in its place, under fake credentials that never leave the loopback: Vertex's an
+access token the client sends as a bearer and never refreshes, Bedrock's fake keys it
+signs with (SigV4). Each cloud fails in its own shape, which the SDK hands over as an
+``APIStatusError`` (status 200 for an error inside a stream that began well).
+"""
 
 from __future__ import annotations
 
@@ -12,53 +20,16 @@ from conformance import (
     ChatResponse,
     Reasoning,
     StreamChunk,
+    anthropic_vertex_wire,
     anthropic_wire,
+    bedrock_invoke_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, response, status_error, stream_error, usage
+from ._kit import ANTHROPIC_STOP as STOP
+from ._kit import AsyncAdapter, anthropic_body, last_chunk, response, status_error, stream_error, usage
 
 LIBRARY = "anthropic"
 KIND = "backend"
-
-STOP = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-    "refusal": "refusal",
-}
-
-
-def anthropic_messages(request: ChatRequest) -> List[Dict[str, Any]]:
-    """The conversation as Messages API turns: tool results go back in one user turn."""
-    out: List[Dict[str, Any]] = []
-    for message in request.messages:
-        if message.role == "tool" and message.tool_result is not None:
-            result = message.tool_result
-            block = {"type": "tool_result", "tool_use_id": result.call_id, "content": result.text}
-            if result.error is not None:
-                block["is_error"] = True
-            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
-                out[-1]["content"].append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
-        elif message.role == "assistant" and (message.tool_calls or message.reasoning):
-            blocks: List[Dict[str, Any]] = []
-            for item in message.reasoning:
-                if item.kind == "thinking":
-                    blocks.append({"type": "thinking", "thinking": item.text, "signature": item.signature})
-                elif item.kind == "redacted_thinking":
-                    blocks.append({"type": "redacted_thinking", "data": item.data})
-            if message.content:
-                blocks.append({"type": "text", "text": message.content})
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
-                for c in message.tool_calls
-            ]
-            out.append({"role": "assistant", "content": blocks})
-        elif message.role != "system":
-            out.append({"role": message.role, "content": message.content})
-    return out
 
 
 def reasoning_of(block: Any) -> Optional[Reasoning]:
@@ -71,7 +42,21 @@ def reasoning_of(block: Any) -> Optional[Reasoning]:
     return None
 
 
+def anthropic_error(wire: str, exc: BaseException, carried: Any = None) -> Optional[BaseException]:
+    """The SDK's error as the contract's, read as ``wire``'s; ``carried`` rewrites what an error
+    inside a stream carried into the shape the kit reads for that wire."""
+    if isinstance(exc, anthropic.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {}
+        if exc.status_code == 200:  # an `event: error` inside a stream that began well
+            error = body.get("error", body)
+            return stream_error(wire, carried(error) if carried else error)
+        return status_error(wire, exc.status_code, exc.response.headers, exc.response.content)
+    return None
+
+
 class Messages(AsyncAdapter):
+    wire = "anthropic"
+
     def __init__(self, url: str) -> None:
         self.client = anthropic.AsyncAnthropic(base_url=url, api_key="test", max_retries=0)
 
@@ -79,28 +64,10 @@ class Messages(AsyncAdapter):
         await self.client.close()
 
     def params(self, request: ChatRequest) -> Dict[str, Any]:
-        params: Dict[str, Any] = {
-            "model": request.model,
-            "max_tokens": request.max_tokens or 1024,
-            "messages": anthropic_messages(request),
-        }
-        system = "\n".join(m.content for m in request.messages if m.role == "system")
-        if system:
-            params["system"] = system
-        if request.tools:
-            params["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-                for t in request.tools
-            ]
-        return params
+        return {"model": request.model, **anthropic_body(request)}
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
-        if isinstance(exc, anthropic.APIStatusError):
-            body = exc.body if isinstance(exc.body, dict) else {}
-            if exc.status_code == 200:  # an `event: error` inside a stream that began well
-                return stream_error("anthropic", body.get("error", body))
-            return status_error("anthropic", exc.status_code, exc.response.headers, exc.response.content)
-        return None
+        return anthropic_error("anthropic", exc)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         done = await self.client.messages.create(**self.params(request))
@@ -146,7 +113,7 @@ class Messages(AsyncAdapter):
         if not stopped:
             raise stream_error(
                 "anthropic", {"type": "api_error", "message": "the stream ended before message_stop"}
-            )
+            )  # read as Anthropic's own error on every wire: no cloud sent it
         calls, reasoning = [], []
         for _, slot in sorted(blocks.items()):
             block = slot["block"]
@@ -163,9 +130,63 @@ class Messages(AsyncAdapter):
         yield last_chunk(finish, calls, usage(input_tokens, output_tokens), reasoning)
 
 
+class VertexMessages(Messages):
+    wire = "anthropic-vertex"
+
+    def error(self, exc: BaseException) -> Optional[BaseException]:
+        return anthropic_error(self.wire, exc)
+
+    def __init__(self, url: str) -> None:
+        self.client = anthropic.AsyncAnthropicVertex(
+            region="us-east5",
+            project_id="conformance-project",
+            access_token="ya29.conformance",
+            base_url=f"{url}/v1",
+            max_retries=0,
+        )
+
+
+class BedrockMessages(Messages):
+    wire = "bedrock-invoke"
+
+    def __init__(self, url: str) -> None:
+        self.client = anthropic.AsyncAnthropicBedrock(
+            aws_region="us-east-1",
+            aws_access_key="AKIDEXAMPLE",
+            aws_secret_key="conformance-secret",
+            base_url=url,
+            max_retries=0,
+        )
+
+    def error(self, exc: BaseException) -> Optional[BaseException]:
+        return anthropic_error(self.wire, exc, exception_frame)
+
+
+def exception_frame(error: Any) -> Any:
+    """Bedrock's exception frame, which the SDK turns into an error event typed with the
+    frame's exception name: the kit reads Bedrock's exceptions by that name."""
+    error = error if isinstance(error, dict) else {}
+    return {"__type": error.get("type", ""), "message": error.get("message", "")}
+
+
 def targets() -> List[BackendConformanceTarget]:
     return [
         BackendConformanceTarget(
             "anthropic AsyncAnthropic messages", anthropic_wire, Messages, client="anthropic"
-        )
+        ),
+        BackendConformanceTarget(
+            "anthropic AsyncAnthropicVertex messages",
+            anthropic_vertex_wire,
+            VertexMessages,
+            model="claude-sonnet-4@20250514",
+            client="anthropic",
+        ),
+        BackendConformanceTarget(
+            "anthropic AsyncAnthropicBedrock messages",
+            bedrock_invoke_wire,
+            BedrockMessages,
+            # An inference-profile id, whose ":" the client must leave fit for the path.
+            model="us.anthropic.conformance-model-v1:0",
+            client="anthropic",
+        ),
     ]

@@ -76,15 +76,15 @@ def converse_messages(request: ChatRequest) -> List[Dict[str, Any]]:
     return out
 
 
-def bedrock_error(exc: ClientError) -> LLMError:
+def bedrock_error(exc: ClientError, wire: str = "bedrock-converse") -> LLMError:
     """botocore's error as the contract's, from the error code and status it kept."""
     info = exc.response.get("Error", {})
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     code, message = str(info.get("Code", "")), str(info.get("Message", ""))
     if not status:  # an exception event inside the stream
-        return stream_error("bedrock-converse", {"__type": code, "message": message})
+        return stream_error(wire, {"__type": code, "message": message})
     headers = {"x-amzn-errortype": code, **exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})}
-    return status_error("bedrock-converse", int(status), headers, json.dumps({"message": message}).encode())
+    return status_error(wire, int(status), headers, json.dumps({"message": message}).encode())
 
 
 class Converse:

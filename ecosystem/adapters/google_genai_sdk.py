@@ -1,4 +1,11 @@
-"""google-genai as the user's backend: ``Client().aio.models.generate_content``, and its stream."""
+"""google-genai as the user's backend: ``Client().aio.models.generate_content``, and its stream,
+on the Gemini API and on Vertex AI (``Client(vertexai=True, ...)``).
+
+The Vertex row is the same adapter with the client a Vertex user builds, under a
+project and a location with ``google.oauth2.credentials.Credentials`` holding a token
+with no expiry: the SDK sends it as a bearer and never refreshes it, so nothing leaves
+the loopback (the SDK asks ``google.auth.default()`` only when given no credentials).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from conformance import (
     ChatResponse,
     Reasoning,
     StreamChunk,
+    gemini_vertex_wire,
     gemini_wire,
 )
 
@@ -32,6 +40,9 @@ FINISH = {
     "BLOCKLIST": "content_filter",
     "SPII": "content_filter",
     "RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",  # Vertex AI's Model Armor stopped the output
+    # Vertex AI: the model called a function the request never declared; the turn failed.
+    "UNEXPECTED_TOOL_CALL": "error",
 }
 
 
@@ -116,6 +127,8 @@ def merged(items: List[Reasoning]) -> List[Reasoning]:
 
 
 class Generate(AsyncAdapter):
+    wire = "gemini"
+
     def __init__(self, url: str) -> None:
         options = types.HttpOptions(base_url=url, retry_options=types.HttpRetryOptions(attempts=1))
         self.client = genai.Client(api_key="test", http_options=options)
@@ -166,7 +179,7 @@ class Generate(AsyncAdapter):
                 if isinstance(details, dict)
                 else {"error": {"code": exc.code, "message": exc.message}}
             )
-            return status_error("gemini", int(exc.code), headers, json.dumps(body).encode())
+            return status_error(self.wire, int(exc.code), headers, json.dumps(body).encode())
         return None
 
     @staticmethod
@@ -254,7 +267,7 @@ class Generate(AsyncAdapter):
                 used = usage(meta.prompt_token_count, output_tokens(meta), meta.total_token_count)
         if not reason:
             raise status_error(
-                "gemini",
+                self.wire,
                 500,
                 {},
                 b'{"error": {"code": 500, "status": "INTERNAL", '
@@ -265,9 +278,31 @@ class Generate(AsyncAdapter):
         yield StreamChunk("", turn.tool_calls, turn.finish_reason, used, last.reasoning)
 
 
+class VertexGenerate(Generate):
+    wire = "gemini-vertex"
+
+    def __init__(self, url: str) -> None:
+        from google.oauth2.credentials import Credentials
+
+        options = types.HttpOptions(base_url=url, retry_options=types.HttpRetryOptions(attempts=1))
+        self.client = genai.Client(
+            vertexai=True,
+            project="conformance-project",
+            location="us-central1",
+            credentials=Credentials(token="test"),
+            http_options=options,
+        )
+
+
 def targets() -> List[BackendConformanceTarget]:
     return [
         BackendConformanceTarget(
             "google-genai aio.models.generate_content", gemini_wire, Generate, client="google-genai"
-        )
+        ),
+        BackendConformanceTarget(
+            "google-genai vertexai aio.models.generate_content",
+            gemini_vertex_wire,
+            VertexGenerate,
+            client="google-genai",
+        ),
     ]

@@ -1,4 +1,9 @@
-"""openai-python as the user's backend: ``AsyncOpenAI`` Chat Completions and Responses."""
+"""openai-python as the user's backend: ``AsyncOpenAI`` Chat Completions and Responses, and
+``AsyncAzureOpenAI`` on the Azure OpenAI wires.
+
+The Azure rows are the same adapters with the client an Azure user builds in their place
+(``azure_endpoint``, ``api_key``, ``api_version``; the target's model is the deployment).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from conformance import (
     ChatRequest,
     ChatResponse,
     StreamChunk,
+    azure_openai_chat_wire,
+    azure_openai_responses_wire,
     openai_chat_wire,
     openai_responses_wire,
 )
@@ -41,7 +48,13 @@ def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     return None
 
 
+#: The Azure OpenAI data plane's GA version the Azure rows ask for.
+AZURE_API_VERSION = "2024-10-21"
+
+
 class Chat(AsyncAdapter):
+    wire = "openai-chat"
+
     def __init__(self, url: str) -> None:
         self.client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
 
@@ -57,7 +70,7 @@ class Chat(AsyncAdapter):
         return params
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
-        return openai_error("openai-chat", exc)
+        return openai_error(self.wire, exc)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return openai_turn(await self.client.chat.completions.create(**self.params(request)))
@@ -133,6 +146,8 @@ def responses_turn(done: Any) -> ChatResponse:
 
 
 class Responses(Chat):
+    wire = "openai-responses"
+
     def params(self, request: ChatRequest) -> Dict[str, Any]:
         params: Dict[str, Any] = {"model": request.model, "input": responses_input(request)}
         if request.tools:
@@ -149,9 +164,6 @@ class Responses(Chat):
             params["max_output_tokens"] = request.max_tokens
         return params
 
-    def error(self, exc: BaseException) -> Optional[BaseException]:
-        return openai_error("openai-responses", exc)
-
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return responses_turn(await self.client.responses.create(**self.params(request)))
 
@@ -162,18 +174,38 @@ class Responses(Chat):
                 if event.type == "response.output_text.delta":
                     yield StreamChunk(event.delta)
                 elif event.type == "error":
-                    raise stream_error("openai-responses", {"code": event.code, "message": event.message})
+                    raise stream_error(self.wire, {"code": event.code, "message": event.message})
                 elif event.type == "response.failed":
                     failure = event.response.error
                     raise stream_error(
-                        "openai-responses",
+                        self.wire,
                         {"code": failure and failure.code, "message": failure and failure.message},
                     )
                 elif event.type in ("response.completed", "response.incomplete"):
                     turn = responses_turn(event.response)
                     yield StreamChunk("", turn.tool_calls, turn.finish_reason, turn.usage, turn.reasoning)
                     return
-        raise stream_error("openai-responses", {"message": "the stream ended before response.completed"})
+        raise stream_error(self.wire, {"message": "the stream ended before response.completed"})
+
+
+def azure(url: str) -> openai.AsyncAzureOpenAI:
+    return openai.AsyncAzureOpenAI(
+        azure_endpoint=url, api_key="test", api_version=AZURE_API_VERSION, max_retries=0
+    )
+
+
+class AzureChat(Chat):
+    wire = "azure-openai-chat"
+
+    def __init__(self, url: str) -> None:
+        self.client = azure(url)
+
+
+class AzureResponses(Responses):
+    wire = "azure-openai-responses"
+
+    def __init__(self, url: str) -> None:
+        self.client = azure(url)
 
 
 def targets() -> List[BackendConformanceTarget]:
@@ -183,5 +215,14 @@ def targets() -> List[BackendConformanceTarget]:
         ),
         BackendConformanceTarget(
             "openai AsyncOpenAI responses", openai_responses_wire, Responses, client="openai"
+        ),
+        BackendConformanceTarget(
+            "openai AsyncAzureOpenAI chat.completions", azure_openai_chat_wire, AzureChat, client="openai"
+        ),
+        BackendConformanceTarget(
+            "openai AsyncAzureOpenAI responses",
+            azure_openai_responses_wire,
+            AzureResponses,
+            client="openai",
         ),
     ]

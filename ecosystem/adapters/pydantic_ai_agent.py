@@ -1,4 +1,5 @@
-"""pydantic-ai's own loop: ``Agent.run``, with its OpenAI (Chat, Responses) and Anthropic model classes.
+"""pydantic-ai's own loop: ``Agent.run``, with its OpenAI (Chat, Responses), Anthropic and Cohere
+model classes.
 
 A stream-mode task runs with an ``event_stream_handler``, which makes the agent
 stream each model request. The model clients' retries are off and their timeout is
@@ -10,17 +11,20 @@ from __future__ import annotations
 from typing import Any, List
 
 import anthropic
+import cohere
 import openai
 from pydantic_ai import Agent, Tool
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.cohere import CohereModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.cohere import CohereProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
-from conformance import anthropic_wire, openai_chat_wire, openai_responses_wire
+from conformance import anthropic_wire, cohere_wire, openai_chat_wire, openai_responses_wire
 from conformance.gate import AgentLoopTarget, LoopResult, LoopTask
 
 from ._loops import budget_result, run_tool, text_result, until_abort
@@ -96,6 +100,14 @@ class AnthropicLoop(AgentLoop):
         return AnthropicModel(task.model, provider=AnthropicProvider(anthropic_client=client))
 
 
+class CohereLoop(AgentLoop):
+    def model(self, task: LoopTask) -> Any:
+        client = cohere.AsyncClientV2(
+            api_key="test", base_url=self.url, max_retries=0, timeout=task.max_seconds
+        )
+        return CohereModel(task.model, provider=CohereProvider(cohere_client=client))
+
+
 def targets() -> List[AgentLoopTarget]:
     return [
         AgentLoopTarget(
@@ -110,4 +122,5 @@ def targets() -> List[AgentLoopTarget]:
         AgentLoopTarget(
             "pydantic-ai Agent, AnthropicModel", anthropic_wire, AnthropicLoop, client="pydantic-ai-slim"
         ),
+        AgentLoopTarget("pydantic-ai Agent, CohereModel", cohere_wire, CohereLoop, client="pydantic-ai-slim"),
     ]
