@@ -72,14 +72,14 @@ def any_llm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
 
 def sdk_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     from .anthropic_sdk import Messages
-    from .google_genai_sdk import Generate
+    from .google_genai_sdk import genai_error
     from .ollama_sdk import Chat as OllamaChat
     from .openai_sdk import openai_error
 
     if wire == "anthropic":
         return Messages.error(None, exc)  # type: ignore[arg-type]
     if wire == "gemini":
-        return Generate.error(None, exc)  # type: ignore[arg-type]
+        return genai_error(wire, exc)
     if wire == "ollama":
         return OllamaChat.error(None, exc)  # type: ignore[arg-type]
     return openai_error(wire, exc)

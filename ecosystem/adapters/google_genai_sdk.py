@@ -111,6 +111,23 @@ def output_tokens(meta: Any) -> Optional[int]:
     return sum(int(p or 0) for p in parts)
 
 
+def genai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
+    """The error google-genai raised as the kit's, read as ``wire``'s bytes; ``None`` if not the SDK's."""
+    if isinstance(exc, errors.APIError):
+        headers = getattr(exc.response, "headers", None) or {}
+        details = exc.details[0] if isinstance(exc.details, list) and exc.details else exc.details
+        if isinstance(details, dict) and isinstance(details.get("message"), str) and "error" not in details:
+            # On the async streaming path the SDK keeps the error body as text under
+            # "message" (the whole-reply path parses it): read it back.
+            try:
+                details = json.loads(details["message"])
+            except ValueError:
+                pass
+        body = details if isinstance(details, dict) else {"error": {"code": exc.code, "message": exc.message}}
+        return status_error(wire, int(exc.code), headers, json.dumps(body).encode())
+    return None
+
+
 def merged(items: List[Reasoning]) -> List[Reasoning]:
     """A streamed thought's text and the signature that came on a later part, as one item."""
     out: List[Reasoning] = []
@@ -160,27 +177,7 @@ class Generate(AsyncAdapter):
         )
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
-        if isinstance(exc, errors.APIError):
-            headers = getattr(exc.response, "headers", None) or {}
-            details = exc.details[0] if isinstance(exc.details, list) and exc.details else exc.details
-            if (
-                isinstance(details, dict)
-                and isinstance(details.get("message"), str)
-                and "error" not in details
-            ):
-                # On the async streaming path the SDK keeps the error body as text under
-                # "message" (the whole-reply path parses it): read it back.
-                try:
-                    details = json.loads(details["message"])
-                except ValueError:
-                    pass
-            body = (
-                details
-                if isinstance(details, dict)
-                else {"error": {"code": exc.code, "message": exc.message}}
-            )
-            return status_error(self.wire, int(exc.code), headers, json.dumps(body).encode())
-        return None
+        return genai_error(self.wire, exc)
 
     @staticmethod
     def read(parts: Any, text: List[str], calls: List[Any], reasoning: List[Reasoning]) -> None:
