@@ -7,6 +7,7 @@ import json
 import stat
 import threading
 import unittest
+from typing import Any
 
 import conformance.gate
 from conformance import AbortController, ToolCall, ToolError, ToolSpec
@@ -374,6 +375,35 @@ class DelayedValueTests(GateToolsetTestCase):
             asyncio.run(main())
         self.assertIs(raised.exception, reason)
         self.assertEqual(self.tools.log.records()[0].status, ExecutionStatus.ABORTED)
+
+    def test_a_signal_fired_as_the_wait_runs_out_is_seen(self) -> None:
+        """A signal that fired just as the wait ran out, its wake-up not yet run, still stops the tool."""
+        for form in ("sync", "async"):
+            controller, reason = AbortController(), ConnectionAbortedError(form)
+            signal = controller.signal
+
+            # The abort lands, but the wait is not woken: as when another thread fires the
+            # signal a moment before the delay ends and this loop has not yet run its wake-up.
+            def fires_unheard(timeout: float, fire: Any = controller.abort, why: Any = reason) -> bool:
+                fire(why)
+                return False
+
+            async def fires_unheard_async(fire: Any = controller.abort, why: Any = reason) -> BaseException:
+                fire(why)
+                await asyncio.Event().wait()
+                raise AssertionError("never woken")
+
+            with self.subTest(form=form), self.assertRaises(ConnectionAbortedError) as raised:
+                if form == "sync":
+                    signal.wait_sync = fires_unheard  # type: ignore[method-assign]
+                    self.tools.execute(delayed(f"c-{form}", 20), signal=signal)
+                else:
+                    signal.wait = fires_unheard_async  # type: ignore[method-assign]
+                    asyncio.run(self.tools.aexecute(delayed(f"c-{form}", 20), signal=signal))
+            self.assertIs(raised.exception, reason)
+        self.assertEqual(
+            [(r.status, r.ran) for r in self.tools.log.records()], [(ExecutionStatus.ABORTED, True)] * 2
+        )
 
     def test_a_fired_signal_refuses_every_tool_at_the_door(self) -> None:
         """After an abort no tool runs; the attempt is recorded as aborted and not run."""

@@ -126,6 +126,8 @@ class ReferenceLoop:
                     return ending("budget")
                 messages.append(Message.from_response(last))
                 for call in last.tool_calls:
+                    # A cancel that came while the call before ran: start nothing more.
+                    task.signal.raise_if_aborted()
                     result = await self._execute(task, tracker, call, schemas.get(call.name))
                     messages.append(Message.tool(result))
         except BaseException:

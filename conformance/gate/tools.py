@@ -261,7 +261,8 @@ class GateToolset:
         if delay > 0:
             if signal is None:
                 time.sleep(delay)
-            elif signal.wait_sync(delay):
+            elif signal.wait_sync(delay) or signal.aborted:
+                # Fired in the wait, or just as it ran out: the tool holds the signal either way.
                 raise self._abort(entry, call, signal, ran=True)
         return self._finish(entry, call, outcome)
 
@@ -285,7 +286,10 @@ class GateToolset:
                     try:
                         await asyncio.wait_for(signal.wait(), delay)
                     except asyncio.TimeoutError:
-                        pass
+                        # Fired from another thread just before the wait ran out, its wake-up
+                        # not yet run on this loop: the tool holds the signal all the same.
+                        if signal.aborted:
+                            raise self._abort(entry, call, signal, ran=True) from None
                     else:
                         raise self._abort(entry, call, signal, ran=True)
             except asyncio.CancelledError:
