@@ -7,7 +7,7 @@ import json
 import stat
 import threading
 import unittest
-from typing import Any
+from typing import Any, List
 
 import conformance.gate
 from conformance import AbortController, ToolCall, ToolError, ToolSpec
@@ -404,6 +404,39 @@ class DelayedValueTests(GateToolsetTestCase):
         self.assertEqual(
             [(r.status, r.ran) for r in self.tools.log.records()], [(ExecutionStatus.ABORTED, True)] * 2
         )
+
+    def test_a_cancel_placed_in_a_tool_fires_from_its_own_wait(self) -> None:
+        """The planned cancel fires once, from the named tool's wait, and that wait then stops."""
+        for form in ("sync", "async"):
+            controller, reason = AbortController(), ConnectionAbortedError(form)
+            fired: List[str] = []
+
+            def fire(
+                controller: AbortController = controller,
+                why: BaseException = reason,
+                fired: List[str] = fired,
+            ) -> None:
+                fired.append(threading.current_thread().name)
+                controller.abort(why)
+
+            self.tools._abort_during("delayed_value", 0.01, fire)
+            signal = controller.signal
+            # Another tool runs unplanned; the plan waits for the tool it names.
+            self.tools.execute(echo(f"e-{form}"), signal=signal)
+            self.assertEqual(fired, [])
+            with self.subTest(form=form), self.assertRaises(ConnectionAbortedError) as raised:
+                if form == "sync":
+                    self.tools.execute(delayed(f"d-{form}", 10_000), signal=signal)
+                else:
+                    asyncio.run(self.tools.aexecute(delayed(f"d-{form}", 10_000), signal=signal))
+            self.assertIs(raised.exception, reason)
+            self.assertEqual(fired, [threading.current_thread().name], "from the tool's own thread, once")
+            # Spent: the next run of the tool waits its whole delay, unfired.
+            self.tools.execute(delayed(f"again-{form}", 1), signal=AbortController().signal)
+            self.assertEqual(len(fired), 1)
+        statuses = [(r.tool, r.status) for r in self.tools.log.records() if r.tool == "delayed_value"]
+        ok, aborted = ExecutionStatus.OK, ExecutionStatus.ABORTED
+        self.assertEqual(statuses, [("delayed_value", s) for s in (aborted, ok, aborted, ok)])
 
     def test_a_fired_signal_refuses_every_tool_at_the_door(self) -> None:
         """After an abort no tool runs; the attempt is recorded as aborted and not run."""

@@ -9,8 +9,9 @@ fires the task's signal at a protocol event (once the provider has flushed the c
 that carries the call's first argument fragment, or, for a whole reply, once the
 request is in), and the connection is watched from the abort on while the loop is
 still alive and unclosed: closing it in ``close()`` afterwards is too late to count.
-For the cancel-in-tool stage it fires once the toolset has seen ``delayed_value``
-begin; the reply was whole by then, so no connection is watched.
+For the cancel-in-tool stage the toolset fires it from ``delayed_value``'s own wait,
+``SEEN_WITHIN`` into it, so no thread's scheduling can put it past the tool's end; the
+reply was whole by then, so no connection is watched.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ class LoopDriver(SubjectDriver):
         self.case = case
         self.conversation = conversation
         self.toolset = toolset
+        if case.stage.abort_in_tool:
+            # The cancel fires from the tool's own wait, SEEN_WITHIN into it: a thread of
+            # ours that a loaded machine leaves unscheduled for the tool's whole run would
+            # fire it only once the tool had run out, or the loop had ended.
+            toolset._abort_during("delayed_value", SEEN_WITHIN, self._abort_now)
 
     def task_for(self) -> LoopTask:
         case = self.case
@@ -112,7 +118,8 @@ class LoopDriver(SubjectDriver):
     # -- the abort ------------------------------------------------------------------------
 
     def aborts(self) -> bool:
-        return self.case.stage.cancel
+        # A cancel in a tool is fired by the tool's wait (see __init__), not by a thread.
+        return self.case.stage.cancel and not self.case.stage.abort_in_tool
 
     def abort_when_due(self) -> None:
         """Fire the signal at the protocol event: the held chunk flushed, or the request in."""
@@ -120,22 +127,15 @@ class LoopDriver(SubjectDriver):
         conversation = self.conversation
         if not self._until(conversation.first_reply.wait, deadline):
             return
-        if self.case.stage.abort_in_tool:
-            # Once the turn's delayed_value has begun: what the loop does with a running
-            # tool is what the stage is about.
-            log = self.toolset.log
-            if not self._until(lambda wait: log.wait_begun("delayed_value", wait) is not None, deadline):
+        exchange = conversation.exchanges[0]
+        if exchange.stream and exchange.head_chunks:
+            request = exchange.request
+            if not self._until(lambda wait: request.wait_flushed(exchange.head_chunks, wait), deadline):
                 return
         else:
-            exchange = conversation.exchanges[0]
-            if exchange.stream and exchange.head_chunks:
-                request = exchange.request
-                if not self._until(lambda wait: request.wait_flushed(exchange.head_chunks, wait), deadline):
-                    return
-            else:
-                # A whole reply: the request is in, which is the event.
-                self._abort_now()
-                return
+            # A whole reply: the request is in, which is the event.
+            self._abort_now()
+            return
         # Long enough for the loop to have read the call opening (or the tool to be under
         # way): what it does with a call it knows of is what the stage is about.
         self.finished.wait(SEEN_WITHIN)

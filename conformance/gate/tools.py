@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, List, Mapping, Optional, Tuple, Union
 
 from ..contract import AbortSignal, ToolCall, ToolError, ToolResult, ToolSpec
 from .log import ExecutionLog, ExecutionRecord, ExecutionStatus, InFlight
@@ -236,6 +236,8 @@ class GateToolset:
         self.sandbox = Sandbox(files) if sandbox is None else sandbox
         self._counter = itertools.count(1)
         self._counter_lock = threading.Lock()
+        #: A cancel placed in a tool's wait: (tool, seconds into the wait, what fires it).
+        self._planned_abort: Optional[Tuple[str, float, Callable[[], Any]]] = None
 
     # -- the tools as the model sees them ---------------------------------------------
 
@@ -258,12 +260,14 @@ class GateToolset:
         entry, delay, outcome = self._begin(call, key)
         if signal is not None and signal.aborted:
             raise self._abort(entry, call, signal, ran=False)
-        if delay > 0:
+        for seconds, then in self._spells(call, delay):
             if signal is None:
-                time.sleep(delay)
-            elif signal.wait_sync(delay) or signal.aborted:
+                time.sleep(seconds)
+            elif signal.wait_sync(seconds) or signal.aborted:
                 # Fired in the wait, or just as it ran out: the tool holds the signal either way.
                 raise self._abort(entry, call, signal, ran=True)
+            if then is not None:
+                then()
         return self._finish(entry, call, outcome)
 
     async def aexecute(
@@ -278,13 +282,13 @@ class GateToolset:
         entry, delay, outcome = self._begin(call, key)
         if signal is not None and signal.aborted:
             raise self._abort(entry, call, signal, ran=False)
-        if delay > 0:
-            try:
+        try:
+            for seconds, then in self._spells(call, delay):
                 if signal is None:
-                    await asyncio.sleep(delay)
+                    await asyncio.sleep(seconds)
                 else:
                     try:
-                        await asyncio.wait_for(signal.wait(), delay)
+                        await asyncio.wait_for(signal.wait(), seconds)
                     except asyncio.TimeoutError:
                         # Fired from another thread just before the wait ran out, its wake-up
                         # not yet run on this loop: the tool holds the signal all the same.
@@ -292,10 +296,31 @@ class GateToolset:
                             raise self._abort(entry, call, signal, ran=True) from None
                     else:
                         raise self._abort(entry, call, signal, ran=True)
-            except asyncio.CancelledError:
-                self._record(entry, call, ExecutionStatus.CANCELLED, self._stopped(call, "cancelled"), True)
-                raise
+                if then is not None:
+                    then()
+        except asyncio.CancelledError:
+            self._record(entry, call, ExecutionStatus.CANCELLED, self._stopped(call, "cancelled"), True)
+            raise
         return self._finish(entry, call, outcome)
+
+    def _abort_during(self, tool: str, after: float, fire: Callable[[], Any]) -> None:
+        """Have the next execution of ``tool`` that waits call ``fire`` ``after`` seconds into
+        its wait, from the thread that runs it. The gate's cancel-in-tool stage places its
+        cancel so: an aborter thread a loaded machine leaves unscheduled could fire it only
+        after the tool had run out, or the loop had ended."""
+        self._planned_abort = (tool, after, fire)
+
+    def _spells(self, call: ToolCall, delay: float) -> List[Tuple[float, Optional[Callable[[], Any]]]]:
+        """The wait of ``call`` as spells, each with what to call once it is over."""
+        if delay <= 0:
+            return []
+        with self._counter_lock:
+            planned = self._planned_abort
+            if planned is None or planned[0] != call.name:
+                return [(delay, None)]
+            self._planned_abort = None
+        first = min(planned[1], delay)
+        return [(first, planned[2]), (delay - first, None)]
 
     def _next_fixture_id(self) -> Tuple[int, str]:
         with self._counter_lock:
