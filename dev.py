@@ -50,18 +50,18 @@ USAGE = __doc__.split("\n\n")[1]
 #: processes of even shares; a module named in neither table (a new one) runs in a
 #: process of its own beside them, so that however long it is it holds up no other.
 WEIGHTS: Dict[str, float] = {
-    "tests.test_mutants": 16,
+    "tests.test_mutants": 32,
     "tests.interop.test_agent_frameworks": 16,
-    "tests.test_provider_soak": 12,
+    "tests.test_provider_soak": 9,
     "tests.test_main": 11,
-    "tests.test_gate_loop": 11,
+    "tests.test_gate_loop": 15,
     "tests.interop.test_anthropic_sdk": 9,
     "tests.interop.test_bedrock_invoke_sdks": 9,
     "tests.interop.test_anthropic_vertex_sdk": 7,
     "tests.test_driver": 9,
     "tests.interop.test_agent_loops_openai": 8,
     "tests.interop.test_js_serve_judge": 8,
-    "tests.test_gate_mutants": 8,
+    "tests.test_gate_mutants": 35,
     "tests.interop.test_openai_responses_sdk": 7,
     "tests.interop.test_azure_openai_sdk": 7,
     "tests.interop.test_agent_loops_anthropic": 6,

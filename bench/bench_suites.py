@@ -180,6 +180,11 @@ class _Requests:
         return count
 
 
+#: The ``kept_loops`` context the probe entered. Held here: a context made by a generator and
+#: entered without a reference is collected at once, which runs its exit and stops the keeping.
+_KEEPING: List[Any] = []
+
+
 def _as_a_class_runs() -> None:
     """Run the probe's cases as a test class runs its own, where the tree does it one way: on
     the event loops each case leaves for the next (``kept_loops``, held for the probe's life)."""
@@ -187,7 +192,9 @@ def _as_a_class_runs() -> None:
         from conformance._loops import kept_loops
     except ImportError:  # a tree from before: every case starts a loop of its own
         return
-    kept_loops().__enter__()
+    keeping = kept_loops()
+    keeping.__enter__()
+    _KEEPING.append(keeping)
 
 
 def probe_target(reps: int) -> Dict[str, Any]:
