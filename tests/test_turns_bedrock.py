@@ -131,6 +131,14 @@ class BedrockTurnsTest(TurnCases, unittest.TestCase):
         self.assertIsNone(history.results[1].tool_result.error)
         self.assertIn('"fixture_failure"', history.results[1].tool_result.content)
 
+    def test_an_empty_system_list_is_no_system_prompt(self) -> None:
+        """An empty system list reads as no system prompt, while a list without text blocks is refused."""
+        history = self.history_of(self.mutated(lambda body: body.update(system=[])))
+        self.assertEqual(history.problems, ())
+        self.assertNotIn("system", [m.role for m in history.messages])
+        refused = self.history_of(self.mutated(lambda body: body.update(system=[{"image": {}}])))
+        self.assertTrue(any(p.startswith("system: expected") for p in refused.problems), refused.problems)
+
     def history_of(self, body: Dict[str, Any]) -> Any:
         request = self.render([])
         raw = json.dumps(body).encode("utf-8")

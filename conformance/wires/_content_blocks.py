@@ -61,6 +61,8 @@ class BlockHistoryReader:
     provider: str = ""
     #: What the ``system`` field must be, for the problem where it is not.
     system_shape: str = ""
+    #: Whether the API takes an empty ``system`` list as no system prompt at all.
+    empty_system: bool = False
 
     def __init__(self, body: Mapping[str, Any]) -> None:
         self.body = body
@@ -91,7 +93,7 @@ class BlockHistoryReader:
     def read(self) -> None:
         """Read the system prompt, then each turn in order."""
         system = self.body.get("system")
-        if system is not None:
+        if system is not None and not (self.empty_system and system == []):
             text = self.system_text(system)
             if text is None:
                 self.problems.append(f"system: expected {self.system_shape}, got {system!r}")

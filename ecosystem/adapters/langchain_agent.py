@@ -1,4 +1,5 @@
-"""LangChain's own loop: ``langchain.agents.create_agent`` over ``ChatOpenAI`` and ``ChatAnthropic``.
+"""LangChain's own loop: ``langchain.agents.create_agent`` over ``ChatOpenAI``, ``ChatAnthropic``,
+``ChatGoogleGenerativeAI`` and ``ChatBedrockConverse``.
 
 The gate's tools are ``StructuredTool`` objects declared by their JSON schemas, run by
 the agent's own tool node. Their implementation needs the call's id, which a tool
@@ -8,7 +9,8 @@ then runs through ``handler``, so LangChain still decides which calls run and ho
 forced tool is asked for on the first model call alone, through a ``wrap_model_call``
 middleware (``ModelRequest.override(tool_choice=...)``): bound to the model, the choice
 would force a call on every turn and the agent could never answer. The finish reason is
-the last AIMessage's, read as the chat-model adapters read it.
+the last AIMessage's, read as the chat-model adapters read it. The Gemini and Bedrock
+models are built with fake credentials as their backend rows build them.
 """
 
 from __future__ import annotations
@@ -16,19 +18,29 @@ from __future__ import annotations
 import contextvars
 from typing import Any, List
 
+from botocore.config import Config
 from langchain.agents import create_agent
 from langchain.agents.middleware import wrap_model_call, wrap_tool_call
 from langchain_anthropic import ChatAnthropic
+from langchain_aws import ChatBedrockConverse
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import StructuredTool
+from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 from langgraph.errors import GraphRecursionError
 
-from conformance import anthropic_wire, openai_chat_wire, openai_responses_wire
+from conformance import (
+    anthropic_wire,
+    bedrock_converse_wire,
+    gemini_wire,
+    openai_chat_wire,
+    openai_responses_wire,
+)
 from conformance.gate import AgentLoopTarget, LoopResult, LoopTask
 
 from ._langchain import finish_of
 from ._loops import budget_result, run_tool, until_abort
+from .boto3_converse import NO_ABORT
 
 LIBRARY = "langchain"
 KIND = "loop"
@@ -126,6 +138,39 @@ class AnthropicLoop(AgentLoop):
         )
 
 
+class GoogleLoop(AgentLoop):
+    def model(self, task: LoopTask) -> Any:
+        return ChatGoogleGenerativeAI(
+            model=task.model,
+            google_api_key="test",
+            base_url=self.url,
+            max_retries=0,
+            timeout=task.max_seconds,
+            streaming=task.stream,
+        )
+
+
+class BedrockLoop(AgentLoop):
+    def model(self, task: LoopTask) -> Any:
+        return ChatBedrockConverse(
+            model=task.model,
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+            config=Config(
+                retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=task.max_seconds
+            ),
+            streaming=task.stream,
+            # The integration infers the tool choices a model takes from its id; the fake's is
+            # none it knows, so they are named, as its documentation says to for such a model.
+            supports_tool_choice_values=("auto", "any", "tool"),
+            # As in the backend row: without it a model id the integration has not verified
+            # as streaming-capable is never streamed.
+            disable_streaming=False,
+        )
+
+
 def targets() -> List[AgentLoopTarget]:
     return [
         AgentLoopTarget(
@@ -139,5 +184,16 @@ def targets() -> List[AgentLoopTarget]:
         ),
         AgentLoopTarget(
             "langchain create_agent, ChatAnthropic", anthropic_wire, AnthropicLoop, client="langchain"
+        ),
+        AgentLoopTarget(
+            "langchain create_agent, ChatGoogleGenerativeAI", gemini_wire, GoogleLoop, client="langchain"
+        ),
+        AgentLoopTarget(
+            "langchain create_agent, ChatBedrockConverse",
+            bedrock_converse_wire,
+            BedrockLoop,
+            # Its async methods run boto3's blocking calls in a thread, which a cancel cannot reach.
+            skip={"cancel": NO_ABORT},
+            client="langchain",
         ),
     ]

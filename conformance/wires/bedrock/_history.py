@@ -84,6 +84,10 @@ class _HistoryReader(BlockHistoryReader):
 
     provider = "bedrock"
     system_shape = 'a list of {"text": ...} blocks'
+    # Converse's system is an optional list with no minimum length; boto3 users' libraries
+    # (pydantic-ai's BedrockConverseModel, langchain-aws's ChatBedrockConverse) send [] for
+    # a conversation with no system prompt.
+    empty_system = True
 
     def system_text(self, system: Any) -> Optional[str]:
         return blocks_text(system)
