@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
 from conformance.contract import ChatRequest, StreamChunk, ToolCall
 from conformance.reference._base import call_from_text
@@ -11,7 +11,7 @@ from conformance.reference._errors import status_kind
 from conformance.reference.anthropic import STOP_REASONS, AnthropicBackend, _Block, _Turn
 
 from . import _common as shared
-from ._common import Zoo
+from ._common import Mutant, Zoo
 
 zoo = Zoo("anthropic", AnthropicBackend)
 
@@ -191,6 +191,61 @@ class EndsAtFinishReason(shared.EndsAtFinishReason, AnthropicBackend):
         return text
 
 
+
+def claude_event_mutants(zoo: Zoo, usage_cases: Tuple[str, ...] = ("text/stream",)) -> List[Mutant]:
+    """The bugs a reader of Claude's events can have on every host that serves them (the API,
+    Vertex AI, Bedrock InvokeModel); ``usage_cases``, the streams whose usage it loses."""
+    return [
+        zoo.mutant(
+            "usage-from-delta-only",
+            "loses the input tokens of message_start",
+            UsageFromDeltaOnly,
+            checks=("usage",),
+            cases=usage_cases,
+        ),
+        zoo.mutant(
+            "end-turn-as-stop",
+            'calls end_turn "stop" with a tool_use block present',
+            PassesEndTurnThrough,
+            checks=("finish-reason",),
+            cases=("tool-call-with-stop/chat", "tool-call-with-stop/stream"),
+        ),
+        zoo.mutant(
+            "unparsed-arguments",
+            "returns the input as a JSON string",
+            UnparsedArguments,
+            checks=("tool-arguments",),
+            cases=(
+                "tool-call/chat",
+                "tool-call/stream",
+                "tool-call-with-stop/chat",
+                "tool-call-with-stop/stream",
+            ),
+        ),
+        zoo.mutant(
+            "keeps-truncated-call",
+            "trusts the tool_use block of a max_tokens turn",
+            KeepsTruncatedCall,
+            checks=("finish-reason", "tool-calls"),
+            cases=("truncated-tool-call/chat", "truncated-tool-call/stream"),
+        ),
+        zoo.mutant(
+            "half-built-call",
+            "yields a call at content_block_start",
+            YieldsHalfBuiltCall,
+            checks=("tool-calls",),
+            cases=("tool-call/stream", "tool-call-with-stop/stream", "truncated-tool-call/stream"),
+        ),
+        zoo.mutant(
+            "refusal-as-stop",
+            'calls a refusal "stop"',
+            shared.reports_stop_for("refusal"),
+            checks=("finish-reason",),
+            cases=("content-filter/chat", "content-filter/stream"),
+        ),
+    ]
+
+
 #: The shared bugs whose cases differ here: a prompt too long is a 400
 #: invalid_request_error, which a bad request reads as fairly as its message does.
 DIFFERENT_HERE = (shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,)
@@ -204,53 +259,7 @@ MUTANTS = [
     zoo.shared(shared.DROPS_RETURNED_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
     zoo.shared(shared.THINKING_AS_TEXT),
-    zoo.mutant(
-        "usage-from-delta-only",
-        "loses the input tokens of message_start",
-        UsageFromDeltaOnly,
-        checks=("usage",),
-        cases=("text/stream",),
-    ),
-    zoo.mutant(
-        "end-turn-as-stop",
-        'calls end_turn "stop" with a tool_use block present',
-        PassesEndTurnThrough,
-        checks=("finish-reason",),
-        cases=("tool-call-with-stop/chat", "tool-call-with-stop/stream"),
-    ),
-    zoo.mutant(
-        "unparsed-arguments",
-        "returns the input as a JSON string",
-        UnparsedArguments,
-        checks=("tool-arguments",),
-        cases=(
-            "tool-call/chat",
-            "tool-call/stream",
-            "tool-call-with-stop/chat",
-            "tool-call-with-stop/stream",
-        ),
-    ),
-    zoo.mutant(
-        "keeps-truncated-call",
-        "trusts the tool_use block of a max_tokens turn",
-        KeepsTruncatedCall,
-        checks=("finish-reason", "tool-calls"),
-        cases=("truncated-tool-call/chat", "truncated-tool-call/stream"),
-    ),
-    zoo.mutant(
-        "half-built-call",
-        "yields a call at content_block_start",
-        YieldsHalfBuiltCall,
-        checks=("tool-calls",),
-        cases=("tool-call/stream", "tool-call-with-stop/stream", "truncated-tool-call/stream"),
-    ),
-    zoo.mutant(
-        "refusal-as-stop",
-        'calls a refusal "stop"',
-        shared.reports_stop_for("refusal"),
-        checks=("finish-reason",),
-        cases=("content-filter/chat", "content-filter/stream"),
-    ),
+    *claude_event_mutants(zoo),
     zoo.shared(shared.IGNORES_RETRY_AFTER),
     zoo.mutant(
         "quiet-on-stream-error",
