@@ -8,7 +8,7 @@ the same scenario, with the capture or doc it was seen in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple
 
 from ...contract import Reasoning, ReasoningKind
 from ...fixture import CONFORMANCE_FIXTURE as FX
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ...provider.replies import JsonReply
 
 __all__ = [
+    "CORRUPT_ARGUMENTS",
     "ERRORS",
     "QUOTA_OR_BAD_REQUEST",
     "QUOTA_OR_RATE_LIMIT",
@@ -78,6 +79,28 @@ ERRORS: Mapping[str, Any] = {
         {},
     ),
 }
+
+#: Broken argument JSON in a stream of Claude's events, as the API and the hosts that
+#: pass its events on (Vertex AI, Bedrock InvokeModel) send it.
+CORRUPT_ARGUMENTS: Tuple[Variant, ...] = (
+    Variant(
+        "unterminated-string",
+        "input_json_delta fragments ending inside a string, the object left open",
+        "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+        "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
+        source_kind="docs",
+    ),
+    Variant(
+        "trailing-garbage",
+        "input_json_delta fragments: a whole object, then a closing brace too many",
+        "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
+        "(no guarantee of valid JSON); NousResearch/hermes-agent#107830 (input_json_delta "
+        "fragments seen on the wire that do not parse); anthropics/anthropic-sdk-python#1265 "
+        "replays a real stream with one delta broken by hand",
+        source_kind="docs",
+    ),
+)
+
 
 #: The finish reasons a ``pause_turn`` turn may end with. The contract has no "paused"
 #: reason, and the bytes fit two: ``stop``, the turn ended with nothing for the caller to
@@ -175,24 +198,7 @@ VARIANTS: Mapping[str, Any] = {
     ),
     # A tool_use block's input_json_delta fragments that do not join to JSON, on a
     # tool_use turn; a whole reply's input is an object, so only a stream carries them.
-    "corrupt-arguments": (
-        Variant(
-            "unterminated-string",
-            "input_json_delta fragments ending inside a string, the object left open",
-            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
-            "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
-            source_kind="docs",
-        ),
-        Variant(
-            "trailing-garbage",
-            "input_json_delta fragments: a whole object, then a closing brace too many",
-            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
-            "(no guarantee of valid JSON); NousResearch/hermes-agent#107830 (input_json_delta "
-            "fragments seen on the wire that do not parse); anthropics/anthropic-sdk-python#1265 "
-            "replays a real stream with one delta broken by hand",
-            source_kind="docs",
-        ),
-    ),
+    "corrupt-arguments": CORRUPT_ARGUMENTS,
     # Streams since about Sep 2025 repeat the input tokens and cache counts in
     # message_delta (45 of 79 in pydantic-ai tests/models/cassettes/test_anthropic); the
     # older ones count only the output there (34 of 79). A turn that used a server tool

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Tuple
 
 from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
-from ..anthropic._variants import REDACTED_THINKING, THINKING
+from ..anthropic._variants import CORRUPT_ARGUMENTS, REDACTED_THINKING, THINKING
 
 __all__ = [
     "ANTHROPIC_ERRORS",
@@ -114,22 +114,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         after_finish="message_delta with stop_reason tool_use and the usage, then the stream cut "
         "between two events, before message_stop",
     ),
-    "corrupt-arguments": (
-        Variant(
-            "unterminated-string",
-            "input_json_delta fragments ending inside a string, the object left open",
-            "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
-            "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
-            source_kind="docs",
-        ),
-        Variant(
-            "trailing-garbage",
-            "input_json_delta fragments: a whole object, then a closing brace too many",
-            "anthropics/anthropic-sdk-python#1265 (malformed input_json_delta JSON from a real "
-            "stream); earendil-works/pi#3175",
-            source_kind="issue",
-        ),
-    ),
+    "corrupt-arguments": CORRUPT_ARGUMENTS,
     # Where vertex_event comes in the stream is recorded nowhere: after message_start is
     # read from its usage, which is message_start's (output_tokens 1).
     "text/stream": (
