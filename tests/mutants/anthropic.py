@@ -246,6 +246,22 @@ def claude_event_mutants(zoo: Zoo, usage_cases: Tuple[str, ...] = ("text/stream"
     ]
 
 
+def claude_cut_mutants(zoo: Zoo) -> List[Mutant]:
+    """The bugs a reader of Claude's events can have with a stream cut before message_stop,
+    on every host that serves them."""
+    return [
+        zoo.shared(shared.TAKES_CUT_FOR_END, checks=("cut-raised", "cut-finish", "cut-tool-call")),
+        zoo.ends_at_finish_reason(EndsAtFinishReason),
+        zoo.mutant(
+            "flushes-calls-on-cut",
+            "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
+            FlushesCallsOnCut,
+            checks=("cut-tool-call",),
+            cases=("stream-cut/stream",),
+        ),
+    ]
+
+
 #: The shared bugs whose cases differ here: a prompt too long is a 400
 #: invalid_request_error, which a bad request reads as fairly as its message does.
 DIFFERENT_HERE = (shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,)
@@ -318,13 +334,5 @@ MUTANTS = [
         checks=("usage",),
         cases=("text/stream", "tool-call/stream"),
     ),
-    zoo.shared(shared.TAKES_CUT_FOR_END, checks=('cut-raised', 'cut-finish', 'cut-tool-call')),
-    zoo.ends_at_finish_reason(EndsAtFinishReason),
-    zoo.mutant(
-        "flushes-calls-on-cut",
-        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
-        FlushesCallsOnCut,
-        checks=("cut-tool-call",),
-        cases=("stream-cut/stream",),
-    ),
+    *claude_cut_mutants(zoo),
 ]

@@ -18,11 +18,10 @@ from . import _common as shared
 from ._common import Zoo
 from .anthropic import (
     AddsDeltaUsage,
-    EndsAtFinishReason,
-    FlushesCallsOnCut,
     OpenAIShapedTools,
     QuietOnStreamError,
     SystemAsMessage,
+    claude_cut_mutants,
     claude_event_mutants,
 )
 
@@ -191,13 +190,5 @@ MUTANTS = [
         checks=("request",),
         cases=zoo.every_case(),
     ),
-    zoo.shared(shared.TAKES_CUT_FOR_END, checks=("cut-raised", "cut-finish", "cut-tool-call")),
-    zoo.ends_at_finish_reason(EndsAtFinishReason),
-    zoo.mutant(
-        "flushes-calls-on-cut",
-        "hands on the calls it gathered when the stream is cut, before the turn's end said they stand",
-        FlushesCallsOnCut,
-        checks=("cut-tool-call",),
-        cases=("stream-cut/stream",),
-    ),
+    *claude_cut_mutants(zoo),
 ]
