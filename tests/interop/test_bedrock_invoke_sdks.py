@@ -25,7 +25,6 @@ import unittest
 from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from conformance import provider_error
-from conformance.abort import shutdown_socket
 from conformance.contract import (
     ChatRequest,
     ChatResponse,
@@ -55,7 +54,7 @@ if HAVE_ANTHROPIC_BEDROCK:
 else:  # the adapters need the SDK to be defined at all
     SyncAnthropicBackend = AsyncAnthropicBackend = object  # type: ignore[misc, assignment]
 if HAVE_BOTO3:
-    from .test_boto3_bedrock import Boto3BedrockBackend
+    from .test_boto3_bedrock import Boto3BedrockBackend, shut_on_abort
 else:
     Boto3BedrockBackend = object  # type: ignore[misc, assignment]
 
@@ -235,15 +234,7 @@ class Boto3InvokeBackend(Boto3BedrockBackend):  # type: ignore[misc, valid-type]
             raise self.error(exc) from exc
         events = out["body"]
 
-        # As the Converse adapter does: an abort shuts the stream's socket down from the
-        # aborting thread, which wakes the read blocked in this one.
-        def on_abort(_reason: Any = None) -> None:
-            connection = getattr(getattr(events, "_raw_stream", None), "connection", None)
-            sock = getattr(connection, "sock", None)
-            if sock is not None:
-                shutdown_socket(sock)
-
-        unregister = signal.add_callback(on_abort) if signal is not None else None
+        unregister = shut_on_abort(signal, events)
         blocks: Dict[int, Dict[str, Any]] = {}
         stop_reason: Optional[str] = None
         input_tokens = output_tokens = 0

@@ -155,6 +155,26 @@ def _session() -> Any:
     return _SESSIONS[0]
 
 
+def shut_on_abort(signal: Any, events: Any) -> Any:
+    """Have an abort of ``signal`` shut down the socket ``events`` (a botocore event stream)
+    reads from; return what unregisters that, or ``None`` with no signal.
+
+    boto3 has no cancellation. Shutting the socket down from the aborting thread wakes the
+    read blocked in the streaming one (closing the file alone would not); botocore keeps
+    the urllib3 response in ``_raw_stream``.
+    """
+    if signal is None:
+        return None
+
+    def on_abort(_reason: Any = None) -> None:
+        connection = getattr(getattr(events, "_raw_stream", None), "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            shutdown_socket(sock)
+
+    return signal.add_callback(on_abort)
+
+
 class Boto3BedrockBackend:
     """A sync backend over boto3's ``bedrock-runtime`` client: one attempt, no retries."""
 
@@ -306,16 +326,7 @@ class Boto3BedrockBackend:
             raise self.error(exc) from exc
         events = out["stream"]
 
-        # boto3 has no cancellation. An abort shuts the event stream's socket down from
-        # the aborting thread, which wakes the read blocked in this one (closing the
-        # file alone would not); botocore keeps the urllib3 response in _raw_stream.
-        def on_abort(_reason: Any = None) -> None:
-            connection = getattr(getattr(events, "_raw_stream", None), "connection", None)
-            sock = getattr(connection, "sock", None)
-            if sock is not None:
-                shutdown_socket(sock)
-
-        unregister = signal.add_callback(on_abort) if signal is not None else None
+        unregister = shut_on_abort(signal, events)
         starts: Dict[int, Dict[str, Any]] = {}
         #: reasoningContent blocks in progress by index: text parts, signature, redacted bytes.
         thinking: Dict[int, Dict[str, Any]] = {}
