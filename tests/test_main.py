@@ -539,12 +539,11 @@ def sse_data(raw: str) -> List[Dict[str, object]]:
 
 
 class WireOptionTests(unittest.TestCase):
-    def test_serve_plays_an_openai_compatible_servers_own_shape(self) -> None:
-        """serve --servers mistral --variant mistral streams Mistral's shape: usage on the finish chunk."""
-        argv = ["serve", "--wire", "openai-chat", "--servers", "mistral", "--scenario", "text"]
-        argv += ["--mode", "stream"]
+    def served_stream(self, argv: List[str], banner: str) -> List[Dict[str, object]]:
+        """Run ``serve`` with ``argv``, check its first line holds ``banner``, and return the
+        SSE chunks it streams to one Chat Completions request."""
         process = subprocess.Popen(
-            [sys.executable, "-m", "conformance", *argv, "--variant", "mistral", "--timeout", "30"],
+            [sys.executable, "-m", "conformance", "serve", *argv, "--mode", "stream", "--timeout", "30"],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -553,53 +552,42 @@ class WireOptionTests(unittest.TestCase):
         try:
             assert process.stdout is not None
             first = process.stdout.readline()
-            self.assertIn("serving OpenAI Chat Completions (--servers mistral) text/stream [mistral: ", first)
+            self.assertIn(banner, first)
             url = first.split(" at ", 1)[1].split(";", 1)[0]
             body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
             request = urllib.request.Request(
                 f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
             )
             with urllib.request.urlopen(request, timeout=10) as response:
-                chunks = sse_data(response.read().decode("utf-8"))
-            self.assertTrue(chunks)
-            self.assertTrue(all(chunk["choices"] for chunk in chunks), "Mistral sends no choices: [] chunk")
-            last = chunks[-1]
-            self.assertIn("usage", last, "usage rides on the finish chunk, though the request did not ask")
-            self.assertEqual(last["choices"][0]["finish_reason"], "stop")  # type: ignore[index]
+                return sse_data(response.read().decode("utf-8"))
         finally:
             process.terminate()
             process.communicate(timeout=10)
 
+    def test_serve_plays_an_openai_compatible_servers_own_shape(self) -> None:
+        """serve --servers mistral --variant mistral streams Mistral's shape: usage on the finish chunk."""
+        chunks = self.served_stream(
+            ["--wire", "openai-chat", "--servers", "mistral", "--scenario", "text", "--variant", "mistral"],
+            "serving OpenAI Chat Completions (--servers mistral) text/stream [mistral: ",
+        )
+        self.assertTrue(chunks)
+        self.assertTrue(all(chunk["choices"] for chunk in chunks), "Mistral sends no choices: [] chunk")
+        last = chunks[-1]
+        self.assertIn("usage", last, "usage rides on the finish chunk, though the request did not ask")
+        self.assertEqual(last["choices"][0]["finish_reason"], "stop")  # type: ignore[index]
+
     def test_serve_plays_the_reasoning_of_a_server_that_sends_reasoning_content(self) -> None:
         """serve --reasoning-content plays the reasoning scenario, whose deltas carry reasoning_content."""
-        argv = ["serve", "--wire", "openai-chat", "--reasoning-content", "--scenario", "reasoning"]
-        process = subprocess.Popen(
-            [sys.executable, "-m", "conformance", *argv, "--mode", "stream", "--timeout", "30"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        chunks = self.served_stream(
+            ["--wire", "openai-chat", "--reasoning-content", "--scenario", "reasoning"],
+            "(--reasoning-content) reasoning/stream [reasoning-content: ",
         )
-        try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            self.assertIn("(--reasoning-content) reasoning/stream [reasoning-content: ", first)
-            url = first.split(" at ", 1)[1].split(";", 1)[0]
-            body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
-            request = urllib.request.Request(
-                f"{url}/v1/chat/completions", body, {"content-type": "application/json"}
-            )
-            with urllib.request.urlopen(request, timeout=10) as response:
-                chunks = sse_data(response.read().decode("utf-8"))
-            thought = "".join(
-                str(c["choices"][0]["delta"].get("reasoning_content") or "")  # type: ignore[index]
-                for c in chunks
-                if c["choices"]
-            )
-            self.assertTrue(thought)
-        finally:
-            process.terminate()
-            process.communicate(timeout=10)
+        thought = "".join(
+            str(c["choices"][0]["delta"].get("reasoning_content") or "")  # type: ignore[index]
+            for c in chunks
+            if c["choices"]
+        )
+        self.assertTrue(thought)
 
     def test_serve_list_names_the_variants_each_option_adds(self) -> None:
         """serve --list shows each variant an option adds, with the option; a configured wire, its own."""
