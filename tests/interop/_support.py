@@ -5,8 +5,11 @@ about themselves. (Racing an SDK's await against the abort is the library's own
 from __future__ import annotations
 
 import re
+import threading
 import warnings
-from typing import Any, Iterator, Optional, Sequence, Tuple, Type
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
+
+from conformance.abort import shutdown_socket
 
 #: Why the SDKs built on httpx skip abort and cancel over h2c: the verdict is right, and
 #: known upstream.
@@ -153,3 +156,33 @@ def flatten(suite: Any) -> Iterator[Any]:
             yield from flatten(test)
         else:
             yield test
+
+
+class TracedSockets:
+    """Remembers the sockets of the connections httpcore opens, to shut them down on abort.
+
+    httpcore reports each new connection's network stream to the request's ``trace``
+    extension; an httpx request hook puts the extension on every request.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.streams: List[Any] = []
+
+    def on_request(self, request: Any) -> None:
+        request.extensions["trace"] = self.trace
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete":
+            with self.lock:
+                self.streams.append(info["return_value"])
+
+    def shutdown(self, _reason: Optional[BaseException] = None) -> None:
+        # shutdown() wakes a recv blocked in another thread and sends the FIN;
+        # close() from here would do neither.
+        with self.lock:
+            streams = list(self.streams)
+        for stream in streams:
+            sock = stream.get_extra_info("socket")
+            if sock is not None:
+                shutdown_socket(sock)

@@ -50,11 +50,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from conformance.abort import race_abort, shutdown_socket
+from conformance.abort import race_abort
 from conformance.contract import (
     AbortSignal,
     ChatRequest,
@@ -69,7 +68,7 @@ from conformance.contract import (
     Usage,
 )
 
-from ._support import broken_connection, cut_error
+from ._support import TracedSockets, broken_connection, cut_error
 
 HAVE_OPENAI = importlib.util.find_spec("openai") is not None
 if HAVE_OPENAI:  # imported here, once: a first import inside a case would eat its time budget
@@ -371,36 +370,6 @@ class _Gather:
 # -- the sync backend ----------------------------------------------------------------------
 
 
-class _Sockets:
-    """Remembers the sockets of the connections httpcore opens, to shut them down on abort.
-
-    httpcore reports each new connection's network stream to the request's ``trace``
-    extension; an httpx request hook puts the extension on every request.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.streams: List[Any] = []
-
-    def on_request(self, request: Any) -> None:
-        request.extensions["trace"] = self.trace
-
-    def trace(self, event: str, info: Mapping[str, Any]) -> None:
-        if event == "connection.connect_tcp.complete":
-            with self.lock:
-                self.streams.append(info["return_value"])
-
-    def shutdown(self, _reason: Optional[BaseException] = None) -> None:
-        # shutdown() wakes a recv blocked in another thread and sends the FIN;
-        # close() from here would do neither.
-        with self.lock:
-            streams = list(self.streams)
-        for stream in streams:
-            sock = stream.get_extra_info("socket")
-            if sock is not None:
-                shutdown_socket(sock)
-
-
 class SyncOpenAIChatBackend:
     """A sync backend over ``openai.OpenAI().chat.completions``.
 
@@ -411,7 +380,7 @@ class SyncOpenAIChatBackend:
     def __init__(
         self, base_url: str, headers: Optional[Mapping[str, str]] = None, *, strict: bool = True
     ) -> None:
-        self.sockets = _Sockets()
+        self.sockets = TracedSockets()
         self.client = openai.OpenAI(
             api_key="test",
             base_url=base_url,

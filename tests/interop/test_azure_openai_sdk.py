@@ -26,8 +26,8 @@ from conformance.wires.azure_openai import azure_openai_chat_wire, azure_openai_
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS
-from .openai_chat_adapter import HAVE_OPENAI, AsyncOpenAIChatBackend, SyncOpenAIChatBackend, _Sockets
+from ._support import HTTPX_H2_SKIPS, TracedSockets
+from .openai_chat_adapter import HAVE_OPENAI, AsyncOpenAIChatBackend, SyncOpenAIChatBackend
 from .test_openai_responses_sdk import (
     AsyncOpenAIResponsesBackend,
     SyncOpenAIResponsesBackend,
@@ -77,7 +77,7 @@ class SyncAzureChatBackend(SyncOpenAIChatBackend):
     """``AzureOpenAI().chat.completions``, read as the OpenAI adapter reads it."""
 
     def __init__(self, endpoint: str, headers: Optional[Mapping[str, str]] = None) -> None:
-        self.sockets = _Sockets()
+        self.sockets = TracedSockets()
         http_client = openai.DefaultHttpxClient(event_hooks={"request": [self.sockets.on_request]})
         self.client = _azure(endpoint, headers, http_client=http_client)
 

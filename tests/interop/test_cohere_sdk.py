@@ -24,11 +24,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import ssl
-import threading
 import unittest
 from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from conformance.abort import race_abort, race_abort_iter, shutdown_socket
+from conformance.abort import race_abort, race_abort_iter
 from conformance.contract import (
     AbortSignal,
     ChatRequest,
@@ -50,7 +49,7 @@ from conformance.wires.cohere import cohere_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import CHOICES, AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, shared_between
+from ._support import HTTPX_H2_SKIPS, TracedSockets, broken_connection, cut_error, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -275,34 +274,6 @@ def _status_error(exc: Any) -> LLMError:
 # -- the backends --------------------------------------------------------------------------
 
 
-class _Sockets:
-    """The sockets of the connections httpcore opens, to shut them down on abort.
-
-    httpcore reports each new connection's network stream to the request's ``trace``
-    extension; an httpx request hook puts the extension on every request.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.streams: List[Any] = []
-
-    def on_request(self, request: Any) -> None:
-        request.extensions["trace"] = self.trace
-
-    def trace(self, event: str, info: Mapping[str, Any]) -> None:
-        if event == "connection.connect_tcp.complete":
-            with self.lock:
-                self.streams.append(info["return_value"])
-
-    def shutdown(self, _reason: Optional[BaseException] = None) -> None:
-        with self.lock:
-            streams = list(self.streams)
-        for stream in streams:
-            sock = stream.get_extra_info("socket")
-            if sock is not None:
-                shutdown_socket(sock)
-
-
 class CohereSyncBackend:
     """A sync backend over ``cohere.ClientV2``: an abort shuts its connection's socket down."""
 
@@ -310,7 +281,7 @@ class CohereSyncBackend:
         import cohere
         import httpx
 
-        self.sockets = _Sockets()
+        self.sockets = TracedSockets()
         self.http = httpx.Client(
             headers=dict(headers),
             timeout=10.0,
