@@ -379,8 +379,24 @@ class PydanticAILoop:
         from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        model_class = OpenAIResponsesModel if self.api == "responses" else OpenAIChatModel
-        return model_class(task.model, provider=OpenAIProvider(openai_client=client))
+        provider = OpenAIProvider(openai_client=client)
+        if self.api != "responses":
+            return OpenAIChatModel(task.model, provider=provider)
+        # The kit's own model name, which no deprecation table lists, declared a reasoning
+        # model by its profile: pydantic-ai sends a reasoning item's encrypted content back
+        # only for a model its profile says reasons, and a real model's name would tie the
+        # test to the date its provider retires it.
+        from pydantic_ai.profiles import merge_profile
+        from pydantic_ai.profiles.openai import OpenAIModelProfile
+
+        profile = merge_profile(
+            provider.model_profile(task.model),
+            OpenAIModelProfile(
+                openai_supports_reasoning=True,
+                openai_supports_encrypted_reasoning_content=True,
+            ),
+        )
+        return OpenAIResponsesModel(task.model, provider=provider, profile=profile)
 
     def agent(self, task: LoopTask) -> Any:
         from pydantic_ai import Agent, RunContext, Tool

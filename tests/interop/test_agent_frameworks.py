@@ -398,12 +398,12 @@ class PydanticAIChat(KnownFailures, AgentLoopConformanceTestCase, unittest.TestC
 class PydanticAIResponses(KnownFailures, AgentLoopConformanceTestCase, unittest.TestCase):
     """pydantic-ai's ``Agent.run`` over ``OpenAIResponsesModel``, over HTTP/1.1.
 
-    The model is named as a reasoning model: pydantic-ai sends a reasoning item's
-    encrypted content back only for a model its profiles know to reason.
+    The model's profile declares it a reasoning model (see ``PydanticAILoop.model``):
+    pydantic-ai sends a reasoning item's encrypted content back only for a model its
+    profile says reasons.
     """
 
     wire = openai_responses_wire
-    model = "gpt-5"
     timeout = 8.0
     skip = {"unknown-tool": PYDANTIC_AI_ERROR_SHAPES, "corrupt-arguments": PYDANTIC_AI_ERROR_SHAPES}
 
