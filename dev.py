@@ -1,146 +1,96 @@
-"""The project's two commands, with their set-up, on a machine that has only Python.
+"""The project's commands, with their set-up, on a machine that has only Python.
 
-    python3 dev.py main [ARGS]    the main job: python -m conformance ARGS
-    python3 dev.py test [NAMES]   the tests: python -X dev -W error -m unittest (discover, or NAMES)
+    python3 dev.py main [ARGS]       the main job: python -m conformance ARGS
+    python3 dev.py test [NAMES]      the tests: python -X dev -W error -m unittest (all, or NAMES)
+    python3 dev.py test --latest     the same tests against the newest releases, not the lock
     python3 dev.py ecosystem [ARGS]  the conformance table: python -m ecosystem.runner ARGS
+    python3 dev.py lock              the locks (locks/*.txt) resolved anew, dated
 
-Each creates the virtual environment ``.venv`` beside this file on first use (or the
-one named by ``CONFORMANCE_VENV``), installs the project into it editable, with the
-``test``, ``interop`` and ``frameworks`` extras for ``test``, and runs the command with the
-environment's Python from this folder, wherever it was called from. The install is
-repeated only when ``pyproject.toml`` changes. Standard library only, so it runs
-before anything is installed; it reaches nothing but the package index pip uses.
+Each creates a virtual environment beside this file on first use (``.venv``, or the one
+named by ``CONFORMANCE_VENV``) and installs the project into it editable, with the
+``test``, ``interop`` and ``frameworks`` extras for ``test``, every version fixed by
+``locks/test.txt``; then it runs the command with the environment's Python from this
+folder, wherever it was called from. The install is repeated only when
+``pyproject.toml`` or the lock changes. Standard library only, so it runs before
+anything is installed; it reaches nothing but the package index.
 
-``test`` without names runs every test module, split over a few processes that run at
-once (the suite waits on sockets and timeouts more than it computes; a new module not
-yet in WEIGHTS runs in one of its own), and ends with unittest's own closing lines
-summed over them. With ``CONFORMANCE_LONG_TESTS=1``
-(the full soak and fuzz, as CI runs them) it runs ``unittest discover`` in one
-process, so that the soak's time bounds hold as designed; ``test --serial`` does that
-too, and ``test NAMES`` runs just those. A leak or an uncaught error that a test process
+Installs go through uv (its version fixed by UV, itself installed with pip into
+``.venv-tools``), which takes seconds where pip takes a minute and a half; with
+``CONFORMANCE_INSTALLER=pip`` they go through pip, with the same lock as constraints.
+
+The locks. ``pyproject.toml`` keeps the floors a user's install needs; the project's
+own tests and CI install the versions of ``locks/test.txt`` (one lock for every Python
+from 3.9, each line marked with the Pythons it is for), so that a new release of a
+third party never turns a fresh clone's tests red. ``python3 dev.py lock`` resolves
+the locks anew and writes the day it did so in their first line; ``test --latest``
+runs the tests in ``.venv-latest`` against the newest releases instead, and names each
+version that differs from the lock, so that an upstream change shows up as a report.
+
+``test`` without names runs every test module, dealt into PROCESSES processes that run
+at once (the suite waits on sockets and timeouts more than it computes) by each
+module's time in the last run of the same mode (``<environment>/conformance-test-
+times-default.json`` or ``-long.json``, which the run rewrites; a fresh clone starts
+from ``tests/weights.json``); it prints each
+process's modules and times, says where a module took far longer than its weight,
+and ends with unittest's own closing lines summed over them. ``CONFORMANCE_LONG_TESTS=1``
+(the full soak and fuzz, every SDK adapter on every case and transport, as CI runs
+them) runs the same way; ``test --serial`` runs ``unittest discover`` in one process,
+and ``test NAMES`` runs just those. A leak or an uncaught error that a test process
 still prints (past the tests' own hooks, ``tests/hygiene.py``) fails the run.
 
-``ecosystem`` has a virtual environment of its own, ``.venv-ecosystem`` (or the one
-named by ``CONFORMANCE_ECOSYSTEM_VENV``), with the project and the libraries pinned in
-``ecosystem/requirements.txt``, so that neither of the other two ever needs them.
+``ecosystem`` has an environment of its own, ``.venv-ecosystem`` (or the one named by
+``CONFORMANCE_ECOSYSTEM_VENV``), with the libraries of ``ecosystem/requirements.txt``
+at the versions of ``locks/ecosystem.txt``; with ``--only``, just the libraries the
+named adapters declare (their ``REQUIRES``), so that neither of the other two
+commands ever needs them and a check of a few adapters installs no more.
 """
 
 from __future__ import annotations
 
+import ast
+import datetime
 import hashlib
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 ROOT = Path(__file__).resolve().parent
 TEST_COMMAND = ["-X", "dev", "-W", "error", "-m", "unittest"]
+#: What each command installs of the project: its extras.
 EXTRAS = {"main": (), "test": ("test", "interop", "frameworks"), "ecosystem": ()}
+COMMANDS = (*EXTRAS, "lock")
+LOCKS = ROOT / "locks"
+#: The tests' lock, for every Python from 3.9: the project's own extras.
+TEST_LOCK = LOCKS / "test.txt"
+#: The conformance table's lock: the libraries of ECOSYSTEM_REQUIREMENTS and all they need.
+ECOSYSTEM_LOCK = LOCKS / "ecosystem.txt"
 #: The conformance table's pinned libraries, installed into its own environment.
 ECOSYSTEM_REQUIREMENTS = ROOT / "ecosystem" / "requirements.txt"
+ADAPTERS = ROOT / "ecosystem" / "adapters"
+#: The installer and resolver, at a fixed release so that a lock resolves the same way.
+UV = "uv==0.13.9"
+#: The oldest Python the project supports: the tests' lock resolves for it and every later one.
+OLDEST_PYTHON = "3.9"
+#: The oldest Python the conformance table's libraries all install on (any-llm-sdk and
+#: pydantic-ai-slim need 3.11).
+ECOSYSTEM_PYTHON = "3.11"
 USAGE = __doc__.split("\n\n")[1]
-#: Each test module's time alone, in seconds (``python -X dev -W error -m unittest
-#: MODULE``), as measured on the project's 2-core machine while it was busy: only the
-#: sizes relative to each other matter. The modules are dealt by these into PROCESSES
-#: processes of even shares; a module named in neither table (a new one) runs in a
-#: process of its own beside them, so that however long it is it holds up no other.
-WEIGHTS: Dict[str, float] = {
-    "tests.test_mutants": 32,
-    "tests.interop.test_agent_frameworks": 16,
-    "tests.test_provider_soak": 9,
-    "tests.test_main": 11,
-    "tests.test_gate_loop": 15,
-    "tests.interop.test_anthropic_sdk": 9,
-    "tests.interop.test_bedrock_invoke_sdks": 9,
-    "tests.interop.test_anthropic_vertex_sdk": 7,
-    "tests.test_driver": 9,
-    "tests.interop.test_agent_loops_openai": 8,
-    "tests.interop.test_js_serve_judge": 8,
-    "tests.test_gate_mutants": 35,
-    "tests.interop.test_openai_responses_sdk": 7,
-    "tests.interop.test_azure_openai_sdk": 7,
-    "tests.interop.test_agent_loops_anthropic": 6,
-    "tests.interop.test_openai_chat_sdk": 6,
-    "tests.test_stall": 6,
-    "tests.test_provider_faults": 5,
-    "tests.test_gate_record_attacks": 5,
-    "tests.test_typing": 4,
-    "tests.test_provider_attacks": 4,
-    "tests.interop.test_anthropic_turns": 4,
-    "tests.interop.test_google_genai_sdk": 4,
-    "tests.interop.test_google_genai_vertex": 4,
-    "tests.test_testcase": 3,
-    "tests.interop.test_cohere_sdk": 3,
-    "tests.interop.test_turns_sdks": 3,
-    "tests.test_cases": 3,
-    "tests.test_gate_report": 3,
-    "tests.test_gate_verdicts": 3,
-    "tests.test_judge": 6,
-    "tests.test_turns_openai_responses": 2.5,
-    "tests.test_provider": 2.4,
-    "tests.test_provider_h2": 2.2,
-    "tests.test_parallel": 2.1,
-    "tests.interop.test_boto3_bedrock": 2.1,
-    "tests.test_provider_security": 2.0,
-    "tests.interop.test_ollama_sdk": 1.9,
-    "tests.test_transport": 1.6,
-}
-#: The modules that take about a second or less alone.
-SHORT = (
-    "tests.interop.test_boto3_turns",
-    "tests.interop.test_js_bedrock_h2c",
-    "tests.test_abort",
-    "tests.test_architecture",
-    "tests.test_call_ids",
-    "tests.test_checks",
-    "tests.test_contract",
-    "tests.test_decoders",
-    "tests.test_dev",
-    "tests.test_ecosystem",
-    "tests.test_encoders",
-    "tests.test_gate_faults",
-    "tests.test_gate_record",
-    "tests.test_gate_replay",
-    "tests.test_gate_replay_loop",
-    "tests.test_gate_schema",
-    "tests.test_gate_state",
-    "tests.test_gate_tools",
-    "tests.test_hygiene",
-    "tests.test_own_wire",
-    "tests.test_provider_bad_input",
-    "tests.test_provider_events",
-    "tests.test_provider_fuzz",
-    "tests.test_provider_perf",
-    "tests.test_provider_support",
-    "tests.test_public_api",
-    "tests.test_results",
-    "tests.test_turns_anthropic",
-    "tests.test_turns_bedrock",
-    "tests.test_turns_claude_hosts",
-    "tests.test_turns_cohere",
-    "tests.test_turns_gemini",
-    "tests.test_turns_ollama",
-    "tests.test_version",
-    "tests.test_wire_anthropic",
-    "tests.test_wire_anthropic_vertex",
-    "tests.test_wire_bedrock",
-    "tests.test_wire_bedrock_invoke",
-    "tests.test_wire_cohere",
-    "tests.test_wire_openai_compat",
-    "tests.test_wire_gemini",
-    "tests.test_wire_gemini_vertex",
-    "tests.test_wire_ollama",
-    "tests.test_wire_openai_chat",
-    "tests.test_wire_openai_responses",
-    "tests.test_wire_schema",
-)
-WEIGHTS.update(dict.fromkeys(SHORT, 1.0))
+#: A fresh clone's module times, in seconds, per mode (``python3 dev.py test`` on the
+#: project's 2-core machine, ``default`` and with CONFORMANCE_LONG_TESTS=1 ``long``); a
+#: run's own times replace them (TIMES_FILE, per mode, in the environment).
+SEED_WEIGHTS = ROOT / "tests" / "weights.json"
+TIMES_FILE = "conformance-test-times-{mode}.json"
 PROCESSES = 4
+#: A module whose time departs from its weight by more than both of these is named.
+DEPARTS_RATIO, DEPARTS_SECONDS = 2.0, 5.0
 #: What Python and asyncio print for a leak or an error nobody caught: an unclosed socket or
 #: transport as it is freed, an exception in a thread or in an event loop's callback, a task
 #: destroyed pending. The tests' hooks (tests/hygiene.py) make each a failure of the test it
@@ -155,6 +105,10 @@ NOISE = re.compile(
 def environment(command: str = "") -> Path:
     if command == "ecosystem":
         return Path(os.environ.get("CONFORMANCE_ECOSYSTEM_VENV") or ROOT / ".venv-ecosystem").resolve()
+    if command == "latest":
+        return Path(os.environ.get("CONFORMANCE_LATEST_VENV") or ROOT / ".venv-latest").resolve()
+    if command == "tools":
+        return Path(os.environ.get("CONFORMANCE_TOOLS_VENV") or ROOT / ".venv-tools").resolve()
     return Path(os.environ.get("CONFORMANCE_VENV") or ROOT / ".venv").resolve()
 
 
@@ -162,30 +116,199 @@ def interpreter(env: Path) -> Path:
     return env / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure(extras: Sequence[str], requirements: Optional[Path] = None, command: str = "") -> Path:
-    """The environment's Python, with the project and ``extras`` (and ``requirements``) installed."""
-    env = environment(command)
+def created(env: Path) -> Path:
+    """The Python of the virtual environment ``env``, made if it does not exist."""
     python = interpreter(env)
     if not python.exists():
         print(f"creating the virtual environment {env}", flush=True)
         venv.create(env, with_pip=True)
-    # One stamp per set of extras, keyed on pyproject.toml: a change to the
-    # dependencies reinstalls, an unchanged tree costs nothing.
-    keyed = (ROOT / "pyproject.toml").read_bytes() + (requirements.read_bytes() if requirements else b"")
-    digest = hashlib.sha256(keyed).hexdigest()[:16]
-    stamp = env / f".conformance-{'-'.join(extras) or 'base'}-{digest}"
-    if not stamp.exists():
-        target = f".[{','.join(extras)}]" if extras else "."
-        print(f"installing {target} (editable) into {env}", flush=True)
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        wanted = ["-r", str(requirements)] if requirements else []
-        done = subprocess.run([*pip, "-e", target, *wanted], cwd=ROOT)
-        if done.returncode != 0:
+    return python
+
+
+def uv() -> Path:
+    """uv's program, installed with pip into the tools' environment on first use."""
+    env = environment("tools")
+    python = created(env)
+    program = env / ("Scripts/uv.exe" if os.name == "nt" else "bin/uv")
+    stamp = env / f".conformance-{UV}"
+    if not (program.exists() and stamp.exists()):
+        print(f"installing {UV} into {env}", flush=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", UV]
+        if subprocess.run(pip, cwd=ROOT).returncode != 0:
             raise SystemExit(
-                f"pip install -e '{target}' failed (exit {done.returncode}); see pip's output above"
+                f"pip install {UV} failed; see pip's output above "
+                "(CONFORMANCE_INSTALLER=pip installs without uv)"
             )
         stamp.touch()
+    return program
+
+
+def install_command(python: Path) -> List[str]:
+    """The command that installs into the environment of ``python``: uv's, or pip's."""
+    if os.environ.get("CONFORMANCE_INSTALLER", "uv") == "pip":
+        return [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    return [str(uv()), "pip", "install", "--quiet", "--python", str(python)]
+
+
+def stamp(
+    env: Path, extras: Sequence[str], requirements: Sequence[str] = (), lock: Optional[Path] = TEST_LOCK
+) -> Path:
+    """The file that marks ``env`` as holding the project with ``extras`` and ``requirements``
+    at the versions of ``lock``: keyed on pyproject.toml, the lock and the installer, so
+    that a change to any of them installs again. The newest releases are looked for once a day."""
+    keyed = (ROOT / "pyproject.toml").read_bytes() + "\n".join(requirements).encode()
+    keyed += lock.read_bytes() if lock else datetime.date.today().isoformat().encode()
+    keyed += os.environ.get("CONFORMANCE_INSTALLER", "uv").encode()
+    digest = hashlib.sha256(keyed).hexdigest()[:16]
+    return env / f".conformance-{'-'.join(extras) or 'base'}-{digest}"
+
+
+def ensure(
+    extras: Sequence[str],
+    requirements: Sequence[str] = (),
+    command: str = "",
+    lock: Optional[Path] = TEST_LOCK,
+) -> Path:
+    """The environment's Python, with the project and ``extras`` (and ``requirements``)
+    installed at the versions of ``lock`` (the newest releases where it is None)."""
+    env = environment(command)
+    python = created(env)
+    done_stamp = stamp(env, extras, requirements, lock)
+    if done_stamp.exists():
+        return python
+    target = f".[{','.join(extras)}]" if extras else "."
+    pinned = ["-c", str(lock)] if lock else ["--upgrade"]
+    print(f"installing {target} (editable) into {env}, {_lock_line(lock)}", flush=True)
+    done = subprocess.run([*install_command(python), "-e", target, *requirements, *pinned], cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(
+            f"installing '{target}' failed (exit {done.returncode}); see the installer's output above"
+        )
+    done_stamp.touch()
     return python
+
+
+def _lock_line(lock: Optional[Path]) -> str:
+    if lock is None:
+        return "the newest releases"
+    first = lock.read_text(encoding="utf-8").splitlines()[0] if lock.exists() else ""
+    day = re.search(r"\d{4}-\d{2}-\d{2}", first)
+    return f"the versions of {lock.relative_to(ROOT)}" + (f" (locked {day.group()})" if day else "")
+
+
+# The locks ------------------------------------------------------------------------------
+
+
+def lock() -> int:
+    """Resolve both locks anew with uv, each headed by the day it was made."""
+    day = datetime.date.today().isoformat()
+    jobs = [
+        (TEST_LOCK, ["pyproject.toml", "--extra", "test", "--extra", "interop", "--extra", "frameworks",
+                     "--python-version", OLDEST_PYTHON]),
+        (ECOSYSTEM_LOCK, [str(ECOSYSTEM_REQUIREMENTS.relative_to(ROOT)), "--python-version",
+                          ECOSYSTEM_PYTHON]),
+    ]
+    LOCKS.mkdir(exist_ok=True)
+    for path, args in jobs:
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / path.name
+            command = [str(uv()), "pip", "compile", *args, "--universal", "--quiet", "--no-header",
+                       "--annotation-style", "line", "-o", str(out)]
+            print(f"== lock: {path.relative_to(ROOT)}", flush=True)
+            if subprocess.run(command, cwd=ROOT).returncode != 0:
+                print(f"resolving {path.relative_to(ROOT)} failed; it is left as it was", file=sys.stderr)
+                return 1
+            body = out.read_text(encoding="utf-8")
+        python = args[args.index("--python-version") + 1]
+        path.write_text(
+            f"# Locked on {day} by `python3 dev.py lock` ({UV} pip compile --universal, Python "
+            f"{python} and later).\n# Each version is what the project's own tests and CI "
+            "install; pyproject.toml keeps the floors a user's install needs.\n" + body,
+            encoding="utf-8",
+        )
+    return 0
+
+
+def locked_versions(lock: Path) -> Dict[str, List[str]]:
+    """Each distribution's versions in ``lock`` (several where its Pythons differ)."""
+    versions: Dict[str, List[str]] = {}
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        found = re.match(r"^([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?==([^\s;]+)", line)
+        if found:
+            versions.setdefault(canonical(found.group(1)), []).append(found.group(2))
+    return versions
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def departures_from_lock(python: Path, lock: Path) -> List[str]:
+    """Each installed distribution whose version the lock does not name: what --latest moved."""
+    listed = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m, json; print(json.dumps("
+         "{d.metadata['Name']: d.version for d in m.distributions()}))"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    installed: Dict[str, str] = json.loads(listed.stdout or "{}")
+    pinned = locked_versions(lock)
+    return sorted(
+        f"{name} {version} (the lock has {' or '.join(pinned[canonical(name)])})"
+        for name, version in installed.items()
+        if canonical(name) in pinned and version not in pinned[canonical(name)]
+    )
+
+
+# The conformance table's libraries ------------------------------------------------------
+
+
+def adapter_requires(name: str) -> Tuple[str, ...]:
+    """The distributions the adapter ``name`` declares (its ``REQUIRES``), read without importing it."""
+    path = ADAPTERS / f"{name}.py"
+    if not path.exists():
+        known = sorted(p.stem for p in ADAPTERS.glob("*.py") if not p.stem.startswith("_"))
+        raise SystemExit(f"--only {name}: no such adapter; the adapters are {', '.join(known)}")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "REQUIRES" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise SystemExit(f"ecosystem/adapters/{name}.py declares no REQUIRES: name the distributions it imports")
+
+
+def ecosystem_requirements(only: Sequence[str]) -> List[str]:
+    """What the adapters ``only`` need: their lines of ECOSYSTEM_REQUIREMENTS, and the
+    other distributions they import by name, which ECOSYSTEM_LOCK fixes (all of
+    ECOSYSTEM_REQUIREMENTS where ``only`` is empty)."""
+    lines = [
+        line.strip()
+        for line in ECOSYSTEM_REQUIREMENTS.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if not only:
+        return lines
+    wanted = {canonical(name) for adapter in only for name in adapter_requires(adapter)}
+    pinned = {canonical(re.split(r"[\[=<>~! ;]", line, maxsplit=1)[0]): line for line in lines}
+    locked = locked_versions(ECOSYSTEM_LOCK) if ECOSYSTEM_LOCK.exists() else {}
+    missing = sorted(name for name in wanted if name not in pinned and name not in locked)
+    if missing:
+        raise SystemExit(
+            f"the adapters' REQUIRES name {', '.join(missing)}, which neither ecosystem/requirements.txt "
+            "nor locks/ecosystem.txt has: pin it in the one, then run python3 dev.py lock"
+        )
+    return sorted(pinned.get(name, name) for name in wanted)
+
+
+def only_adapters(args: Sequence[str]) -> List[str]:
+    """The adapters named by ``--only NAME`` or ``--only=NAME`` in ``args``."""
+    names: List[str] = []
+    for index, arg in enumerate(args):
+        if arg == "--only" and index + 1 < len(args):
+            names.append(args[index + 1])
+        elif arg.startswith("--only="):
+            names.append(arg.split("=", 1)[1])
+    return names
+
+
+# The parallel test run ------------------------------------------------------------------
 
 
 def test_modules() -> List[str]:
@@ -195,34 +318,93 @@ def test_modules() -> List[str]:
     return names
 
 
+def mode() -> str:
+    """The test run's mode: ``long`` with CONFORMANCE_LONG_TESTS=1 (CI's), else ``default``."""
+    return "long" if os.environ.get("CONFORMANCE_LONG_TESTS") == "1" else "default"
+
+
+def weights(env: Optional[Path] = None, run: Optional[str] = None) -> Dict[str, float]:
+    """Each module's time in a run of mode ``run``: the last such run's in ``env`` where
+    one ran there, else the seed's (a long run's modules take several times a default one's)."""
+    run = run or mode()
+    table: Dict[str, float] = dict(json.loads(SEED_WEIGHTS.read_text(encoding="utf-8"))[run])
+    last = (env or environment("test")) / TIMES_FILE.format(mode=run)
+    if last.exists():
+        try:
+            table.update(json.loads(last.read_text(encoding="utf-8")))
+        except ValueError:
+            pass  # a file cut short by a killed run: the seed serves
+    return table
+
+
 #: Interop modules whose names carry one of these import the same SDK, which costs
-#: seconds of CPU per process (anthropic's most): they go into one process together.
+#: seconds of CPU and tens of MB per process (anthropic's most): they go into one process together.
 SDKS = ("anthropic", "openai", "genai", "ollama", "boto3")
 
 
-def groups(count: int, names: Optional[Sequence[str]] = None) -> List[List[str]]:
+def groups(
+    count: int, names: Optional[Sequence[str]] = None, table: Optional[Dict[str, float]] = None
+) -> List[List[str]]:
     """The test modules (``names``, or all), dealt into processes to run at once.
 
-    Those WEIGHTS knows go into ``count`` groups of even weight, the longest first, each
-    into the lightest group so far, the interop modules of one SDK as one; each module
-    it does not know gets a group of its own.
+    Those ``table`` (the weights) knows go into ``count`` groups of even weight, the
+    longest first, each into the lightest group so far, the interop modules of one SDK as
+    one; each module it does not know gets a group of its own.
     """
     names = test_modules() if names is None else names
+    table = weights() if table is None else table
     units: Dict[str, List[str]] = {}
-    for name in (n for n in names if n in WEIGHTS):
+    for name in (n for n in names if n in table):
         sdk = next((sdk for sdk in SDKS if name.startswith("tests.interop.") and sdk in name), name)
         units.setdefault(sdk, []).append(name)
     shares: List[Tuple[float, List[str]]] = [(0.0, []) for _ in range(count)]
-    for unit in sorted(units.values(), key=lambda unit: -sum(WEIGHTS[n] for n in unit)):
+    for unit in sorted(units.values(), key=lambda unit: -sum(table[n] for n in unit)):
         weight, members = min(shares, key=lambda share: share[0])
         shares.remove((weight, members))
-        shares.append((weight + sum(WEIGHTS[n] for n in unit), [*members, *unit]))
-    return [members for _, members in shares if members] + [[n] for n in names if n not in WEIGHTS]
+        shares.append((weight + sum(table[n] for n in unit), [*members, *unit]))
+    return [members for _, members in shares if members] + [[n] for n in names if n not in table]
 
 
-def run_group(python: Path, members: List[str]) -> Tuple[int, str]:
-    done = subprocess.run([str(python), *TEST_COMMAND, *members], cwd=ROOT, capture_output=True, text=True)
+def run_group(python: Path, members: List[str], times: Path) -> Tuple[int, str]:
+    command = [str(python), *TEST_COMMAND[:4], str(ROOT / "dev.py"), "_modules", str(times), *members]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     return done.returncode, done.stdout + done.stderr
+
+
+def run_modules(out: str, names: Sequence[str], stream: Optional[TextIO] = None) -> int:
+    """Inside a test process: run ``names`` as one unittest run, each module's time written to ``out``."""
+    import unittest
+
+    spent: Dict[str, float] = {}
+
+    class Timed(unittest.TestSuite):
+        """One module's tests, its time added up as they run (its module tear-down falls to the next)."""
+
+        def __init__(self, name: str, tests: unittest.TestSuite) -> None:
+            super().__init__([tests])
+            self.name = name
+
+        def run(self, result: unittest.TestResult, debug: bool = False) -> unittest.TestResult:
+            started = time.perf_counter()
+            try:
+                return super().run(result, debug)
+            finally:
+                spent[self.name] = spent.get(self.name, 0.0) + time.perf_counter() - started
+
+    loader = unittest.TestLoader()
+    suite = unittest.TestSuite(Timed(name, loader.loadTestsFromName(name)) for name in names)
+    result = unittest.TextTestRunner(stream=stream).run(suite)
+    peak = 0.0
+    try:
+        import resource
+
+        unit = 1 << 20 if sys.platform == "darwin" else 1 << 10  # bytes there, KiB elsewhere
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / unit
+    except ImportError:  # Windows: no resource module, no figure
+        pass
+    times = {k: round(v, 2) for k, v in spent.items()}
+    Path(out).write_text(json.dumps({"times": times, "peak_mb": round(peak)}), encoding="utf-8")
+    return 0 if result.wasSuccessful() else 1
 
 
 def noise(text: str) -> List[str]:
@@ -273,22 +455,55 @@ def tally(text: str, totals: Dict[str, int]) -> None:
             totals[key.strip()] = totals.get(key.strip(), 0) + int(value)
 
 
-def run_parallel(python: Path) -> int:
-    """Every test module, in a few processes at once; unittest's closing lines, summed."""
+def departures(spent: Dict[str, float], table: Dict[str, float]) -> List[str]:
+    """The modules whose time in this run departs far from the weight they were dealt by."""
+    far = []
+    for name, seconds in sorted(spent.items()):
+        weight = table.get(name)
+        if weight is None:
+            far.append(f"{name}: {seconds:.1f} s, no weight yet (it ran in a process of its own)")
+        elif abs(seconds - weight) > DEPARTS_SECONDS and max(seconds, weight) > DEPARTS_RATIO * min(
+            seconds, weight
+        ):
+            far.append(f"{name}: {seconds:.1f} s against a weight of {weight:.1f} s")
+    return far
+
+
+def run_parallel(python: Path, env: Path) -> int:
+    """Every test module, in PROCESSES processes at once; unittest's closing lines, summed."""
     started = time.perf_counter()
-    parts = groups(PROCESSES)
+    table = weights(env)
+    parts = groups(PROCESSES, table=table)
     print(f"== test: python {' '.join(TEST_COMMAND)} over {len(parts)} processes at once", flush=True)
     totals: Dict[str, int] = {}
     status = 0
     found: List[str] = []
-    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-        for code, text in pool.map(lambda members: run_group(python, members), parts):
+    spent: Dict[str, float] = {}
+    peaks: List[int] = []
+    with tempfile.TemporaryDirectory() as folder:
+        files = [Path(folder) / f"times-{index}.json" for index in range(len(parts))]
+        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+            outcomes = list(pool.map(lambda job: run_group(python, *job), zip(parts, files)))
+        for (code, text), times in zip(outcomes, files):
             status = status or code
             print(text, end="" if text.endswith("\n") else "\n", flush=True)
             tally(text, totals)
             found += noise(text)
+            measured = json.loads(times.read_text(encoding="utf-8")) if times.exists() else {}
+            spent.update(measured.get("times", {}))
+            peaks.append(measured.get("peak_mb", 0))
     elapsed = time.perf_counter() - started
     print("-" * 70)
+    for index, (members, peak) in enumerate(zip(parts, peaks), 1):
+        listed = ", ".join(f"{m.replace('tests.', '')} {spent.get(m, 0.0):.1f}s" for m in members)
+        total = sum(spent.get(m, 0.0) for m in members)
+        print(f"process {index}: {total:.1f} s, {peak} MB at most: {listed}")
+    far = departures(spent, table)
+    if far:
+        print("modules far from their weight (the next run deals by these times):\n  " + "\n  ".join(far))
+    if len(spent) == len(test_modules()):
+        saved = json.dumps(spent, indent=1, sort_keys=True) + "\n"
+        (env / TIMES_FILE.format(mode=mode())).write_text(saved, encoding="utf-8")
     print(f"Ran {totals.get('ran', 0)} tests in {elapsed:.3f}s ({len(parts)} processes)\n")
     counts = ", ".join(
         f"{k}={totals[k]}"
@@ -300,22 +515,37 @@ def run_parallel(python: Path) -> int:
 
 
 def main(argv: List[str]) -> int:
-    if not argv or argv[0] not in EXTRAS:
+    if argv[:1] == ["_modules"] and len(argv) > 2:
+        return run_modules(argv[1], argv[2:])
+    if not argv or argv[0] not in COMMANDS:
         print(USAGE, file=sys.stderr)
         return 2
     command, rest = argv[0], argv[1:]
+    if command == "lock":
+        return lock()
     if command == "ecosystem":
-        python = ensure((), ECOSYSTEM_REQUIREMENTS, command)
+        requirements = ecosystem_requirements(only_adapters(rest))
+        python = ensure((), requirements, command, ECOSYSTEM_LOCK)
         args = ["-m", "ecosystem.runner", *rest]
         print(f"== {command}: python {' '.join(args)}", flush=True)
         return subprocess.run([str(python), *args], cwd=ROOT).returncode
-    python = ensure(EXTRAS[command])
+    latest = command == "test" and "--latest" in rest
+    rest = [arg for arg in rest if arg != "--latest"]
+    env = environment("latest" if latest else command)
+    python = ensure(
+        EXTRAS[command], command="latest" if latest else command, lock=None if latest else TEST_LOCK
+    )
+    if latest:
+        moved = departures_from_lock(python, TEST_LOCK)
+        print(f"== the newest releases: {len(moved)} differ from {TEST_LOCK.relative_to(ROOT)}", flush=True)
+        for line in moved:
+            print(f"  {line}")
     if command == "main":
         args = ["-m", "conformance", *rest]
-    elif not rest and os.environ.get("CONFORMANCE_LONG_TESTS") != "1":
-        return run_parallel(python)
+    elif not rest:
+        return run_parallel(python, env)
     else:
-        serial = not rest or rest == ["--serial"]
+        serial = rest == ["--serial"]
         args = [*TEST_COMMAND, *(["discover", "-s", "tests", "-t", "."] if serial else rest)]
     print(f"== {command}: python {' '.join(args)}", flush=True)
     if command == "test":

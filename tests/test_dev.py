@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import io
+import json
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -32,13 +33,58 @@ class ParallelRunTests(unittest.TestCase):
         modules = [f"tests.{p.stem}" for p in (ROOT / "tests").glob("test_*.py")]
         modules += [f"tests.interop.{p.stem}" for p in (ROOT / "tests" / "interop").glob("test_*.py")]
         self.assertIn("tests.interop.test_anthropic_sdk", modules)
-        parts = dev.groups(3)
+        table = json.loads((ROOT / "tests" / "weights.json").read_text(encoding="utf-8"))["default"]
+        parts = dev.groups(3, table=table)
         members = [m for part in parts for m in part]
         self.assertEqual(sorted(members), sorted(modules))
-        dealt = [part for part in parts if all(m in dev.WEIGHTS for m in part)]
-        weights = [sum(dev.WEIGHTS[m] for m in part) for part in dealt]
+        dealt = [part for part in parts if all(m in table for m in part)]
+        weights = [sum(table[m] for m in part) for part in dealt]
         self.assertLessEqual(len(dealt), 3)
-        self.assertLessEqual(max(weights) - min(weights), max(dev.WEIGHTS.values()))
+        self.assertLessEqual(max(weights) - min(weights), max(table.values()))
+
+    def test_a_fresh_clone_knows_every_module_and_runs_four_processes(self) -> None:
+        """tests/weights.json weighs every test module, so a fresh clone's run is PROCESSES processes."""
+        dev = _dev()
+        seed = json.loads((ROOT / "tests" / "weights.json").read_text(encoding="utf-8"))
+        self.assertEqual(sorted(seed), ["default", "long"])
+        for run, table in seed.items():
+            with self.subTest(run=run):
+                self.assertEqual(sorted(set(dev.test_modules()) - set(table)), [], "modules with no weight")
+                self.assertEqual(sorted(set(table) - set(dev.test_modules())), [], "weights of no module")
+                self.assertEqual(len(dev.groups(dev.PROCESSES, table=table)), dev.PROCESSES)
+
+    def test_the_last_runs_times_replace_the_seed(self) -> None:
+        """A module's time in the environment's last run of its mode is its weight; the seed, the rest."""
+        dev = _dev()
+        with tempfile.TemporaryDirectory() as folder:
+            times = Path(folder) / dev.TIMES_FILE.format(mode="long")
+            times.write_text(json.dumps({"tests.test_dev": 99.5}), encoding="utf-8")
+            table = dev.weights(Path(folder), "long")
+            default = dev.weights(Path(folder), "default")
+        self.assertEqual(table["tests.test_dev"], 99.5)
+        self.assertIn("tests.test_mutants", table)
+        self.assertNotEqual(default["tests.test_dev"], 99.5, "a long run's times are not a default run's")
+
+    def test_a_module_far_from_its_weight_is_named(self) -> None:
+        """Twice its weight and more than 5 s apart is far; a new module is named as having none."""
+        dev = _dev()
+        far = dev.departures({"a": 30.0, "b": 11.0, "c": 3.0, "d": 1.0}, {"a": 10.0, "b": 10.0, "c": 1.0})
+        self.assertEqual(len(far), 2, far)
+        self.assertIn("a: 30.0 s against a weight of 10.0 s", far[0])
+        self.assertIn("d: 1.0 s, no weight yet", far[1])
+
+    def test_a_process_writes_each_modules_time(self) -> None:
+        """The in-process runner times each module it ran and returns unittest's verdict."""
+        dev = _dev()
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "times.json"
+            status = dev.run_modules(str(out), ["tests.test_version"], stream=io.StringIO())
+            written = json.loads(out.read_text(encoding="utf-8"))
+        times = written["times"]
+        self.assertEqual(status, 0)
+        self.assertGreater(written["peak_mb"], 0)
+        self.assertEqual(list(times), ["tests.test_version"])
+        self.assertGreaterEqual(times["tests.test_version"], 0.0)
 
     def test_the_interop_modules_of_one_sdk_share_a_process(self) -> None:
         """Each SDK is imported by one process: its modules are dealt together."""
@@ -49,11 +95,12 @@ class ParallelRunTests(unittest.TestCase):
                 self.assertLessEqual(len(holding), 1, holding)
 
     def test_a_module_not_measured_yet_runs_in_a_process_of_its_own(self) -> None:
-        """A new suite, in neither WEIGHTS nor SHORT, holds up no other module whatever its length."""
+        """A new suite, with no weight yet, holds up no other module whatever its length."""
         dev = _dev()
         short, long = ["tests.test_contract", "tests.test_dev"], "tests.test_mutants"
         new = "tests.test_new_suite"
-        parts = dev.groups(2, [*short, new, long])
+        table = {"tests.test_contract": 1.0, "tests.test_dev": 1.0, "tests.test_mutants": 30.0}
+        parts = dev.groups(2, [*short, new, long], table)
         self.assertEqual(sorted(parts), sorted([short, [long], [new]]))
         self.assertEqual(parts[-1], [new])
 
@@ -123,30 +170,38 @@ class DevScriptTests(unittest.TestCase):
         self.assertEqual(_dev().TEST_COMMAND[:4], ["-X", "dev", "-W", "error"])
 
     def test_an_environment_already_set_up_is_reused_without_pip(self) -> None:
-        """With the environment and a stamp for the current pyproject.toml, nothing is installed."""
+        """With the environment and a stamp for the current pyproject.toml and lock, nothing is installed."""
         dev = _dev()
         with tempfile.TemporaryDirectory() as folder:
             env = Path(folder)
             python = dev.interpreter(env)
             python.parent.mkdir(parents=True)
             python.touch()
-            digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
-            (env / f".conformance-test-interop-{digest}").touch()
+            dev.stamp(env.resolve(), ("test", "interop")).touch()
             with (
                 mock.patch.dict(os.environ, {"CONFORMANCE_VENV": folder}),
                 mock.patch.object(dev.subprocess, "run", side_effect=AssertionError("pip ran")),
             ):
                 self.assertEqual(dev.ensure(("test", "interop")), python.resolve())
 
+    def test_a_new_lock_or_installer_installs_again(self) -> None:
+        """The stamp changes with the lock's content and with the installer chosen."""
+        dev = _dev()
+        with tempfile.TemporaryDirectory() as folder:
+            lock = Path(folder) / "lock.txt"
+            lock.write_text("h2==4.3.0\n", encoding="utf-8")
+            first = dev.stamp(Path(folder), ("test",), lock=lock)
+            lock.write_text("h2==4.4.1\n", encoding="utf-8")
+            self.assertNotEqual(dev.stamp(Path(folder), ("test",), lock=lock), first)
+            with mock.patch.dict(os.environ, {"CONFORMANCE_INSTALLER": "pip"}):
+                with_pip = dev.stamp(Path(folder), ("test",), lock=lock)
+            self.assertNotEqual(with_pip, dev.stamp(Path(folder), ("test",), lock=lock))
+
     def test_the_venv_interpreter_path_follows_the_platform(self) -> None:
         """The environment's Python is bin/python, or Scripts/python.exe on Windows."""
         expected = "Scripts/python.exe" if os.name == "nt" else "bin/python"
         self.assertEqual(_dev().interpreter(Path("env")), Path("env") / expected)
         self.assertTrue(sys.executable)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class DefaultSubsetTests(unittest.TestCase):
@@ -196,3 +251,68 @@ class DefaultSubsetTests(unittest.TestCase):
         with mock.patch("tests.test_provider_support.LONG_TESTS", False):
             with self.assertRaisesRegex(LookupError, "Renamed"):
                 shared_between(self._suite(), ["First", "Renamed"])
+
+
+class LockTests(unittest.TestCase):
+    """locks/*.txt: what the tests and the table install, every version fixed."""
+
+    @unittest.skipIf(sys.version_info < (3, 11), "tomllib, which reads pyproject.toml, is Python 3.11 on")
+    def test_the_lock_fixes_every_dependency_the_test_extras_name(self) -> None:
+        """Each dependency and test extra of pyproject.toml has a version in locks/test.txt."""
+        import tomllib
+
+        dev = _dev()
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        named = list(project["dependencies"])
+        for extra in dev.EXTRAS["test"]:
+            named += project["optional-dependencies"][extra]
+        locked = dev.locked_versions(dev.TEST_LOCK)
+        for requirement in named:
+            name = dev.canonical(re.split(r"[\[=<>~!; ]", requirement, maxsplit=1)[0])
+            with self.subTest(requirement=requirement):
+                self.assertIn(name, locked)
+
+    def test_each_lock_says_the_day_it_was_made(self) -> None:
+        """The first line of each lock names the day `dev.py lock` resolved it."""
+        dev = _dev()
+        for lock in (dev.TEST_LOCK, dev.ECOSYSTEM_LOCK):
+            with self.subTest(lock=lock.name):
+                first = lock.read_text(encoding="utf-8").splitlines()[0]
+                self.assertRegex(first, r"^# Locked on \d{4}-\d{2}-\d{2} by `python3 dev.py lock`")
+
+    def test_versions_are_read_per_python(self) -> None:
+        """A distribution locked at two versions for two ranges of Python keeps both."""
+        dev = _dev()
+        with tempfile.TemporaryDirectory() as folder:
+            lock = Path(folder) / "lock.txt"
+            lock.write_text(
+                "# Locked on 2026-01-01\nh2==4.3.0 ; python_full_version < '3.10'  # via x\n"
+                "h2==4.4.1 ; python_full_version >= '3.10'\nAny_LLM.sdk[openai]==1.0\n",
+                encoding="utf-8",
+            )
+            self.assertEqual(dev.locked_versions(lock), {"h2": ["4.3.0", "4.4.1"], "any-llm-sdk": ["1.0"]})
+
+    def test_every_adapter_declares_what_it_imports_and_the_locks_have_it(self) -> None:
+        """Each table adapter's REQUIRES names distributions the requirements or the table's lock fix."""
+        dev = _dev()
+        adapters = sorted(p.stem for p in dev.ADAPTERS.glob("*.py") if not p.stem.startswith("_"))
+        locked = dev.locked_versions(dev.ECOSYSTEM_LOCK)
+        for adapter in adapters:
+            with self.subTest(adapter=adapter):
+                requires = dev.adapter_requires(adapter)
+                self.assertTrue(requires)
+                self.assertEqual([n for n in requires if dev.canonical(n) not in locked], [])
+        lines = dev.ecosystem_requirements(["openai_sdk", "anthropic_sdk"])
+        self.assertIn("openai==", " ".join(lines))
+        self.assertNotIn("litellm", " ".join(lines))
+
+    def test_only_names_are_read_both_ways(self) -> None:
+        """`--only NAME` and `--only=NAME` both name an adapter; an unknown one is a clear error."""
+        dev = _dev()
+        self.assertEqual(dev.only_adapters(["--check", "--only", "a", "--only=b"]), ["a", "b"])
+        with self.assertRaisesRegex(SystemExit, "no such adapter; the adapters are"):
+            dev.adapter_requires("openai_skd")
+
+
+if __name__ == "__main__":
+    unittest.main()

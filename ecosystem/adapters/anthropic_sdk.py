@@ -30,6 +30,8 @@ from ._kit import AsyncAdapter, anthropic_body, last_chunk, response, status_err
 
 LIBRARY = "anthropic"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("anthropic", "google-auth", "boto3")
 
 
 def reasoning_of(block: Any) -> Optional[Reasoning]:

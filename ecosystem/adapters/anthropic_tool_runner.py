@@ -22,6 +22,8 @@ from ._loops import run_tool, until_abort
 
 LIBRARY = "anthropic"
 KIND = "loop"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("anthropic",)
 CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}}
 #: The last message's stop_reason in the contract's spelling: the runner stops on each of
 #: these and hands that message back, its tool_use blocks unrun.

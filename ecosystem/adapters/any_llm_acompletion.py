@@ -28,6 +28,8 @@ from ._kit import AsyncAdapter, openai_chunks, openai_messages, openai_tools, op
 
 LIBRARY = "any-llm-sdk"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("any-llm-sdk",)
 
 #: any-llm's exception classes, most specific first, as the contract's kinds.
 KINDS = (

@@ -29,6 +29,8 @@ from ._kit import last_chunk, response, status_error, stream_error, transport_er
 
 LIBRARY = "boto3"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("boto3",)
 
 STOP = {
     "end_turn": "stop",

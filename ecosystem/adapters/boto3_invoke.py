@@ -29,6 +29,8 @@ from .boto3_converse import NO_ABORT, Converse, bedrock_error
 
 LIBRARY = "boto3"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("boto3",)
 WIRE = "bedrock-invoke"
 
 

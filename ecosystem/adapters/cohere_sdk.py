@@ -29,6 +29,8 @@ from ._kit import AsyncAdapter, last_chunk, openai_tools, response, status_error
 
 LIBRARY = "cohere"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("cohere",)
 
 FINISH = {"MAX_TOKENS": "length", "TOOL_CALL": "tool_calls"}
 

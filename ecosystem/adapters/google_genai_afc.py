@@ -36,6 +36,8 @@ from .google_genai_sdk import FINISH
 
 LIBRARY = "google-genai"
 KIND = "loop"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("google-genai", "aiohttp")
 
 #: A JSON schema's scalar types as the annotations the SDK turns back into a declaration.
 TYPES: Dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict}

@@ -31,6 +31,8 @@ from ._kit import AsyncAdapter, last_chunk, response, status_error, usage
 
 LIBRARY = "google-genai"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("google-genai",)
 
 FINISH = {
     "STOP": "stop",

@@ -44,6 +44,16 @@ from .boto3_converse import NO_ABORT
 
 LIBRARY = "langchain"
 KIND = "loop"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = (
+    "langchain",
+    "langchain-core",
+    "langchain-openai",
+    "langchain-anthropic",
+    "langchain-google-genai",
+    "langchain-aws",
+    "boto3",
+)
 
 #: The id of the call the agent's tool node is running in this task.
 CALL_ID: contextvars.ContextVar[str] = contextvars.ContextVar("CALL_ID", default="")

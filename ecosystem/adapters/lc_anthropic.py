@@ -13,6 +13,8 @@ from .anthropic_sdk import Messages
 
 LIBRARY = "langchain-anthropic"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("langchain-anthropic", "langchain-core")
 
 
 class Chat(LangChainChat):

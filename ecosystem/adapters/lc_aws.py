@@ -15,6 +15,8 @@ from .boto3_converse import NO_ABORT, bedrock_error
 
 LIBRARY = "langchain-aws"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("langchain-aws", "langchain-core", "boto3")
 
 
 class Chat(LangChainChat):

@@ -13,6 +13,8 @@ from .google_genai_sdk import Generate
 
 LIBRARY = "langchain-google-genai"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("langchain-google-genai", "langchain-core")
 
 
 class Chat(LangChainChat):

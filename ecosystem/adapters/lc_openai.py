@@ -13,6 +13,8 @@ from .openai_sdk import openai_error
 
 LIBRARY = "langchain-openai"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("langchain-openai", "langchain-core")
 
 
 class Chat(LangChainChat):

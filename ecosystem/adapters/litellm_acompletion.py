@@ -45,6 +45,8 @@ from ._kit import retry_after as seconds  # noqa: E402
 
 LIBRARY = "litellm"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("litellm",)
 litellm.telemetry = False
 
 

@@ -21,6 +21,8 @@ from ._kit import AsyncAdapter, last_chunk, openai_tools, response, status_error
 
 LIBRARY = "ollama"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("ollama",)
 
 
 def ollama_messages(request: ChatRequest) -> List[Dict[str, Any]]:

@@ -29,6 +29,8 @@ from ._loops import budget_result, run_tool, text_result, until_abort
 
 LIBRARY = "openai-agents"
 KIND = "loop"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("openai-agents", "openai")
 set_tracing_disabled(True)
 
 

@@ -36,6 +36,8 @@ from ._kit import (
 
 LIBRARY = "openai"
 KIND = "backend"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("openai",)
 
 
 def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:

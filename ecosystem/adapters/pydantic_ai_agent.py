@@ -51,6 +51,8 @@ from .boto3_converse import NO_ABORT
 
 LIBRARY = "pydantic-ai-slim"
 KIND = "loop"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("pydantic-ai-slim", "anthropic", "boto3", "cohere", "openai", "google-genai")
 
 
 def gate_tool(task: LoopTask, spec: Any) -> Tool[Any]:

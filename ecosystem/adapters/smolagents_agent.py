@@ -27,6 +27,8 @@ from ._loops import run_tool
 
 LIBRARY = "smolagents"
 KIND = "loop"
+#: The distributions this adapter imports, which `python3 dev.py ecosystem --only` installs.
+REQUIRES = ("smolagents",)
 
 
 class NotingModel(OpenAIServerModel):
