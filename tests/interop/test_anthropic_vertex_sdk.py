@@ -89,7 +89,6 @@ class VertexSyncConformance(BackendConformanceTestCase, unittest.TestCase):
     """``AnthropicVertex().messages.create`` over HTTP/1.1."""
 
     wire = anthropic_vertex_wire
-    model = "claude-sonnet-4@20250514"
     headers = HEADERS
 
     def create_backend(self, url: str) -> Any:
@@ -101,7 +100,6 @@ class VertexAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
     """``AsyncAnthropicVertex().messages.create`` over HTTP/1.1."""
 
     wire = anthropic_vertex_wire
-    model = "claude-sonnet-4@20250514"
     headers = HEADERS
 
     def create_backend(self, url: str) -> Any:
