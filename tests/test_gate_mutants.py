@@ -240,6 +240,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         both("cancel-in-tool", {"tool-signal", "after-cancel", "request-after-abort", "abort-reason"}),
     ),
     LoopMutant(
+        "runs-the-rest-later", zoo.RunsTheRestLater, both("cancel-in-tool", {"after-return"})
+    ),
+    LoopMutant(
         "sends-the-results-first", zoo.SendsTheResultsFirst, both("cancel-in-tool", {"request-after-abort"})
     ),
     LoopMutant("sends-errors-as-text", zoo.SendsErrorsAsText, both("error-result", {"error-result"})),

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .log import RequestRecord
     from .sandbox import Sandbox
 
-__all__ = ["MAX_REQUESTS", "CaseEvidence", "LoopCase", "LoopOutcome", "shared_sandbox"]
+__all__ = ["LATE_RUN_GRACE", "MAX_REQUESTS", "CaseEvidence", "LoopCase", "LoopOutcome", "shared_sandbox"]
 
 #: The request budget every task carries.
 MAX_REQUESTS = 4
@@ -124,6 +124,13 @@ class LoopCase:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.target.name} {self.target.wire.name} {self.name}>"
+
+
+#: The quiet the toolset is watched for after a run that raised, was aborted or was given
+#: up on at the case's bound (and after one that returned, where a tool began after it
+#: returned): a tool task the loop left behind starts there. The watch goes on while the
+#: loop keeps beginning executions, up to the case's bound (``_loop_driver.watch_late``).
+LATE_RUN_GRACE = 0.5
 
 
 @dataclass
