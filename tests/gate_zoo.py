@@ -662,6 +662,27 @@ class KeepsTheSignalFromTools(ReferenceLoop):
         return await super()._execute(replace(task, signal=AbortController().signal), tracker, call, schema)
 
 
+#: How long after the task's signal ``RelaysTheSignalLate`` fires the one it handed the tool.
+RELAY_AFTER = 0.2
+
+
+class RelaysTheSignalLate(ReferenceLoop):
+    """Hands each tool a signal of its own, and fires it from the task's 200 ms late (a relay that
+    polls, or is scheduled behind other work): the tool stops, but runs on past the cancel."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        own = AbortController()
+
+        def relay(reason: BaseException) -> None:
+            threading.Timer(RELAY_AFTER, own.abort, (reason,)).start()
+
+        unregister = task.signal.add_callback(relay)
+        try:
+            return await super()._execute(replace(task, signal=own.signal), tracker, call, schema)
+        finally:
+            unregister()
+
+
 class WaitsTheToolOut(ReferenceLoop):
     """Never lets the abort interrupt its work: waits the running tool out, runs the turn's other
     calls, and carries the conversation on to its end."""

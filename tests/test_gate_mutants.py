@@ -235,6 +235,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "keeps-the-signal-from-tools", zoo.KeepsTheSignalFromTools, both("cancel-in-tool", {"tool-signal"})
     ),
     LoopMutant(
+        "relays-the-signal-late", zoo.RelaysTheSignalLate, both("cancel-in-tool", {"tool-signal"})
+    ),
+    LoopMutant(
         "waits-the-tool-out",
         zoo.WaitsTheToolOut,
         both("cancel-in-tool", {"tool-signal", "after-cancel", "request-after-abort", "abort-reason"}),

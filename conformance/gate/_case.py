@@ -143,6 +143,9 @@ class LoopOutcome(SubjectOutcome):
     #: in the stages that bound is about (a stage with a budget of its own, and cancel),
     #: and read only where the run went past the budget and its grace.
     stalled_in_run: float = 0.0
+    #: Seconds between the abort and the last tool running then stopping in which this
+    #: whole process could not run: not counted against ``TOOL_STOP_WITHIN``.
+    stalled_before_tool_stop: float = 0.0
 
 
 _shared: Dict[int, Sandbox] = {}  # by process id: a forked child makes its own

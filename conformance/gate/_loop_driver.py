@@ -20,7 +20,7 @@ import inspect
 import time
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
-from .._bounds import BUDGET_GRACE
+from .._bounds import BUDGET_GRACE, TOOL_STOP_WITHIN
 from .._outline import StallWindow, SubjectDriver, run_on_provider
 from ._case import LoopOutcome
 from .loop import LoopTask
@@ -108,6 +108,11 @@ class LoopDriver(SubjectDriver):
         assert isinstance(outcome, LoopOutcome)
         bound = self.case.max_seconds + BUDGET_GRACE
         outcome.stalled_in_run = window.beyond(outcome.started, outcome.ended_at, bound)
+        abort_at = outcome.abort_at
+        if abort_at is not None:
+            stops = [r.ended for r in self.toolset.log.records() if r.started < abort_at < r.ended]
+            if stops:
+                outcome.stalled_before_tool_stop = window.beyond(abort_at, max(stops), TOOL_STOP_WITHIN)
 
     def watched_request(self) -> Optional[RecordedRequest]:
         # An abort in a tool comes after the reply was whole: no request is open.
