@@ -507,6 +507,16 @@ class SkipsValidation(ReferenceLoop):
         return await super()._execute(task, tracker, call, {} if schema is not None else None)
 
 
+class HandsEveryCallOn(ReferenceLoop):
+    """Hands every call to the toolset as it came, an unknown tool's and one whose arguments do not
+    parse included, and sends back whatever the toolset says (its refusal is an error, so the
+    model is told; a tool of the loop's own would have run on it)."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        tracker.complete(call)
+        return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+
+
 class StopsWithoutAWord(ReferenceLoop):
     """At a failed request, gives up with a bare ``RuntimeError()`` that says nothing."""
 

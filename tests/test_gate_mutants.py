@@ -379,6 +379,29 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         why="no call with broken argument text reaches a loop there (Gemini answers "
         "MALFORMED_FUNCTION_CALL with no call, Ollama passes the text on as content)",
     ),
+    LoopMutant(
+        "hands-every-call-on",
+        zoo.HandsEveryCallOn,
+        {
+            **both("unknown-tool", {"refused-call"}),
+            **both("corrupt-arguments", {"refused-call"}),
+            **both("invalid-arguments", {"arguments-schema"}),
+        },
+        per_wire={
+            **on(
+                (*CLAUDE_WIRES, "bedrock-converse"),
+                {
+                    **both("unknown-tool", {"refused-call"}),
+                    "corrupt-arguments/stream": {"refused-call"},
+                    **both("invalid-arguments", {"arguments-schema"}),
+                },
+            ),
+            **on(
+                (*GEMINI_WIRES, "ollama"),
+                {**both("unknown-tool", {"refused-call"}), **both("invalid-arguments", {"arguments-schema"})},
+            ),
+        },
+    ),
     LoopMutant("never-stops", zoo.NoDeadline, both("timeout", {"recovered"}), timeout=1.5),
     LoopMutant("overstays-its-budget", zoo.OverstaysItsBudget, both("timeout", {"budget"}), timeout=4.0),
 )

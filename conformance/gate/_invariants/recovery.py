@@ -145,6 +145,8 @@ def check_retry_wait(seen: LoopSeen) -> List[LoopProblem]:
 
 
 def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
+    from .executions import breaks_schema
+
     problems = []
     for record, planned in seen.on_refused_calls():
         if record.ran:
@@ -153,6 +155,19 @@ def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
                     "refused-call",
                     f"{seen.label(planned)}: executed ({record.tool}, {record.fixture_id}) though "
                     f"{refusal(planned)}; such a call goes back as a structured error, never run",
+                    seen.events_before(record.started),
+                )
+            )
+        elif not breaks_schema(planned):  # handed on with arguments its schema forbids: arguments-schema's
+            # The one rule for a call the loop must refuse: it never reaches the toolset. The
+            # gate's refuses it at the door; a tool of the user's own would run it, or crash.
+            problems.append(
+                LoopProblem(
+                    "refused-call",
+                    f"{seen.label(planned)}: handed to the toolset ({record.fixture_id}) though "
+                    f"{refusal(planned)}; the gate's toolset refused it at the door, a tool of your own "
+                    "would have run on it: check that the tool is in the task and its arguments parse "
+                    'before executing, and send ToolError("unknown_tool" / "invalid_arguments", ...) back',
                     seen.events_before(record.started),
                 )
             )
