@@ -26,6 +26,7 @@ from conformance.contract import (
     ToolCall,
     ToolError,
     ToolResult,
+    Usage,
 )
 from conformance.gate import validate
 from conformance.gate.loop import LoopResult, LoopTask
@@ -533,6 +534,51 @@ class DropsUsage(ReferenceLoop):
         return replace(await super().run(task), usage=None)
 
 
+class ZeroesMissingUsage(ReferenceLoop):
+    """Reports usage as zeros where no turn carried any, rather than unavailable (``usage=None``).
+
+    Over Chat Completions it streams without asking for usage (no
+    ``stream_options.include_usage``, a client's choice), so the provider reports none;
+    elsewhere every turn carries usage and the bug cannot show.
+    """
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        if isinstance(backend, OpenAIChatBackend):
+            whole = backend.body
+
+            def body(chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+                out: Dict[str, Any] = whole(chat, stream)
+                out.pop("stream_options", None)
+                return out
+
+            backend.body = body  # type: ignore[method-assign]
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        return result if result.usage is not None else replace(result, usage=Usage(0, 0, 0))
+
+
+class ReturnsAtOnce(ReferenceLoop):
+    """Returns an empty answer at once, asking the model nothing (a loop that takes a task it
+    cannot start, here every task, for one already done)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return LoopResult("", "stop")
+
+
+class HangsAfterTheAnswer(ReferenceLoop):
+    """Carries the task to the model's final text, then waits on an event nobody sets: ``run()``
+    never returns (a completion callback the loop awaits but never fires)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        import asyncio
+
+        await super().run(task)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable: the event is never set")
+
+
 class KeepsTheLastTurnsUsage(_Observing):
     """Reports the usage of the last turn alone, not the sum over the conversation."""
 
@@ -887,6 +933,15 @@ def cut_call_signatures(messages: List[Message]) -> List[Message]:
     return out
 
 
+def drop_call_turns(messages: List[Message]) -> List[Message]:
+    """Leaves out each assistant turn that made calls, keeping the results, as a loop that rebuilds
+    its history from the results alone."""
+    return [m for m in messages if not (m.role == "assistant" and m.tool_calls)]
+
+
+DropsCallTurns = rewrite(drop_call_turns)
+
+
 def drop_reasoning(messages: List[Message]) -> List[Message]:
     """Rebuilds each assistant turn from its text and calls alone, as a loop that keeps no reasoning."""
     out = []
@@ -1074,6 +1129,46 @@ class GuessesTools(ReferenceLoop):
             return await super()._execute(task, tracker, call, schema)
         ran = await task.toolset.aexecute(replace(call, name=guess), key=call.id, signal=task.signal)
         return ToolResult(call.id, call.name, ran.content, ran.error)
+
+
+class GuessesToolsButSaysNot(ReferenceLoop):
+    """Runs a call to a tool it lacks as the known tool whose name is closest (for the log), but
+    tells the model the tool does not exist: the run is the bug, the result is right."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        known = [spec.name for spec in task.tools]
+        guess = None if call.name in known else _closest_tool(call.name, known)
+        if guess is not None:
+            await task.toolset.aexecute(replace(call, name=guess), key=call.id, signal=task.signal)
+        return await super()._execute(task, tracker, call, schema)
+
+
+class RefusesInPlainText(ReferenceLoop):
+    """Refuses a call it must refuse without running it, but says so in plain text, not as a
+    structured error (the model cannot tell the refusal from a tool's output)."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        result = await super()._execute(task, tracker, call, schema)
+        if result.error is not None and result.error.code in ("unknown_tool", "invalid_arguments"):
+            return ToolResult(call.id, call.name, f"Error: {result.error.message}")
+        return result
+
+
+class RaisesOnARefusedCall(ReferenceLoop):
+    """Raises where a call names a tool it lacks, instead of sending the error back to the model."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        if schema is None:
+            raise LookupError(f"no tool {call.name!r}")
+        return await super()._execute(task, tracker, call, schema)
+
+
+class RaisesAfterTheAnswer(ReferenceLoop):
+    """Carries the task to the model's final text, then raises on tidying up (a bug of its own)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        await super().run(task)
+        raise RuntimeError("the loop's own bookkeeping failed after the answer")
 
 
 class RepairsBrokenJson(ReferenceLoop):
