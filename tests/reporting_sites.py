@@ -133,3 +133,150 @@ class SiteWatch:
             yield seen
         finally:
             self._local.seen = set()
+
+
+def _is_text(node: ast.expr) -> bool:
+    """Whether ``node`` builds words: a string, an f-string, or a sum or call holding one."""
+    if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _is_text(node.left) or _is_text(node.right)
+    return False
+
+
+def _reports(node: ast.expr) -> bool:
+    """Whether a returned or appended value is a list of problems made here (words, not data)."""
+    if isinstance(node, ast.List):
+        return bool(node.elts) and all(_is_text(e) for e in node.elts)
+    if isinstance(node, ast.ListComp):
+        return _is_text(node.elt)
+    if isinstance(node, ast.IfExp):
+        return _reports(node.body) or _reports(node.orelse)
+    return False
+
+
+class _Planting(ast.NodeTransformer):
+    """Wraps each site's value in ``__site__(name, value)``; ``problems.append(x)`` becomes
+    ``problems.extend(__site__(name, [x]))``."""
+
+    def __init__(self, short: str, helpers: Sequence[str]) -> None:
+        self.short = short
+        self.helpers = set(helpers)
+        self.function: List[str] = []
+        self.counts: Dict[str, int] = {}
+        self.sites: List[Tuple[str, int, int]] = []
+
+    def _name(self, node: ast.AST) -> str:
+        function = self.function[-1] if self.function else "<module>"
+        self.counts[function] = self.counts.get(function, 0) + 1
+        name = f"{self.short}.{function}#{self.counts[function]}"
+        end = getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
+        self.sites.append((name, getattr(node, "lineno", 0), end))
+        return name
+
+    def _wrap(self, name: str, value: ast.expr) -> ast.expr:
+        call = ast.Call(ast.Name("__site__", ast.Load()), [ast.Constant(name), value], [])
+        return ast.copy_location(call, value)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.function.append(node.name)
+        self.generic_visit(node)
+        self.function.pop()
+        return node
+
+    def _in_helper(self) -> bool:
+        return bool(self.function) and self.function[-1] in self.helpers
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        if node.value is not None and _reports(node.value) and not self._in_helper():
+            node.value = self._wrap(self._name(node), node.value)
+        return node
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        call = node.value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "append"
+            and len(call.args) == 1
+            and _is_text(call.args[0])
+            and not self._in_helper()
+        ):
+            listed = ast.copy_location(ast.List([call.args[0]], ast.Load()), call.args[0])
+            call.func.attr = "extend"
+            call.args = [self._wrap(self._name(node), listed)]
+        return node
+
+
+class CheckSites:
+    """The reporting sites of check modules whose checks return their problems as words.
+
+    Each site (a ``return [...]`` of words, or ``problems.append(words)``) is found in the
+    source and planted with a marker in a copy of its module, run in place of the
+    original while :meth:`installed`: a site taken out (:meth:`without`) then reports
+    nothing, as if its branch were gone, and each site that reports is noted
+    (:meth:`recording`). ``rows`` names each module's table of checks and ``table`` is
+    the table the suite runs, whose entries are swapped for the planted ones;
+    ``helpers`` are functions whose words are parts of a message, not problems.
+    """
+
+    def __init__(
+        self,
+        modules: Sequence[ModuleType],
+        table: Dict[str, Any],
+        rows: str = "ROWS",
+        helpers: Sequence[str] = (),
+    ) -> None:
+        self.modules = list(modules)
+        self.table = table
+        self.rows = rows
+        self._local = threading.local()
+        self.sites: List[Site] = []
+        self._planted: List[Dict[str, Any]] = []
+        for module in self.modules:
+            path = Path(module.__file__ or "")
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            planting = _Planting(module.__name__.rsplit(".", 1)[-1], helpers)
+            tree = ast.fix_missing_locations(planting.visit(tree))
+            namespace: Dict[str, Any] = dict(vars(module))
+            namespace["__site__"] = self._site
+            exec(compile(tree, str(path), "exec"), namespace)  # noqa: S102 - the project's own source
+            self._planted.append(namespace)
+            self.sites += [Site(name, module.__name__, first, last) for name, first, last in planting.sites]
+
+    def _site(self, name: str, problems: List[str]) -> List[str]:
+        if not problems or name in getattr(self._local, "out", frozenset()):
+            return [] if problems else problems
+        seen: Optional[Set[str]] = getattr(self._local, "seen", None)
+        if seen is not None:
+            seen.add(name)
+        return problems
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """The planted checks in the table, in its order, for the block."""
+        planted: Dict[str, Any] = {}
+        for namespace in self._planted:
+            planted.update(namespace[self.rows])
+        with mock.patch.dict(self.table, {k: planted[k] for k in self.table if k in planted}):
+            yield
+
+    @contextlib.contextmanager
+    def without(self, *names: str) -> Iterator[None]:
+        """Within the block, in this thread, the sites ``names`` report nothing."""
+        old = getattr(self._local, "out", frozenset())
+        self._local.out = frozenset(names) | old
+        try:
+            yield
+        finally:
+            self._local.out = old
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Set[str]]:
+        """The sites that reported in this thread within the block."""
+        seen: Set[str] = set()
+        self._local.seen = seen
+        try:
+            yield seen
+        finally:
+            self._local.seen = None

@@ -6,7 +6,8 @@ here is one wire's reference backend with one change, caught by one branch: a 42
 answered with a reply in chat mode, a chat that returns ``None``, an answer made up
 without asking, an abort or a cancellation swallowed into an empty reply, reasoning
 items passed on twice, and a call to a function the request never declared renamed
-to one it did.
+to one it did, a stream ended at its first chunk (over before the case could cancel it),
+and HTTP/1.1 spoken to a target that asked for h2c.
 """
 
 from __future__ import annotations
@@ -124,6 +125,33 @@ class RenamesUndeclaredCalls:
         return dataclasses.replace(response, tool_calls=tuple(calls))
 
 
+class EndsAtTheFirstChunk:
+    """Yields the stream's first chunk and ends there, as if one chunk were the whole turn."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        stream = super().chat_stream(chat)  # type: ignore[misc]
+        try:
+            async for chunk in stream:
+                yield chunk
+                return
+        finally:
+            await stream.aclose()
+
+
+def _http1_only(zoo: Zoo, name: str, bug: str) -> Mutant:
+    """A mutant that speaks HTTP/1.1 whatever the target says: on h2c, the provider turns it away."""
+    plain = zoo.mutant(name, bug, _Plain, checks=("request",), cases=("text/chat",), transports=("h2",))
+
+    def create(url: str, http2: bool) -> Any:
+        return plain.create(url, False)
+
+    return dataclasses.replace(plain, create=create)
+
+
+class _Plain:
+    """The reference backend as it is (the bug is in how it is built)."""
+
+
 def _mutants() -> List[Any]:
     out: List[Mutant] = [
         chat_zoo.mutant(
@@ -176,6 +204,14 @@ def _mutants() -> List[Any]:
             cases=("tool-call/chat",),
             variants=("unexpected-tool-call",),
         ),
+        chat_zoo.mutant(
+            "ends-at-the-first-chunk",
+            "yields the stream's first chunk and ends the stream there",
+            EndsAtTheFirstChunk,
+            checks=("cancel-propagates",),
+            cases=("cancel/stream",),
+        ),
+        _http1_only(chat_zoo, "http1-only", "speaks HTTP/1.1 to a target that set http2 = True"),
     ]
     return out
 
