@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from conformance.contract import (
     AbortController,
@@ -462,14 +462,18 @@ class RunsTheRestLater(_Observing):
     """On abort in a tool, raises the reason at once, but hands the turn's calls not yet run to a
     thread that runs them a while after ``run()`` has raised (to leave nothing half done)."""
 
+    turn: Sequence[ToolCall] = ()
+    begun: List[str] = []
+
     async def run(self, task: LoopTask) -> LoopResult:
-        self.turn: Tuple[ToolCall, ...] = ()
-        self.begun: List[str] = []
+        self.turn = ()
+        self.begun = []
         try:
             return await super().run(task)
         except BaseException as exc:
             if exc is task.signal.reason:
-                rest = [c for c in self.turn if c.id not in self.begun]
+                turn: Sequence[ToolCall] = self.turn
+                rest = [call for call in turn if call.id not in self.begun]
 
                 def later() -> None:
                     time.sleep(LATER_BY)

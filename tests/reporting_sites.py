@@ -109,7 +109,7 @@ class SiteWatch:
     @contextlib.contextmanager
     def without(self, *names: str) -> Iterator[None]:
         """Within the block, in this thread, the problems of the sites ``names`` are dropped."""
-        old = getattr(self._local, "out", frozenset())
+        old: FrozenSet[str] = getattr(self._local, "out", frozenset())
         self._local.out = frozenset(names) | old
         try:
             yield
@@ -170,8 +170,9 @@ class _Planting(ast.NodeTransformer):
         function = self.function[-1] if self.function else "<module>"
         self.counts[function] = self.counts.get(function, 0) + 1
         name = f"{self.short}.{function}#{self.counts[function]}"
-        end = getattr(node, "end_lineno", None) or getattr(node, "lineno", 0)
-        self.sites.append((name, getattr(node, "lineno", 0), end))
+        first: int = getattr(node, "lineno", 0)
+        end: int = getattr(node, "end_lineno", None) or first
+        self.sites.append((name, first, end))
         return name
 
     def _wrap(self, name: str, value: ast.expr) -> ast.expr:
@@ -264,7 +265,7 @@ class CheckSites:
     @contextlib.contextmanager
     def without(self, *names: str) -> Iterator[None]:
         """Within the block, in this thread, the sites ``names`` report nothing."""
-        old = getattr(self._local, "out", frozenset())
+        old: FrozenSet[str] = getattr(self._local, "out", frozenset())
         self._local.out = frozenset(names) | old
         try:
             yield
