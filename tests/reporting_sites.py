@@ -103,7 +103,8 @@ class SiteWatch:
         """The factory in place of the problem class in every check module, for the block."""
         with contextlib.ExitStack() as stack:
             for module in self.modules:
-                stack.enter_context(mock.patch.object(module, self.problem_class.__name__, self._factory(module.__name__)))
+                factory = self._factory(module.__name__)
+                stack.enter_context(mock.patch.object(module, self.problem_class.__name__, factory))
             yield
 
     @contextlib.contextmanager

@@ -424,9 +424,11 @@ class MessageTests(unittest.TestCase):
                 self.assertIn("began before request 2", line)
                 self.assertIn("no fault caused it", line)
                 self.assertNotIn("and the loop ran the call again", line)
-        detail = run(cases(target(zoo.RerunsOnRetry, "openai-chat", http2=True), ("close-after-execution",))[0])[1]
+        rerun = target(zoo.RerunsOnRetry, "openai-chat", http2=True)
+        detail = run(cases(rerun, ("close-after-execution",))[0])[1]
         [line] = [p for p in problems_of(detail) if "[re-executed]" in p]
-        self.assertIn("request 2 got no response (the connection closed) and the loop ran the call again", line)
+        cause = "request 2 got no response (the connection closed) and the loop ran the call again"
+        self.assertIn(cause, line)
 
     def test_executed_early_says_when_the_fragment_was_sent_and_when_the_loop_ran(self) -> None:
         """The line gives the loop's start and the last fragment's write, each timed from the request."""

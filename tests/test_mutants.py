@@ -63,7 +63,9 @@ MUTANTS = load_mutants()
 #: Every reporting site of the checks (``tests/reporting_sites.py``): planted while this
 #: module's tests run, so that each can be taken out alone. ``_shown`` formats calls for
 #: a message: its words are no problem of their own.
-SITES = CheckSites((cut, ending, failures, reasoning, replies, requests, tool_calls), CHECKS, helpers=("_shown",))
+SITES = CheckSites(
+    (cut, ending, failures, reasoning, replies, requests, tool_calls), CHECKS, helpers=("_shown",)
+)
 _installed = contextlib.ExitStack()
 
 
@@ -327,7 +329,9 @@ class ZooTests(unittest.TestCase):
             site, (mutant, case, transport) = item
             with SITES.without(site):
                 got = mutant_verdict(mutant, case, transport)
-            return None if got is None else f"without {site}, {mutant.wire} {mutant.name} {case} is still caught: {sorted(got)}"
+            if got is None:
+                return None
+            return f"without {site}, {mutant.wire} {mutant.name} {case} is still caught: {sorted(got)}"
 
         with asyncio_debug_in_long_runs_only(), kept_loops(), ThreadPoolExecutor(max_workers=JOBS) as pool:
             caught = [c for c in pool.map(sabotaged, sorted(guards.items(), key=lambda i: i[0])) if c]
