@@ -12,6 +12,7 @@ __all__ = [
     "ABORT_RAISE_WITHIN",
     "BUDGET_GRACE",
     "RECLAIM_WITHIN",
+    "TOOL_STOP_WITHIN",
     "ConformanceAbort",
 ]
 
@@ -22,6 +23,10 @@ ABORT_DELAY = 0.25
 ABORT_RAISE_WITHIN = 0.5
 #: How soon after the abort the provider must see the connection (h2: stream) closed.
 ABORT_CLOSE_WITHIN = 1.0
+#: How soon after the task's signal fires a tool running then must see it: the signal the
+#: loop hands the toolset is the task's own (or one it fires from the task's at once), so
+#: the tool stops within a wake-up; a signal of the loop's own fired later lets it run on.
+TOOL_STOP_WITHIN = 0.1
 #: How long a case waits, once the provider has closed, for what the backend left running.
 RECLAIM_WITHIN = 1.0
 #: How far past ``task.max_seconds`` an agent loop may end before the budget check calls

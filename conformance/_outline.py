@@ -330,14 +330,15 @@ def run_on_provider(
     handler: Callable[[Any], Any],
     *,
     http2: bool,
-    linger: Callable[[SubjectOutcome], float] = lambda outcome: 0.0,
+    linger: Callable[[SubjectOutcome], None] = lambda outcome: None,
 ) -> Tuple[D, List[RecordedRequest]]:
     """Run a driver against a provider of the case's own; the driver, and every request it saw.
 
     ``make(provider)`` builds the driver once the provider serves, with ``handler`` as
-    its script. ``linger(outcome)`` is how long the provider stays up after the run
-    (the gate watches for a tool a loop left running). The provider is closed before
-    the subject's leftovers are reclaimed: closing it is what wakes them.
+    its script. ``linger(outcome)`` runs after the run with the provider still up, and
+    returns when the case may end (the gate watches there for a tool a loop left
+    running). The provider is closed before the subject's leftovers are reclaimed:
+    closing it is what wakes them.
     """
     from ._host import case_provider
 
@@ -345,10 +346,7 @@ def run_on_provider(
         provider.reply(handler)
         driver = make(provider)
         outcome = driver.run()
-        wait = linger(outcome)
-        if wait > 0:
-            # Nothing to wait for but an absence: what starts now, the subject left running.
-            time.sleep(wait)
+        linger(outcome)
         requests = provider.requests
     driver.reclaim()
     return driver, requests

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from conformance.contract import (
     AbortController,
@@ -26,6 +26,7 @@ from conformance.contract import (
     ToolCall,
     ToolError,
     ToolResult,
+    Usage,
 )
 from conformance.gate import validate
 from conformance.gate.loop import LoopResult, LoopTask
@@ -452,6 +453,44 @@ class _Observing(ReferenceLoop):
         raise NotImplementedError
 
 
+#: How long after ``run()`` has raised ``RunsTheRestLater``'s leftover thread runs the turn's
+#: other calls: past the quiet the gate once watched for (0.25 s), within the one it watches now.
+LATER_BY = 0.4
+
+
+class RunsTheRestLater(_Observing):
+    """On abort in a tool, raises the reason at once, but hands the turn's calls not yet run to a
+    thread that runs them a while after ``run()`` has raised (to leave nothing half done)."""
+
+    turn: Sequence[ToolCall] = ()
+    begun: List[str] = []
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        self.turn = ()
+        self.begun = []
+        try:
+            return await super().run(task)
+        except BaseException as exc:
+            if exc is task.signal.reason:
+                turn: Sequence[ToolCall] = self.turn
+                rest = [call for call in turn if call.id not in self.begun]
+
+                def later() -> None:
+                    time.sleep(LATER_BY)
+                    for call in rest:
+                        task.toolset.execute(call)  # no signal: it would refuse
+
+                threading.Thread(target=later, name="runs-the-rest-later", daemon=True).start()
+            raise
+
+    def observe(self, response: ChatResponse) -> None:
+        self.turn = response.tool_calls
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        self.begun.append(call.id)
+        return await super()._execute(task, tracker, call, schema)
+
+
 class KeepsTheFirstFinishReason(_Observing):
     """Returns the finish reason of the first turn (``tool_calls``), not of the last."""
 
@@ -473,6 +512,16 @@ class SkipsValidation(ReferenceLoop):
         return await super()._execute(task, tracker, call, {} if schema is not None else None)
 
 
+class HandsEveryCallOn(ReferenceLoop):
+    """Hands every call to the toolset as it came, an unknown tool's and one whose arguments do not
+    parse included, and sends back whatever the toolset says (its refusal is an error, so the
+    model is told; a tool of the loop's own would have run on it)."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        tracker.complete(call)
+        return await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+
+
 class StopsWithoutAWord(ReferenceLoop):
     """At a failed request, gives up with a bare ``RuntimeError()`` that says nothing."""
 
@@ -487,6 +536,51 @@ class DropsUsage(ReferenceLoop):
 
     async def run(self, task: LoopTask) -> LoopResult:
         return replace(await super().run(task), usage=None)
+
+
+class ZeroesMissingUsage(ReferenceLoop):
+    """Reports usage as zeros where no turn carried any, rather than unavailable (``usage=None``).
+
+    Over Chat Completions it streams without asking for usage (no
+    ``stream_options.include_usage``, a client's choice), so the provider reports none;
+    elsewhere every turn carries usage and the bug cannot show.
+    """
+
+    def __init__(self, backend: Any, **kwargs: Any) -> None:
+        super().__init__(backend, **kwargs)
+        if isinstance(backend, OpenAIChatBackend):
+            whole = backend.body
+
+            def body(chat: ChatRequest, stream: bool) -> Dict[str, Any]:
+                out: Dict[str, Any] = whole(chat, stream)
+                out.pop("stream_options", None)
+                return out
+
+            backend.body = body  # type: ignore[method-assign]
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        return result if result.usage is not None else replace(result, usage=Usage(0, 0, 0))
+
+
+class ReturnsAtOnce(ReferenceLoop):
+    """Returns an empty answer at once, asking the model nothing (a loop that takes a task it
+    cannot start, here every task, for one already done)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        return LoopResult("", "stop")
+
+
+class HangsAfterTheAnswer(ReferenceLoop):
+    """Carries the task to the model's final text, then waits on an event nobody sets: ``run()``
+    never returns (a completion callback the loop awaits but never fires)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        import asyncio
+
+        await super().run(task)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable: the event is never set")
 
 
 class KeepsTheLastTurnsUsage(_Observing):
@@ -626,6 +720,27 @@ class KeepsTheSignalFromTools(ReferenceLoop):
     async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
         task.signal.raise_if_aborted()
         return await super()._execute(replace(task, signal=AbortController().signal), tracker, call, schema)
+
+
+#: How long after the task's signal ``RelaysTheSignalLate`` fires the one it handed the tool.
+RELAY_AFTER = 0.2
+
+
+class RelaysTheSignalLate(ReferenceLoop):
+    """Hands each tool a signal of its own, and fires it from the task's 200 ms late (a relay that
+    polls, or is scheduled behind other work): the tool stops, but runs on past the cancel."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        own = AbortController()
+
+        def relay(reason: BaseException) -> None:
+            threading.Timer(RELAY_AFTER, own.abort, (reason,)).start()
+
+        unregister = task.signal.add_callback(relay)
+        try:
+            return await super()._execute(replace(task, signal=own.signal), tracker, call, schema)
+        finally:
+            unregister()
 
 
 class WaitsTheToolOut(ReferenceLoop):
@@ -822,6 +937,15 @@ def cut_call_signatures(messages: List[Message]) -> List[Message]:
     return out
 
 
+def drop_call_turns(messages: List[Message]) -> List[Message]:
+    """Leaves out each assistant turn that made calls, keeping the results, as a loop that rebuilds
+    its history from the results alone."""
+    return [m for m in messages if not (m.role == "assistant" and m.tool_calls)]
+
+
+DropsCallTurns = rewrite(drop_call_turns)
+
+
 def drop_reasoning(messages: List[Message]) -> List[Message]:
     """Rebuilds each assistant turn from its text and calls alone, as a loop that keeps no reasoning."""
     out = []
@@ -1009,6 +1133,46 @@ class GuessesTools(ReferenceLoop):
             return await super()._execute(task, tracker, call, schema)
         ran = await task.toolset.aexecute(replace(call, name=guess), key=call.id, signal=task.signal)
         return ToolResult(call.id, call.name, ran.content, ran.error)
+
+
+class GuessesToolsButSaysNot(ReferenceLoop):
+    """Runs a call to a tool it lacks as the known tool whose name is closest (for the log), but
+    tells the model the tool does not exist: the run is the bug, the result is right."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        known = [spec.name for spec in task.tools]
+        guess = None if call.name in known else _closest_tool(call.name, known)
+        if guess is not None:
+            await task.toolset.aexecute(replace(call, name=guess), key=call.id, signal=task.signal)
+        return await super()._execute(task, tracker, call, schema)
+
+
+class RefusesInPlainText(ReferenceLoop):
+    """Refuses a call it must refuse without running it, but says so in plain text, not as a
+    structured error (the model cannot tell the refusal from a tool's output)."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        result = await super()._execute(task, tracker, call, schema)
+        if result.error is not None and result.error.code in ("unknown_tool", "invalid_arguments"):
+            return ToolResult(call.id, call.name, f"Error: {result.error.message}")
+        return result
+
+
+class RaisesOnARefusedCall(ReferenceLoop):
+    """Raises where a call names a tool it lacks, instead of sending the error back to the model."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        if schema is None:
+            raise LookupError(f"no tool {call.name!r}")
+        return await super()._execute(task, tracker, call, schema)
+
+
+class RaisesAfterTheAnswer(ReferenceLoop):
+    """Carries the task to the model's final text, then raises on tidying up (a bug of its own)."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        await super().run(task)
+        raise RuntimeError("the loop's own bookkeeping failed after the answer")
 
 
 class RepairsBrokenJson(ReferenceLoop):

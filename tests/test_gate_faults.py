@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import unittest
+from pathlib import Path
 from typing import Tuple
 
 from conformance.errors import ProviderInputError
@@ -40,7 +41,55 @@ class DropReplyTests(unittest.TestCase):
             DropReply("rest")
 
 
+#: The wires none of whose 429s asks for a delay in any form (docs/gate-stages.md lists them).
+UNDELAYED = (
+    "openai-chat",
+    "openai-responses",
+    "azure-openai-responses",
+    "anthropic-vertex",
+    "gemini-vertex",
+    "bedrock-converse",
+    "bedrock-invoke",
+    "cohere",
+)
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "gate-stages.md"
+
+
 class RateLimitReplyTests(unittest.TestCase):
+    def test_the_stage_asks_for_a_delay_wherever_the_provider_has_a_form_for_one(self) -> None:
+        """The stage's 429 asks for a delay on every wire with a shape that does; the page lists the rest."""
+        from conformance.gate._fault_replies import asked_delay, rate_limit_reply
+
+        undelayed = []
+        for name, wire in WIRES.items():
+            if not wire.scripts_turns() or name == "ollama":
+                continue
+            for stream in (False, True):
+                body = json.dumps({"model": "m", "stream": stream}).encode()
+                request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
+                mode = "stream" if wire.wants_stream(request) else "chat"
+                delays = [
+                    asked_delay(reply)
+                    for variant in wire.variants("rate-limit", mode)
+                    for reply in [wire.reply("rate-limit", mode, request, variant.name)]
+                    if reply is not None
+                ]
+                stage = rate_limit_reply(wire, request, RATE_LIMIT_RETRY_AFTER)
+                assert stage is not None
+                with self.subTest(name, mode=mode):
+                    if any(d is not None for d in delays):
+                        self.assertEqual(asked_delay(stage), RATE_LIMIT_RETRY_AFTER)
+                    else:
+                        self.assertIsNone(asked_delay(stage))
+                        undelayed.append(name)
+        self.assertEqual(sorted(set(undelayed)), sorted(UNDELAYED))
+        text = DOCS.read_text(encoding="utf-8")
+        listed = text[text.index("**The delay in each wire's form.**"):]
+        listed = listed[: listed.index("\n\n")]
+        for name in UNDELAYED:
+            self.assertIn(f"`{name}`", listed, f"docs/gate-stages.md does not list {name} as asking no delay")
+
+
     def test_the_wire_s_own_429_asks_for_the_short_delay(self) -> None:
         """Each delay is rewritten in its provider's form; Bedrock's, Cohere's, Vertex's, OpenAI's: none."""
         from conformance.gate._fault_replies import rate_limit_reply
@@ -48,8 +97,7 @@ class RateLimitReplyTests(unittest.TestCase):
         body = json.dumps({"model": "m", "stream": False}).encode()
         request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
         shown = f"{RATE_LIMIT_RETRY_AFTER:g}"
-        undelayed = ("bedrock-converse", "bedrock-invoke", "anthropic-vertex", "gemini-vertex", "cohere")
-        undelayed += ("openai-chat", "openai-responses")
+        undelayed = UNDELAYED
         for name in ("azure-openai-chat", "anthropic", "gemini", *undelayed):
             with self.subTest(name):
                 reply = rate_limit_reply(WIRES[name], request, RATE_LIMIT_RETRY_AFTER)

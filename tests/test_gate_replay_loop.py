@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import threading
+import time
 import unittest
 from dataclasses import replace
 from typing import Any
@@ -42,6 +44,24 @@ class RunsEachCallTwice(ReferenceLoop):
     async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
         await task.toolset.aexecute(call, key=call.id, signal=task.signal)
         return await super()._execute(task, tracker, call, schema)
+
+
+class RunsTheLastCallAgainLater(ReferenceLoop):
+    """Returns its answer, but leaves a thread that runs the last call again a while later."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
+        self.last_call = call
+        return await super()._execute(task, tracker, call, schema)
+
+    async def run(self, task: LoopTask) -> Any:
+        result = await super().run(task)
+
+        def later() -> None:
+            time.sleep(0.3)
+            task.toolset.execute(self.last_call)
+
+        threading.Thread(target=later, name="runs-the-last-call-again-later", daemon=True).start()
+        return result
 
 
 def record(folder: str, stage: str, stream: bool, run_id: str = RUN_ID) -> None:
@@ -113,6 +133,13 @@ class ReplayedConversationTests(unittest.TestCase):
         # Its extra runs shift the fixture ids it sends back: the next request matches no recording.
         self.assertIn("matches no recording", message)
         self.assertIn("differs in messages", message)
+
+    def test_a_tool_run_left_behind_fails_though_it_came_after_the_return(self) -> None:
+        """A call run again in a thread after run() returned is seen, as in a live case."""
+        case = self.replay_cases(RunsTheLastCallAgainLater)["replay/forced-tool/chat"]
+        status, message = outcome(case)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("after run() had returned", message)
 
     def test_a_recording_without_a_run_id_says_so(self) -> None:
         folder = tempfile.mkdtemp(prefix="loop-fixtures-")

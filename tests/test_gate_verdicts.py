@@ -23,6 +23,14 @@ setUpModule, tearDownModule = asyncio_debug_off_for_module()
 GATE_WIRES = tuple(name for name, wire in WIRES.items() if wire.scripts_turns())
 
 
+class RunsEachCallTwice(ReferenceLoop):
+    """Runs every call twice under one key, the first run's result thrown away."""
+
+    async def _execute(self, task: LoopTask, tracker: Any, call: Any, schema: Any) -> ToolResult:
+        await task.toolset.aexecute(call, key=call.id, signal=task.signal)
+        return await super()._execute(task, tracker, call, schema)
+
+
 def target(
     loop: Callable[..., Any],
     wire: str,
@@ -405,6 +413,22 @@ class MessageTests(unittest.TestCase):
         self.assertIn("refused it at the door (it never ran)", lines[0])
         self.assertIn("[arguments]", lines[0])
         self.assertNotIn("never executed", detail)
+
+    def test_a_call_run_twice_before_the_fault_is_not_blamed_on_the_retry(self) -> None:
+        """A loop that runs every call twice is told it did so on its own; one that reruns at a retry,
+        that the fault's retry did it."""
+        for stage in ("close-after-execution", "ambiguous-retry"):
+            with self.subTest(stage):
+                detail = run(cases(target(RunsEachCallTwice, "openai-chat", http2=True), (stage,))[0])[1]
+                [line] = [p for p in problems_of(detail) if "[re-executed]" in p]
+                self.assertIn("began before request 2", line)
+                self.assertIn("no fault caused it", line)
+                self.assertNotIn("and the loop ran the call again", line)
+        rerun = target(zoo.RerunsOnRetry, "openai-chat", http2=True)
+        detail = run(cases(rerun, ("close-after-execution",))[0])[1]
+        [line] = [p for p in problems_of(detail) if "[re-executed]" in p]
+        cause = "request 2 got no response (the connection closed) and the loop ran the call again"
+        self.assertIn(cause, line)
 
     def test_executed_early_says_when_the_fragment_was_sent_and_when_the_loop_ran(self) -> None:
         """The line gives the loop's start and the last fragment's write, each timed from the request."""

@@ -12,16 +12,17 @@ answered, not merely for the request it sent.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import pkgutil
 import re
 import unittest
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 from unittest import mock
 
-from conformance._checks import CHECKS
+from conformance._checks import CHECKS, cut, ending, failures, reasoning, replies, requests, tool_calls
 from conformance._loops import kept_loops
 from conformance.cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 from conformance.reference import REFERENCE_BACKENDS
@@ -29,6 +30,7 @@ from conformance.wires import WIRES
 
 from . import mutants as zoo
 from .mutants import Mutant, zoo_wires
+from .reporting_sites import CheckSites
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: A mutant's case is given up on after this many seconds: past the abort's one-second
@@ -57,6 +59,26 @@ def load_mutants() -> Dict[str, List[Mutant]]:
 
 
 MUTANTS = load_mutants()
+
+#: Every reporting site of the checks (``tests/reporting_sites.py``): planted while this
+#: module's tests run, so that each can be taken out alone. ``_shown`` formats calls for
+#: a message: its words are no problem of their own.
+SITES = CheckSites(
+    (cut, ending, failures, reasoning, replies, requests, tool_calls), CHECKS, helpers=("_shown",)
+)
+_installed = contextlib.ExitStack()
+
+
+def setUpModule() -> None:
+    _installed.enter_context(SITES.installed())
+
+
+def tearDownModule() -> None:
+    _installed.close()
+
+
+#: The sites each job's run reported from, by (wire, mutant, case, transport), as the runs came.
+SITES_SEEN: Dict[Tuple[str, str, str, str], FrozenSet[str]] = {}
 
 
 #: The checks whose verdict can differ between HTTP/1.1 and h2c: how a backend ends a
@@ -164,9 +186,18 @@ def _run_all(listed: List[Tuple[Mutant, str, str]]) -> List[Tuple[Mutant, str, s
         ([j for j in listed if waits(j)], WAITING_JOBS),
     ):
         with ThreadPoolExecutor(max_workers=width) as pool:
-            for job, result in zip(group, pool.map(lambda job: mutant_verdict(*job), group)):
+            for job, result in zip(group, pool.map(_sited, group)):
                 results[key(job)] = result
     return [(m, c, t, results[key((m, c, t))]) for m, c, t in listed]
+
+
+def _sited(job: Tuple[Mutant, str, str]) -> Optional[Set[str]]:
+    """:func:`mutant_verdict`, the sites it reported from kept in :data:`SITES_SEEN`."""
+    mutant, case, transport = job
+    with SITES.recording() as sites:
+        result = mutant_verdict(mutant, case, transport)
+    SITES_SEEN[mutant.wire, mutant.name, case, transport] = frozenset(sites)
+    return result
 
 
 def wrong_verdicts(jobs: List[Tuple[Mutant, str, str]]) -> List[str]:
@@ -258,14 +289,7 @@ class ZooTests(unittest.TestCase):
 
     def test_each_mutant_is_caught_where_and_why_it_says(self) -> None:
         """Each mutant fails its cases for exactly its checks on its transports, and passes them elsewhere."""
-        jobs = [
-            (mutant, case, transport)
-            for mutants in MUTANTS.values()
-            for mutant in mutants
-            for case in mutant.cases
-            for transport in transports_for(mutant)
-        ]
-        wrong = wrong_verdicts(jobs)
+        wrong = wrong_verdicts(every_job())
         self.assertEqual(wrong, [], "\n".join(wrong))
 
     def test_a_wrong_declaration_is_still_reported_after_the_run_alone(self) -> None:
@@ -277,27 +301,56 @@ class ZooTests(unittest.TestCase):
         self.assertIn("expected ['finished'], got [", wrong[0])
         self.assertIn("] then [", wrong[0])
 
-    def test_every_check_is_the_only_thing_catching_some_mutant(self) -> None:
-        """Taking any one check out of the table lets the mutant that only it catches pass."""
-        guards: Dict[str, Mutant] = {}
-        for mutants in MUTANTS.values():
-            for mutant in mutants:
-                if len(mutant.checks) == 1:
-                    guards.setdefault(mutant.checks[0], mutant)
-        self.assertEqual(sorted(set(CHECKS) - set(guards)), [], "checks no mutant alone catches")
-        escaped = []
-        for check, mutant in sorted(guards.items()):
-            with mock.patch.dict(CHECKS):
-                del CHECKS[check]
-                transport = mutant.transports[0]
-                results = run_all((mutant, case, transport) for case in mutant.cases)
-            if all(checks is None for _, _, _, checks in results):
-                escaped.append(check)
-            else:
-                caught = [(c, sorted(v or ())) for _, c, _, v in results if v is not None]
-                self.fail(f"without {check!r}, {mutant.wire} {mutant.name} is still caught: {caught}")
-        self.assertEqual(escaped, sorted(guards))
+    def test_every_reporting_site_is_the_only_thing_catching_some_mutant(self) -> None:
+        """Taking any one reporting site out (it reports nothing) lets a mutant only it catches pass."""
+        jobs = every_job()
+        if not all((m.wire, m.name, c, t) in SITES_SEEN for m, c, t in jobs):
+            run_all(jobs)  # run alone, not after the zoo's own test
+        # A site's guard is the job that reported from it and from the fewest others: alone,
+        # or beside a site whose words it re-words (headers-later quotes the headers check's
+        # lines), which its taking out then silences too. The sabotage below proves each.
+        guards: Dict[str, Tuple[Mutant, str, str]] = {}
+        fewest: Dict[str, int] = {}
+        for mutant, case, transport in jobs:
+            sites = SITES_SEEN[mutant.wire, mutant.name, case, transport]
+            if expected_verdict(mutant, case, transport) is None:
+                continue
+            for site in sites:
+                if len(sites) < fewest.get(site, 3):
+                    fewest[site] = len(sites)
+                    guards[site] = (mutant, case, transport)
+        names = [site.name for site in SITES.sites]
+        unguarded = [n for n in names if n not in guards and n not in UNGUARDED_SITES]
+        self.assertEqual(unguarded, [], "reporting sites that no mutant alone is caught by")
+        stale = sorted(set(UNGUARDED_SITES) & (set(guards) | (set(UNGUARDED_SITES) - set(names))))
+        self.assertEqual(stale, [], "sites listed as unguarded that are guarded, or are gone")
 
+        def sabotaged(item: Tuple[str, Tuple[Mutant, str, str]]) -> Optional[str]:
+            site, (mutant, case, transport) = item
+            with SITES.without(site):
+                got = mutant_verdict(mutant, case, transport)
+            if got is None:
+                return None
+            return f"without {site}, {mutant.wire} {mutant.name} {case} is still caught: {sorted(got)}"
+
+        with asyncio_debug_in_long_runs_only(), kept_loops(), ThreadPoolExecutor(max_workers=JOBS) as pool:
+            caught = [c for c in pool.map(sabotaged, sorted(guards.items(), key=lambda i: i[0])) if c]
+        self.assertEqual(caught, [], "\n".join(caught))
+
+
+#: Reporting sites no mutant is caught by alone, each with the reason it needs none.
+UNGUARDED_SITES: Dict[str, str] = {}
+
+
+def every_job() -> List[Tuple[Mutant, str, str]]:
+    """Every mutant's every declared case on each of its transports this run proves."""
+    return [
+        (mutant, case, transport)
+        for mutants in MUTANTS.values()
+        for mutant in mutants
+        for case in mutant.cases
+        for transport in transports_for(mutant)
+    ]
 
 if __name__ == "__main__":
     unittest.main()

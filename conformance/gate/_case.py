@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .log import RequestRecord
     from .sandbox import Sandbox
 
-__all__ = ["MAX_REQUESTS", "CaseEvidence", "LoopCase", "LoopOutcome", "shared_sandbox"]
+__all__ = ["LATE_RUN_GRACE", "MAX_REQUESTS", "CaseEvidence", "LoopCase", "LoopOutcome", "shared_sandbox"]
 
 #: The request budget every task carries.
 MAX_REQUESTS = 4
@@ -126,6 +126,13 @@ class LoopCase:
         return f"<{type(self).__name__} {self.target.name} {self.target.wire.name} {self.name}>"
 
 
+#: The quiet the toolset is watched for after a run that raised, was aborted or was given
+#: up on at the case's bound (and after one that returned, where a tool began after it
+#: returned): a tool task the loop left behind starts there. The watch goes on while the
+#: loop keeps beginning executions, up to the case's bound (``_loop_driver.watch_late``).
+LATE_RUN_GRACE = 0.5
+
+
 @dataclass
 class LoopOutcome(SubjectOutcome):
     """What a loop did in one case."""
@@ -136,6 +143,9 @@ class LoopOutcome(SubjectOutcome):
     #: in the stages that bound is about (a stage with a budget of its own, and cancel),
     #: and read only where the run went past the budget and its grace.
     stalled_in_run: float = 0.0
+    #: Seconds between the abort and the last tool running then stopping in which this
+    #: whole process could not run: not counted against ``TOOL_STOP_WITHIN``.
+    stalled_before_tool_stop: float = 0.0
 
 
 _shared: Dict[int, Sandbox] = {}  # by process id: a forked child makes its own

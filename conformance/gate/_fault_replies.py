@@ -27,6 +27,7 @@ __all__ = [
     "FAULT_REPLIES",
     "RATE_LIMIT_RETRY_AFTER",
     "asked_delay",
+    "delaying_variant",
     "fault_reply",
     "rate_limit_reply",
     "scripting_wire",
@@ -139,14 +140,17 @@ def scripting_wire(wire: Wire) -> Wire:
 def rate_limit_reply(wire: Wire, request: RecordedRequest, seconds: float) -> Optional[Reply]:
     """``wire``'s own 429 for ``request``, asking for ``seconds`` instead of its usual delay.
 
-    The delay is rewritten where the provider gives one: ``retry-after`` (seconds,
-    fractional as OpenAI's and Anthropic's SDKs read it), ``retry-after-ms``, and
-    Gemini's ``RetryInfo.retryDelay`` (``"0.2s"``). A provider that sends no delay
-    (Bedrock) still sends none. ``None`` where the wire has no rate-limit reply.
+    Of the shapes the provider answers a rate limit in, the first that asks for a
+    delay (:func:`delaying_variant`), so that a loop has a delay to honour wherever
+    the provider has a form for one. The delay is rewritten in that form:
+    ``retry-after`` (seconds, fractional as OpenAI's and Anthropic's SDKs read it),
+    ``retry-after-ms``, and Gemini's ``RetryInfo.retryDelay`` (``"0.2s"``). A provider
+    none of whose 429s asks for a delay (Bedrock) still sends none. ``None`` where the
+    wire has no rate-limit reply.
     """
     wire = scripting_wire(wire)
     mode = "stream" if wire.wants_stream(request) else "chat"
-    reply = wire.reply("rate-limit", mode, request)
+    reply = wire.reply("rate-limit", mode, request, delaying_variant(wire, mode, request))
     if not isinstance(reply, JsonReply):
         return None
     headers: Dict[str, str] = {}
@@ -164,6 +168,17 @@ def rate_limit_reply(wire: Wire, request: RecordedRequest, seconds: float) -> Op
     else:
         body = _shorten(body, f"{seconds:g}s")
     return JsonReply(body, status=reply.status, headers=headers, content_type=reply.content_type)
+
+
+def delaying_variant(wire: Wire, mode: str, request: RecordedRequest) -> str:
+    """The name of ``wire``'s first rate-limit shape in ``mode`` whose 429 asks for a delay; the
+    first shape's where none does."""
+    variants = wire.variants("rate-limit", mode)
+    for variant in variants:
+        reply = wire.reply("rate-limit", mode, request, variant.name)
+        if reply is not None and asked_delay(reply) is not None:
+            return variant.name
+    return variants[0].name if variants else ""
 
 
 def _shorten(value: Any, delay: str) -> Any:

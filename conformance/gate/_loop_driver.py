@@ -20,7 +20,7 @@ import inspect
 import time
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
-from .._bounds import BUDGET_GRACE
+from .._bounds import BUDGET_GRACE, TOOL_STOP_WITHIN
 from .._outline import StallWindow, SubjectDriver, run_on_provider
 from ._case import LoopOutcome
 from .loop import LoopTask
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ._conversation import Conversation
     from .tools import GateToolset
 
-__all__ = ["SEEN_WITHIN", "LoopDriver", "LoopOutcome", "drive_loop"]
+__all__ = ["SEEN_WITHIN", "LoopDriver", "LoopOutcome", "drive_loop", "watch_late"]
 
 #: How long after the held chunk was flushed (or the slow tool began) the cancel stages abort.
 SEEN_WITHIN = 0.05
@@ -108,6 +108,11 @@ class LoopDriver(SubjectDriver):
         assert isinstance(outcome, LoopOutcome)
         bound = self.case.max_seconds + BUDGET_GRACE
         outcome.stalled_in_run = window.beyond(outcome.started, outcome.ended_at, bound)
+        abort_at = outcome.abort_at
+        if abort_at is not None:
+            stops = [r.ended for r in self.toolset.log.records() if r.started < abort_at < r.ended]
+            if stops:
+                outcome.stalled_before_tool_stop = window.beyond(abort_at, max(stops), TOOL_STOP_WITHIN)
 
     def watched_request(self) -> Optional[RecordedRequest]:
         # An abort in a tool comes after the reply was whole: no request is open.
@@ -161,17 +166,53 @@ def drive_loop(
     conversation: Conversation,
     toolset: GateToolset,
     handler: Any,
-    linger: float = 0.0,
+    quiet: float = 0.0,
+    every_run: bool = False,
 ) -> Tuple[LoopOutcome, List[RecordedRequest]]:
     """Run ``case``'s loop against a provider of its own scripted by ``handler``; what the loop
-    did, and every request the provider saw. ``linger`` keeps the provider up that long after
-    an aborted run or one given up on (a tool left running starts there)."""
+    did, and every request the provider saw. With ``quiet`` the provider stays up and the
+    toolset watched after the run (:func:`watch_late`) until the case may end; after every
+    run where ``every_run``, else after one that raised, was aborted or given up on."""
 
     def make(provider: Any) -> LoopDriver:
         return LoopDriver(case, provider, conversation, toolset)
 
-    def waited(outcome: SubjectOutcome) -> float:
-        return linger if outcome.abort_at is not None or outcome.hung else 0.0
+    def linger(outcome: SubjectOutcome) -> None:
+        if quiet > 0:
+            watch_late(toolset, outcome, quiet, outcome.started + case.target.timeout, every_run)
 
-    driver, requests = run_on_provider(make, handler, http2=case.target.http2, linger=waited)
+    driver, requests = run_on_provider(make, handler, http2=case.target.http2, linger=linger)
     return driver.outcome, requests
+
+
+def watch_late(
+    toolset: GateToolset, outcome: SubjectOutcome, quiet: float, bound: float, every_run: bool = False
+) -> None:
+    """Watch the toolset after a run for what the loop left running; return when the case may end.
+
+    A run that raised, was aborted or was given up on may have left a tool task
+    behind: the toolset is watched until ``quiet`` seconds have passed with no
+    execution begun, from the run's end (or now, for a run given up on) or from the
+    last execution begun, whichever is later, so that a loop still running calls in
+    the background keeps the case open; never past the case's ``bound`` (its start
+    plus the target's timeout) once the first ``quiet`` seconds are over. A run that
+    returned is watched so where ``every_run`` (a replayed conversation: few cases, each
+    worth the wait), else only where an execution began after it returned. The
+    toolset is read once the provider has closed and the loop's threads are
+    reclaimed, so what begins before then counts too.
+    """
+    log = toolset.log
+    now = time.monotonic()
+    ended = outcome.ended_at if outcome.ended_at is not None else now
+    last = log.last_start()
+    if not every_run and outcome.error is None and outcome.abort_at is None and not outcome.hung:
+        if last is None or last <= ended:
+            return
+    bound = max(bound, ended + quiet)
+    while True:
+        moment = max(ended, last if last is not None else ended)
+        due = min(moment + quiet, bound)
+        left = due - time.monotonic()
+        if left <= 0 or not log.wait_begun_after(moment, left):
+            return
+        last = log.last_start()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List
 
-from ._case import MAX_REQUESTS, CaseEvidence, LoopCase, shared_sandbox
+from ._case import LATE_RUN_GRACE, MAX_REQUESTS, CaseEvidence, LoopCase, shared_sandbox
 from .loop import USAGE_NOT_REPORTED, AgentLoopTarget
 from .stages import LOOP_MODES, STAGES
 
@@ -36,9 +36,6 @@ __all__ = [
     "shared_sandbox",
 ]
 
-#: How long the toolset is watched after a loop that was aborted (or given up on at the
-#: case's bound) has returned: a tool it left running in the background starts there.
-LATE_RUN_GRACE = 0.25
 
 
 class AgentLoopCase(LoopCase):

@@ -139,6 +139,24 @@ class ExecutionLog:
         with self._lock:
             return tuple(sorted(self._running.values(), key=lambda entry: entry.sequence))
 
+    def last_start(self) -> Optional[float]:
+        """When the latest execution began (running or ended); ``None`` before any."""
+        with self._lock:
+            starts = [e.started for e in self._running.values()] + [r.started for r in self._records]
+        return max(starts, default=None)
+
+    def wait_begun_after(self, moment: float, timeout: float) -> bool:
+        """Wait until an execution begun after ``moment`` is on record, at most ``timeout`` seconds;
+        whether one is."""
+
+        def begun() -> bool:
+            return any(e.started > moment for e in self._running.values()) or any(
+                r.started > moment for r in self._records
+            )
+
+        with self._begun:
+            return self._begun.wait_for(begun, max(0.0, timeout))
+
     def wait_begun(self, tool: str, timeout: float) -> Optional[InFlight]:
         """Wait until an execution of ``tool`` is running, at most ``timeout`` seconds; it, or ``None``."""
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from ._case import LoopCase, shared_sandbox
+from ._case import LATE_RUN_GRACE, LoopCase, shared_sandbox
 from .loop import AgentLoopTarget, LoopResult
 from .replay import ReplayWire
 from .stages import STAGES
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..provider.replies import RecordedRequest
     from ._case import LoopOutcome
     from .fixture_format import Fixture
-    from .log import ExecutionRecord
+    from .log import ExecutionRecord, InFlight
 
 __all__ = ["ReplayLoopCase", "replay_loop_cases"]
 
@@ -125,10 +125,12 @@ class ReplayLoopCase(LoopCase):
         with GateToolset(run_id=run_id or secrets.token_hex(3), sandbox=shared_sandbox()) as toolset:
             # The driver reads the conversation only for the cancel stage, which is not replayed.
             conversation = Conversation(whole.base, self.stage, toolset, self.max_requests)
-            outcome, seen = drive_loop(self, conversation, toolset, handle)
+            outcome, seen = drive_loop(self, conversation, toolset, handle, LATE_RUN_GRACE, every_run=True)
             requests = [r for r in seen if whole.base.is_generation(r)]
             records = toolset.log.records()
+            running = toolset.log.in_flight()
         problems = self._outcome_problems(outcome)
+        problems.extend(_late_runs(outcome, records, running))
         problems.extend(replay.problems())
         if run_id is None and replay.problems():
             problems.append(
@@ -196,6 +198,24 @@ class ReplayLoopCase(LoopCase):
                     f"call {call_id} ({runs[0].tool}) was executed, but no recorded response made it"
                 )
         return problems
+
+
+def _late_runs(
+    outcome: LoopOutcome, records: Sequence[ExecutionRecord], running: Sequence[InFlight]
+) -> List[str]:
+    """An execution begun after ``run()`` returned or raised: a tool task the loop left behind."""
+    returned = outcome.ended_at
+    if returned is None:
+        return []  # a loop still running at the bound is reported as hung
+    starts = [(r.tool, r.call_id, r.started, "") for r in records]
+    starts += [(e.tool, e.call_id, e.started, " (still running when the case ended)") for e in running]
+    return [
+        f"{tool} {call_id}: execution began {1000 * (started - returned):.0f} ms after run() had "
+        f"returned{how}; a tool task the loop left behind ran in the background (cancel or await "
+        "every task before returning or raising)"
+        for tool, call_id, started, how in sorted(starts, key=lambda start: start[2])
+        if started > returned
+    ]
 
 
 def replay_loop_cases(target: AgentLoopTarget) -> List[ReplayLoopCase]:

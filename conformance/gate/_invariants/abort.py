@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from ..._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN
+from ..._bounds import ABORT_CLOSE_WITHIN, ABORT_RAISE_WITHIN, TOOL_STOP_WITHIN
 from ..._stall import not_counted
 from ._seen import Check, LoopProblem, LoopSeen
 
@@ -75,13 +75,26 @@ def check_tool_signal(seen: LoopSeen) -> List[LoopProblem]:
     for record in seen.ran():
         if not record.ran or record.started >= abort_at or record.ended <= abort_at:
             continue  # refused, begun after the abort (after-cancel's), or over before it
+        after = record.ended - abort_at
         if str(record.status) not in _STOPPED:
             problems.append(
                 LoopProblem(
                     "tool-signal",
                     f"{record.tool} {record.call_id}: was running at the abort and ran on to its end "
-                    f"({record.status}, {1000 * (record.ended - abort_at):.0f} ms after the abort): the "
+                    f"({record.status}, {1000 * after:.0f} ms after the abort): the "
                     "toolset never saw the signal; pass task.signal to toolset.execute / aexecute",
+                )
+            )
+        elif after - seen.outcome.stalled_before_tool_stop > TOOL_STOP_WITHIN:
+            problems.append(
+                LoopProblem(
+                    "tool-signal",
+                    f"{record.tool} {record.call_id}: was running at the abort and stopped "
+                    f"({record.status}) only {1000 * after:.0f} ms after it"
+                    f"{not_counted(seen.outcome.stalled_before_tool_stop)}; expected within "
+                    f"{1000 * TOOL_STOP_WITHIN:.0f} ms: the tool's signal fired after the task's "
+                    "(pass task.signal itself to toolset.execute / aexecute, or fire yours from it at once)",
+                    seen.events_before(record.ended),
                 )
             )
     for entry in seen.in_flight:

@@ -20,6 +20,8 @@ def check_requests(seen: LoopSeen) -> List[LoopProblem]:
     expected = seen.stage.requests
     if expected is None or seen.refused or seen.outcome.hung:
         return []
+    if seen.stage.fault and seen.outcome.error is not None:
+        return []  # a loop that raised at a fault stopped there: whether it may is recovered's
     got = len(seen.exchanges)
     if got == expected:
         return []

@@ -18,7 +18,7 @@ __all__ = ["ROWS"]
 
 def check_finished(seen: LoopSeen) -> List[LoopProblem]:
     o = seen.outcome
-    if seen.stage.fault and (o.hung or (seen.stage.may_stop and o.error is not None)):
+    if seen.stage.fault and (o.hung or o.error is not None):
         return []  # whether the loop recovered or stopped well is recovered's to say
     if o.hung:
         return [

@@ -64,14 +64,27 @@ def check_re_executed(seen: LoopSeen) -> List[LoopProblem]:
             allowed = len(same)
         if len(runs) <= allowed:
             continue
-        fault = next((e for e in faulted if e.request.received_at <= runs[allowed].started), faulted[0])
+        extra = runs[allowed]
         fixtures = ", ".join(r.fixture_id for r in runs)
+        # The cause from the log: the last fault before the extra run, else none came first.
+        before = [e for e in faulted if e.request.received_at <= extra.started]
+        if before:
+            fault = before[-1]
+            cause = (
+                f"request {fault.index + 1} got {_fault_words(fault.fault)} and the loop ran the call "
+                "again; a retry sends the result it already has (key executions by the call id)"
+            )
+        else:
+            fault = faulted[0]
+            cause = (
+                f"the extra run ({extra.fixture_id}) began before request {fault.index + 1} (which got "
+                f"{_fault_words(fault.fault)}) was sent, so no fault caused it: the loop ran the call "
+                "more than once on its own; run each call once, keyed by its call id"
+            )
         problems.append(
             LoopProblem(
                 "re-executed",
-                f"{seen.label(planned)}: executed {len(runs)} times ({fixtures}); request {fault.index + 1} "
-                f"got {_fault_words(fault.fault)} and the loop ran the call again; a retry sends the "
-                "result it already has (key executions by the call id)",
+                f"{seen.label(planned)}: executed {len(runs)} times ({fixtures}); {cause}",
                 _fault_evidence(seen, fault),
             )
         )
@@ -145,6 +158,8 @@ def check_retry_wait(seen: LoopSeen) -> List[LoopProblem]:
 
 
 def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
+    from .executions import breaks_schema
+
     problems = []
     for record, planned in seen.on_refused_calls():
         if record.ran:
@@ -153,6 +168,19 @@ def check_refused_call(seen: LoopSeen) -> List[LoopProblem]:
                     "refused-call",
                     f"{seen.label(planned)}: executed ({record.tool}, {record.fixture_id}) though "
                     f"{refusal(planned)}; such a call goes back as a structured error, never run",
+                    seen.events_before(record.started),
+                )
+            )
+        elif not breaks_schema(planned):  # handed on with arguments its schema forbids: arguments-schema's
+            # The one rule for a call the loop must refuse: it never reaches the toolset. The
+            # gate's refuses it at the door; a tool of the user's own would run it, or crash.
+            problems.append(
+                LoopProblem(
+                    "refused-call",
+                    f"{seen.label(planned)}: handed to the toolset ({record.fixture_id}) though "
+                    f"{refusal(planned)}; the gate's toolset refused it at the door, a tool of your own "
+                    "would have run on it: check that the tool is in the task and its arguments parse "
+                    'before executing, and send ToolError("unknown_tool" / "invalid_arguments", ...) back',
                     seen.events_before(record.started),
                 )
             )
