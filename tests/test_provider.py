@@ -7,12 +7,15 @@ import gc
 import http.client
 import importlib.util
 import json
+import logging
 import os
 import socket
 import threading
 import time
 import unittest
 import warnings
+
+from typing import List
 
 from conformance.errors import ProviderInputError
 from conformance.provider import (
@@ -379,6 +382,47 @@ class TestWaiting(ProviderTestCase):
 
 
 class TestLifeCycle(unittest.TestCase):
+    def test_connections_arriving_as_it_closes_are_refused_cleanly(self) -> None:
+        """Closed while clients keep connecting, the provider logs no error and leaks no socket.
+
+        An accept already taken when the server closed made asyncio's own code fail
+        (``Server._attach``), which its debug mode logs, and leaked the accepted socket.
+        """
+        logged: List[str] = []
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                logged.append(record.getMessage())
+
+        handler = Collect(logging.ERROR)
+        logging.getLogger("asyncio").addHandler(handler)
+        self.addCleanup(logging.getLogger("asyncio").removeHandler, handler)
+
+        def hammer(port: int, stop: threading.Event) -> None:
+            opened = []
+            deadline = time.monotonic() + 5.0
+            while not stop.is_set() and time.monotonic() < deadline and len(opened) < 500:
+                try:
+                    opened.append(socket.create_connection(("127.0.0.1", port), timeout=0.2))
+                except OSError:
+                    pass
+            for sock in opened:
+                sock.close()
+
+        for _ in range(30):
+            provider = start_fake_provider()
+            assert provider._loop is not None
+            provider._loop.set_debug(True)  # as under CONFORMANCE_LONG_TESTS=1: the failure is logged only then
+            stop = threading.Event()
+            clients = threading.Thread(target=hammer, args=(provider.port, stop))
+            clients.start()
+            time.sleep(0.003)
+            provider.close()
+            stop.set()
+            clients.join(10.0)
+        gc.collect()  # an accepted socket left without a transport warns as it is freed
+        self.assertEqual([m for m in logged if "transport creation" in m], [])
+
     def test_context_managers_start_and_close(self) -> None:
         """with and async with start the provider and close it; close is idempotent and frees the port."""
         with start_fake_provider() as provider:

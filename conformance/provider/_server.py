@@ -203,6 +203,15 @@ class FakeProvider:
             await self._stop
         finally:
             hub.shutting_down = True
+            # No accept after this, and the ones already taken get their transport
+            # while the server is still open: closing it first made each such
+            # connection fail in asyncio's own code (Server._attach asserts the server
+            # is serving), which logs "Error on transport creation" in debug mode and
+            # leaks the accepted socket. Attached now, each aborts at once
+            # (H1Connection.connection_made, as the hub is shutting down).
+            self._stop_accepting(loop)
+            for _ in range(2):
+                await asyncio.sleep(0)
             server.close()
             for connection in list(hub.connections):
                 connection.shutdown()
@@ -290,12 +299,19 @@ class FakeProvider:
         """On the loop: stop accepting first, then let ``_serve`` wind down.
 
         Queued before close() may shut the listening socket, this runs ahead of the
-        accept that the shut socket wakes: closing the server there cancels that accept,
-        which would otherwise fail with EINVAL and print its traceback.
+        accept that the shut socket wakes: no longer watched, the socket wakes no
+        accept, which would otherwise fail with EINVAL and print its traceback. The
+        server itself is closed by ``_serve``, once the accepts already taken are attached.
         """
-        if self._server is not None:
-            self._server.close()
+        if self._loop is not None:
+            self._stop_accepting(self._loop)
         _resolve(stop)
+
+    def _stop_accepting(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Stop watching the listening socket: no connection is accepted after this."""
+        sock = self._sock
+        if sock is not None and sock.fileno() != -1:
+            loop.remove_reader(sock.fileno())
 
     def _refuse_new_connections(self) -> None:
         """Shut the listening socket from this thread, while its loop cannot: the port then refuses."""
