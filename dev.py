@@ -338,25 +338,45 @@ def weights(env: Optional[Path] = None, run: Optional[str] = None) -> Dict[str, 
 
 
 #: Interop modules whose names carry one of these import the same SDK, which costs
-#: seconds of CPU and tens of MB per process (anthropic's most): they go into one process together.
+#: seconds of CPU and tens of MB per process (anthropic's most): in a long run they go
+#: into one process together.
 SDKS = ("anthropic", "openai", "genai", "ollama", "boto3")
 
 
+def unit_of(name: str, run: str) -> str:
+    """The share of the run a module goes in whole: its SDK's, or its own.
+
+    In a default run every interop module goes into one process: the SDKs and agent
+    frameworks are then imported once, not in each of the four processes (pydantic-ai,
+    LangChain, openai and anthropic alone take about 390 MB), and their modules' time is
+    about one process's share. In a long run they take several shares, so each SDK's
+    modules go together and the SDKs spread over the processes.
+    """
+    if not name.startswith("tests.interop."):
+        return name
+    if run == "default":
+        return "tests.interop"
+    return next((sdk for sdk in SDKS if sdk in name), name)
+
+
 def groups(
-    count: int, names: Optional[Sequence[str]] = None, table: Optional[Dict[str, float]] = None
+    count: int,
+    names: Optional[Sequence[str]] = None,
+    table: Optional[Dict[str, float]] = None,
+    run: Optional[str] = None,
 ) -> List[List[str]]:
     """The test modules (``names``, or all), dealt into processes to run at once.
 
     Those ``table`` (the weights) knows go into ``count`` groups of even weight, the
-    longest first, each into the lightest group so far, the interop modules of one SDK as
-    one; each module it does not know gets a group of its own.
+    longest unit first (:func:`unit_of`), each into the lightest group so far; each
+    module it does not know gets a group of its own.
     """
     names = test_modules() if names is None else names
-    table = weights() if table is None else table
+    run = run or mode()
+    table = weights(run=run) if table is None else table
     units: Dict[str, List[str]] = {}
     for name in (n for n in names if n in table):
-        sdk = next((sdk for sdk in SDKS if name.startswith("tests.interop.") and sdk in name), name)
-        units.setdefault(sdk, []).append(name)
+        units.setdefault(unit_of(name, run), []).append(name)
     shares: List[Tuple[float, List[str]]] = [(0.0, []) for _ in range(count)]
     for unit in sorted(units.values(), key=lambda unit: -sum(table[n] for n in unit)):
         weight, members = min(shares, key=lambda share: share[0])
@@ -473,7 +493,7 @@ def run_parallel(python: Path, env: Path) -> int:
     """Every test module, in PROCESSES processes at once; unittest's closing lines, summed."""
     started = time.perf_counter()
     table = weights(env)
-    parts = groups(PROCESSES, table=table)
+    parts = groups(PROCESSES, table=table, run=mode())
     print(f"== test: python {' '.join(TEST_COMMAND)} over {len(parts)} processes at once", flush=True)
     totals: Dict[str, int] = {}
     status = 0

@@ -86,13 +86,23 @@ class ParallelRunTests(unittest.TestCase):
         self.assertEqual(list(times), ["tests.test_version"])
         self.assertGreaterEqual(times["tests.test_version"], 0.0)
 
-    def test_the_interop_modules_of_one_sdk_share_a_process(self) -> None:
-        """Each SDK is imported by one process: its modules are dealt together."""
+    def test_the_interop_modules_of_one_sdk_share_a_process_in_a_long_run(self) -> None:
+        """In a long run each SDK is imported by one process: its modules are dealt together."""
         dev = _dev()
+        parts = dev.groups(4, run="long")
         for sdk in dev.SDKS:
             with self.subTest(sdk=sdk):
-                holding = [part for part in dev.groups(4) if any(sdk in m for m in part if ".interop." in m)]
+                holding = [part for part in parts if any(sdk in m for m in part if ".interop." in m)]
                 self.assertLessEqual(len(holding), 1, holding)
+        self.assertGreater(len([part for part in parts if any(".interop." in m for m in part)]), 1)
+
+    def test_a_default_run_imports_the_sdks_in_one_process(self) -> None:
+        """In a default run every interop module shares one process, so each SDK is imported once."""
+        dev = _dev()
+        parts = dev.groups(4, run="default")
+        holding = [part for part in parts if any(".interop." in m for m in part)]
+        self.assertEqual(len(holding), 1, holding)
+        self.assertEqual(len(parts), 4)
 
     def test_a_module_not_measured_yet_runs_in_a_process_of_its_own(self) -> None:
         """A new suite, with no weight yet, holds up no other module whatever its length."""
