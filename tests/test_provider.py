@@ -14,7 +14,6 @@ import threading
 import time
 import unittest
 import warnings
-
 from typing import List
 
 from conformance.errors import ProviderInputError
