@@ -411,7 +411,7 @@ class TestLifeCycle(unittest.TestCase):
         for _ in range(30):
             provider = start_fake_provider()
             assert provider._loop is not None
-            provider._loop.set_debug(True)  # as under CONFORMANCE_LONG_TESTS=1: the failure is logged only then
+            provider._loop.set_debug(True)  # the failure is logged in debug mode only
             stop = threading.Event()
             clients = threading.Thread(target=hammer, args=(provider.port, stop))
             clients.start()
