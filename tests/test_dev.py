@@ -302,6 +302,21 @@ class LockTests(unittest.TestCase):
             )
             self.assertEqual(dev.locked_versions(lock), {"h2": ["4.3.0", "4.4.1"], "any-llm-sdk": ["1.0"]})
 
+    def test_latest_names_each_version_the_lock_does_not(self) -> None:
+        """`test --latest` reports an installed distribution whose version the lock does not name."""
+        dev = _dev()
+        import importlib.metadata
+
+        pip = importlib.metadata.version("pip")
+        with tempfile.TemporaryDirectory() as folder:
+            lock = Path(folder) / "lock.txt"
+            lock.write_text("pip==0.0.1 ; python_full_version < '3.10'\npip==0.0.2\n", encoding="utf-8")
+            moved = dev.departures_from_lock(Path(sys.executable), lock)
+            lock.write_text(f"pip=={pip}\n", encoding="utf-8")
+            kept = dev.departures_from_lock(Path(sys.executable), lock)
+        self.assertEqual(moved, [f"pip {pip} (the lock has 0.0.1 or 0.0.2)"])
+        self.assertEqual(kept, [])
+
     def test_every_adapter_declares_what_it_imports_and_the_locks_have_it(self) -> None:
         """Each table adapter's REQUIRES names distributions the requirements or the table's lock fix."""
         dev = _dev()
