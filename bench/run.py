@@ -323,7 +323,7 @@ def _time_case(case: Any) -> Tuple[float, str]:
 
 
 def section_case(rounds: int) -> Dict[str, Any]:
-    from conformance.__main__ import _reference_targets
+    from conformance._cli.matrix import _reference_targets
     from conformance.cases import BackendConformanceTarget, backend_conformance_cases
     from conformance.provider import start_fake_provider
     from conformance.wires import openai_chat_wire
@@ -394,7 +394,8 @@ def section_matrix(rounds: int, jobs_rounds: int, scales: Sequence[int],
                    jobs_list: Sequence[int]) -> Dict[str, Any]:
     import importlib.util
 
-    from conformance.__main__ import TRANSPORTS, _default_jobs, _reference_targets, run_matrix
+    from conformance._cli.matrix import TRANSPORTS, _reference_targets, run_matrix
+    from conformance._cli.shared import _default_jobs
 
     transports = [t for t in TRANSPORTS if t != "h2c" or importlib.util.find_spec("h2") is not None]
     targets = _reference_targets(None, transports)
@@ -446,7 +447,7 @@ def section_matrix(rounds: int, jobs_rounds: int, scales: Sequence[int],
         print(f"  fastest: --jobs {best[0]} ({best[1]:.2f} s); failures in all runs: {failures}")
     # In-process against one worker process per CPU (the default for this matrix),
     # alternated round by round so that load falls on both alike.
-    from conformance.__main__ import _default_processes
+    from conformance._cli.shared import _default_processes
 
     spread = _default_processes(len(targets))
     specs = [("reference", t.wire.name, column) for column, t in targets]

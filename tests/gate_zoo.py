@@ -429,22 +429,31 @@ class SaysBudgetAfterATool(ReferenceLoop):
         return replace(result, stopped="budget") if len(task.toolset.log) else result
 
 
-class _Observing(ReferenceLoop):
-    """A loop shown every response its backend gives, whole or streamed, through :meth:`observe`."""
+class _Intercepting(ReferenceLoop):
+    """A loop that asks for every turn, whole or streamed, through :meth:`intercept`."""
 
     def __init__(self, backend: Any, **kwargs: Any) -> None:
         super().__init__(backend, **kwargs)
         whole = backend.chat
 
         async def chat(request: ChatRequest) -> ChatResponse:
-            response: ChatResponse = await whole(request)
-            self.observe(response)
-            return response
+            return await self.intercept(request, whole)
 
         self.backend = _Wrapped(backend, chat=chat)
 
     async def _stream(self, request: ChatRequest) -> ChatResponse:
-        response = await super()._stream(request)
+        return await self.intercept(request, super()._stream)
+
+    async def intercept(self, request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+        """The turn the loop goes on with; ``ask`` sends ``request`` as the loop would."""
+        raise NotImplementedError
+
+
+class _Observing(_Intercepting):
+    """A loop shown every response its backend gives, whole or streamed, through :meth:`observe`."""
+
+    async def intercept(self, request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+        response: ChatResponse = await ask(request)
         self.observe(response)
         return response
 
@@ -751,23 +760,12 @@ class WaitsTheToolOut(ReferenceLoop):
         return await super().run(replace(task, signal=AbortController().signal))
 
 
-class SendsTheResultsFirst(ReferenceLoop):
+class SendsTheResultsFirst(_Observing):
     """On abort, first sends the model an error result for each call of its turn, so that the
     provider's side of the conversation is complete, then raises the reason."""
 
-    def __init__(self, backend: Any, **kwargs: Any) -> None:
-        super().__init__(backend, **kwargs)
-        whole = backend.chat
-
-        async def chat(request: ChatRequest) -> ChatResponse:
-            self.last = await whole(request)
-            return self.last
-
-        self.backend = _Wrapped(backend, chat=chat)
-
-    async def _stream(self, request: ChatRequest) -> ChatResponse:
-        self.last = await super()._stream(request)
-        return self.last
+    def observe(self, response: ChatResponse) -> None:
+        self.last = response
 
     async def _execute(self, task: LoopTask, tracker: Any, call: ToolCall, schema: Any) -> ToolResult:
         try:
@@ -1066,45 +1064,20 @@ class StopsSilentlyAtTheLimit(ReferenceLoop):
         return result
 
 
-class RunsOnlyToolCallTurns(ReferenceLoop):
+class RunsOnlyToolCallTurns(_Intercepting):
     """Runs a turn's calls only when its finish reason says tool_calls; any other finish ends it."""
 
-    async def _stream(self, request: ChatRequest) -> ChatResponse:
-        return self._judge(await super()._stream(request))
-
-    def __init__(self, backend: Any, **kwargs: Any) -> None:
-        super().__init__(backend, **kwargs)
-        whole = backend.chat
-
-        async def chat(request: ChatRequest) -> ChatResponse:
-            return self._judge(await whole(request))
-
-        self.backend = _Wrapped(backend, chat=chat)
-
-    @staticmethod
-    def _judge(response: ChatResponse) -> ChatResponse:
+    async def intercept(self, request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+        response: ChatResponse = await ask(request)
         if str(response.finish_reason) != "tool_calls":
             return ChatResponse(response.content, response.finish_reason, usage=response.usage)
         return response
 
 
-class AsksAgainWhenFiltered(ReferenceLoop):
+class AsksAgainWhenFiltered(_Intercepting):
     """Takes a turn the content filter ended for a fluke and sends the same request once more."""
 
-    async def _stream(self, request: ChatRequest) -> ChatResponse:
-        return await self._again(request, super()._stream)
-
-    def __init__(self, backend: Any, **kwargs: Any) -> None:
-        super().__init__(backend, **kwargs)
-        whole = backend.chat
-
-        async def chat(request: ChatRequest) -> ChatResponse:
-            return await self._again(request, whole)
-
-        self.backend = _Wrapped(backend, chat=chat)
-
-    @staticmethod
-    async def _again(request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
+    async def intercept(self, request: ChatRequest, ask: Callable[[ChatRequest], Any]) -> ChatResponse:
         from conformance.gate.reference_loop import _add
 
         response: ChatResponse = await ask(request)

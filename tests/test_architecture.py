@@ -29,6 +29,9 @@ PACKAGE = "conformance"
 #: circle matches any longer fails the test, so the list cannot outlive its circles.
 KNOWN_CYCLES: Tuple[FrozenSet[str], ...] = ()
 
+#: The most lines a module of the package may have.
+MAX_LINES = 800
+
 #: module -> the modules it imports, each with the line of its first import there.
 Graph = Mapping[str, Mapping[str, int]]
 #: A floor: its number and what it holds.
@@ -248,6 +251,19 @@ def floor_problems(
     return problems
 
 
+def long_modules(modules: Mapping[str, pathlib.Path], limit: int = MAX_LINES) -> List[str]:
+    """Each module longer than ``limit`` lines, with its length and what to do."""
+    problems = []
+    for module, path in sorted(modules.items()):
+        lines = len(path.read_text("utf-8").splitlines())
+        if lines > limit:
+            problems.append(
+                f"{module} ({path.name}) has {lines} lines, over {limit}: split it by concept into "
+                "modules of a package and place each in docs/architecture.md"
+            )
+    return problems
+
+
 # -- the tests ----------------------------------------------------------------------------------
 
 
@@ -270,6 +286,18 @@ class ArchitectureTests(unittest.TestCase):
         graph, table = project()
         problems = floor_problems(graph, table, KNOWN_CYCLES)
         self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_no_module_is_over_800_lines(self) -> None:
+        """Every module of the package, the command line's included, has at most 800 lines."""
+        problems = long_modules(modules_under(ROOT, PACKAGE))
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_the_command_line_has_its_own_floor(self) -> None:
+        """The command line's package sits on the top floor, and ``__main__`` only calls it."""
+        graph, table = project()
+        self.assertEqual(floor_of("conformance._cli.serve", table), (7, "the command line"))
+        called = sorted(graph["conformance.__main__"])
+        self.assertTrue(called and all(covers("conformance._cli", m) for m in called), called)
 
     def test_the_floors_run_from_one_up_without_a_gap(self) -> None:
         """The table's floors are numbered 1 to 7, bottom to top, each with its name."""
@@ -345,6 +373,18 @@ class JudgingTests(unittest.TestCase):
         placed = {"p.fam.*": (1, "bottom"), "p.top": (2, "top")}
         self.assertEqual(floor_problems(graph, placed, known), [])
         self.assertEqual(len(floor_problems(graph, placed)), 1)
+
+    def test_a_module_over_the_limit_is_named(self) -> None:
+        """A made-up module one line over the limit is named with its length; one at the limit is not."""
+        with tempfile.TemporaryDirectory() as folder:
+            root = pathlib.Path(folder)
+            (root / "p").mkdir()
+            (root / "p" / "__init__.py").write_text("", "utf-8")
+            (root / "p" / "long.py").write_text("x = 1\n" * 11, "utf-8")
+            (root / "p" / "short.py").write_text("x = 1\n" * 10, "utf-8")
+            problems = long_modules(modules_under(root, "p"), limit=10)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("p.long (long.py) has 11 lines, over 10: split it by concept", problems[0])
 
     def test_the_graph_reads_every_kind_of_import(self) -> None:
         """Plain, relative, lazy, type-only and import_module imports are read; others' modules are not."""

@@ -149,7 +149,7 @@ class MatrixTests(unittest.TestCase):
         """A terminal gets coloured outcomes; piped output and NO_COLOR get none."""
         argv = ["--wire", "openai-chat", "--transport", "http/1.1"]
         # Three matrices of each target's first cases: the colours, not the cases, are at stake.
-        first = mock.patch("conformance.__main__.cases_of", lambda target: cases_of(target)[:3])
+        first = mock.patch("conformance._cli.matrix.cases_of", lambda target: cases_of(target)[:3])
         with first, mock.patch.dict(os.environ, {"NO_COLOR": ""}):
             tty = Terminal()
             main(argv, out=tty)
@@ -223,7 +223,7 @@ class RunTests(unittest.TestCase):
 
     def test_a_large_matrix_uses_every_cpu_by_default(self) -> None:
         """The default matrix (12 targets) gets two processes per CPU; a small one stays in-process."""
-        from conformance.__main__ import AUTO_PROCESSES_FROM, MAX_PROCESSES, _default_processes
+        from conformance._cli.shared import AUTO_PROCESSES_FROM, MAX_PROCESSES, _default_processes
 
         self.assertEqual(_default_processes(12), min(2 * (os.cpu_count() or 1), MAX_PROCESSES, 12))
         self.assertEqual(
