@@ -86,13 +86,46 @@ class ParallelRunTests(unittest.TestCase):
         self.assertEqual(list(times), ["tests.test_version"])
         self.assertGreaterEqual(times["tests.test_version"], 0.0)
 
+    def test_a_long_run_spreads_a_sliced_modules_classes_over_processes(self) -> None:
+        """Each module of SLICED goes to the long run as its slices, each in a process of its own."""
+        dev = _dev()
+        parts = dev.groups(4, run="long")
+        members = [m for part in parts for m in part]
+        self.assertEqual(sorted({dev.module_of(m) for m in members}), sorted(dev.test_modules()))
+        for module, count in dev.SLICED.items():
+            with self.subTest(module=module):
+                pieces = [m for m in members if dev.module_of(m) == module]
+                self.assertEqual(sorted(pieces), [f"{module}#{i}/{count}" for i in range(count)])
+                holding = [part for part in parts if any(dev.module_of(m) == module for m in part)]
+                self.assertEqual(len(holding), count)
+        self.assertNotIn("#", " ".join(m for part in dev.groups(4, run="default") for m in part))
+
+    def test_the_slices_of_a_module_run_each_test_once(self) -> None:
+        """A module's slices run its classes between them, each class in one slice, no test lost."""
+        dev = _dev()
+        ran = []
+        with tempfile.TemporaryDirectory() as folder:
+            for piece in ("", "#0/2", "#1/2"):
+                stream = io.StringIO()
+                dev.run_modules(str(Path(folder) / "times.json"), [f"tests.test_docs{piece}"], stream=stream)
+                found = re.search(r"^Ran (\d+) tests?", stream.getvalue(), re.M)
+                assert found is not None, stream.getvalue()
+                ran.append(int(found.group(1)))
+        whole, first, second = ran
+        self.assertEqual(first + second, whole)
+        self.assertGreater(first, 0)
+        self.assertGreater(second, 0)
+
     def test_the_interop_modules_of_one_sdk_share_a_process_in_a_long_run(self) -> None:
-        """In a long run each SDK is imported by one process: its modules are dealt together."""
+        """In a long run each SDK is imported by one process: its modules are dealt together (but
+        for the slices of SLICED, spread on purpose)."""
         dev = _dev()
         parts = dev.groups(4, run="long")
         for sdk in dev.SDKS:
             with self.subTest(sdk=sdk):
-                holding = [part for part in parts if any(sdk in m for m in part if ".interop." in m)]
+                holding = [
+                    part for part in parts if any(sdk in m for m in part if ".interop." in m and "#" not in m)
+                ]
                 self.assertLessEqual(len(holding), 1, holding)
         self.assertGreater(len([part for part in parts if any(".interop." in m for m in part)]), 1)
 
