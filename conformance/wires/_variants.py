@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AFTER_FINISH",
+    "CLEAN_ENDS",
     "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
     "CUT_KINDS",
     "SOURCE_KINDS",
@@ -158,6 +159,25 @@ _FINISH_TAKEN_FOR_END = (
 )
 
 
+#: The ``stream-cut`` shapes whose response ends properly (the chunked encoding's last
+#: chunk over HTTP/1.1, ``END_STREAM`` over h2) short of the terminal event, each by the
+#: cut whose events it sends: what a gateway sends when its upstream fails and it closes
+#: its own response cleanly. No transport error tells the client anything went wrong; only
+#: the missing terminal event does.
+CLEAN_ENDS: Dict[str, str] = {"clean-end": "between-events", "clean-end-after-finish": AFTER_FINISH}
+
+#: Clients seen taking a stream a proxy ended properly, without its terminal event, for a
+#: whole turn, and a proxy seen ending one so.
+_CLEAN_END_SEEN = (
+    "brightwave-inc/tidebreak#1124 (a stream closed cleanly mid-response, no transport error "
+    "and no finish, reported as a normal end of turn); gethnet/litellm-connector-copilot#97 "
+    "(a LiteLLM proxy ending a stream without its [DONE])"
+)
+
+#: How a clean end reaches the client, for titles.
+_CLEAN_END_HOW = "the response ended properly (the chunked encoding's last chunk, h2 END_STREAM)"
+
+
 def stream_cut_variants(
     terminal: str,
     docs: str,
@@ -209,6 +229,16 @@ def stream_cut_variants(
             error_kinds=CUT_KINDS,
         ),
     )
+    streamed += (
+        Variant(
+            "clean-end",
+            f"text, then {_CLEAN_END_HOW} before {terminal}, as a gateway ends its own response "
+            "when its upstream fails",
+            f"{source}; {_CLEAN_END_SEEN}",
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
+        ),
+    )
     if after_finish:
         # The finish reason came, the terminal event did not: the turn is not over (its
         # last event, and on some wires its usage, never came), so this is a cut like
@@ -219,6 +249,14 @@ def stream_cut_variants(
                 f"a whole tool call, then {after_finish} (the finish reason came, the terminal "
                 "event did not)",
                 f"{source}; {_FINISH_TAKEN_FOR_END}",
+                source_kind="docs",
+                error_kinds=CUT_KINDS,
+            ),
+            Variant(
+                "clean-end-after-finish",
+                f"a whole tool call and its finish reason, then {_CLEAN_END_HOW} before {terminal}, "
+                "as a gateway ends its own response when its upstream fails",
+                f"{source}; {_FINISH_TAKEN_FOR_END}; {_CLEAN_END_SEEN}",
                 source_kind="docs",
                 error_kinds=CUT_KINDS,
             ),

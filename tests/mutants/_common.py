@@ -221,10 +221,13 @@ class Zoo:
     def ends_at_finish_reason(self, cls: type) -> Mutant:
         """The mutant of :class:`EndsAtFinishReason`, ``cls`` saying when the wire's finish reason came.
 
-        Caught only on the cut after the finish reason, for the turn it returns as finished:
-        its call and its finish reason came before the cut, and the turn's end never did.
+        Caught only on the cuts after the finish reason (the connection closed, or the
+        response ended properly), for the turn it returns as finished: its call and its
+        finish reason came before the cut, and the turn's end never did.
         """
-        from conformance.wires._variants import AFTER_FINISH
+        from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS
+
+        clean = next(name for name, cut in CLEAN_ENDS.items() if cut == AFTER_FINISH)
 
         return self.mutant(
             "ends-at-finish-reason",
@@ -232,14 +235,36 @@ class Zoo:
             cls,
             checks=("cut-raised", "cut-finish", "cut-tool-call"),
             cases=("stream-cut/stream",),
-            variants=(AFTER_FINISH,),
+            variants=(AFTER_FINISH, clean),
+        )
+
+    def trusts_clean_end(self) -> Mutant:
+        """The mutant of :data:`TRUSTS_CLEAN_END`: caught on the shapes whose response ends
+        properly short of the terminal event, and on no cut the transport reports.
+
+        Where the wire has a clean end after the finish reason, the whole call that came
+        before it is handed out too, so that shape adds ``cut-tool-call``.
+        """
+        from conformance.wires import WIRES
+        from conformance.wires._variants import CLEAN_ENDS
+
+        names = {v.name for v in WIRES[self.wire].variants("stream-cut", "stream")}
+        if len(names & set(CLEAN_ENDS)) > 1:
+            return self.shared(TRUSTS_CLEAN_END, checks=(*TRUSTS_CLEAN_END.checks, "cut-tool-call"))
+        return self.mutant(
+            TRUSTS_CLEAN_END.name,
+            TRUSTS_CLEAN_END.bug,
+            TRUSTS_CLEAN_END.mixin,
+            checks=TRUSTS_CLEAN_END.checks,
+            cases=TRUSTS_CLEAN_END.cases,
+            variants=tuple(sorted(names & set(CLEAN_ENDS))),
         )
 
     def every_wire(self, *, leave_out: Tuple[SharedBug, ...] = ()) -> List[Mutant]:
         """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`), less ``leave_out``:
         a bug a wire's shapes allow (a throttle its provider types as one, reported as a
-        rate limit) is no bug there."""
-        return [self.shared(bug) for bug in EVERY_WIRE if bug not in leave_out]
+        rate limit) is no bug there; then :meth:`trusts_clean_end`."""
+        return [*(self.shared(bug) for bug in EVERY_WIRE if bug not in leave_out), self.trusts_clean_end()]
 
     def shared(
         self,
@@ -794,6 +819,14 @@ class TakesCutForEnd(ReferenceBackend):
 
     async def send(self, chat: ChatRequest, stream: bool) -> Response:
         return QuietBody(await super().send(chat, stream))  # type: ignore[return-value]
+
+
+class TrustsCleanEnd(ReferenceBackend):
+    """Takes the end of the body for the end of the turn: a transport error still fails it,
+    but a stream whose response ends properly is taken as whole, terminal event or not."""
+
+    def check_ended(self, ended: bool, terminal: str) -> None:
+        return None
 
 
 class RaisesTransportError(ReferenceBackend):
@@ -1458,6 +1491,15 @@ TAKES_CUT_FOR_END = SharedBug(
     "takes a closed connection for the end of the turn, and returns what came as finished",
     TakesCutForEnd,
     ("cut-raised", "cut-finish", "cut-tool-call"),
+    ("stream-cut/stream",),
+)
+#: Caught only where the response ends properly short of the terminal event; how the
+#: turn comes out (a finish reason, the calls) differs by wire (see each zoo).
+TRUSTS_CLEAN_END = SharedBug(
+    "trusts-clean-end",
+    "takes a stream whose response ended properly for a whole turn, with no terminal event",
+    TrustsCleanEnd,
+    ("cut-raised", "cut-finish"),
     ("stream-cut/stream",),
 )
 

@@ -120,6 +120,7 @@ MUTANTS = [
         if bug
         not in (shared.SWAPS_CALL_IDS, shared.QUOTA_AS_RATE_LIMIT, shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST)
     ),
+    zoo.trusts_clean_end(),
     zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     # The ids are the backend's own: two calls under one is caught by that alone.
     zoo.shared(shared.ONE_ID_FOR_EVERY_CALL, checks=("distinct-ids",)),
