@@ -21,7 +21,7 @@ from ._case import BackendCase, BackendConformanceTarget
 from .provider import JsonReply, RecordedRequest, Reply
 from .scenarios import MODES, SCENARIOS
 from .wires._base import Variant, Wire
-from .wires._variants import CLEAN_ENDS
+from .wires._variants import BY_LENGTH, CLEAN_ENDS
 
 if TYPE_CHECKING:
     from ._checks import Problem, Seen
@@ -143,7 +143,7 @@ def scenario_reply(
         from .wires._chunks import ended_cleanly
 
         cut = wire.reply(scenario, mode, request, CLEAN_ENDS[variant])
-        return None if cut is None else ended_cleanly(cut)
+        return None if cut is None else ended_cleanly(cut, by_length=variant in BY_LENGTH)
     # The unnamed shape is asked for as before variants, so a wire of one's own
     # whose reply() takes no variant keeps working.
     if variant:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..contract import ERROR_KINDS
-from ..wires._variants import CLEAN_ENDS, CUT_KINDS
+from ..wires._variants import BY_LENGTH, CLEAN_ENDS, CUT_KINDS
 from ._seen import MISSING, Check, Seen, describe, value_of
 
 __all__ = ["ROWS"]
@@ -49,9 +49,14 @@ def _cut_raised(seen: Seen) -> List[str]:
     if seen.case.mode == "stream":
         content = seen.collected()[0]
         if seen.variant.name in CLEAN_ENDS:
+            framing = (
+                "at the content-length it named"
+                if seen.variant.name in BY_LENGTH
+                else "with the chunked encoding's last chunk, or h2 END_STREAM"
+            )
             how = (
-                "the response ended properly (no transport error: the chunked encoding's last chunk, "
-                f"h2 END_STREAM) before {seen.wire.terminal_event}"
+                f"the response ended properly ({framing}: no transport error) before "
+                f"{seen.wire.terminal_event}"
             )
             fix = "only the terminal event ends a turn, not the end of the body"
         else:

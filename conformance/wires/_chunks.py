@@ -146,17 +146,22 @@ def cut_short(reply: JsonReply, inside: str) -> JsonReply:
     return dataclasses.replace(reply, end="close", cut_at=cut)
 
 
-def ended_cleanly(reply: Reply) -> Reply:
+def ended_cleanly(reply: Reply, by_length: bool = False) -> Reply:
     """A cut ``reply`` whose response ends properly, as a gateway ends its own when its
     upstream fails: the same bytes, then a stream's proper end (the chunked encoding's last
-    chunk over HTTP/1.1, ``END_STREAM`` over h2), or a body sent whole by a
-    ``content-length`` that names only the bytes that came. Only the missing terminal event
-    (or the body's broken JSON) tells the client the turn was cut."""
+    chunk over HTTP/1.1, ``END_STREAM`` over h2; with ``by_length``, the ``content-length``
+    the response named), or a body sent whole by a ``content-length`` that names only the
+    bytes that came. Only the missing terminal event (or the body's broken JSON) tells the
+    client the turn was cut."""
     import dataclasses
 
     from ..provider.replies import JsonReply, StreamReply
 
     if isinstance(reply, StreamReply) and reply.end != "complete":
+        if by_length:
+            length = str(sum(len(c) for c in reply.chunks))
+            headers = {k: v for k, v in (reply.headers or {}).items() if k.lower() != "transfer-encoding"}
+            return dataclasses.replace(reply, end="complete", headers={**headers, "content-length": length})
         return dataclasses.replace(reply, end="complete")
     if isinstance(reply, JsonReply) and reply.end != "complete":
         return JsonReply(

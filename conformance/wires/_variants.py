@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AFTER_FINISH",
+    "BY_LENGTH",
     "CLEAN_ENDS",
     "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
     "CUT_KINDS",
@@ -164,7 +165,15 @@ _FINISH_TAKEN_FOR_END = (
 #: cut whose events it sends: what a gateway sends when its upstream fails and it closes
 #: its own response cleanly. No transport error tells the client anything went wrong; only
 #: the missing terminal event does.
-CLEAN_ENDS: Dict[str, str] = {"clean-end": "between-events", "clean-end-after-finish": AFTER_FINISH}
+CLEAN_ENDS: Dict[str, str] = {
+    "clean-end": "between-events",
+    "clean-end-by-length": "between-events",
+    "clean-end-after-finish": AFTER_FINISH,
+}
+
+#: The clean ends whose stream is delimited by a ``content-length`` naming the bytes sent
+#: (a gateway that buffers its upstream's stream, then sends what it got), not chunked.
+BY_LENGTH = frozenset({"clean-end-by-length"})
 
 #: Clients seen taking a stream a proxy ended properly, without its terminal event, for a
 #: whole turn, and a proxy seen ending one so.
@@ -234,6 +243,16 @@ def stream_cut_variants(
             "clean-end",
             f"text, then {_CLEAN_END_HOW} before {terminal}, as a gateway ends its own response "
             "when its upstream fails",
+            f"{source}; {_CLEAN_END_SEEN}",
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
+        ),
+    )
+    streamed += (
+        Variant(
+            "clean-end-by-length",
+            f"text, then the response ended at the content-length it named, before {terminal}, as a "
+            "gateway that buffers its upstream's stream sends what it got when that upstream fails",
             f"{source}; {_CLEAN_END_SEEN}",
             source_kind="docs",
             error_kinds=CUT_KINDS,

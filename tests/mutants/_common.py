@@ -246,10 +246,10 @@ class Zoo:
         before it is handed out too, so that shape adds ``cut-tool-call``.
         """
         from conformance.wires import WIRES
-        from conformance.wires._variants import CLEAN_ENDS
+        from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS
 
         names = {v.name for v in WIRES[self.wire].variants("stream-cut", "stream")}
-        if len(names & set(CLEAN_ENDS)) > 1:
+        if AFTER_FINISH in names:
             return self.shared(TRUSTS_CLEAN_END, checks=(*TRUSTS_CLEAN_END.checks, "cut-tool-call"))
         return self.mutant(
             TRUSTS_CLEAN_END.name,
