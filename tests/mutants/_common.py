@@ -710,6 +710,14 @@ class SwapsCallIds(EditsCalls):
         return [dataclasses.replace(c, id=i) for c, i in zip(calls, ids[1:] + ids[:1])]
 
 
+class KeepsIdSuffix(EditsCalls):
+    """Marks each call's id with a suffix of its own (``_b7f3``), as a client that keys its
+    calls by a local id does, and never takes it off: the next turn sends the marked id."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [dataclasses.replace(c, id=f"{c.id}_b7f3") if c.id else c for c in calls]
+
+
 class KeepsFirstCall(EditsCalls):
     """Keeps one call per turn, as a parser written for a single call does."""
 
@@ -1445,6 +1453,13 @@ SWAPS_CALL_IDS = SharedBug(
     ("call-id",),
     ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
 )
+KEEPS_ID_SUFFIX = SharedBug(
+    "keeps-id-suffix",
+    "adds a suffix of its own to each call id (call-id allows it) and sends it back with the suffix",
+    KeepsIdSuffix,
+    ("history",),
+    ("tool-result/chat", "tool-result/stream"),
+)
 KEEPS_FIRST_CALL = SharedBug(
     "keeps-first-call",
     "keeps only the first call of a turn",
@@ -1683,6 +1698,7 @@ EVERY_WIRE = (
     ERROR_AS_EMPTY_RESULT,
     RESULT_AS_USER_TEXT,
     SWAPS_CALL_IDS,
+    KEEPS_ID_SUFFIX,
     KEEPS_FIRST_CALL,
     RAISES_TRANSPORT_ERROR,
     CUT_NOT_RETRYABLE,
