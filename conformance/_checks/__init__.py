@@ -53,6 +53,7 @@ _ORDER = (
     "finish-reason",
     "text-finish",
     "finish-once",
+    "finish-last",
     # tool_calls
     "tool-calls",
     "no-tool-calls",

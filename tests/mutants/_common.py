@@ -1059,6 +1059,32 @@ class EarlyFinish(ReferenceBackend):
             yield chunk
 
 
+class FinishAhead(ReferenceBackend):
+    """Yields the turn's finish reason once, but on a chunk of its own ahead of the text and
+    calls, as a stream that reports the reason as soon as it is known does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        reasons = [chunk.finish_reason for chunk in held if chunk.finish_reason is not None]
+        if reasons:
+            yield StreamChunk(finish_reason=reasons[-1])
+        for chunk in held:
+            yield dataclasses.replace(chunk, finish_reason=None)
+
+
+class FinishOnFirstText(ReferenceBackend):
+    """Yields the turn's finish reason once, but on its first chunk of text."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        reasons = [chunk.finish_reason for chunk in held if chunk.finish_reason is not None]
+        first = next((i for i, chunk in enumerate(held) if chunk.content), None)
+        for index, chunk in enumerate(held):
+            if reasons and first is not None:
+                chunk = dataclasses.replace(chunk, finish_reason=reasons[-1] if index == first else None)
+            yield chunk
+
+
 class FillsUnparsedArguments(EditsCalls):
     """Keeps the broken text, but fills arguments with what a partial-JSON parser guessed, as
     SDK helpers that parse fragments as they come do."""
@@ -1574,6 +1600,20 @@ EARLY_FINISH = SharedBug(
     ("finish-once",),
     ("text/stream", "truncated-tool-call/stream", "tool-result/stream"),
 )
+FINISH_AHEAD = SharedBug(
+    "finish-ahead",
+    "yields the finish reason once, on a chunk of its own ahead of the text and calls",
+    FinishAhead,
+    ("finish-last",),
+    ("text/stream", "tool-call/stream", "parallel-tool-calls/stream"),
+)
+FINISH_ON_FIRST_TEXT = SharedBug(
+    "finish-on-first-text",
+    "yields the finish reason once, on the first chunk of text",
+    FinishOnFirstText,
+    ("finish-last",),
+    ("text/stream", "tool-result/stream"),
+)
 RAW_STOP_REASON = SharedBug(
     "raw-stop-reason",
     'reports a text turn\'s finish reason as "end_turn", the provider\'s word',
@@ -1710,6 +1750,8 @@ EVERY_WIRE = (
     ANNOUNCES_CALLS,
     INVENTS_CALL,
     EARLY_FINISH,
+    FINISH_AHEAD,
+    FINISH_ON_FIRST_TEXT,
     RAW_STOP_REASON,
     LENGTH_AS_STOP,
     DROPS_USAGE_AFTER_FIRST_TURN,
