@@ -71,6 +71,7 @@ _ORDER = (
     "unparsed-call-kept",
     "unparsed-arguments",
     "unparsed-not-repaired",
+    "unparsed-only-broken",
     # cut
     "corrupt-frame",
     # failures

@@ -1085,6 +1085,18 @@ class FinishOnFirstText(ReferenceBackend):
             yield chunk
 
 
+class UnparsedOnEveryCall(EditsCalls):
+    """Fills ``unparsed_arguments`` on every call with its argument text, parsed or not."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [
+            dataclasses.replace(c, unparsed_arguments=json.dumps(dict(c.arguments)))
+            if c.unparsed_arguments is None
+            else c
+            for c in calls
+        ]
+
+
 class FillsUnparsedArguments(EditsCalls):
     """Keeps the broken text, but fills arguments with what a partial-JSON parser guessed, as
     SDK helpers that parse fragments as they come do."""
@@ -1600,6 +1612,13 @@ EARLY_FINISH = SharedBug(
     ("finish-once",),
     ("text/stream", "truncated-tool-call/stream", "tool-result/stream"),
 )
+UNPARSED_ON_EVERY_CALL = SharedBug(
+    "unparsed-on-every-call",
+    "fills unparsed_arguments on every call, also where the arguments parsed",
+    UnparsedOnEveryCall,
+    ("unparsed-only-broken",),
+    ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
 FINISH_AHEAD = SharedBug(
     "finish-ahead",
     "yields the finish reason once, on a chunk of its own ahead of the text and calls",
@@ -1752,6 +1771,7 @@ EVERY_WIRE = (
     EARLY_FINISH,
     FINISH_AHEAD,
     FINISH_ON_FIRST_TEXT,
+    UNPARSED_ON_EVERY_CALL,
     RAW_STOP_REASON,
     LENGTH_AS_STOP,
     DROPS_USAGE_AFTER_FIRST_TURN,
