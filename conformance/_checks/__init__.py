@@ -67,6 +67,7 @@ _ORDER = (
     "reasoning",
     "reasoning-exact",
     "reasoning-apart",
+    "call-reasoning",
     # tool_calls
     "unparsed-call-kept",
     "unparsed-arguments",

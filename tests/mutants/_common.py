@@ -710,6 +710,14 @@ class SwapsCallIds(EditsCalls):
         return [dataclasses.replace(c, id=i) for c, i in zip(calls, ids[1:] + ids[:1])]
 
 
+class DropsCallReasoning(EditsCalls):
+    """Returns each call without the reasoning the provider tied to it (Gemini's
+    ``thoughtSignature`` on the ``functionCall`` part)."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [dataclasses.replace(c, reasoning=()) for c in calls]
+
+
 class KeepsIdSuffix(EditsCalls):
     """Marks each call's id with a suffix of its own (``_b7f3``), as a client that keys its
     calls by a local id does, and never takes it off: the next turn sends the marked id."""
@@ -1490,6 +1498,14 @@ SWAPS_CALL_IDS = SharedBug(
     SwapsCallIds,
     ("call-id",),
     ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+#: Listed by the zoos of the wires whose provider ties reasoning to a call (Gemini's).
+DROPS_CALL_REASONING = SharedBug(
+    "drops-call-reasoning",
+    "returns each call without the thoughtSignature the provider put on its functionCall part",
+    DropsCallReasoning,
+    ("call-reasoning",),
+    ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
 )
 KEEPS_ID_SUFFIX = SharedBug(
     "keeps-id-suffix",
