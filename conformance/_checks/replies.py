@@ -61,7 +61,8 @@ def _content(seen: Seen) -> List[str]:
 
 
 def _tool_turn_content(seen: Seen) -> List[str]:
-    if not seen.got_reply or seen.scenario not in TOOL_TURNS:
+    # A call whose arguments do not parse still makes a tool turn: its content is the model's too.
+    if not seen.got_reply or seen.scenario not in (*TOOL_TURNS, "corrupt-arguments"):
         return []
     expected = seen.wire.texts.get(seen.scenario, "")
     content = seen.collected()[0]

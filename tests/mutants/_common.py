@@ -862,6 +862,26 @@ class CutNotRetryable(ReferenceBackend):
         return built
 
 
+class CutInventsDelay(ReferenceBackend):
+    """Asks for an hour's wait before a retry of a cut connection, a delay nobody sent."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        built = super().cut_error(error)
+        if isinstance(built, LLMError):
+            built.retry_after = 3600.0
+        return built
+
+
+class CutInventsStatus(ReferenceBackend):
+    """Gives the error for a cut connection a status of its own (599), one nobody sent."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        built = super().cut_error(error)
+        if isinstance(built, LLMError):
+            built.status = 599
+        return built
+
+
 class CutKindOfItsOwn(ReferenceBackend):
     """Reports a cut with a kind of its own, outside the contract's six."""
 
@@ -1355,7 +1375,7 @@ LOSES_TEXT_BEFORE_ERROR = SharedBug(
     "holds the text back until the end, then fails",
     LosesTextBeforeError,
     ("text-before-error",),
-    ("stream-error/stream",),
+    ("stream-error/stream", "stream-cut/stream"),
 )
 DECODES_PER_CHUNK = SharedBug(
     "decodes-per-chunk", "decodes UTF-8 per network chunk", DecodesPerChunk, ("content",), ("text/stream",)
@@ -1537,6 +1557,20 @@ CUT_KIND_OF_ITS_OWN = SharedBug(
     'reports a cut connection with a kind of its own ("network")',
     CutKindOfItsOwn,
     ("cut-kind",),
+    CUT_BOTH,
+)
+CUT_INVENTS_DELAY = SharedBug(
+    "cut-invents-delay",
+    "reports a cut connection with retry_after 3600, a delay the provider never sent",
+    CutInventsDelay,
+    ("retry-after",),
+    CUT_BOTH,
+)
+CUT_INVENTS_STATUS = SharedBug(
+    "cut-invents-status",
+    "reports a cut connection with status 599, a status the provider never sent",
+    CutInventsStatus,
+    ("error-status",),
     CUT_BOTH,
 )
 SWALLOWS_CUT = SharedBug(
@@ -1730,6 +1764,14 @@ STOP_ON_UNPARSED_CALL = SharedBug(
     CORRUPT_CASES,
 )
 
+ANNOUNCES_BROKEN_CALL = SharedBug(
+    "announces-broken-call",
+    f"adds {ANNOUNCEMENT!r} to the content of a turn whose call's arguments do not parse",
+    AnnouncesCalls,
+    ("tool-turn-content",),
+    CORRUPT_CASES,
+)
+
 #: The shared bugs of a call whose arguments do not parse: listed by the zoos of the
 #: wires that carry argument text (``Zoo.unparsed``), on the corrupt-arguments cases they run.
 UNPARSED_BUGS = (
@@ -1739,6 +1781,7 @@ UNPARSED_BUGS = (
     QUOTES_UNPARSED_TEXT,
     RAISES_ON_UNPARSED,
     STOP_ON_UNPARSED_CALL,
+    ANNOUNCES_BROKEN_CALL,
 )
 
 #: The shared bugs every zoo lists, in this order, before its own.
@@ -1778,6 +1821,8 @@ EVERY_WIRE = (
     RAISES_TRANSPORT_ERROR,
     CUT_NOT_RETRYABLE,
     CUT_KIND_OF_ITS_OWN,
+    CUT_INVENTS_DELAY,
+    CUT_INVENTS_STATUS,
     SWALLOWS_CUT,
     FINISHES_ON_CUT,
     NAMESPACES_TOOL_NAME,

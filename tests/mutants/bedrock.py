@@ -120,6 +120,7 @@ class QuietOnStreamError(BedrockConverseBackend):
     def on_message(self, message: EventStreamMessage, turn: _Turn) -> str:
         if message.headers.get(":message-type") != "event":
             turn.stop_reason = turn.stop_reason or "end_turn"
+            turn.metadata = True  # the exception taken for the turn's end, metadata and all
             return ""
         return super().on_message(message, turn)
 
