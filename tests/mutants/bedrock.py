@@ -20,6 +20,7 @@ class StopsAtMessageStop(BedrockConverseBackend):
 
     def on_event(self, event_type: str, payload: Mapping[str, Any], turn: _Turn) -> str:
         if event_type == "metadata":
+            turn.metadata = True  # the turn's end seen, its usage left unread
             return ""
         return super().on_event(event_type, payload, turn)
 
