@@ -192,10 +192,27 @@ def _usage_tuple(usage: Any) -> Optional[Tuple[Any, Any, Any]]:
     )
 
 
+def _usage_on_failure(seen: Seen) -> List[str]:
+    """A stream that failed on a turn that reports no usage carries none on its chunks."""
+    if seen.case.mode != "stream" or not seen.ended or seen.error is None:
+        return []
+    if seen.scenario in seen.wire.reports_usage:
+        return []
+    for index, chunk in enumerate(seen.outcome.chunks):
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            return [
+                f"expected usage None on every chunk of a turn that failed (the provider reported "
+                f"none for it), got {usage!r} on chunk {index}: counts the provider never sent are "
+                "made up, and zeros are counts"
+            ]
+    return []
+
+
 def _usage(seen: Seen) -> List[str]:
     """The usage the provider reported in this reply; ``None`` where it reported none."""
     if not seen.got_reply:
-        return []
+        return _usage_on_failure(seen)
     usage = seen.collected()[3]
     generations = seen.generations()
     if generations:

@@ -28,6 +28,7 @@ from conformance.contract import (
     StreamChunk,
     ToolCall,
     ToolResult,
+    Usage,
 )
 from conformance.reference._base import ReferenceBackend
 from conformance.reference._decoders import SSEDecoder, SSEEvent
@@ -1087,6 +1088,19 @@ class EarlyFinish(ReferenceBackend):
             yield chunk
 
 
+class UsageOnFailure(ReferenceBackend):
+    """Reports zeros for the usage of a stream that failed, as a client that always closes a
+    stream with a usage chunk does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError:
+            yield StreamChunk(usage=Usage(0, 0, 0))
+            raise
+
+
 class FinishAhead(ReferenceBackend):
     """Yields the turn's finish reason once, but on a chunk of its own ahead of the text and
     calls, as a stream that reports the reason as soon as it is known does."""
@@ -1669,6 +1683,13 @@ UNPARSED_ON_EVERY_CALL = SharedBug(
     ("unparsed-only-broken",),
     ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
 )
+USAGE_ON_FAILURE = SharedBug(
+    "usage-on-failure",
+    "reports zeros for the usage of a stream that failed",
+    UsageOnFailure,
+    ("usage",),
+    ("stream-error/stream",),
+)
 FINISH_AHEAD = SharedBug(
     "finish-ahead",
     "yields the finish reason once, on a chunk of its own ahead of the text and calls",
@@ -1832,6 +1853,7 @@ EVERY_WIRE = (
     EARLY_FINISH,
     FINISH_AHEAD,
     FINISH_ON_FIRST_TEXT,
+    USAGE_ON_FAILURE,
     UNPARSED_ON_EVERY_CALL,
     RAW_STOP_REASON,
     LENGTH_AS_STOP,
