@@ -23,7 +23,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Sequence, Tuple
 
-from conformance.contract import ERROR_KINDS, ChatRequest, ChatResponse, LLMError, StreamChunk, ToolCall, Usage
+from conformance.contract import (
+    ERROR_KINDS,
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    StreamChunk,
+    ToolCall,
+    Usage,
+)
 
 Chunks = List[StreamChunk]
 
@@ -47,7 +55,9 @@ class Perturbation:
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _calls_in_reply(edit: Callable[[List[ToolCall]], List[ToolCall]]) -> Callable[[ChatResponse], ChatResponse]:
+def _calls_in_reply(
+    edit: Callable[[List[ToolCall]], List[ToolCall]]
+) -> Callable[[ChatResponse], ChatResponse]:
     def apply(response: ChatResponse) -> ChatResponse:
         return dataclasses.replace(response, tool_calls=tuple(edit(list(response.tool_calls))))
 
@@ -265,11 +275,12 @@ def _unparsed_invented(call: ToolCall) -> ToolCall:
     return dataclasses.replace(call, unparsed_arguments=json.dumps(dict(call.arguments)))
 
 
-def _swallowed_reply(error: BaseException) -> BaseException:
-    return error  # the run ends the turn quietly: see Perturbing
-
-
 # -- the catalogue ---------------------------------------------------------------------
+
+def _both(name: str, what: str, pair: Tuple[Callable[..., Any], Callable[..., Any]]) -> Perturbation:
+    """A perturbation that edits the calls of a whole reply and of a stream alike."""
+    return Perturbation(name, what, reply=pair[0], stream=pair[1])
+
 
 _ID_SUFFIX = _each_call(lambda c: dataclasses.replace(c, id=f"{c.id}_b7f3") if c.id else c)
 _ID_DROP = _each_call(lambda c: dataclasses.replace(c, id=""))
@@ -300,12 +311,16 @@ PERTURBATIONS: Tuple[Perturbation, ...] = (
         reply=lambda r: dataclasses.replace(r, content=(r.content or "") + " (via the gateway)"),
         stream=_text_added,
     ),
-    Perturbation("content-first-piece-dropped", "the first piece of streamed text dropped", stream=_text_withheld),
+    Perturbation(
+        "content-first-piece-dropped", "the first piece of streamed text dropped", stream=_text_withheld
+    ),
     # the finish reason
     Perturbation(
         "finish-neighbour",
         "the finish reason replaced by a neighbour's",
-        reply=lambda r: dataclasses.replace(r, finish_reason=_OTHER_FINISH.get(r.finish_reason, r.finish_reason)),
+        reply=lambda r: dataclasses.replace(
+            r, finish_reason=_OTHER_FINISH.get(r.finish_reason, r.finish_reason)
+        ),
         stream=_map_chunks(
             lambda c: c
             if c.finish_reason is None
@@ -319,41 +334,24 @@ PERTURBATIONS: Tuple[Perturbation, ...] = (
         stream=_map_chunks(lambda c: dataclasses.replace(c, finish_reason=None)),
     ),
     Perturbation("finish-twice", "the finish reason on the first chunk too", stream=_finish_twice),
-    Perturbation("finish-first", "the finish reason moved to a chunk ahead of the rest", stream=_finish_first),
+    Perturbation(
+        "finish-first", "the finish reason moved to a chunk ahead of the rest", stream=_finish_first
+    ),
     # the calls
-    Perturbation("calls-dropped", "every call dropped", reply=_DROP_CALLS[0], stream=_DROP_CALLS[1]),
-    Perturbation("call-duplicated", "the first call twice", reply=_DUPLICATE_CALL[0], stream=_DUPLICATE_CALL[1]),
-    Perturbation("calls-reordered", "the calls in another order", reply=_REORDER_CALLS[0], stream=_REORDER_CALLS[1]),
-    Perturbation(
-        "call-invented", "a get_weather call on a turn without one", reply=_INVENT_CALL[0], stream=_INVENT_CALL[1]
-    ),
-    Perturbation("id-suffixed", "each call id with a suffix of the backend's own", reply=_ID_SUFFIX[0], stream=_ID_SUFFIX[1]),
-    Perturbation("id-dropped", "each call id emptied", reply=_ID_DROP[0], stream=_ID_DROP[1]),
-    Perturbation("ids-rotated", "each call given a neighbour's id", reply=_ROTATE_IDS[0], stream=_ROTATE_IDS[1]),
-    Perturbation("name-namespaced", "each call named functions.<name>", reply=_NAME[0], stream=_NAME[1]),
-    Perturbation("argument-dropped", "a call's last argument dropped", reply=_KEY_DROP[0], stream=_KEY_DROP[1]),
-    Perturbation("argument-invented", "an argument nobody sent added", reply=_KEY_ADD[0], stream=_KEY_ADD[1]),
-    Perturbation(
-        "arguments-reordered", "a call's arguments in another key order", reply=_KEYS_REVERSED[0], stream=_KEYS_REVERSED[1]
-    ),
-    Perturbation(
-        "call-reasoning-dropped",
-        "the reasoning tied to each call dropped",
-        reply=_CALL_REASONING[0],
-        stream=_CALL_REASONING[1],
-    ),
-    Perturbation(
-        "unparsed-invented",
-        "unparsed_arguments filled on a call whose arguments parsed",
-        reply=_UNPARSED_INVENTED[0],
-        stream=_UNPARSED_INVENTED[1],
-    ),
-    Perturbation(
-        "unparsed-dropped",
-        "unparsed_arguments dropped from a call whose text did not parse",
-        reply=_UNPARSED_DROPPED[0],
-        stream=_UNPARSED_DROPPED[1],
-    ),
+    _both("calls-dropped", "every call dropped", _DROP_CALLS),
+    _both("call-duplicated", "the first call twice", _DUPLICATE_CALL),
+    _both("calls-reordered", "the calls in another order", _REORDER_CALLS),
+    _both("call-invented", "a get_weather call on a turn without one", _INVENT_CALL),
+    _both("id-suffixed", "each call id with a suffix of the backend's own", _ID_SUFFIX),
+    _both("id-dropped", "each call id emptied", _ID_DROP),
+    _both("ids-rotated", "each call given a neighbour's id", _ROTATE_IDS),
+    _both("name-namespaced", "each call named functions.<name>", _NAME),
+    _both("argument-dropped", "a call's last argument dropped", _KEY_DROP),
+    _both("argument-invented", "an argument nobody sent added", _KEY_ADD),
+    _both("arguments-reordered", "a call's arguments in another key order", _KEYS_REVERSED),
+    _both("call-reasoning-dropped", "the reasoning tied to each call dropped", _CALL_REASONING),
+    _both("unparsed-invented", "unparsed_arguments on a call whose arguments parsed", _UNPARSED_INVENTED),
+    _both("unparsed-dropped", "unparsed_arguments dropped where the text did not parse", _UNPARSED_DROPPED),
     # the reasoning
     Perturbation(
         "reasoning-dropped",
@@ -436,7 +434,9 @@ PERTURBATIONS: Tuple[Perturbation, ...] = (
         "the error's details emptied",
         error=lambda e: _rebuilt(e, details={}) if isinstance(e, LLMError) else e,
     ),
-    Perturbation("error-subclassed", "the error as a subclass of LLMError of the backend's own", error=_subclassed),
+    Perturbation(
+        "error-subclassed", "the error as a subclass of LLMError of the backend's own", error=_subclassed
+    ),
 )
 
 #: The perturbations a correct backend may make: the contract allows each (docs/architecture.md).
@@ -445,7 +445,7 @@ ALLOWED: Dict[str, str] = {
     "arguments-reordered": "arguments are a mapping: key order means nothing",
     "usage-extra-field": "a Usage with more fields than the contract's three",
     "rechunked": "a stream re-chunked: only the text joined, and where the finish reason sits, count",
-    "usage-moved-first": "a stream's usage on an earlier chunk: the turn's is the last usage its chunks carry",
+    "usage-moved-first": "a stream's usage on an earlier chunk: the turn's is the last its chunks carry",
     "error-subclassed": "a backend's own LLMError subclass: the cases read its fields, not its class",
 }
 
