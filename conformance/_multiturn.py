@@ -91,8 +91,9 @@ def multi_turn_request(
     calls = tuple(earlier) if earlier is not None else (earlier_call(wire, variant),)
     turn = Message("assistant", "", tool_calls=calls, reasoning=reasoning)
     answered = earlier_result(wire, variant)
-    if calls:
-        answered = dataclasses.replace(answered, call_id=calls[0].id)
+    returned_id = getattr(calls[0], "id", None) if calls else None
+    if isinstance(returned_id, str):
+        answered = dataclasses.replace(answered, call_id=returned_id)
     result = Message.tool(answered)
     return ChatRequest(
         model=request.model,
