@@ -183,6 +183,13 @@ _CLEAN_END_SEEN = (
     "(a LiteLLM proxy ending a stream without its [DONE])"
 )
 
+#: Gateways seen sending an event stream whole, under a Content-Length.
+_BY_LENGTH_SEEN = (
+    "nginx/nginx#1505 (a reverse proxy that buffers a text/event-stream response, as nginx does "
+    "by default); braintrustdata/braintrust-proxy#1124 (a gateway that sent a text/event-stream "
+    "response under a Content-Length)"
+)
+
 #: How a clean end reaches the client, for titles.
 _CLEAN_END_HOW = "the response ended properly (the chunked encoding's last chunk, h2 END_STREAM)"
 
@@ -253,7 +260,7 @@ def stream_cut_variants(
             "clean-end-by-length",
             f"text, then the response ended at the content-length it named, before {terminal}, as a "
             "gateway that buffers its upstream's stream sends what it got when that upstream fails",
-            f"{source}; {_CLEAN_END_SEEN}",
+            f"{source}; {_CLEAN_END_SEEN}; {_BY_LENGTH_SEEN}",
             source_kind="docs",
             error_kinds=CUT_KINDS,
         ),
