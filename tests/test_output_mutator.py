@@ -62,8 +62,8 @@ def run(zoo: Zoo, perturbation: Perturbation, case_name: str) -> Tuple[bool, Opt
     except unittest.SkipTest:
         return False, None
     except AssertionError as failed:
-        return bool(cls.changed), str(failed)
-    return bool(cls.changed), None
+        return bool(getattr(cls, "changed", False)), str(failed)
+    return bool(getattr(cls, "changed", False)), None
 
 
 def judge(zoo: Zoo, perturbation: Perturbation) -> Tuple[str, List[str]]:
