@@ -118,7 +118,7 @@ def _rebuilt(error: BaseException, **changes: Any) -> BaseException:
     """The error as an :class:`LLMError` with ``changes``; a non-LLMError passes unchanged."""
     if not isinstance(error, LLMError):
         return error
-    fields = {
+    fields: Dict[str, Any] = {
         "code": error.code,
         "kind": error.kind,
         "retryable": error.retryable,
@@ -473,7 +473,7 @@ def perturbing(perturbation: Perturbation, base: type) -> type:
     """``base`` (a reference backend's class) with ``perturbation`` applied to its output, and
     a ``changed`` flag set where it changed anything."""
 
-    class Perturbing(base):  # type: ignore[misc, valid-type]
+    class Perturbing(base):  # type: ignore[misc]
         changed = False
 
         async def chat(self, chat: ChatRequest) -> ChatResponse:

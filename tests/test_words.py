@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unittest
+from typing import List
 
 from conformance._checks._words import case_words
 from conformance.contract import ERROR_KINDS
@@ -17,7 +18,7 @@ _KIND = r"[a-z_]+(?: \((?:not )?retryable\))?"
 _KINDS = re.compile(rf"of kind ({_KIND}(?: or {_KIND})*)")
 
 
-def named_kinds(must: str) -> list:
+def named_kinds(must: str) -> List[str]:
     found = _KINDS.search(must)
     assert found is not None, must
     return [part.split(" ")[0] for part in found.group(1).split(" or ")]
