@@ -184,3 +184,9 @@ class Outcome(SubjectOutcome):
     response: Any = None
     chunks: List[Any] = field(default_factory=list)
     skipped: Optional[str] = None
+    #: The calls the backend returned on the turn before a ``tool-result`` case's own,
+    #: which its history is built from; ``None`` where there was no such turn.
+    earlier: Optional[Tuple[Any, ...]] = None
+    #: How many requests the provider had seen when that earlier turn ended: the case's
+    #: own requests are the ones after them.
+    earlier_requests: int = 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from ._bounds import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, ConformanceAbort
 from ._case import Outcome
@@ -108,8 +108,11 @@ class Driver(SubjectDriver):
         if self.case.scenario in ("tool-result", "parallel-tool-calls"):
             from ._multiturn import multi_turn_request
 
+            earlier = None
+            if self.case.scenario == "tool-result":
+                earlier = await self._earlier_turn(backend)
             request = multi_turn_request(
-                target.wire, self.case.scenario, self.variant, target.model, self.controller.signal
+                target.wire, self.case.scenario, self.variant, target.model, self.controller.signal, earlier
             )
         else:
             request = conformance_request(target.model, signal=self.controller.signal)
@@ -148,6 +151,35 @@ class Driver(SubjectDriver):
                 self._chunk(chunk)
         else:
             await self.in_thread(self._drain, result)
+
+    async def _earlier_turn(self, backend: Any) -> Tuple[Any, ...]:
+        """The turn before a ``tool-result`` case's own: the question, answered with the call.
+
+        What the backend returns is what its next turn is built from, as a loop builds it:
+        the calls as the backend gave them (their ids, arguments and reasoning), so an id
+        the backend changed on the way in must be given back as the provider issued it.
+        """
+        request = conformance_request(self.case.target.model, signal=self.controller.signal)
+        result = await self._start(backend, request)
+        calls: List[Any] = []
+        if self.case.mode == "chat":
+            if inspect.isawaitable(result):
+                result = await result
+            calls.extend(getattr(result, "tool_calls", None) or ())
+        else:
+            if inspect.isawaitable(result) and not hasattr(result, "__aiter__"):
+                result = await result
+            chunks: List[Any] = []
+            if hasattr(result, "__aiter__"):
+                async for chunk in result:
+                    chunks.append(chunk)
+            else:
+                await self.in_thread(chunks.extend, result)
+            for chunk in chunks:
+                calls.extend(getattr(chunk, "tool_calls", None) or ())
+        self.outcome.earlier = tuple(calls)
+        self.outcome.earlier_requests = len(self.provider.requests)
+        return self.outcome.earlier
 
     def _drain(self, iterable: Any) -> None:
         # Chunk by chunk, so a stream that hangs keeps what it yielded before.

@@ -16,6 +16,7 @@ text after the reasoning its variant carries.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MULTI_TURN",
+    "earlier_turn",
     "expected_history",
     "history_problems",
     "multi_turn_reply",
@@ -51,6 +53,14 @@ def earlier_call(wire: Wire, variant: str) -> ToolCall:
     return ToolCall(call_id, FX.tool_name, dict(FX.tool_arguments), reasoning)
 
 
+def earlier_turn(wire: Wire, variant: str) -> ScriptedTurn:
+    """The turn a ``tool-result`` case plays before its own: the :func:`earlier_call`."""
+    call = earlier_call(wire, variant)
+    arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
+    scripted = ScriptedCall(call.id, call.name, arguments, reasoning=tuple(call.reasoning))
+    return ScriptedTurn(calls=(scripted,), seed=f"tool-result/{variant or 'default'}/earlier")
+
+
 def earlier_result(wire: Wire, variant: str) -> ToolResult:
     """Its result: the weather, or a structured error in the ``error`` variant."""
     call = earlier_call(wire, variant)
@@ -61,15 +71,30 @@ def earlier_result(wire: Wire, variant: str) -> ToolResult:
 
 
 def multi_turn_request(
-    wire: Wire, scenario: str, variant: str, model: str, signal: Optional[AbortSignal]
+    wire: Wire,
+    scenario: str,
+    variant: str,
+    model: str,
+    signal: Optional[AbortSignal],
+    earlier: Optional[Sequence[ToolCall]] = None,
 ) -> ChatRequest:
-    """The request a case sends: the fixture's, with the earlier turn for ``tool-result``."""
+    """The request a case sends: the fixture's, with the earlier turn for ``tool-result``.
+
+    ``earlier`` is what the backend returned on that turn (:func:`earlier_turn` plays
+    it): the history is built from those calls, as a loop builds it, and the result
+    answers the first of them by its id. ``None``, the calls the provider scripted.
+    """
     request = conformance_request(model, signal=signal)
     if scenario != "tool-result":
         return request
     reasoning = wire.turn_reasoning if variant == "reasoning" else ()
-    turn = Message("assistant", "", tool_calls=(earlier_call(wire, variant),), reasoning=reasoning)
-    result = Message.tool(earlier_result(wire, variant))
+    calls = tuple(earlier) if earlier is not None else (earlier_call(wire, variant),)
+    turn = Message("assistant", "", tool_calls=calls, reasoning=reasoning)
+    answered = earlier_result(wire, variant)
+    returned_id = getattr(calls[0], "id", None) if calls else None
+    if isinstance(returned_id, str):
+        answered = dataclasses.replace(answered, call_id=returned_id)
+    result = Message.tool(answered)
     return ChatRequest(
         model=request.model,
         messages=(*request.messages, turn, result),
@@ -113,6 +138,9 @@ def multi_turn_reply(
     history = wire.read_history(request)
     if history is None:
         return None
+    if not any(m.role == "tool" or m.tool_calls for m in history.messages):
+        # The question alone: the turn before the case's own, answered with the call.
+        return play_turn(wire, earlier_turn(wire, variant), request)
     if history.problems:
         refusals.extend(history.problems)
         return wire.history_error(history.problems)
@@ -142,6 +170,7 @@ def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wi
     if wire.sends_call_ids and got.call_id != want.call_id:
         problems.append(
             f"expected the result to answer call {want.call_id!r} (the call's own id), got {got.call_id!r}"
+            f"{_suffix_kept(want.call_id, got.call_id)}"
         )
     if got.name and got.name != want.name:
         problems.append(f"expected the result to name the tool {want.name!r}, got {got.name!r}")
@@ -166,6 +195,17 @@ def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wi
         shown = f"an error {got.error!r}" if got.is_error else repr(got.content)
         problems.append(f"expected the result content {want.content!r} unaltered, got {shown}")
     return problems
+
+
+def _suffix_kept(issued: str, sent: object) -> str:
+    """Why an id the backend marked came back marked, where it did: the history is built
+    from the calls the backend returned, so a suffix it added on the way in must come off."""
+    if isinstance(sent, str) and len(sent) > len(issued) and sent.startswith(issued):
+        return (
+            f" (the id the backend returned for the call, {sent!r}, carries a suffix of its own: "
+            "take it off on the way back, the provider knows only the id it issued)"
+        )
+    return ""
 
 
 def history_problems(wire: Wire, variant: Variant, history: History) -> List[str]:
@@ -201,6 +241,7 @@ def _turn_problems(want: Message, got: Message, wire: Wire) -> List[str]:
     if wire.sends_call_ids and call.id != want_call.id:
         problems.append(
             f"expected the call's id {want_call.id!r} sent back as the provider gave it, got {call.id!r}"
+            f"{_suffix_kept(want_call.id, call.id)}"
         )
     if call.name != want_call.name or dict(call.arguments) != dict(want_call.arguments):
         problems.append(

@@ -21,6 +21,7 @@ from ._case import BackendCase, BackendConformanceTarget
 from .provider import JsonReply, RecordedRequest, Reply
 from .scenarios import MODES, SCENARIOS
 from .wires._base import Variant, Wire
+from .wires._variants import BY_LENGTH, CLEAN_ENDS
 
 if TYPE_CHECKING:
     from ._checks import Problem, Seen
@@ -137,6 +138,12 @@ def scenario_reply(
         from .wires._unparsed import corrupt_reply
 
         return corrupt_reply(wire, request, variant or wire.variants(scenario, mode)[0].name)
+    if scenario == "stream-cut" and variant in CLEAN_ENDS:
+        # The cut's own bytes, ended properly: the wire plays the cut, the end is the provider's.
+        from .wires._chunks import ended_cleanly
+
+        cut = wire.reply(scenario, mode, request, CLEAN_ENDS[variant])
+        return None if cut is None else ended_cleanly(cut, by_length=variant in BY_LENGTH)
     # The unnamed shape is asked for as before variants, so a wire of one's own
     # whose reply() takes no variant keeps working.
     if variant:

@@ -21,7 +21,7 @@ from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.reference.openai_responses import OpenAIResponsesBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires import SOURCE_KINDS, Variant
-from conformance.wires._variants import AFTER_FINISH
+from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS
 from conformance.wires.azure_openai import azure_openai_chat_wire
 from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
@@ -497,6 +497,14 @@ class StreamCutTests(unittest.TestCase):
                 for variant in wire.variants("stream-cut", mode):
                     with self.subTest(wire=name, mode=mode, variant=variant.name):
                         reply = scenario_reply(wire, "stream-cut", mode, recorded, variant.name)
+                        cut = CLEAN_ENDS.get(variant.name, variant.name)
+                        if cut != variant.name:
+                            # Ended properly: the bytes of the cut it names, then a proper end.
+                            self.assertEqual(getattr(reply, "end", None), "complete")
+                            played = scenario_reply(wire, "stream-cut", mode, recorded, cut)
+                            assert isinstance(reply, StreamReply) and isinstance(played, StreamReply)
+                            self.assertEqual(reply.chunks, played.chunks)
+                            continue
                         self.assertEqual(getattr(reply, "end", None), "close")
                         if isinstance(reply, JsonReply):
                             whole = reply.encoded()
@@ -525,6 +533,28 @@ class StreamCutTests(unittest.TestCase):
         for name in WIRES:
             with self.subTest(wire=name):
                 self.assertNotIn(AFTER_FINISH, {v.name for v in WIRES[name].variants("stream-cut", "chat")})
+                # Each cut between events is played ended properly too, on every wire.
+                clean = {clean for clean, cut in CLEAN_ENDS.items() if cut in cuts[name]}
+                self.assertEqual(clean, {c for c in CLEAN_ENDS if c in cuts[name]})
+                self.assertIn("clean-end", clean)
+
+    def test_a_clean_end_asked_for_a_whole_reply_is_the_cut_body_framed_by_its_own_length(self) -> None:
+        """A stream-mode clean end whose request asks for a whole reply gets the cut body, whole
+        by its own content-length: no transport error, only its broken JSON."""
+        import json
+
+        from conformance.provider import JsonReply, RecordedRequest
+        from conformance.wires import openai_chat_wire
+
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+        request = RecordedRequest("POST", "/v1/chat/completions", "", {}, body, "HTTP/1.1")
+        cut = scenario_reply(openai_chat_wire, "stream-cut", "stream", request, "between-events")
+        clean = scenario_reply(openai_chat_wire, "stream-cut", "stream", request, "clean-end")
+        assert isinstance(cut, JsonReply) and isinstance(clean, JsonReply)
+        self.assertEqual((cut.end, clean.end, clean.cut_at), ("close", "complete", None))
+        self.assertEqual(clean.encoded(), cut.sent_body(cut.encoded()))
+        with self.assertRaises(ValueError):
+            json.loads(clean.encoded())
 
     @staticmethod
     def whole_events(wire: str, data: bytes) -> Tuple[bytes, bool]:

@@ -494,6 +494,10 @@ class SameVerdictTests(unittest.TestCase):
 OWN_LIFE = frozenset(
     {"finished", "abort-reason", "abort-promptly", "cancel-propagates", "connection-closed", "backend-closed"}
 )
+#: The bugs a client driven by serve cannot show the judge: its task hands it the second
+#: turn's history, built from the provider's own call, where the Python suite builds it
+#: from what the backend returned on the turn before.
+OWN_ROUND_TRIP = frozenset({"keeps-id-suffix"})
 #: The error fields a backend's report carries, where its exception has them.
 ERROR_FIELDS = ("kind", "code", "retryable", "retry_after", "status", "details")
 
@@ -622,6 +626,8 @@ class SameBackendVerdictTests(unittest.TestCase):
         tried = 0
         for mutant in MUTANTS[self.wire]:
             if mutant.headers or "h1" not in mutant.transports or OWN_LIFE & set(mutant.checks):
+                continue
+            if mutant.name in OWN_ROUND_TRIP:
                 continue
             for case in mutant.cases:
                 scenario, mode = case.split("/")

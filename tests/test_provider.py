@@ -151,6 +151,29 @@ class TestFraming(ProviderTestCase):
         self.assertEqual(response.headers["transfer-encoding"], "chunked")
         self.assertEqual(response.chunks, [c for c in chunks if c])
 
+    def test_a_stream_with_its_own_content_length_goes_unchunked(self) -> None:
+        """A stream whose headers name its length is sent by that length, not chunked, then closed."""
+        chunks = [b"data: a\n\n", b"data: b\n\n"]
+        self.provider.reply(StreamReply(chunks, headers={"Content-Length": "18"}))
+        with self.raw() as connection:
+            connection.send(http1_request("GET", "/s"))
+            response = connection.read_response()
+            self.assertNotIn("transfer-encoding", response.headers)
+            self.assertEqual(response.headers["content-length"], "18")
+            self.assertEqual(response.body, b"".join(chunks))
+            self.assertEqual(connection.read_to_eof(), b"")
+
+    def test_a_stream_length_that_is_not_its_total_is_refused(self) -> None:
+        """A content-length other than the chunks' total, or on a stream cut short, is refused."""
+        from conformance.errors import ProviderInputError
+
+        with self.assertRaisesRegex(ProviderInputError, "sends exactly that many bytes"):
+            StreamReply([b"abc"], headers={"content-length": "4"})
+        with self.assertRaisesRegex(ProviderInputError, "ends 'complete'"):
+            StreamReply([b"abc"], headers={"content-length": "3"}, end="close")
+        with self.assertRaisesRegex(ProviderInputError, "a count of bytes"):
+            StreamReply([b"abc"], headers={"content-length": "three"})
+
     def test_keep_alive_serves_requests_in_turn_and_honours_close(self) -> None:
         """Several requests share one connection; Connection: close ends it after the reply."""
         self.provider.reply(lambda r: JsonReply({"path": r.path}))

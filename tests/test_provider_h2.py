@@ -134,6 +134,16 @@ class TestRawH2(H2TestCase):
         self.assertEqual(response.headers["x-amzn-requestid"], "r")
         self.assertEqual(response.headers["content-type"], "text/event-stream")
 
+    def test_a_stream_with_its_own_content_length_ends_with_end_stream(self) -> None:
+        """A stream whose headers name its length sends them, its frames, and END_STREAM."""
+        chunks = [b"one", b"two"]
+        self.provider.reply(StreamReply(chunks, headers={"content-length": "6"}))
+        client = self.h2()
+        response = client.response(client.request("GET", "/s"))
+        self.assertEqual(response.chunks, chunks)
+        self.assertEqual(response.headers["content-length"], "6")
+        self.assertTrue(response.ended)
+
     def test_small_chunks_past_the_default_windows_keep_their_frames(self) -> None:
         """300 chunks of 1000 bytes, five default windows' worth: no frame spans two chunks or oversends."""
         import socket

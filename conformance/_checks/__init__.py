@@ -26,6 +26,7 @@ from typing import Dict, List, Mapping, Tuple
 from ..provider import events_around
 from . import cut, ending, failures, reasoning, replies, requests, tool_calls
 from ._seen import Check, Problem, Seen
+from ._words import case_words
 from .tool_calls import CALL_ID_SEPARATORS, carries_id
 
 __all__ = ["CALL_ID_SEPARATORS", "CHECKS", "Problem", "Seen", "carries_id", "failure_message", "run_checks"]
@@ -53,6 +54,7 @@ _ORDER = (
     "finish-reason",
     "text-finish",
     "finish-once",
+    "finish-last",
     # tool_calls
     "tool-calls",
     "no-tool-calls",
@@ -66,10 +68,12 @@ _ORDER = (
     "reasoning",
     "reasoning-exact",
     "reasoning-apart",
+    "call-reasoning",
     # tool_calls
     "unparsed-call-kept",
     "unparsed-arguments",
     "unparsed-not-repaired",
+    "unparsed-only-broken",
     # cut
     "corrupt-frame",
     # failures
@@ -152,7 +156,9 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
     """
     first = failed[0][0]
     case = first.case
-    lines = [f"{first.wire.name}/{case.mode} {case.scenario}: the backend must {case.row.must}"]
+    # What the failing shapes accept and carry, not what the scenario says in general.
+    must, hint = case_words(first.wire, case.scenario, case.mode, [seen.variant for seen, _ in failed])
+    lines = [f"{first.wire.name}/{case.mode} {case.scenario}: the backend must {must}"]
     if variants > 1:
         lines.append(f"  {len(failed)} of {variants} variants failed")
     for seen, problems in failed:
@@ -177,5 +183,5 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
                 events_around(events, events[-1].seq, before=4, after=0, since=generations[-1].received_at)
             )
     refused = any(seen.refused() for seen, _ in failed)
-    lines.append(f"  hint: {_REFUSED_HINT if refused else case.row.hint}")
+    lines.append(f"  hint: {_REFUSED_HINT if refused else hint}")
     return "\n".join(lines)

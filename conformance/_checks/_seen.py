@@ -120,7 +120,8 @@ class Seen:
         return [r for r in self.requests if r.error]
 
     def generations(self) -> List[RecordedRequest]:
-        return [r for r in self.requests if self.wire.is_generation(r)]
+        """The case's own generation requests: after the earlier turn, where the case played one."""
+        return [r for r in self.requests[self.outcome.earlier_requests :] if self.wire.is_generation(r)]
 
     def reply_status(self) -> Optional[int]:
         """The HTTP status of the last reply to the generation call, if one was sent."""

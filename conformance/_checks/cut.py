@@ -4,7 +4,9 @@ A cut is a failure, never a short success: a retryable error of a kind a careful
 client derives from the cut (its variant's ``error_kinds``; where a variant names none,
 :data:`~conformance.wires._variants.CUT_KINDS`, what a cut that carries no status
 allows), with no finish reason and no tool call yielded before it, also where the
-finish reason came and only the terminal event did not. A frame whose checksum fails is
+finish reason came and only the terminal event did not, and also where the response
+ended properly (:data:`~conformance.wires._variants.CLEAN_ENDS`): only the terminal
+event ends a turn. A frame whose checksum fails is
 an error too.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..contract import ERROR_KINDS
-from ..wires._variants import CUT_KINDS
+from ..wires._variants import BY_LENGTH, CLEAN_ENDS, CUT_KINDS
 from ._seen import MISSING, Check, Seen, describe, value_of
 
 __all__ = ["ROWS"]
@@ -46,10 +48,23 @@ def _cut_raised(seen: Seen) -> List[str]:
         return []
     if seen.case.mode == "stream":
         content = seen.collected()[0]
+        if seen.variant.name in CLEAN_ENDS:
+            framing = (
+                "at the content-length it named"
+                if seen.variant.name in BY_LENGTH
+                else "with the chunked encoding's last chunk, or h2 END_STREAM"
+            )
+            how = (
+                f"the response ended properly ({framing}: no transport error) before "
+                f"{seen.wire.terminal_event}"
+            )
+            fix = "only the terminal event ends a turn, not the end of the body"
+        else:
+            how = f"the connection closed before {seen.wire.terminal_event}"
+            fix = "a cut stream is a failure, never a short success"
         return [
-            f"expected a retryable error once the connection closed before {seen.wire.terminal_event}, "
-            f"got a normal end after {len(seen.outcome.chunks)} chunks (text {content!r}): a cut "
-            "stream is a failure, never a short success"
+            f"expected a retryable error once {how}, got a normal end after "
+            f"{len(seen.outcome.chunks)} chunks (text {content!r}): {fix}"
         ]
     return [
         "expected a retryable error for a body cut short of its Content-Length, got the reply "

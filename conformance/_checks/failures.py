@@ -5,7 +5,8 @@ several where the provider's type and status allow each: a plain 400 that only i
 message calls a quota or a prompt too long may be reported as ``invalid_request``, a
 bad request); ``retry_after`` is the delay
 the reply carried, on every kind, and ``None`` where it carried none. A stream that
-fails after some text yields that text first.
+fails after some text yields that text first. A cut is held to the same rules for its
+delay, its status and its text (its kind is the cut family's).
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ def _kinds_text(kinds: Tuple[str, ...]) -> str:
 
 def _failed(seen: Seen) -> bool:
     return bool(_error_kinds_of(seen)) and seen.ended and seen.error is not None
+
+
+def _erred(seen: Seen) -> bool:
+    """A failure whose delay and status are judged: a failure scenario's, or a cut's.
+
+    A cut's kind is the cut family's to judge, but its delay and its status are held to
+    the rule every error is: none the provider did not send.
+    """
+    cut = seen.scenario == "stream-cut" and seen.ended and seen.error is not None
+    return cut or _failed(seen)
 
 
 def _error_raised(seen: Seen) -> List[str]:
@@ -96,6 +107,17 @@ def _error_details(seen: Seen) -> List[str]:
 
 def _error_status(seen: Seen) -> List[str]:
     status = seen.reply_status()
+    if seen.scenario == "stream-cut" and _erred(seen):
+        # The provider answered with a status (a 200) and then the body ended short: it
+        # sent no error status. None says so, and the 200 is what came; nothing else did.
+        got = getattr(seen.error, "status", None)
+        if got is None or got == status:
+            return []
+        return [
+            f"expected status None on the error for a cut (the provider answered {status} and the "
+            f"body ended short: it sent no error status), or that {status}, got {got!r}: a status "
+            "the provider never sent misleads whoever branches on it"
+        ]
     if not _failed(seen) or status is None or status < 400:
         return []
     got = getattr(seen.error, "status", MISSING)
@@ -132,8 +154,9 @@ def _not_number(value: Optional[str]) -> bool:
 
 
 def _retry_after(seen: Seen) -> List[str]:
-    """``retry_after`` is the delay the provider sent, on every kind; ``None`` where it sent none."""
-    if not _failed(seen):
+    """``retry_after`` is the delay the provider sent, on every kind and on a cut; ``None``
+    where it sent none."""
+    if not _erred(seen):
         return []
     kind = getattr(seen.error, "kind", None)
     retry_after = getattr(seen.error, "retry_after", None)
@@ -153,15 +176,34 @@ def _retry_after(seen: Seen) -> List[str]:
 
 
 def _text_before_error(seen: Seen) -> List[str]:
-    if seen.scenario != "stream-error" or not seen.ended:
+    """The text streamed before a failure, or before a cut after text, is yielded first."""
+    if seen.case.mode != "stream" or not seen.ended:
+        return []
+    if seen.scenario == "stream-cut":
+        if not _cut_after_text(seen.variant.name):
+            return []
+        what = "the cut"
+    elif seen.scenario == "stream-error":
+        what = "the failure"
+    else:
         return []
     content = seen.collected()[0]
     if content == FX.partial_text:
         return []
     return [
-        f"expected the text streamed before the failure, {FX.partial_text!r}, to be yielded first, "
+        f"expected the text streamed before {what}, {FX.partial_text!r}, to be yielded first, "
         f"got {content!r}"
     ]
+
+
+def _cut_after_text(variant: str) -> bool:
+    """Whether a ``stream-cut`` shape cuts a text turn (its partial text streamed), rather
+    than a call or a whole tool turn."""
+    from ..wires._chunks import CUT_IN_CALL
+    from ..wires._variants import AFTER_FINISH, CLEAN_ENDS
+
+    cut = CLEAN_ENDS.get(variant, variant)
+    return cut not in CUT_IN_CALL and cut != AFTER_FINISH
 
 
 #: This family's rows of :data:`~conformance._checks.CHECKS`.

@@ -132,9 +132,57 @@ def _reasoning_apart(seen: Seen) -> List[str]:
     ]
 
 
+def _calls_in_script_order(seen: Seen) -> List[Any]:
+    """The reply's calls, in the order the provider sent them: parallel calls are matched
+    to the script by their arguments (a backend may return them in another order)."""
+    calls = list(seen.collected()[2])
+    if seen.scenario != "parallel-tool-calls":
+        return calls
+    from ..fixture import CONFORMANCE_FIXTURE as FX
+
+    ordered = []
+    for arguments in FX.parallel_arguments:
+        match = [c for c in calls if dict(getattr(c, "arguments", None) or {}) == dict(arguments)]
+        if len(match) != 1:
+            return []  # tool-arguments says what is wrong with them
+        ordered.append(match[0])
+    return ordered
+
+
+def _call_reasoning(seen: Seen) -> List[str]:
+    """Each call carries the reasoning the provider tied to it, byte for byte."""
+    if not seen.got_reply:
+        return []
+    tied = seen.wire.tied_reasoning(seen.scenario, seen.variant.name)
+    if not tied:
+        return []
+    calls = _calls_in_script_order(seen)
+    if len(calls) != len(tied):
+        return []  # tool-calls says how many came
+    from ..wires._script import reasoning_key
+
+    problems = []
+    for position, (call, want) in enumerate(zip(calls, tied)):
+        got = tuple(getattr(call, "reasoning", None) or ())
+        try:
+            same = [reasoning_key(r) for r in want] == [reasoning_key(r) for r in got]
+        except (AttributeError, TypeError, ValueError):
+            same = False
+        if not same:
+            problems.append(
+                f"expected call {position + 1} ({getattr(call, 'name', None)} "
+                f"{dict(getattr(call, 'arguments', None) or {})!r}) to carry the reasoning the provider "
+                f"tied to it, byte for byte, {list(want)!r}, got {list(got)!r}: the provider refuses "
+                "the call sent back without it (Gemini: \"Function call is missing a "
+                "thought_signature\")"
+            )
+    return problems
+
+
 #: This family's rows of :data:`~conformance._checks.CHECKS`.
 ROWS: Dict[str, Check] = {
     "reasoning": _reasoning,
     "reasoning-exact": _reasoning_exact,
     "reasoning-apart": _reasoning_apart,
+    "call-reasoning": _call_reasoning,
 }

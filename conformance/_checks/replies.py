@@ -2,7 +2,8 @@
 
 The finish reason each reply scenario calls for is one table (:data:`_FINISH`), and
 the turns that end with their text another (:data:`_TEXT_FINISH`), so that each is
-proven by a bug of its own; in a stream the finish reason comes once. The usage is
+proven by a bug of its own; in a stream the finish reason comes once, and on the last
+chunk that carries anything. The usage is
 the provider's, and ``None`` where it reported none.
 """
 
@@ -60,7 +61,8 @@ def _content(seen: Seen) -> List[str]:
 
 
 def _tool_turn_content(seen: Seen) -> List[str]:
-    if not seen.got_reply or seen.scenario not in TOOL_TURNS:
+    # A call whose arguments do not parse still makes a tool turn: its content is the model's too.
+    if not seen.got_reply or seen.scenario not in (*TOOL_TURNS, "corrupt-arguments"):
         return []
     expected = seen.wire.texts.get(seen.scenario, "")
     content = seen.collected()[0]
@@ -143,6 +145,43 @@ def _finish_once(seen: Seen) -> List[str]:
     ]
 
 
+def _carried(chunk: Any) -> str:
+    """What a chunk carries, in words (text, calls, usage, reasoning); empty where nothing."""
+    parts = []
+    text = getattr(chunk, "content", "")
+    if text:
+        parts.append(f"the text {text!r}")
+    calls = list(getattr(chunk, "tool_calls", None) or ())
+    if calls:
+        parts.append(f"{len(calls)} tool call{'s' if len(calls) > 1 else ''}")
+    if getattr(chunk, "usage", None) is not None:
+        parts.append("the usage")
+    if getattr(chunk, "reasoning", None):
+        parts.append("reasoning")
+    return ", ".join(parts)
+
+
+def _finish_last(seen: Seen) -> List[str]:
+    """In a stream, the one finish reason sits on the last chunk that carries anything."""
+    if seen.case.mode != "stream" or not seen.ended:
+        return []
+    chunks = seen.outcome.chunks
+    carrying = [i for i, chunk in enumerate(chunks) if getattr(chunk, "finish_reason", None) is not None]
+    if len(carrying) != 1:
+        return []  # none, or more than one: finish-once speaks of that
+    at = carrying[0]
+    for later in range(at + 1, len(chunks)):
+        what = _carried(chunks[later])
+        if what:
+            return [
+                f"expected the finish reason on the last chunk that carries anything, got "
+                f"{value_of(chunks[at].finish_reason)!r} on chunk {at} and {what} after it on chunk "
+                f"{later}: a consumer that stops at the finish reason loses the rest of the turn; "
+                "set it on the last chunk you yield"
+            ]
+    return []
+
+
 def _usage_tuple(usage: Any) -> Optional[Tuple[Any, Any, Any]]:
     if usage is None:
         return None
@@ -153,10 +192,27 @@ def _usage_tuple(usage: Any) -> Optional[Tuple[Any, Any, Any]]:
     )
 
 
+def _usage_on_failure(seen: Seen) -> List[str]:
+    """A stream that failed on a turn that reports no usage carries none on its chunks."""
+    if seen.case.mode != "stream" or not seen.ended or seen.error is None:
+        return []
+    if seen.scenario in seen.wire.reports_usage:
+        return []
+    for index, chunk in enumerate(seen.outcome.chunks):
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            return [
+                f"expected usage None on every chunk of a turn that failed (the provider reported "
+                f"none for it), got {usage!r} on chunk {index}: counts the provider never sent are "
+                "made up, and zeros are counts"
+            ]
+    return []
+
+
 def _usage(seen: Seen) -> List[str]:
     """The usage the provider reported in this reply; ``None`` where it reported none."""
     if not seen.got_reply:
-        return []
+        return _usage_on_failure(seen)
     usage = seen.collected()[3]
     generations = seen.generations()
     if generations:
@@ -186,5 +242,6 @@ ROWS: Dict[str, Check] = {
     "finish-reason": _finish_reason,
     "text-finish": _text_finish,
     "finish-once": _finish_once,
+    "finish-last": _finish_last,
     "usage": _usage,
 }

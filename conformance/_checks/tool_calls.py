@@ -238,6 +238,25 @@ def _unparsed_not_repaired(seen: Seen) -> List[str]:
     ]
 
 
+def _unparsed_only_broken(seen: Seen) -> List[str]:
+    """``unparsed_arguments`` is ``None`` on every call whose arguments parsed."""
+    if not seen.got_reply:
+        return []
+    calls = seen.collected()[2]
+    if seen.scenario == "corrupt-arguments":
+        return []  # its one call's text does not parse: the unparsed-* checks judge it
+    for call in calls:
+        raw = getattr(call, "unparsed_arguments", None)
+        if raw is not None:
+            return [
+                f"expected unparsed_arguments None on the {getattr(call, 'name', None)} call whose "
+                f"arguments parsed ({_arguments_of(call)!r}), got {raw!r}: it marks a call whose "
+                "text did not parse, and a loop that follows the contract refuses every call "
+                "that carries it"
+            ]
+    return []
+
+
 #: This family's rows of :data:`~conformance._checks.CHECKS`.
 ROWS: Dict[str, Check] = {
     "tool-calls": _tool_calls,
@@ -249,4 +268,5 @@ ROWS: Dict[str, Check] = {
     "unparsed-call-kept": _unparsed_call_kept,
     "unparsed-arguments": _unparsed_arguments,
     "unparsed-not-repaired": _unparsed_not_repaired,
+    "unparsed-only-broken": _unparsed_only_broken,
 }

@@ -159,7 +159,8 @@ class ReplyWriter:
                     WATCH.notify()
             self._done()
         elif isinstance(reply, StreamReply):
-            chunked = self.version == "HTTP/1.1"
+            # A stream delimited by its own content-length goes without the chunked encoding.
+            chunked = self.version == "HTTP/1.1" and reply.content_length() is None
             if not chunked:
                 self.keep_alive = False
             hub = self.hub

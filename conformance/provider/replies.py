@@ -139,6 +139,11 @@ class StreamReply:
     without completing it: HTTP/1.1 closes the connection without the chunked
     encoding's last chunk, h2 sends ``RST_STREAM(NO_ERROR)``) or ``"reset"`` (HTTP/1.1
     resets the TCP connection, h2 sends ``RST_STREAM(INTERNAL_ERROR)``).
+
+    Where ``headers`` name a ``content-length``, the stream is delimited by it, as a
+    gateway that buffers a stream sends it: over HTTP/1.1 without the chunked encoding
+    (the connection closes after it), over h2 with the header. It must be the chunks'
+    total, and such a stream ends ``"complete"``.
     """
 
     chunks: Sequence[bytes]
@@ -163,6 +168,13 @@ class StreamReply:
             raise ProviderInputError(
                 f"StreamReply end must be one of {', '.join(map(repr, STREAM_ENDS))}, "
                 f"got {self.end!r}{_did_you_mean(self.end, STREAM_ENDS)}"
+            )
+        length = self.content_length()
+        if length is not None and (length != sum(len(c) for c in self.chunks) or self.end != "complete"):
+            raise ProviderInputError(
+                f"StreamReply with content-length {length!r}: a stream delimited by its length "
+                f"sends exactly that many bytes ({sum(len(c) for c in self.chunks)} in its chunks) "
+                f"and ends 'complete' (got end={self.end!r}); give the total, or leave the header out"
             )
         if self.hang and self.end != "complete":
             raise ProviderInputError(
@@ -220,6 +232,19 @@ class StreamReply:
     def header_items(self) -> Tuple[Tuple[str, str], ...]:
         """The extra headers, validated."""
         return _header_items(self.headers)
+
+    def content_length(self) -> Optional[int]:
+        """The ``content-length`` the reply's own headers name, or ``None`` (a stream framed
+        by the chunked encoding over HTTP/1.1, by ``END_STREAM`` over h2)."""
+        for name, value in (self.headers or {}).items():
+            if str(name).lower() == "content-length":
+                try:
+                    return int(str(value))
+                except ValueError:
+                    raise ProviderInputError(
+                        f"StreamReply content-length must be a count of bytes, got {value!r}"
+                    ) from None
+        return None
 
 
 @dataclass(frozen=True)

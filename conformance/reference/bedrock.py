@@ -181,6 +181,8 @@ class _Turn:
     finished: Optional[Reasoning] = None
     stop_reason: Optional[str] = None
     usage: Optional[Usage] = None
+    #: Whether ``metadata`` came: the stream's last event, after ``messageStop``.
+    metadata: bool = False
 
 
 class BedrockConverseBackend(ReferenceBackend):
@@ -382,7 +384,10 @@ class BedrockConverseBackend(ReferenceBackend):
                 ) from exc
         finally:
             await response.aclose()
-        self.check_ended(turn.stop_reason is not None, "messageStop")
+        # messageStop is not the end: metadata comes after it, and a stream that ends
+        # between the two (however properly its response ended) was cut.
+        ended = turn.stop_reason is not None and turn.metadata
+        self.check_ended(ended, "metadata" if turn.stop_reason is not None else "messageStop")
         calls = self.complete_calls([turn.tool_uses[i] for i in sorted(turn.tool_uses)], turn.stop_reason)
         yield StreamChunk(
             tool_calls=tuple(calls),
@@ -427,6 +432,7 @@ class BedrockConverseBackend(ReferenceBackend):
         elif event_type == "messageStop":
             turn.stop_reason = str(payload.get("stopReason") or "")
         elif event_type == "metadata":
+            turn.metadata = True
             turn.usage = self.usage(payload.get("usage"))
         # messageStart carries nothing to keep; unknown events are
         # skipped, as the SDKs skip them.

@@ -230,9 +230,11 @@ class OpenAIChatBackend(OpenAIBase):
                     break
         finally:
             await response.aclose()
-        # The finish reason ends the turn; [DONE] alone ends none: llama-server's older
-        # builds send an error: line, which SSE drops, and then [DONE].
-        self.check_ended(reason is not None, "a finish reason" if done else "[DONE]")
+        # The turn ends with a finish reason and then [DONE]: [DONE] alone ends none
+        # (llama-server's older builds send an error: line, which SSE drops, and then
+        # [DONE]), and a finish reason alone ends none either (a gateway whose upstream
+        # failed after it ends its own response properly, without [DONE]).
+        self.check_ended(done and reason is not None, "a finish reason" if done else "[DONE]")
         calls = self.complete_calls([partials[i] for i in sorted(partials)], reason)
         yield StreamChunk(
             tool_calls=tuple(calls),

@@ -192,6 +192,16 @@ class Wire:
         """
         return header_retry_after(getattr(reply, "headers", None) or {})
 
+    def tied_reasoning(self, scenario: str, variant: str = "") -> Tuple[Tuple[Reasoning, ...], ...]:
+        """The reasoning the provider ties to each call of its reply to ``scenario``, call by
+        call in the order it sends them (Gemini 3's ``thoughtSignature`` on a
+        ``functionCall`` part); empty where it ties none to any call.
+
+        A backend must pass each call's on unaltered (``ToolCall.reasoning``): the provider
+        refuses the call sent back without it. By default none.
+        """
+        return ()
+
     def call_id(self, scenario: str) -> Optional[str]:
         """The id the provider gives the tool call in ``scenario``, or ``None`` where it sends none.
 

@@ -15,9 +15,18 @@ from typing import TYPE_CHECKING, Any, Collection, List, Sequence, Tuple
 from ._ids import _digest
 
 if TYPE_CHECKING:
-    from ..provider.replies import JsonReply
+    from ..provider.replies import JsonReply, Reply
 
-__all__ = ["CUT_IN_CALL", "cut_events", "cut_short", "dumps", "event_chunks", "split_text", "tcp_chunks"]
+__all__ = [
+    "CUT_IN_CALL",
+    "cut_events",
+    "cut_short",
+    "dumps",
+    "ended_cleanly",
+    "event_chunks",
+    "split_text",
+    "tcp_chunks",
+]
 
 
 def dumps(obj: Any) -> str:
@@ -135,3 +144,27 @@ def cut_short(reply: JsonReply, inside: str) -> JsonReply:
     at = body.find(needle)
     cut = at + max(1, len(needle) // 2) if at >= 0 else len(body) // 2
     return dataclasses.replace(reply, end="close", cut_at=cut)
+
+
+def ended_cleanly(reply: Reply, by_length: bool = False) -> Reply:
+    """A cut ``reply`` whose response ends properly, as a gateway ends its own when its
+    upstream fails: the same bytes, then a stream's proper end (the chunked encoding's last
+    chunk over HTTP/1.1, ``END_STREAM`` over h2; with ``by_length``, the ``content-length``
+    the response named), or a body sent whole by a ``content-length`` that names only the
+    bytes that came. Only the missing terminal event (or the body's broken JSON) tells the
+    client the turn was cut."""
+    import dataclasses
+
+    from ..provider.replies import JsonReply, StreamReply
+
+    if isinstance(reply, StreamReply) and reply.end != "complete":
+        if by_length:
+            length = str(sum(len(c) for c in reply.chunks))
+            headers = {k: v for k, v in (reply.headers or {}).items() if k.lower() != "transfer-encoding"}
+            return dataclasses.replace(reply, end="complete", headers={**headers, "content-length": length})
+        return dataclasses.replace(reply, end="complete")
+    if isinstance(reply, JsonReply) and reply.end != "complete":
+        return JsonReply(
+            reply.sent_body(reply.encoded()), reply.status, reply.headers, reply.content_type
+        )
+    return reply

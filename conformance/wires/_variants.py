@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AFTER_FINISH",
+    "BY_LENGTH",
+    "CLEAN_ENDS",
     "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
     "CUT_KINDS",
     "SOURCE_KINDS",
@@ -158,6 +160,40 @@ _FINISH_TAKEN_FOR_END = (
 )
 
 
+#: The ``stream-cut`` shapes whose response ends properly (the chunked encoding's last
+#: chunk over HTTP/1.1, ``END_STREAM`` over h2) short of the terminal event, each by the
+#: cut whose events it sends: what a gateway sends when its upstream fails and it closes
+#: its own response cleanly. No transport error tells the client anything went wrong; only
+#: the missing terminal event does.
+CLEAN_ENDS: Dict[str, str] = {
+    "clean-end": "between-events",
+    "clean-end-by-length": "between-events",
+    "clean-end-after-finish": AFTER_FINISH,
+}
+
+#: The clean ends whose stream is delimited by a ``content-length`` naming the bytes sent
+#: (a gateway that buffers its upstream's stream, then sends what it got), not chunked.
+BY_LENGTH = frozenset({"clean-end-by-length"})
+
+#: Clients seen taking a stream a proxy ended properly, without its terminal event, for a
+#: whole turn, and a proxy seen ending one so.
+_CLEAN_END_SEEN = (
+    "brightwave-inc/tidebreak#1124 (a stream closed cleanly mid-response, no transport error "
+    "and no finish, reported as a normal end of turn); gethnet/litellm-connector-copilot#97 "
+    "(a LiteLLM proxy ending a stream without its [DONE])"
+)
+
+#: Gateways seen sending an event stream whole, under a Content-Length.
+_BY_LENGTH_SEEN = (
+    "nginx/nginx#1505 (a reverse proxy that buffers a text/event-stream response, as nginx does "
+    "by default); braintrustdata/braintrust-proxy#1124 (a gateway that sent a text/event-stream "
+    "response under a Content-Length)"
+)
+
+#: How a clean end reaches the client, for titles.
+_CLEAN_END_HOW = "the response ended properly (the chunked encoding's last chunk, h2 END_STREAM)"
+
+
 def stream_cut_variants(
     terminal: str,
     docs: str,
@@ -209,6 +245,26 @@ def stream_cut_variants(
             error_kinds=CUT_KINDS,
         ),
     )
+    streamed += (
+        Variant(
+            "clean-end",
+            f"text, then {_CLEAN_END_HOW} before {terminal}, as a gateway ends its own response "
+            "when its upstream fails",
+            f"{source}; {_CLEAN_END_SEEN}",
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
+        ),
+    )
+    streamed += (
+        Variant(
+            "clean-end-by-length",
+            f"text, then the response ended at the content-length it named, before {terminal}, as a "
+            "gateway that buffers its upstream's stream sends what it got when that upstream fails",
+            f"{source}; {_CLEAN_END_SEEN}; {_BY_LENGTH_SEEN}",
+            source_kind="docs",
+            error_kinds=CUT_KINDS,
+        ),
+    )
     if after_finish:
         # The finish reason came, the terminal event did not: the turn is not over (its
         # last event, and on some wires its usage, never came), so this is a cut like
@@ -219,6 +275,14 @@ def stream_cut_variants(
                 f"a whole tool call, then {after_finish} (the finish reason came, the terminal "
                 "event did not)",
                 f"{source}; {_FINISH_TAKEN_FOR_END}",
+                source_kind="docs",
+                error_kinds=CUT_KINDS,
+            ),
+            Variant(
+                "clean-end-after-finish",
+                f"a whole tool call and its finish reason, then {_CLEAN_END_HOW} before {terminal}, "
+                "as a gateway ends its own response when its upstream fails",
+                f"{source}; {_FINISH_TAKEN_FOR_END}; {_CLEAN_END_SEEN}",
                 source_kind="docs",
                 error_kinds=CUT_KINDS,
             ),

@@ -65,6 +65,20 @@ def cut_error(exc: BaseException, provider: str) -> Any:
     )
 
 
+def ended_short(provider: str, terminal: str) -> Any:
+    """The contract's error for a stream whose body ended properly before ``terminal``: a
+    retryable ``server_error``, as for a cut (a gateway ends its own response so when its
+    upstream fails; only the missing terminal event tells)."""
+    from conformance.contract import LLMError
+
+    return LLMError.from_kind(
+        "server_error",
+        f"the stream ended before {terminal}",
+        provider=provider,
+        details={"terminal": terminal},
+    )
+
+
 def installed_version(distribution: str) -> Tuple[int, ...]:
     """The installed release of ``distribution`` as numbers, ``(2, 48, 0)``; ``()`` where it is absent.
 

@@ -84,6 +84,19 @@ if TYPE_CHECKING:
 __all__ = ["HAVE_OPENAI", "AsyncOpenAIChatBackend", "SyncOpenAIChatBackend"]
 
 
+#: What openai-python cannot tell its caller, so its adapters cannot: whether a stream
+#: ended at ``data: [DONE]`` or at the end of a body a gateway closed properly after the
+#: finish reason. Its ``Stream`` stops at either and says nothing (``openai/_streaming.py``),
+#: so that cut reads as a whole turn.
+DONE_UNSEEN = {
+    "stream-cut/stream:clean-end-after-finish": (
+        "openai-python stops a stream at data: [DONE] and at the end of its body alike and says "
+        "which to no one (openai/_streaming.py): a body ended properly after the finish reason "
+        "reads as a whole turn"
+    )
+}
+
+
 #: ``error.code`` values that mean the money ran out, not the requests per minute.
 QUOTA_CODES = frozenset(
     {

@@ -330,7 +330,7 @@ class Boto3BedrockBackend:
         starts: Dict[int, Dict[str, Any]] = {}
         #: reasoningContent blocks in progress by index: text parts, signature, redacted bytes.
         thinking: Dict[int, Dict[str, Any]] = {}
-        stop_reason, usage = None, None
+        stop_reason, usage, ended = None, None, False
         try:
             for event in events:
                 if signal is not None and signal.aborted:
@@ -377,6 +377,7 @@ class Boto3BedrockBackend:
                 elif "messageStop" in event:
                     stop_reason = event["messageStop"]["stopReason"]
                 elif "metadata" in event:
+                    ended = True
                     usage = self.usage(event["metadata"]["usage"])
         except ClientError as exc:
             raise self.error(exc) from exc
@@ -392,11 +393,12 @@ class Boto3BedrockBackend:
             events.close()
         if signal is not None and signal.aborted:
             signal.raise_reason()
-        if stop_reason is None:
-            # Only messageStop says the turn is over: a stream that ends before it was
-            # cut, however cleanly its body ended.
+        if stop_reason is None or not ended:
+            # Only messageStop and the metadata after it say the turn is over: a stream
+            # that ends before them was cut, however cleanly its body ended.
+            terminal = "messageStop" if stop_reason is None else "metadata"
             raise LLMError.from_kind(
-                "server_error", "the stream ended before messageStop", provider="bedrock"
+                "server_error", f"the stream ended before {terminal}", provider="bedrock"
             )
         calls = []
         if STOP_REASONS.get(stop_reason or "") != "length":

@@ -62,6 +62,7 @@ from ._support import (
     ThirdPartyWarnings,
     broken_connection,
     cut_error,
+    ended_short,
     installed_version,
     shared_between,
 )
@@ -536,6 +537,8 @@ class GenAISyncBackend:
             if broken_connection(exc):
                 raise cut_error(exc, "gemini") from exc  # cut before a finishReason, or reset
             raise
+        if turn.reason is None:
+            raise ended_short("gemini", "a finishReason")  # a body that ended properly before it
         yield turn.last_chunk()
 
     def close(self) -> None:
@@ -618,6 +621,8 @@ class GenAIAsyncBackend:
             failure = cut_error(exc, "gemini")  # cut before a finishReason, or reset
         if failure is not None:
             raise failure
+        if turn.reason is None:
+            raise ended_short("gemini", "a finishReason")  # a body that ended properly before it
         yield turn.last_chunk()
 
     async def aclose(self) -> None:

@@ -42,7 +42,7 @@ from conformance.wires.ollama import ollama_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, shared_between
+from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, ended_short, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -235,6 +235,8 @@ class OllamaSyncBackend:
             if broken_connection(exc):
                 raise cut_error(exc, "ollama") from exc  # cut before the done line, or reset
             raise
+        if turn.final is None:
+            raise ended_short("ollama", 'the "done": true line')  # a body that ended properly before it
         yield turn.last_chunk()
 
     def close(self) -> None:
@@ -285,6 +287,8 @@ class OllamaAsyncBackend:
             if broken_connection(exc):
                 raise cut_error(exc, "ollama") from exc  # cut before the done line, or reset
             raise
+        if turn.final is None:
+            raise ended_short("ollama", 'the "done": true line')  # a body that ended properly before it
         yield turn.last_chunk()
 
     async def aclose(self) -> None:

@@ -28,6 +28,7 @@ from conformance.contract import (
     StreamChunk,
     ToolCall,
     ToolResult,
+    Usage,
 )
 from conformance.reference._base import ReferenceBackend
 from conformance.reference._decoders import SSEDecoder, SSEEvent
@@ -221,10 +222,13 @@ class Zoo:
     def ends_at_finish_reason(self, cls: type) -> Mutant:
         """The mutant of :class:`EndsAtFinishReason`, ``cls`` saying when the wire's finish reason came.
 
-        Caught only on the cut after the finish reason, for the turn it returns as finished:
-        its call and its finish reason came before the cut, and the turn's end never did.
+        Caught only on the cuts after the finish reason (the connection closed, or the
+        response ended properly), for the turn it returns as finished: its call and its
+        finish reason came before the cut, and the turn's end never did.
         """
-        from conformance.wires._variants import AFTER_FINISH
+        from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS
+
+        clean = next(name for name, cut in CLEAN_ENDS.items() if cut == AFTER_FINISH)
 
         return self.mutant(
             "ends-at-finish-reason",
@@ -232,14 +236,36 @@ class Zoo:
             cls,
             checks=("cut-raised", "cut-finish", "cut-tool-call"),
             cases=("stream-cut/stream",),
-            variants=(AFTER_FINISH,),
+            variants=(AFTER_FINISH, clean),
+        )
+
+    def trusts_clean_end(self) -> Mutant:
+        """The mutant of :data:`TRUSTS_CLEAN_END`: caught on the shapes whose response ends
+        properly short of the terminal event, and on no cut the transport reports.
+
+        Where the wire has a clean end after the finish reason, the whole call that came
+        before it is handed out too, so that shape adds ``cut-tool-call``.
+        """
+        from conformance.wires import WIRES
+        from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS
+
+        names = {v.name for v in WIRES[self.wire].variants("stream-cut", "stream")}
+        if AFTER_FINISH in names:
+            return self.shared(TRUSTS_CLEAN_END, checks=(*TRUSTS_CLEAN_END.checks, "cut-tool-call"))
+        return self.mutant(
+            TRUSTS_CLEAN_END.name,
+            TRUSTS_CLEAN_END.bug,
+            TRUSTS_CLEAN_END.mixin,
+            checks=TRUSTS_CLEAN_END.checks,
+            cases=TRUSTS_CLEAN_END.cases,
+            variants=tuple(sorted(names & set(CLEAN_ENDS))),
         )
 
     def every_wire(self, *, leave_out: Tuple[SharedBug, ...] = ()) -> List[Mutant]:
         """The mutants of the bugs every wire can have (:data:`EVERY_WIRE`), less ``leave_out``:
         a bug a wire's shapes allow (a throttle its provider types as one, reported as a
-        rate limit) is no bug there."""
-        return [self.shared(bug) for bug in EVERY_WIRE if bug not in leave_out]
+        rate limit) is no bug there; then :meth:`trusts_clean_end`."""
+        return [*(self.shared(bug) for bug in EVERY_WIRE if bug not in leave_out), self.trusts_clean_end()]
 
     def shared(
         self,
@@ -685,6 +711,22 @@ class SwapsCallIds(EditsCalls):
         return [dataclasses.replace(c, id=i) for c, i in zip(calls, ids[1:] + ids[:1])]
 
 
+class DropsCallReasoning(EditsCalls):
+    """Returns each call without the reasoning the provider tied to it (Gemini's
+    ``thoughtSignature`` on the ``functionCall`` part)."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [dataclasses.replace(c, reasoning=()) for c in calls]
+
+
+class KeepsIdSuffix(EditsCalls):
+    """Marks each call's id with a suffix of its own (``_b7f3``), as a client that keys its
+    calls by a local id does, and never takes it off: the next turn sends the marked id."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [dataclasses.replace(c, id=f"{c.id}_b7f3") if c.id else c for c in calls]
+
+
 class KeepsFirstCall(EditsCalls):
     """Keeps one call per turn, as a parser written for a single call does."""
 
@@ -796,6 +838,14 @@ class TakesCutForEnd(ReferenceBackend):
         return QuietBody(await super().send(chat, stream))  # type: ignore[return-value]
 
 
+class TrustsCleanEnd(ReferenceBackend):
+    """Takes the end of the body for the end of the turn: a transport error still fails it,
+    but a stream whose response ends properly is taken as whole, terminal event or not."""
+
+    def check_ended(self, ended: bool, terminal: str) -> None:
+        return None
+
+
 class RaisesTransportError(ReferenceBackend):
     """Lets the transport's own error out on a cut: no kind and no retryable for a caller to read."""
 
@@ -810,6 +860,26 @@ class CutNotRetryable(ReferenceBackend):
         built = super().cut_error(error)
         if isinstance(built, LLMError):
             built.retryable = False
+        return built
+
+
+class CutInventsDelay(ReferenceBackend):
+    """Asks for an hour's wait before a retry of a cut connection, a delay nobody sent."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        built = super().cut_error(error)
+        if isinstance(built, LLMError):
+            built.retry_after = 3600.0
+        return built
+
+
+class CutInventsStatus(ReferenceBackend):
+    """Gives the error for a cut connection a status of its own (599), one nobody sent."""
+
+    def cut_error(self, error: TransportError) -> BaseException:
+        built = super().cut_error(error)
+        if isinstance(built, LLMError):
+            built.status = 599
         return built
 
 
@@ -1016,6 +1086,57 @@ class EarlyFinish(ReferenceBackend):
                 first = False
                 chunk = dataclasses.replace(chunk, finish_reason="stop")
             yield chunk
+
+
+class UsageOnFailure(ReferenceBackend):
+    """Reports zeros for the usage of a stream that failed, as a client that always closes a
+    stream with a usage chunk does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError:
+            yield StreamChunk(usage=Usage(0, 0, 0))
+            raise
+
+
+class FinishAhead(ReferenceBackend):
+    """Yields the turn's finish reason once, but on a chunk of its own ahead of the text and
+    calls, as a stream that reports the reason as soon as it is known does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        reasons = [chunk.finish_reason for chunk in held if chunk.finish_reason is not None]
+        if reasons:
+            yield StreamChunk(finish_reason=reasons[-1])
+        for chunk in held:
+            yield dataclasses.replace(chunk, finish_reason=None)
+
+
+class FinishOnFirstText(ReferenceBackend):
+    """Yields the turn's finish reason once, but on its first chunk of text."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        reasons = [chunk.finish_reason for chunk in held if chunk.finish_reason is not None]
+        first = next((i for i, chunk in enumerate(held) if chunk.content), None)
+        for index, chunk in enumerate(held):
+            if reasons and first is not None:
+                chunk = dataclasses.replace(chunk, finish_reason=reasons[-1] if index == first else None)
+            yield chunk
+
+
+class UnparsedOnEveryCall(EditsCalls):
+    """Fills ``unparsed_arguments`` on every call with its argument text, parsed or not."""
+
+    def edit(self, calls: List[ToolCall]) -> List[ToolCall]:
+        return [
+            dataclasses.replace(c, unparsed_arguments=json.dumps(dict(c.arguments)))
+            if c.unparsed_arguments is None
+            else c
+            for c in calls
+        ]
 
 
 class FillsUnparsedArguments(EditsCalls):
@@ -1268,7 +1389,7 @@ LOSES_TEXT_BEFORE_ERROR = SharedBug(
     "holds the text back until the end, then fails",
     LosesTextBeforeError,
     ("text-before-error",),
-    ("stream-error/stream",),
+    ("stream-error/stream", "stream-cut/stream"),
 )
 DECODES_PER_CHUNK = SharedBug(
     "decodes-per-chunk", "decodes UTF-8 per network chunk", DecodesPerChunk, ("content",), ("text/stream",)
@@ -1412,6 +1533,21 @@ SWAPS_CALL_IDS = SharedBug(
     ("call-id",),
     ("parallel-tool-calls/chat", "parallel-tool-calls/stream"),
 )
+#: Listed by the zoos of the wires whose provider ties reasoning to a call (Gemini's).
+DROPS_CALL_REASONING = SharedBug(
+    "drops-call-reasoning",
+    "returns each call without the thoughtSignature the provider put on its functionCall part",
+    DropsCallReasoning,
+    ("call-reasoning",),
+    ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+KEEPS_ID_SUFFIX = SharedBug(
+    "keeps-id-suffix",
+    "adds a suffix of its own to each call id (call-id allows it) and sends it back with the suffix",
+    KeepsIdSuffix,
+    ("history",),
+    ("tool-result/chat", "tool-result/stream"),
+)
 KEEPS_FIRST_CALL = SharedBug(
     "keeps-first-call",
     "keeps only the first call of a turn",
@@ -1437,6 +1573,20 @@ CUT_KIND_OF_ITS_OWN = SharedBug(
     ("cut-kind",),
     CUT_BOTH,
 )
+CUT_INVENTS_DELAY = SharedBug(
+    "cut-invents-delay",
+    "reports a cut connection with retry_after 3600, a delay the provider never sent",
+    CutInventsDelay,
+    ("retry-after",),
+    CUT_BOTH,
+)
+CUT_INVENTS_STATUS = SharedBug(
+    "cut-invents-status",
+    "reports a cut connection with status 599, a status the provider never sent",
+    CutInventsStatus,
+    ("error-status",),
+    CUT_BOTH,
+)
 SWALLOWS_CUT = SharedBug(
     "swallows-cut",
     "ends quietly on a cut: the stream just stops, the whole reply comes back empty",
@@ -1458,6 +1608,15 @@ TAKES_CUT_FOR_END = SharedBug(
     "takes a closed connection for the end of the turn, and returns what came as finished",
     TakesCutForEnd,
     ("cut-raised", "cut-finish", "cut-tool-call"),
+    ("stream-cut/stream",),
+)
+#: Caught only where the response ends properly short of the terminal event; how the
+#: turn comes out (a finish reason, the calls) differs by wire (see each zoo).
+TRUSTS_CLEAN_END = SharedBug(
+    "trusts-clean-end",
+    "takes a stream whose response ended properly for a whole turn, with no terminal event",
+    TrustsCleanEnd,
+    ("cut-raised", "cut-finish"),
     ("stream-cut/stream",),
 )
 
@@ -1516,6 +1675,34 @@ EARLY_FINISH = SharedBug(
     EarlyFinish,
     ("finish-once",),
     ("text/stream", "truncated-tool-call/stream", "tool-result/stream"),
+)
+UNPARSED_ON_EVERY_CALL = SharedBug(
+    "unparsed-on-every-call",
+    "fills unparsed_arguments on every call, also where the arguments parsed",
+    UnparsedOnEveryCall,
+    ("unparsed-only-broken",),
+    ("tool-call/chat", "tool-call/stream", "parallel-tool-calls/chat", "parallel-tool-calls/stream"),
+)
+USAGE_ON_FAILURE = SharedBug(
+    "usage-on-failure",
+    "reports zeros for the usage of a stream that failed",
+    UsageOnFailure,
+    ("usage",),
+    ("stream-error/stream",),
+)
+FINISH_AHEAD = SharedBug(
+    "finish-ahead",
+    "yields the finish reason once, on a chunk of its own ahead of the text and calls",
+    FinishAhead,
+    ("finish-last",),
+    ("text/stream", "tool-call/stream", "parallel-tool-calls/stream"),
+)
+FINISH_ON_FIRST_TEXT = SharedBug(
+    "finish-on-first-text",
+    "yields the finish reason once, on the first chunk of text",
+    FinishOnFirstText,
+    ("finish-last",),
+    ("text/stream", "tool-result/stream"),
 )
 RAW_STOP_REASON = SharedBug(
     "raw-stop-reason",
@@ -1598,6 +1785,14 @@ STOP_ON_UNPARSED_CALL = SharedBug(
     CORRUPT_CASES,
 )
 
+ANNOUNCES_BROKEN_CALL = SharedBug(
+    "announces-broken-call",
+    f"adds {ANNOUNCEMENT!r} to the content of a turn whose call's arguments do not parse",
+    AnnouncesCalls,
+    ("tool-turn-content",),
+    CORRUPT_CASES,
+)
+
 #: The shared bugs of a call whose arguments do not parse: listed by the zoos of the
 #: wires that carry argument text (``Zoo.unparsed``), on the corrupt-arguments cases they run.
 UNPARSED_BUGS = (
@@ -1607,6 +1802,7 @@ UNPARSED_BUGS = (
     QUOTES_UNPARSED_TEXT,
     RAISES_ON_UNPARSED,
     STOP_ON_UNPARSED_CALL,
+    ANNOUNCES_BROKEN_CALL,
 )
 
 #: The shared bugs every zoo lists, in this order, before its own.
@@ -1641,10 +1837,13 @@ EVERY_WIRE = (
     ERROR_AS_EMPTY_RESULT,
     RESULT_AS_USER_TEXT,
     SWAPS_CALL_IDS,
+    KEEPS_ID_SUFFIX,
     KEEPS_FIRST_CALL,
     RAISES_TRANSPORT_ERROR,
     CUT_NOT_RETRYABLE,
     CUT_KIND_OF_ITS_OWN,
+    CUT_INVENTS_DELAY,
+    CUT_INVENTS_STATUS,
     SWALLOWS_CUT,
     FINISHES_ON_CUT,
     NAMESPACES_TOOL_NAME,
@@ -1652,6 +1851,10 @@ EVERY_WIRE = (
     ANNOUNCES_CALLS,
     INVENTS_CALL,
     EARLY_FINISH,
+    FINISH_AHEAD,
+    FINISH_ON_FIRST_TEXT,
+    USAGE_ON_FAILURE,
+    UNPARSED_ON_EVERY_CALL,
     RAW_STOP_REASON,
     LENGTH_AS_STOP,
     DROPS_USAGE_AFTER_FIRST_TURN,

@@ -20,6 +20,7 @@ class StopsAtMessageStop(BedrockConverseBackend):
 
     def on_event(self, event_type: str, payload: Mapping[str, Any], turn: _Turn) -> str:
         if event_type == "metadata":
+            turn.metadata = True  # the turn's end seen, its usage left unread
             return ""
         return super().on_event(event_type, payload, turn)
 
@@ -120,6 +121,7 @@ class QuietOnStreamError(BedrockConverseBackend):
     def on_message(self, message: EventStreamMessage, turn: _Turn) -> str:
         if message.headers.get(":message-type") != "event":
             turn.stop_reason = turn.stop_reason or "end_turn"
+            turn.metadata = True  # the exception taken for the turn's end, metadata and all
             return ""
         return super().on_message(message, turn)
 

@@ -284,4 +284,5 @@ MUTANTS = [
         checks=("cut-tool-call",),
         cases=("stream-cut/stream",),
     ),
+    zoo.shared(shared.DROPS_CALL_REASONING),
 ]

@@ -113,13 +113,20 @@ MUTANTS = [
         zoo.shared(bug, cases=("overloaded/chat", "overloaded/stream"))
         if bug is shared.OVERLOAD_AS_SERVER_ERROR
         else zoo.shared(bug)
-        # Ollama sends no call ids: there is nothing to pair up wrongly. Its usage limit is
-        # a 429 whose message alone says quota: a rate limit is a fair reading of it. Its
-        # prompt too long is a 400 whose message alone says so: a bad request is as fair.
+        # Ollama sends no call ids: there is nothing to pair up wrongly, nor to give back.
+        # Its usage limit is a 429 whose message alone says quota: a rate limit is a fair
+        # reading of it. Its prompt too long is a 400 whose message alone says so: a bad
+        # request is as fair.
         for bug in shared.EVERY_WIRE
         if bug
-        not in (shared.SWAPS_CALL_IDS, shared.QUOTA_AS_RATE_LIMIT, shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST)
+        not in (
+            shared.SWAPS_CALL_IDS,
+            shared.KEEPS_ID_SUFFIX,
+            shared.QUOTA_AS_RATE_LIMIT,
+            shared.CONTEXT_OVERFLOW_AS_BAD_REQUEST,
+        )
     ),
+    zoo.trusts_clean_end(),
     zoo.shared(shared.CONTEXT_OVERFLOW_AS_SERVER_ERROR),
     # The ids are the backend's own: two calls under one is caught by that alone.
     zoo.shared(shared.ONE_ID_FOR_EVERY_CALL, checks=("distinct-ids",)),

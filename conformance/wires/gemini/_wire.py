@@ -213,6 +213,22 @@ class GeminiWire(Wire):
             return dialect.whole(self.prompt_blocked(model))
         return dialect.whole(dialect.response(model, [one], usage=self.whole_usage(scenario, variant)))
 
+    def tied_reasoning(self, scenario: str, variant: str = "") -> Tuple[Tuple[Reasoning, ...], ...]:
+        """Gemini 3 signs a turn's first call: the tool-call's ``THOUGHT_SIGNATURE``, and the
+        first of the parallel calls with its turn's signature; Gemini 2.x (tool-call-with-stop)
+        signs none."""
+        from ._replies import THOUGHT_SIGNATURE
+        from ._turns import turn_signature
+
+        kind = ReasoningKind.THOUGHT_SIGNATURE.value
+        if scenario == "tool-call":
+            return ((Reasoning(kind, signature=THOUGHT_SIGNATURE, provider=self.provider),),)
+        if scenario == "parallel-tool-calls":
+            # The scripted turn's seed, as multi_turn_reply plays it.
+            signed = turn_signature(f"{scenario}/{variant or 'default'}")
+            return ((Reasoning(kind, signature=signed, provider=self.provider),), ())
+        return ()
+
     def whole_usage(self, scenario: str, variant: str) -> Optional[Dict[str, Any]]:
         """The ``usageMetadata`` of a whole reply, where it is not the plain one: a turn of thoughts only."""
         return self.dialect.usage(thoughts=FX.usage.output_tokens) if variant == "no-parts" else None
