@@ -20,7 +20,6 @@ import re
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
-from unittest import mock
 
 from conformance._checks import CHECKS, cut, ending, failures, reasoning, replies, requests, tool_calls
 from conformance._loops import kept_loops
@@ -309,34 +308,47 @@ class ZooTests(unittest.TestCase):
         # A site's guard is the job that reported from it and from the fewest others: alone,
         # or beside a site whose words it re-words (headers-later quotes the headers check's
         # lines), which its taking out then silences too. The sabotage below proves each.
-        guards: Dict[str, Tuple[Mutant, str, str]] = {}
-        fewest: Dict[str, int] = {}
-        for mutant, case, transport in jobs:
+        # Where several jobs report from a site alone, each is tried in turn: taking a site
+        # out can let a later one of the check speak for the same chunk (finish-last names
+        # the first thing a chunk after the finish reason carries, so without the text's
+        # words a job whose later chunk carries usage is still caught).
+        candidates: Dict[str, List[Tuple[int, int, Tuple[Mutant, str, str]]]] = {}
+        for order, (mutant, case, transport) in enumerate(jobs):
             sites = SITES_SEEN[mutant.wire, mutant.name, case, transport]
             if expected_verdict(mutant, case, transport) is None:
                 continue
             for site in sites:
-                if len(sites) < fewest.get(site, 3):
-                    fewest[site] = len(sites)
-                    guards[site] = (mutant, case, transport)
+                if len(sites) < 3:
+                    candidates.setdefault(site, []).append((len(sites), order, (mutant, case, transport)))
+        guards: Dict[str, List[Tuple[Mutant, str, str]]] = {
+            site: [job for _, _, job in sorted(found, key=lambda c: (c[0], c[1]))][:CANDIDATES]
+            for site, found in candidates.items()
+        }
         names = [site.name for site in SITES.sites]
         unguarded = [n for n in names if n not in guards and n not in UNGUARDED_SITES]
         self.assertEqual(unguarded, [], "reporting sites that no mutant alone is caught by")
         stale = sorted(set(UNGUARDED_SITES) & (set(guards) | (set(UNGUARDED_SITES) - set(names))))
         self.assertEqual(stale, [], "sites listed as unguarded that are guarded, or are gone")
 
-        def sabotaged(item: Tuple[str, Tuple[Mutant, str, str]]) -> Optional[str]:
-            site, (mutant, case, transport) = item
-            with SITES.without(site):
-                got = mutant_verdict(mutant, case, transport)
-            if got is None:
-                return None
-            return f"without {site}, {mutant.wire} {mutant.name} {case} is still caught: {sorted(got)}"
+        def sabotaged(item: Tuple[str, List[Tuple[Mutant, str, str]]]) -> Optional[str]:
+            site, jobs_of_site = item
+            still = []
+            for mutant, case, transport in jobs_of_site:
+                with SITES.without(site):
+                    got = mutant_verdict(mutant, case, transport)
+                if got is None:
+                    return None
+                still.append(f"{mutant.wire} {mutant.name} {case}: {sorted(got)}")
+            return f"without {site}, every job that reported from it is still caught: " + "; ".join(still)
 
         with asyncio_debug_in_long_runs_only(), kept_loops(), ThreadPoolExecutor(max_workers=JOBS) as pool:
             caught = [c for c in pool.map(sabotaged, sorted(guards.items(), key=lambda i: i[0])) if c]
         self.assertEqual(caught, [], "\n".join(caught))
 
+
+#: How many of the jobs that report from a site (those reporting from fewest sites first)
+#: the sabotage tries before it calls the site unguarded.
+CANDIDATES = 64
 
 #: Reporting sites no mutant is caught by alone, each with the reason it needs none.
 UNGUARDED_SITES: Dict[str, str] = {}

@@ -1127,6 +1127,72 @@ class FinishOnFirstText(ReferenceBackend):
             yield chunk
 
 
+class UsageAfterFinish(ReferenceBackend):
+    """Yields the finish reason on the chunk it came with and the usage on a chunk after it,
+    as OpenAI's own stream sends them with ``stream_options.include_usage``: a backend that
+    passes the provider's chunks on as they come does this, and a consumer that stops at
+    the finish reason never sees the usage."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        async for chunk in super().chat_stream(chat):
+            if chunk.finish_reason is not None and chunk.usage is not None:
+                yield dataclasses.replace(chunk, usage=None)
+                yield StreamChunk(usage=chunk.usage)
+            else:
+                yield chunk
+
+
+class TextAfterFinish(ReferenceBackend):
+    """Holds the last character of text back and yields it after the finish reason, as a
+    backend that buffers text against a stop sequence and flushes the buffer late does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        texts = [i for i, chunk in enumerate(held) if chunk.content]
+        if not texts or not any(chunk.finish_reason for chunk in held):
+            for chunk in held:
+                yield chunk
+            return
+        last = held[texts[-1]]
+        held[texts[-1]] = dataclasses.replace(last, content=last.content[:-1])
+        for chunk in held:
+            yield chunk
+        yield StreamChunk(content=last.content[-1:])
+
+
+class CallsAfterFinish(ReferenceBackend):
+    """Yields the finish reason with the turn's last text (or alone, where there is none) and
+    the calls after it, as a backend that flushes the calls it assembled at the end does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        reasons = [chunk.finish_reason for chunk in held if chunk.finish_reason is not None]
+        calls = [call for chunk in held for call in chunk.tool_calls]
+        rest = [dataclasses.replace(chunk, finish_reason=None, tool_calls=()) for chunk in held]
+        texts = [i for i, chunk in enumerate(rest) if chunk.content]
+        if reasons and texts:
+            rest[texts[-1]] = dataclasses.replace(rest[texts[-1]], finish_reason=reasons[-1])
+        elif reasons:
+            rest.append(StreamChunk(finish_reason=reasons[-1]))
+        for chunk in rest:
+            yield chunk
+        if calls:
+            yield StreamChunk(tool_calls=tuple(calls))
+
+
+class ReasoningAfterFinish(ReferenceBackend):
+    """Yields the turn's reasoning on a chunk of its own after the finish reason, as a
+    backend that collects the thinking blocks and hands them on at the end does."""
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        reasoning = [item for chunk in held for item in chunk.reasoning]
+        for chunk in held:
+            yield dataclasses.replace(chunk, reasoning=())
+        if reasoning:
+            yield StreamChunk(reasoning=tuple(reasoning))
+
+
 class UnparsedOnEveryCall(EditsCalls):
     """Fills ``unparsed_arguments`` on every call with its argument text, parsed or not."""
 

@@ -25,7 +25,7 @@ from conformance.reference import (
 )
 
 from . import Mutant
-from ._common import Zoo
+from ._common import ReasoningAfterFinish, Zoo
 
 chat_zoo = Zoo("openai-chat", OpenAIChatBackend, path="/v1")
 anthropic_zoo = Zoo("anthropic", AnthropicBackend)
@@ -188,6 +188,13 @@ def _mutants() -> List[Any]:
             SwallowsCancellation,
             checks=("cancel-propagates",),
             cases=("cancel/chat",),
+        ),
+        anthropic_zoo.mutant(
+            "reasoning-after-finish",
+            "yields the turn's reasoning on a chunk of its own after the finish reason",
+            ReasoningAfterFinish,
+            checks=("finish-last",),
+            cases=("reasoning/stream",),
         ),
         anthropic_zoo.mutant(
             "reasoning-twice",

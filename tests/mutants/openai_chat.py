@@ -110,6 +110,27 @@ def own_mutants(zoo: Zoo) -> List[Mutant]:
     """The bugs of a Chat Completions backend, on ``zoo``'s wire (this one's, or Azure's)."""
     return [
         zoo.mutant(
+            "usage-after-finish",
+            "yields the usage on a chunk after the finish reason, as the provider's stream sends it",
+            shared.UsageAfterFinish,
+            checks=("finish-last",),
+            cases=("text/stream",),
+        ),
+        zoo.mutant(
+            "text-after-finish",
+            "flushes the last of the text after the finish reason",
+            shared.TextAfterFinish,
+            checks=("finish-last",),
+            cases=("text/stream",),
+        ),
+        zoo.mutant(
+            "calls-after-finish",
+            "yields the finish reason with the last text and the calls it assembled after it",
+            shared.CallsAfterFinish,
+            checks=("finish-last",),
+            cases=("tool-call/stream",),
+        ),
+        zoo.mutant(
             "stop-on-tool-turn",
             'passes "stop" through on a tool turn',
             PassesStopThrough,
