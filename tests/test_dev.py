@@ -87,7 +87,7 @@ class ParallelRunTests(unittest.TestCase):
         self.assertGreaterEqual(times["tests.test_version"], 0.0)
 
     def test_a_long_run_spreads_a_sliced_modules_classes_over_processes(self) -> None:
-        """Each module of SLICED goes to the long run as its slices, each in a process of its own."""
+        """Each module of SLICED goes to the long run as its slices, dealt apart like modules."""
         dev = _dev()
         parts = dev.groups(4, run="long")
         members = [m for part in parts for m in part]
@@ -97,7 +97,7 @@ class ParallelRunTests(unittest.TestCase):
                 pieces = [m for m in members if dev.module_of(m) == module]
                 self.assertEqual(sorted(pieces), [f"{module}#{i}/{count}" for i in range(count)])
                 holding = [part for part in parts if any(dev.module_of(m) == module for m in part)]
-                self.assertEqual(len(holding), count)
+                self.assertGreater(len(holding), 1)
         self.assertNotIn("#", " ".join(m for part in dev.groups(4, run="default") for m in part))
 
     def test_the_slices_of_a_module_run_each_test_once(self) -> None:
