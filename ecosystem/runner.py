@@ -174,16 +174,21 @@ def report(
     classifications: Sequence[table.Classification],
     committed: Optional[Dict[str, Any]],
     check: bool,
+    ran: Optional[Tuple[List[Dict[str, Any]], float]] = None,
 ) -> int:
-    """Print the unclassified failures and changed verdicts; the exit status they make."""
+    """Print the unclassified failures and changed verdicts; the exit status they make.
+
+    ``ran`` is this run's own rows and time, where it ran only some adapters: the
+    summary line counts those, not the whole table the rows were merged into.
+    """
     found, unclassified, unused = table.classify(table.failures_of(results["rows"]), classifications)
     status = 0
     for failure in unclassified:
         print(f"UNCLASSIFIED {failure.target} {failure.case} [{failure.check}]: {failure.reason}")
         status = 1
-    ran = {row["library"] for row in results["rows"]}
+    libraries = {row["library"] for row in results["rows"]}
     for item in unused:
-        if item.library in ran:
+        if item.library in libraries:
             print(f"note: classification {item.id} matched no failure of this run")
     if check:
         if committed is None:
@@ -193,11 +198,14 @@ def report(
             for line in table.changed_verdicts(committed, results, classifications):
                 print(f"CHANGED {line}")
                 status = 1
-    cases = sum(len(row["cases"]) for row in results["rows"])
-    failed = sum(1 for row in results["rows"] for v in row["cases"].values() if v in ("fail", "error"))
+    rows, seconds = ran if ran is not None else (results["rows"], results["seconds"])
+    if ran is not None:
+        found, unclassified, _ = table.classify(table.failures_of(rows), classifications)
+    cases = sum(len(row["cases"]) for row in rows)
+    failed = sum(1 for row in rows for v in row["cases"].values() if v in ("fail", "error"))
     print(
-        f"ecosystem: {len(results['rows'])} targets, {cases} cases, {failed} failed, "
-        f"{len(found)} failures classified, {len(unclassified)} unclassified, in {results['seconds']:.0f} s"
+        f"ecosystem: {len(rows)} targets, {cases} cases, {failed} failed, "
+        f"{len(found)} failures classified, {len(unclassified)} unclassified, in {seconds:.0f} s"
     )
     return status
 
@@ -257,7 +265,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seconds=time.perf_counter() - started if not args.only or committed is None else committed["seconds"],
         jobs=args.jobs,
     )
-    status = report(results, classifications, committed, args.check)
+    ran = (rows, time.perf_counter() - started) if args.only else None
+    status = report(results, classifications, committed, args.check, ran)
     if args.verbose:
         for failure in table.failures_of(rows):
             print(f"  {failure.target} {failure.case} [{failure.check}]: {failure.reason}")

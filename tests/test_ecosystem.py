@@ -249,6 +249,14 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("CHANGED somelib chat truncated-tool-call/stream", self.printed)
         self.assertEqual(self.run_main([row(outcome="pass")], [classification()], "--check"), 0)
 
+    def test_a_run_of_some_adapters_counts_its_own_rows(self) -> None:
+        """With --only, the summary line counts that run's targets and cases, not the merged table's."""
+        other = dict(row(outcome="pass"), adapter="other_adapter", target="other chat")
+        with mock.patch.object(runner, "merge", return_value=[other, other, row()]):
+            self.assertEqual(self.run_main([row()], [classification()], "--only", "somelib_adapter"), 0)
+        self.assertIn("ecosystem: 1 targets, 3 cases, 1 failed, 1 failures classified", self.printed)
+        self.assertEqual(len(self.written["rows"]), 3)
+
     def test_the_committed_classifications_load(self) -> None:
         """The classifications beside the adapters are well formed, each with its class's field."""
         loaded = table.load_classifications(runner.CLASSIFICATIONS)

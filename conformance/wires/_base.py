@@ -25,7 +25,7 @@ from ._request import check_function_tool, check_json_post, check_question, text
 from ._variants import UNPARSED_VARIANTS, Variant, stream_cut_variants
 
 if TYPE_CHECKING:
-    from ..contract import Reasoning
+    from ..contract import Reasoning, Usage
     from ..provider.replies import RecordedRequest, Reply
     from ._schema import schema_difference
     from ._script import History, ScriptedCall, ScriptedTurn, TurnEvents
@@ -175,6 +175,14 @@ class Wire:
         """
         return scenario in self.reports_usage
 
+    def reported_usage(self, scenario: str, variant: str) -> Usage:
+        """The counts the reply to ``scenario`` (in shape ``variant``) reports, where it reports usage.
+
+        By default the fixture's; a wire whose provider counts a blocked reply's prompt
+        alone (Gemini: nothing was generated) says so, and the backend is held to that.
+        """
+        return CONFORMANCE_FIXTURE.usage
+
     def retry_after_for(self, scenario: str) -> Optional[float]:
         """The delay (seconds) the unnamed shape of ``scenario`` carries, ``None`` where it carries none.
 
@@ -283,6 +291,10 @@ class Wire:
     #: Whether this provider gives every tool call an id the client must send back
     #: with its result; ``False`` where results are matched by name and order (Ollama).
     sends_call_ids: bool = True
+    #: Whether a result sent back without an id answers the calls to its function in
+    #: order, as the provider matches it (Gemini), where the provider sends ids; the
+    #: gate's invariants then pair such results the same way as the history reader.
+    pairs_results_by_name: bool = False
     #: Whether the stream format can interleave two calls' argument fragments (each
     #: fragment names its call by index), so the opt-in stress stage
     #: ``stress-interleaved-calls`` can play; no provider was seen sending that order.
