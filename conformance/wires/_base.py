@@ -175,6 +175,21 @@ class Wire:
         """
         return scenario in self.reports_usage
 
+    def request_asks(self, condition: str, request: RecordedRequest) -> bool:
+        """Whether ``request`` carries ``condition`` (one of
+        :data:`~conformance.wires._variants.REQUEST_CONDITIONS`), so the provider may send a
+        shape that needs it. A wire that knows no way to ask for it plays the shape to every
+        request: ``True`` by default."""
+        return True
+
+    def unasked(self, variant: Variant, request: RecordedRequest) -> str:
+        """Why the provider would never send ``variant`` to ``request``; empty where it may."""
+        from ._variants import REQUEST_CONDITIONS
+
+        if not variant.asks or self.request_asks(variant.asks, request):
+            return ""
+        return f"the request did not ask for {REQUEST_CONDITIONS[variant.asks]}"
+
     def reported_usage(self, scenario: str, variant: str) -> Usage:
         """The counts the reply to ``scenario`` (in shape ``variant``) reports, where it reports usage.
 

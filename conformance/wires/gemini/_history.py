@@ -290,8 +290,8 @@ class _Reader:
                     f"a functionResponse in {where} answers {result.name!r}, but {origin} called {names!r}; "
                     "a functionResponse names the function it answers"
                 )
-        answered = {r.call_id for r in results if r.call_id}
-        open_calls = [c for c in made if not c.id or c.id not in answered]
+        by_id = {r.call_id for r in results if r.call_id}
+        open_calls = [c for c in made if not c.id or c.id not in by_id]
         out = []
         for result in results:
             if not result.call_id:

@@ -160,6 +160,18 @@ class GeminiWire(Wire):
             headers=self.dialect.headers(),
         )
 
+    def request_asks(self, condition: str, request: RecordedRequest) -> bool:
+        """Thought summaries come only with ``generationConfig.thinkingConfig.includeThoughts``
+        (https://ai.google.dev/gemini-api/docs/thinking#summaries), in either spelling."""
+        from ._history import field
+
+        if condition != "thinking":
+            return True
+        body = request.json if isinstance(request.json, dict) else {}
+        config = field(body, "generationConfig", "generation_config")
+        thinking = field(config, "thinkingConfig", "thinking_config") if isinstance(config, dict) else None
+        return isinstance(thinking, dict) and field(thinking, "includeThoughts", "include_thoughts") is True
+
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
