@@ -380,8 +380,16 @@ def anthropic_body(request: ChatRequest) -> Dict[str, Any]:
     if system:
         body["system"] = system
     if request.tools:
+        # Fine-grained tool streaming on, as a user who wants arguments as they come turns it.
         body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": dict(t.parameters),
+                "eager_input_streaming": True,
+            }
             for t in request.tools
         ]
+    if request.thinking:
+        body["thinking"] = {"type": "adaptive"}
     return body

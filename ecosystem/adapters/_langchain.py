@@ -126,10 +126,15 @@ class LangChainChat(AsyncAdapter):
     def read_reasoning(self, message: Any) -> List[Reasoning]:
         return []
 
+    #: The model's settings that ask for reasoning, where the request asks for it.
+    thinking: Dict[str, Any] = {}
+
     def bound(self, request: ChatRequest) -> Any:
         model = self.model
         if request.max_tokens is not None:
             model = model.bind(max_tokens=request.max_tokens)
+        if request.thinking and self.thinking:
+            model = model.bind(**self.thinking)
         return model.bind_tools(openai_tools(request)) if request.tools else model
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -174,6 +174,7 @@ class Generate(AsyncAdapter):
             system_instruction=system or None,
             max_output_tokens=request.max_tokens,
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            thinking_config=types.ThinkingConfig(include_thoughts=True) if request.thinking else None,
         )
 
     def error(self, exc: BaseException) -> Optional[BaseException]:

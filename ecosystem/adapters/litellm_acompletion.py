@@ -179,7 +179,15 @@ class Completion(AsyncAdapter):
             params["tools"] = openai_tools(request)
         if request.max_tokens is not None:
             params["max_tokens"] = request.max_tokens
+        if request.thinking:
+            params.update(self.thinking)
+        params.update(self.settings)
         return params
+
+    #: How a LiteLLM user asks this provider for its reasoning, where the request asks for it.
+    thinking: Dict[str, Any] = {}
+    #: What a LiteLLM user sets to reach every shape this provider sends.
+    settings: Dict[str, Any] = {}
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
         return litellm_error(self.wire, exc)
@@ -200,6 +208,14 @@ class Completion(AsyncAdapter):
 
 class AnthropicCompletion(Completion):
     wire, prefix, path = "anthropic", "anthropic", ""
+    # LiteLLM reads support for thinking from the model's name; the fake's name it does not
+    # know, so the parameter is let through as LiteLLM documents (allowed_openai_params).
+    thinking = {
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "allowed_openai_params": ["thinking"],
+    }
+    # Fine-grained tool streaming, which LiteLLM passes on as the beta header.
+    settings = {"extra_headers": {"anthropic-beta": "fine-grained-tool-streaming-2025-05-14"}}
 
 
 class GeminiCompletion(Completion):
@@ -208,6 +224,7 @@ class GeminiCompletion(Completion):
 
 class OllamaCompletion(Completion):
     wire, prefix, path = "ollama", "ollama_chat", ""
+    thinking = {"reasoning_effort": "high"}  # LiteLLM sends it to Ollama as think: true
 
 
 def targets() -> List[BackendConformanceTarget]:

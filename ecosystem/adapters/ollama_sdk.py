@@ -60,6 +60,8 @@ class Chat(AsyncAdapter):
             params["tools"] = openai_tools(request)
         if request.max_tokens is not None:
             params["options"] = {"num_predict": request.max_tokens}
+        if request.thinking:
+            params["think"] = True
         return params
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
