@@ -248,7 +248,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.page_only:
         if committed is None:
             parser.error("--page-only: there is no results.json yet")
-        PAGE.write_text(table.render_page(committed, classifications), encoding="utf-8")
+        page = table.render_page(committed, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
+        PAGE.write_text(page, encoding="utf-8")
         return report(committed, classifications, None, False)
     started = time.perf_counter()
     rows: List[Dict[str, Any]] = []
@@ -272,7 +273,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"  {failure.target} {failure.case} [{failure.check}]: {failure.reason}")
     if not args.no_write:
         RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        PAGE.write_text(table.render_page(results, classifications), encoding="utf-8")
+        page = table.render_page(results, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
+        PAGE.write_text(page, encoding="utf-8")
     return status
 
 

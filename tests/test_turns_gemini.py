@@ -151,7 +151,10 @@ class RoundTripTest(unittest.TestCase):
         body = rendered([Message("user", "go")])
         body["contents"] += [
             {"role": "model", "parts": [{"functionCall": {"name": "echo_json", "args": {}}}]},
-            {"role": "user", "parts": [{"functionResponse": {"name": "echo_json", "response": {"n": 1, "m": [2]}}}]},
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "echo_json", "response": {"n": 1, "m": [2]}}}],
+            },
         ]
         read = history(body)
         # Gemini 2.x: no ids and no signature, results matched by name.
@@ -159,7 +162,7 @@ class RoundTripTest(unittest.TestCase):
         self.assertEqual(read.results[0].tool_result, ToolResult("", "echo_json", '{"n": 1, "m": [2]}'))
 
     def test_a_response_under_any_key_is_its_value(self) -> None:
-        """The one key of a response object is the result whatever its name (the API leaves keys to the caller)."""
+        """A response object's one key is the result whatever its name (the API leaves keys to the caller)."""
         for key in ("output", "result", "return_value", "content"):
             with self.subTest(key=key):
                 body = rendered([Message("user", "go")])

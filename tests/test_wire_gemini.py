@@ -208,7 +208,7 @@ class GeminiRepliesTest(unittest.TestCase):
         self.assertNotIn("index", events[-1]["candidates"][0])
 
     def test_a_blocked_reply_counts_the_prompt_alone(self) -> None:
-        """A blocked prompt or output generated nothing: no candidatesTokenCount, the total is the prompt's."""
+        """A blocked prompt or output generated nothing: no candidatesTokenCount, the prompt's total."""
         blocked = gemini_wire.reply("content-filter", "chat", request(), "output-blocked")
         assert isinstance(blocked, JsonReply)
         bodies = [json.loads(whole("content-filter").encoded()), json.loads(blocked.encoded())]

@@ -318,7 +318,9 @@ class Conversation:
         return records[0] if records else None
 
 
-def _by_name(planned: List[PlannedCall], results: List[Message]) -> List[Tuple[PlannedCall, Optional[Message]]]:
+def _by_name(
+    planned: List[PlannedCall], results: List[Message]
+) -> List[Tuple[PlannedCall, Optional[Message]]]:
     """Each call with the next result of its tool, in order (a result naming no tool answers any)."""
     pairs: List[Tuple[PlannedCall, Optional[Message]]] = []
     taken: Dict[str, int] = {}

@@ -196,13 +196,13 @@ class Completion(AsyncAdapter):
         done = await litellm.acompletion(**self.params(request))
         thoughts = LiteLLMThoughts(self.wire)
         thoughts.add(done.choices[0].message)
-        return replace(openai_turn(done), reasoning=tuple(thoughts.items()))
+        return replace(openai_turn(done, "as-given"), reasoning=tuple(thoughts.items()))
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         stream = await litellm.acompletion(
             **self.params(request), stream=True, stream_options={"include_usage": True}
         )
-        async for chunk in openai_chunks(stream, LiteLLMThoughts(self.wire)):
+        async for chunk in openai_chunks(stream, LiteLLMThoughts(self.wire), "as-given"):
             yield chunk
 
 
