@@ -210,6 +210,17 @@ def report(
     return status
 
 
+def _commit() -> str:
+    """The kit's commit the run was made at (short), or empty outside a git checkout."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
 def merge(
     committed: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], only: Sequence[str]
 ) -> List[Dict[str, Any]]:
@@ -252,6 +263,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         PAGE.write_text(page, encoding="utf-8")
         return report(committed, classifications, None, False)
     started = time.perf_counter()
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else ""
     rows: List[Dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for found in pool.map(lambda name: run_adapter(sys.executable, name, ADAPTER_SECONDS), chosen):
@@ -265,6 +277,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         kit=kit,
         seconds=time.perf_counter() - started if not args.only or committed is None else committed["seconds"],
         jobs=args.jobs,
+        commit=_commit() if not args.only or committed is None else committed.get("commit", ""),
+        load=load if not args.only or committed is None else committed.get("load", ""),
     )
     ran = (rows, time.perf_counter() - started) if args.only else None
     status = report(results, classifications, committed, args.check, ran)

@@ -348,6 +348,8 @@ def render_page(
             else []
         ),
         "",
+        *_library_lines(rows, found),
+        *ADAPTER_RULES,
         "## Reproduce it",
         "",
         "```",
@@ -372,16 +374,17 @@ def render_page(
         "capabilities from, a streaming override), the adapter sets it and says so. A skip gives its",
         "reason: the wire has no such case, or the adapter does not reach that part of the library yet.",
         "",
-        f"Generated {results['generated']} with Python {results['python']}, kit {results['kit']}, "
-        f"in {results['seconds']:.0f} s on a 2-core machine ({results['jobs']} adapters at once).",
+        f"Generated {results['generated']} with Python {results['python']}, kit {results['kit']}"
+        + (f" at commit {results['commit']}" if results.get("commit") else "")
+        + f", in {results['seconds']:.0f} s on a 2-core machine ({results['jobs']} adapters at once"
+        + (f", load average {results['load']} when it began" if results.get("load") else "")
+        + ").",
         "",
         "| library | version |",
         "|---|---|",
         *(f"| {name} | {version} |" for name, version in sorted(versions.items())),
         "",
     ]
-    lines += _library_lines(rows, found)
-    lines += ADAPTER_RULES
     bugs = sorted((c for c in used if c.kind == "library-bug"), key=lambda c: (_weight(c), c.library))
     lines += ["## Library bugs found", ""]
     if not bugs:
@@ -493,7 +496,15 @@ def _library_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Cl
 
 
 def new_results(
-    rows: Sequence[Mapping[str, Any]], *, generated: str, python: str, kit: str, seconds: float, jobs: int
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    generated: str,
+    python: str,
+    kit: str,
+    seconds: float,
+    jobs: int,
+    commit: str = "",
+    load: str = "",
 ) -> Dict[str, Any]:
     """The ``results.json`` document: the run's facts, then the rows in adapter and target order."""
     ordered = sorted(rows, key=lambda r: (r["kind"], r["adapter"], r["target"]))
@@ -504,6 +515,8 @@ def new_results(
         "kit": kit,
         "seconds": round(seconds, 1),
         "jobs": jobs,
+        **({"commit": commit} if commit else {}),
+        **({"load": load} if load else {}),
         "rows": list(ordered),
     }
 

@@ -293,6 +293,23 @@ def _site_packages() -> Optional[Path]:
     return found[-1] if found else None
 
 
+class PublicErrorTest(unittest.TestCase):
+    def test_an_exception_is_read_whole_and_a_false_retry_signal_stands(self) -> None:
+        """The body and status decide the kind; a class whose retry signal the bytes contradict stands."""
+        from conformance import LLMError
+        from ecosystem.adapters._kit import public_error
+
+        body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        server = LLMError.from_kind("server_error", "InternalServerError")
+        read = public_error("anthropic", status=529, headers={}, body=body, signalled=server)
+        self.assertEqual(read.kind if read else None, "overloaded")
+        quota = {"error": {"type": "insufficient_quota", "code": "insufficient_quota", "message": "quota"}}
+        limited = LLMError.from_kind("rate_limit", "RateLimitError")
+        stood = public_error("openai-chat", status=429, headers={}, body=quota, signalled=limited)
+        self.assertIs(stood, limited)
+        self.assertIs(public_error("openai-chat", status=500, headers={}, body=None, signalled=limited), limited)
+
+
 class CodeLineTest(unittest.TestCase):
     def test_each_bugs_quoted_line_is_in_the_installed_library(self) -> None:
         """Each library bug's quoted code is found in the pinned version's installed file."""

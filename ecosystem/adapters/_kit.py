@@ -44,6 +44,7 @@ __all__ = [
     "openai_messages",
     "openai_tools",
     "parse_arguments",
+    "public_error",
     "READINGS",
     "status_error",
     "stream_error",
@@ -53,6 +54,42 @@ __all__ = [
 def status_error(wire: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
     """The contract's error for a failure status, as the kit reads the provider's reply."""
     return provider_error(wire, raw, status=status, headers=headers)
+
+
+def public_error(
+    wire: str,
+    *,
+    status: Optional[int],
+    headers: Mapping[str, str],
+    body: Any,
+    signalled: Optional[LLMError] = None,
+) -> Optional[LLMError]:
+    """The contract's error from what a library's public exception exposes, the same for every library.
+
+    ``status`` (the provider's, where the library keeps it apart from its own, as
+    LiteLLM's ``provider_status_code``), ``headers`` and ``body`` (the provider's error
+    body, bytes or parsed) are read as the reference backend for ``wire`` reads the
+    provider's reply: with a status as a failed request, without one as an error inside
+    a stream. ``signalled`` is the error the exception's class states, for a library that
+    documents its classes as the retry signal (LiteLLM's Router retries by class): where
+    the class says retryable and the bytes do not, or the other way round, the class is
+    what its user acts on, and that error stands. Where the exception kept no body, the class's
+    error (``None`` without one).
+    """
+    empty = body is None or body == b"" or body == {}
+    if empty and (signalled is not None or status is None):
+        return signalled
+    if status is None:
+        read = stream_error(wire, body)
+    else:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        read = status_error(wire, status, headers, raw)
+    if signalled is not None and signalled.retryable != read.retryable:
+        # The class's kind is what its user acts on; a delay the body carries is still there.
+        if signalled.retry_after is None:
+            signalled.retry_after = read.retry_after
+        return signalled
+    return read
 
 
 def stream_error(wire: str, body: Any) -> LLMError:

@@ -27,7 +27,7 @@ from conformance import (
     gemini_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, response, status_error, usage
+from ._kit import AsyncAdapter, last_chunk, public_error, response, status_error, usage
 
 LIBRARY = "google-genai"
 KIND = "backend"
@@ -124,7 +124,7 @@ def genai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
             except ValueError:
                 pass
         body = details if isinstance(details, dict) else {"error": {"code": exc.code, "message": exc.message}}
-        return status_error(wire, int(exc.code), headers, json.dumps(body).encode())
+        return public_error(wire, status=int(exc.code), headers=headers, body=json.dumps(body).encode())
     return None
 
 

@@ -7,6 +7,7 @@ body where it kept them.
 
 from __future__ import annotations
 
+import json
 import os
 
 # LiteLLM fetches a model price list from the network at import unless told to use
@@ -39,6 +40,7 @@ from ._kit import (  # noqa: E402
     openai_messages,
     openai_tools,
     openai_turn,
+    public_error,
     stream_error,  # noqa: E402
 )
 from ._kit import retry_after as seconds  # noqa: E402
@@ -76,9 +78,8 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
         exc = exc.original_exception
         body = getattr(exc, "body", None)
         if kind_of(exc) is None and isinstance(body, dict):  # the provider SDK's own mid-stream error
-            return stream_error(
-                wire, body.get("error", body) if isinstance(body.get("error"), dict) else body
-            )
+            inner = body.get("error", body) if isinstance(body.get("error"), dict) else body
+            return public_error(wire, status=None, headers={}, body=inner)
     kind = kind_of(exc)
     if kind is None:
         return None
@@ -91,18 +92,60 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
         retry_after = seconds(headers)
     message = str(getattr(exc, "message", exc))
     if kind in ERROR_KINDS:
-        return LLMError.from_kind(
+        signalled = LLMError.from_kind(
             kind, message, retry_after=retry_after, status=status, provider=wire, details={"kind": kind}
         )
-    return LLMError(
-        message,
-        code="LLM_INVALID_REQUEST",
-        kind=kind,
-        retryable=False,
-        status=status,
-        provider=wire,
-        details={"kind": kind},
-    )
+    else:
+        signalled = LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind=kind,
+            retryable=False,
+            status=status,
+            provider=wire,
+            details={"kind": kind},
+        )
+    # Read whole, as every row's exception is: the provider's status (LiteLLM keeps it apart
+    # from its own in provider_status_code), the headers it kept, and the body it carries.
+    provider_status = getattr(exc, "provider_status_code", None) or status
+    read = public_error(wire, status=provider_status, headers=headers, body=body_of(exc), signalled=signalled)
+    return read if read is not None else signalled
+
+
+def body_of(exc: BaseException) -> Any:
+    """The provider's error body a LiteLLM exception carries: ``body``, else the JSON its message quotes.
+
+    LiteLLM builds its message as ``<Provider>Exception - <the provider's body>``; where it
+    kept no ``body`` of its own, that quoted body is the provider's bytes, not wording.
+    """
+    body = getattr(exc, "body", None)
+    if not (isinstance(body, dict) and body):
+        body = _quoted_body(str(getattr(exc, "message", "") or ""))
+    if isinstance(body, dict) and body and "error" not in body:
+        # The openai SDK (whose classes LiteLLM's extend) keeps the inside of {"error": ...}.
+        body = {"error": body}
+    return body
+
+
+def _quoted_body(message: str) -> Any:
+    """The JSON object a LiteLLM message quotes, also where it quotes it as a bytes literal (b'...')."""
+    import ast
+
+    at = message.find("b'{")
+    if at >= 0:
+        end = message.rfind("'")
+        try:
+            message = ast.literal_eval(message[at:end + 1]).decode("utf-8", "replace")
+        except (ValueError, SyntaxError):
+            pass
+    start = message.find("{")
+    if start < 0:
+        return None
+    try:
+        parsed, _ = json.JSONDecoder().raw_decode(message[start:])
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 class LiteLLMThoughts(Thoughts):
