@@ -407,9 +407,9 @@ def render_page(
     lines += [
         "## Kit bugs the table found",
         "",
-        f"The table has found {len(kit_fixed)} bugs in the kit itself since it began: failures that",
-        "were the kit's, not the libraries'. Each was fixed in the kit, with a test, in the change",
-        "that found it.",
+        f"The table has found {len(kit_fixed)} bugs in the kit itself since this list was started:",
+        "failures that were the kit's, not the libraries'. Each was fixed in the kit, with a test,",
+        "in the change that found it.",
         "",
         *(f"- `{k['id']}`: {k['summary']}" for k in kit_fixed),
         "",
@@ -462,8 +462,9 @@ ADAPTER_RULES = [
     "- **Requests ask as a user would.** Where a shape comes only to a request that asks (thinking,",
     "  fine-grained tool streaming on Claude), the adapter asks through the library's own setting",
     "  where it has one; where it has none, the case skips that shape and says why.",
-    "- **Modes.** Each row runs the library in its default mode; a setting that changes what its",
-    "  user sees is named in the row's target.",
+    "- **Modes.** Each row runs the library in its default mode, and a setting the adapter needs",
+    "  is named in the adapter. any-llm runs with `ANY_LLM_UNIFIED_EXCEPTIONS` unset, its default",
+    "  today (its own exception classes only where it raises them, the provider SDK's elsewhere).",
     "",
 ]
 
