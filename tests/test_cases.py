@@ -196,6 +196,20 @@ class RequestConditionTests(unittest.TestCase):
         with self.assertRaisesRegex(unittest.SkipTest, unasked):
             self.anthropic_case("corrupt-arguments", "stream", **plain).run()
 
+    def test_a_client_that_never_asks_for_thinking_is_not_held_to_it(self) -> None:
+        """A client that never sends thinking skips the reasoning case, saying why; one that asks runs it."""
+        from conformance.reference.anthropic import AnthropicBackend
+
+        class NeverThinks(AnthropicBackend):
+            def body(self, chat: ChatRequest, stream: bool) -> Any:
+                out = super().body(chat, stream)
+                out.pop("thinking", None)
+                return out
+
+        with self.assertRaisesRegex(unittest.SkipTest, "the request did not ask for thinking"):
+            self.anthropic_case("reasoning", "chat", NeverThinks).run()
+        self.anthropic_case("reasoning", "chat").run()
+
     def test_a_client_that_offers_a_server_tool_is_held_to_pause_turn(self) -> None:
         """pause_turn read as an error passes without a server tool offered, and fails with one."""
         from tests.mutants.anthropic import WEB_SEARCH, PauseTurnAsError
