@@ -16,6 +16,7 @@ Whatever the backend returned, yielded or raised is gathered into an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import time
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
@@ -116,6 +117,10 @@ class Driver(SubjectDriver):
             )
         else:
             request = conformance_request(target.model, signal=self.controller.signal)
+        if self.case.scenario == "reasoning":
+            # The provider sends some reasoning only to a request that asks (Anthropic's
+            # thinking): the case asks, as its headline says.
+            request = dataclasses.replace(request, thinking=True)
         if self.case.scenario == "cancel":
             await self._cancel(backend, request)
         else:

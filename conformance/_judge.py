@@ -399,6 +399,8 @@ class BackendSession(Session):
         self.variant = variant
         self.replies: List[Reply] = []
         self.refusals: List[str] = []
+        #: Why the provider would never send this shape to the request that came.
+        self.unasked: List[str] = []
 
     @property
     def case_name(self) -> str:
@@ -425,6 +427,8 @@ class BackendSession(Session):
                 }
             ],
             "max_tokens": FX.max_tokens,
+            # Ask for reasoning (Anthropic's thinking, Gemini's includeThoughts, Ollama's think).
+            "thinking": self.scenario == "reasoning",
             "history": self.history(),
             "judged": self.scenario not in NOT_JUDGED,
         }
@@ -445,6 +449,10 @@ class BackendSession(Session):
         wire = self.wire
         if not wire.is_generation(request):
             return wire.aux_reply(request)
+        reason = wire.unasked(self.variant, request)
+        if reason:
+            self.unasked.append(reason)
+            return _refuse(501, reason)
         reply = scenario_reply(wire, self.scenario, self.mode, request, self.variant.name, self.refusals)
         if reply is None:
             reason = f"{wire.name} has no {self.scenario} case"
@@ -462,6 +470,8 @@ class BackendSession(Session):
         outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
         if self.scenario in NOT_JUDGED:
             return self._record("skip", NOT_JUDGED[self.scenario], (), ended)
+        if self.unasked:
+            return self._record("skip", self.unasked[0], (), ended)
         target = BackendConformanceTarget(
             CLIENT, self.wire, elsewhere, model=self.model, http2=self.http2, timeout=self.timeout
         )

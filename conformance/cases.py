@@ -37,6 +37,10 @@ __all__ = [
     "scenario_reply",
 ]
 
+class _Unasked(Exception):
+    """A variant the request never asked for: the provider would not have sent it."""
+
+
 class ConformanceCase(BackendCase):
     """One scenario in one mode for one target; :meth:`run` raises on a breach."""
 
@@ -53,13 +57,20 @@ class ConformanceCase(BackendCase):
         if not variants:
             raise unittest.SkipTest(f"every variant of {self.name} is skipped by the target")
         failed: List[Tuple[Seen, List[Problem]]] = []
+        unasked: List[str] = []
         for variant in variants:
-            seen = self._run_variant(variant)
+            try:
+                seen = self._run_variant(variant)
+            except _Unasked as skipped:
+                unasked.append(f"{variant.name}: {skipped}" if variant.name else str(skipped))
+                continue
             problems = run_checks(seen)
             if problems:
                 failed.append((seen, problems))
         if failed:
-            raise AssertionError(failure_message(failed, len(variants)))
+            raise AssertionError(failure_message(failed, len(variants) - len(unasked)))
+        if len(unasked) == len(variants):
+            raise unittest.SkipTest("; ".join(unasked))
 
     def _run_variant(self, variant: Variant) -> Seen:
         import unittest
@@ -74,8 +85,16 @@ class ConformanceCase(BackendCase):
         absent: List[str] = []
         # Why the provider refused a multi-turn history with the API's own 400.
         refusals: List[str] = []
+        # Why the provider would never send this shape to the request that came.
+        unasked: List[str] = []
 
         def handler(request: RecordedRequest) -> Reply:
+            if target.wire.is_generation(request):
+                reason = target.wire.unasked(variant, request)
+                if reason:
+                    unasked.append(reason)
+                    # The backend gets an answer it cannot mistake for the shape, and stops.
+                    return JsonReply({"error": {"message": reason}}, status=501)
             reply = self._reply(request, absent, variant.name, refusals)
             if target.wire.is_generation(request):
                 replies.append(reply)
@@ -85,6 +104,8 @@ class ConformanceCase(BackendCase):
             lambda provider: Driver(self, provider, variant.name), handler, http2=target.http2
         )
         outcome = driver.outcome
+        if unasked:
+            raise _Unasked(unasked[0])
         if absent:
             raise unittest.SkipTest(absent[0])
         if outcome.skipped:

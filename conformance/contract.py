@@ -290,6 +290,9 @@ class ChatRequest:
     ``signal`` is an :class:`AbortSignal` the backend must honour: once it fires,
     the backend raises ``signal.reason`` and closes its connection. ``tool_choice``
     ``None`` leaves the choice to the provider's default (``auto`` everywhere).
+    ``thinking`` asks the provider for its reasoning where the request must ask for it
+    (Anthropic's ``thinking``, Gemini's ``thinkingConfig.includeThoughts``, Ollama's
+    ``think``): a provider sends those shapes only to a request that asks.
     """
 
     model: str
@@ -298,6 +301,7 @@ class ChatRequest:
     max_tokens: Optional[int] = None
     signal: Optional[AbortSignal] = None
     tool_choice: Optional[ToolChoice] = None
+    thinking: bool = False
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,8 @@ SCENARIOS: Mapping[str, Scenario] = {
         ),
         Scenario(
             "reasoning",
+            "ask for reasoning where ChatRequest.thinking says so (Anthropic's thinking, Gemini's "
+            "includeThoughts, Ollama's think: the provider sends those shapes only then), and "
             "return the reasoning the provider sent with its answer in ChatResponse.reasoning (stream: "
             "StreamChunk.reasoning, each item once, complete), byte for byte, signatures and encrypted "
             "payloads included, apart from the answer, and the answer text exactly",

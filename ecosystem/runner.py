@@ -174,16 +174,21 @@ def report(
     classifications: Sequence[table.Classification],
     committed: Optional[Dict[str, Any]],
     check: bool,
+    ran: Optional[Tuple[List[Dict[str, Any]], float]] = None,
 ) -> int:
-    """Print the unclassified failures and changed verdicts; the exit status they make."""
+    """Print the unclassified failures and changed verdicts; the exit status they make.
+
+    ``ran`` is this run's own rows and time, where it ran only some adapters: the
+    summary line counts those, not the whole table the rows were merged into.
+    """
     found, unclassified, unused = table.classify(table.failures_of(results["rows"]), classifications)
     status = 0
     for failure in unclassified:
         print(f"UNCLASSIFIED {failure.target} {failure.case} [{failure.check}]: {failure.reason}")
         status = 1
-    ran = {row["library"] for row in results["rows"]}
+    libraries = {row["library"] for row in results["rows"]}
     for item in unused:
-        if item.library in ran:
+        if item.library in libraries:
             print(f"note: classification {item.id} matched no failure of this run")
     if check:
         if committed is None:
@@ -193,13 +198,27 @@ def report(
             for line in table.changed_verdicts(committed, results, classifications):
                 print(f"CHANGED {line}")
                 status = 1
-    cases = sum(len(row["cases"]) for row in results["rows"])
-    failed = sum(1 for row in results["rows"] for v in row["cases"].values() if v in ("fail", "error"))
+    rows, seconds = ran if ran is not None else (results["rows"], results["seconds"])
+    if ran is not None:
+        found, unclassified, _ = table.classify(table.failures_of(rows), classifications)
+    cases = sum(len(row["cases"]) for row in rows)
+    failed = sum(1 for row in rows for v in row["cases"].values() if v in ("fail", "error"))
     print(
-        f"ecosystem: {len(results['rows'])} targets, {cases} cases, {failed} failed, "
-        f"{len(found)} failures classified, {len(unclassified)} unclassified, in {results['seconds']:.0f} s"
+        f"ecosystem: {len(rows)} targets, {cases} cases, {failed} failed, "
+        f"{len(found)} failures classified, {len(unclassified)} unclassified, in {seconds:.0f} s"
     )
     return status
+
+
+def _commit() -> str:
+    """The kit's commit the run was made at (short), or empty outside a git checkout."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def merge(
@@ -240,9 +259,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.page_only:
         if committed is None:
             parser.error("--page-only: there is no results.json yet")
-        PAGE.write_text(table.render_page(committed, classifications), encoding="utf-8")
+        page = table.render_page(committed, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
+        PAGE.write_text(page, encoding="utf-8")
         return report(committed, classifications, None, False)
     started = time.perf_counter()
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else ""
     rows: List[Dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for found in pool.map(lambda name: run_adapter(sys.executable, name, ADAPTER_SECONDS), chosen):
@@ -256,14 +277,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         kit=kit,
         seconds=time.perf_counter() - started if not args.only or committed is None else committed["seconds"],
         jobs=args.jobs,
+        commit=_commit() if not args.only or committed is None else committed.get("commit", ""),
+        load=load if not args.only or committed is None else committed.get("load", ""),
     )
-    status = report(results, classifications, committed, args.check)
+    ran = (rows, time.perf_counter() - started) if args.only else None
+    status = report(results, classifications, committed, args.check, ran)
     if args.verbose:
         for failure in table.failures_of(rows):
             print(f"  {failure.target} {failure.case} [{failure.check}]: {failure.reason}")
     if not args.no_write:
         RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        PAGE.write_text(table.render_page(results, classifications), encoding="utf-8")
+        page = table.render_page(results, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
+        PAGE.write_text(page, encoding="utf-8")
     return status
 
 

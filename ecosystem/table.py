@@ -31,6 +31,7 @@ __all__ = [
     "load_classifications",
     "matches_pattern",
     "problems_in",
+    "kit_bugs_fixed",
     "render_page",
 ]
 
@@ -45,6 +46,12 @@ CLASSES: Mapping[str, str] = {
     # listed as open at the top of the page until it is fixed.
     "kit-bug": "evidence",
 }
+#: How much a library bug costs its users: ``harmful`` where it runs a tool on unfinished or
+#: invented arguments, drops or invents data, or retries what will not come back;
+#: ``contract`` where it gets a status, a key or an error class wrong.
+SEVERITIES = ("harmful", "contract")
+#: Where each library bug's ready-to-file report lives: ``ecosystem/reports/<id>.md``.
+REPORTS = Path(__file__).resolve().parent / "reports"
 RESULTS_SCHEMA = 1
 #: ``  - [variant] text [check-id]``: a problem line of a case's failure message.
 _PROBLEM = re.compile(
@@ -92,6 +99,14 @@ class Classification:
     #: The case fails only some of the time (a race in the library): its verdict is
     #: left out of the comparison with the committed table, and the page says so.
     flaky: bool = False
+    #: A library bug's weight, one of :data:`SEVERITIES`.
+    severity: str = ""
+    #: Where it shows: the stream shape, mode, flags or Python version it needs.
+    conditions: str = ""
+    #: The file of the library's code line, as installed (``litellm/main.py``), and the
+    #: text quoted from it; a test opens the installed file and finds the text.
+    code_file: str = ""
+    code_text: str = ""
 
     def matches(self, failure: Failure) -> bool:
         return (
@@ -117,6 +132,8 @@ def load_classifications(path: Path) -> List[Classification]:
             )
         if not getattr(item, CLASSES[item.kind]).strip():
             raise ValueError(f"{path.name}: {item.id}: a {item.kind} must name its {CLASSES[item.kind]}")
+        if item.kind == "library-bug":
+            _check_bug(path, item)
         found.append(item)
     ids = [c.id for c in found]
     if len(set(ids)) != len(ids):
@@ -124,6 +141,28 @@ def load_classifications(path: Path) -> List[Classification]:
             f"{path.name}: classification ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}"
         )
     return found
+
+
+def _check_bug(path: Path, item: Classification) -> None:
+    """A library bug is keyed to its own cases and checks, and says how much it costs and where."""
+    for name in ("case", "check"):
+        if any(mark in getattr(item, name) for mark in "*?["):
+            raise ValueError(
+                f"{path.name}: {item.id}: a library bug names its {name}s one by one (a|b), never a "
+                f"wildcard, so that no new, unrelated failure is filed under it; got {getattr(item, name)!r}"
+            )
+    if item.severity not in SEVERITIES:
+        raise ValueError(
+            f"{path.name}: {item.id}: severity must be one of {SEVERITIES}, got {item.severity!r}"
+        )
+    if not (item.code_file and item.code_text):
+        raise ValueError(f"{path.name}: {item.id}: a library bug quotes its code line (code_file, code_text)")
+
+
+def kit_bugs_fixed(path: Path) -> List[Dict[str, str]]:
+    """The kit bugs the table found in the kit and that were fixed, as kept beside the classifications."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return list(raw.get("kit_bugs_fixed", []))
 
 
 def problems_in(message: str) -> List[Tuple[str, str]]:
@@ -160,6 +199,11 @@ def classify(
             found[failure] = match
     used = {c.id for c in found.values()}
     return found, unclassified, [c for c in classifications if c.id not in used]
+
+
+def _weight(bug: Classification) -> int:
+    """Where a bug sorts: harmful first (a severity not given sorts last)."""
+    return SEVERITIES.index(bug.severity) if bug.severity in SEVERITIES else len(SEVERITIES)
 
 
 def _verdicts(results: Mapping[str, Any]) -> Dict[Tuple[str, str, str], str]:
@@ -273,7 +317,11 @@ def _failure_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Cl
     return lines
 
 
-def render_page(results: Mapping[str, Any], classifications: Sequence[Classification]) -> str:
+def render_page(
+    results: Mapping[str, Any],
+    classifications: Sequence[Classification],
+    kit_fixed: Sequence[Mapping[str, str]] = (),
+) -> str:
     """``docs/ecosystem.md``: how to reproduce it, the versions, the bugs found, the matrices."""
     rows = results["rows"]
     found, unclassified, _ = classify(failures_of(rows), classifications)
@@ -300,6 +348,8 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
             else []
         ),
         "",
+        *_library_lines(rows, found),
+        *ADAPTER_RULES,
         "## Reproduce it",
         "",
         "```",
@@ -324,27 +374,46 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
         "capabilities from, a streaming override), the adapter sets it and says so. A skip gives its",
         "reason: the wire has no such case, or the adapter does not reach that part of the library yet.",
         "",
-        f"Generated {results['generated']} with Python {results['python']}, kit {results['kit']}, "
-        f"in {results['seconds']:.0f} s on a 2-core machine ({results['jobs']} adapters at once).",
+        f"Generated {results['generated']} with Python {results['python']}, kit {results['kit']}"
+        + (f" at commit {results['commit']}" if results.get("commit") else "")
+        + f", in {results['seconds']:.0f} s on a 2-core machine ({results['jobs']} adapters at once"
+        + (f", load average {results['load']} when it began" if results.get("load") else "")
+        + ").",
         "",
         "| library | version |",
         "|---|---|",
         *(f"| {name} | {version} |" for name, version in sorted(versions.items())),
         "",
     ]
-    bugs = [c for c in used if c.kind == "library-bug"]
+    bugs = sorted((c for c in used if c.kind == "library-bug"), key=lambda c: (_weight(c), c.library))
     lines += ["## Library bugs found", ""]
     if not bugs:
         lines += ["None in this run.", ""]
     for bug in bugs:
-        lines.append(f"- **{bug.library}** (`{bug.id}`): {bug.summary}")
-        lines.append(f"  Code: {bug.where}." + (f" Upstream: {bug.upstream}." if bug.upstream else ""))
+        lines.append(f"- **{bug.library}** (`{bug.id}`, {bug.severity}): {bug.summary}")
+        if bug.conditions:
+            lines.append(f"  When: {bug.conditions}.")
+        report = REPORTS / f"{bug.id}.md"
+        filed = f" Upstream: {bug.upstream}." if bug.upstream else ""
+        if report.exists():
+            filed += f" Report to file: [ecosystem/reports/{bug.id}.md](../ecosystem/reports/{bug.id}.md)."
+        lines.append(f"  Code: {bug.where}.{filed}")
         seen = next(f for f, c in found.items() if c is bug)
         lines.append(
             f"  Reproduce: `python3 dev.py ecosystem --only {seen.adapter}`, case `{seen.case}` of "
             f"*{seen.target}*, which fails with: {seen.reason} `[{seen.check}]`"
         )
     lines.append("")
+    lines += [
+        "## Kit bugs the table found",
+        "",
+        f"The table has found {len(kit_fixed)} bugs in the kit itself since this list was started:",
+        "failures that were the kit's, not the libraries'. Each was fixed in the kit, with a test,",
+        "in the change that found it.",
+        "",
+        *(f"- `{k['id']}`: {k['summary']}" for k in kit_fixed),
+        "",
+    ]
     kit = [c for c in used if c.kind == "kit-bug"]
     if kit:
         lines += ["## Kit bugs open", ""]
@@ -367,8 +436,76 @@ def render_page(results: Mapping[str, Any], classifications: Sequence[Classifica
     return "\n".join(lines).rstrip() + "\n"
 
 
+#: The rules every adapter follows, the same for every library, as the page states them.
+ADAPTER_RULES = [
+    "## One rule for every row",
+    "",
+    "- **What the library hands its user goes to the kit unrepaired.** A provider's own SDK",
+    "  (openai, anthropic, google-genai, boto3, cohere, ollama) hands over the provider's stop",
+    "  reason and blocks as sent; its adapter is then the user's backend over it and does what the",
+    "  contract asks of one: it maps the stop reason, calls a turn with calls a tool turn, and drops",
+    "  the call a length turn cut off. A library that promises normalized output (LiteLLM's and",
+    "  any-llm's OpenAI-shaped finish reasons and calls) is read as it came. LangChain has no",
+    "  normalized finish reason (the provider's own is in `response_metadata`): its adapter maps",
+    "  that and calls a turn with calls a tool turn, and hands its calls on as LangChain gave them",
+    "  (`tool_calls`, and `invalid_tool_calls` as unparsed calls, apart on a length turn as",
+    "  LangChain keeps them).",
+    "- **Errors.** What a failure means is the provider's business: from what the library's",
+    "  exception exposes (its status, headers and body), the kit reads the kind as the reference",
+    "  backend for that wire reads it. A library fails on an error only where its exception lost",
+    "  what a careful user needs, or names a class the library documents as meaning something else.",
+    "- **Transports.** A connection that failed or a body cut short, raised as the library's own",
+    "  connection error or its transport's (httpx, httpcore, aiohttp, urllib3, botocore), is read",
+    "  as the contract's retryable `server_error`; only a library that promises its own class for it",
+    "  (the openai and anthropic SDKs' `APIConnectionError`) and lets the transport's through is",
+    "  filed for it.",
+    "- **Requests ask as a user would.** Where a shape comes only to a request that asks (thinking,",
+    "  fine-grained tool streaming on Claude), the adapter asks through the library's own setting",
+    "  where it has one; where it has none, the case skips that shape and says why.",
+    "- **Modes.** Each row runs the library in its default mode, and a setting the adapter needs",
+    "  is named in the adapter. any-llm runs with `ANY_LLM_UNIFIED_EXCEPTIONS` unset, its default",
+    "  today (its own exception classes only where it raises them, the provider SDK's elsewhere).",
+    "",
+]
+
+
+def _library_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Classification]) -> List[str]:
+    """One line per library: pass counts per suite, its harmful bugs first."""
+    lines = [
+        "## Verdicts by library",
+        "",
+        "| library | backend suite | agent-loop suite | bugs (harmful first) |",
+        "|---|---|---|---|",
+    ]
+    libraries = sorted({row["library"] for row in rows})
+    for library in libraries:
+        counts = []
+        for kind in ("backend", "loop"):
+            mine = [
+                v
+                for row in rows
+                if row["library"] == library and row["kind"] == kind
+                for v in row["cases"].values()
+            ]
+            ran = [v for v in mine if v != "skip"]
+            counts.append(f"{sum(v == 'pass' for v in ran)}/{len(ran)} pass" if ran else "—")
+        bugs = {c.id: c for f, c in found.items() if f.library == library and c.kind == "library-bug"}
+        ordered = sorted(bugs.values(), key=lambda c: (_weight(c), c.id))
+        shown = ", ".join(f"`{c.id}` ({c.severity})" for c in ordered) or "none"
+        lines.append(f"| {library} | {counts[0]} | {counts[1]} | {shown} |")
+    return lines + [""]
+
+
 def new_results(
-    rows: Sequence[Mapping[str, Any]], *, generated: str, python: str, kit: str, seconds: float, jobs: int
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    generated: str,
+    python: str,
+    kit: str,
+    seconds: float,
+    jobs: int,
+    commit: str = "",
+    load: str = "",
 ) -> Dict[str, Any]:
     """The ``results.json`` document: the run's facts, then the rows in adapter and target order."""
     ordered = sorted(rows, key=lambda r: (r["kind"], r["adapter"], r["target"]))
@@ -379,6 +516,8 @@ def new_results(
         "kit": kit,
         "seconds": round(seconds, 1),
         "jobs": jobs,
+        **({"commit": commit} if commit else {}),
+        **({"load": load} if load else {}),
         "rows": list(ordered),
     }
 

@@ -21,7 +21,7 @@ from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.reference.openai_responses import OpenAIResponsesBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires import SOURCE_KINDS, Variant
-from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS
+from conformance.wires._variants import AFTER_FINISH, CLEAN_ENDS, REQUEST_CONDITIONS
 from conformance.wires.azure_openai import azure_openai_chat_wire
 from conformance.wires.openai_chat import openai_chat_wire
 from conformance.wires.openai_responses import openai_responses_wire
@@ -174,6 +174,56 @@ class ReferencePassesTests(unittest.TestCase):
 AWAITING_A_SOURCE: Set[Tuple[str, str, str]] = set()
 
 
+class RequestConditionTests(unittest.TestCase):
+    """A shape that only a request asking for it gets is played only to such a request."""
+
+    @staticmethod
+    def anthropic_case(scenario: str, mode: str, base: Any = None, **attributes: Any) -> ConformanceCase:
+        from conformance.reference.anthropic import AnthropicBackend
+        from conformance.wires.anthropic import anthropic_wire
+
+        backend = type("Careful", (base or AnthropicBackend,), attributes)
+        t = BackendConformanceTarget("careful", anthropic_wire, lambda url: backend(url, api_key="test"))
+        return next(c for c in backend_conformance_cases(t) if c.name == f"{scenario}/{mode}")
+
+    def test_a_client_that_never_asks_passes_and_is_told_why_a_shape_was_left_out(self) -> None:
+        """A client with no server tool nor fine-grained streaming passes text; corrupt-arguments skips."""
+        plain = {"fine_grained_tool_streaming": False}
+        for mode in ("chat", "stream"):
+            with self.subTest(mode=mode):
+                self.anthropic_case("text", mode, **plain).run()
+        unasked = "the request did not ask for fine-grained tool streaming"
+        with self.assertRaisesRegex(unittest.SkipTest, unasked):
+            self.anthropic_case("corrupt-arguments", "stream", **plain).run()
+
+    def test_a_client_that_never_asks_for_thinking_is_not_held_to_it(self) -> None:
+        """A client that never sends thinking skips the reasoning case, saying why; one that asks runs it."""
+        from conformance.reference.anthropic import AnthropicBackend
+
+        class NeverThinks(AnthropicBackend):
+            def body(self, chat: ChatRequest, stream: bool) -> Any:
+                out = super().body(chat, stream)
+                out.pop("thinking", None)
+                return out
+
+        with self.assertRaisesRegex(unittest.SkipTest, "the request did not ask for thinking"):
+            self.anthropic_case("reasoning", "chat", NeverThinks).run()
+        self.anthropic_case("reasoning", "chat").run()
+
+    def test_a_client_that_offers_a_server_tool_is_held_to_pause_turn(self) -> None:
+        """pause_turn read as an error passes without a server tool offered, and fails with one."""
+        from tests.mutants.anthropic import WEB_SEARCH, PauseTurnAsError
+
+        self.anthropic_case("text", "chat", PauseTurnAsError, server_tools=()).run()
+        with self.assertRaisesRegex(AssertionError, "pause-turn"):
+            self.anthropic_case("text", "chat", PauseTurnAsError, server_tools=WEB_SEARCH).run()
+
+    def test_a_condition_outside_the_table_is_refused(self) -> None:
+        """A variant that names an unknown request condition is refused with the known ones."""
+        with self.assertRaisesRegex(ValueError, "server-tool"):
+            Variant("x", "a shape", "somewhere", asks="web")
+
+
 class VariantTests(unittest.TestCase):
     def test_every_variant_has_a_source_and_a_row_on_its_wire_page(self) -> None:
         """Each variant says where it was seen, and its wire page's table lists it there."""
@@ -192,6 +242,8 @@ class VariantTests(unittest.TestCase):
                     with self.subTest(wire=wire.name, variant=f"{key}:{variant.name}"):
                         self.assertTrue(variant.name and variant.title and variant.source)
                         self.assertIn(f"| `{key}` | `{variant.name}` |", page)
+                        asks = f"asks for {REQUEST_CONDITIONS[variant.asks]}" if variant.asks else "any"
+                        self.assertIn(f"| `{key}` | `{variant.name}` | {asks} |", page, "its condition")
                         self.assertIn(variant.source, page)
                         lead = f"| `{key}` | `{variant.name}` |"
                         row = next(line for line in page.splitlines() if lead in line)

@@ -8,7 +8,7 @@ import json
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 from unittest import mock
 
 from ecosystem import runner, table
@@ -46,11 +46,14 @@ def classification(**changes: Any) -> table.Classification:
     fields = {
         "id": "somelib-keeps-truncated",
         "library": "somelib",
-        "case": "truncated-tool-call/*",
+        "case": "truncated-tool-call/stream",
         "check": "stream-dropped-truncated",
         "kind": "library-bug",
         "summary": "yields a call cut off by the token limit",
         "where": "somelib/stream.py:10",
+        "severity": "harmful",
+        "code_file": "somelib/stream.py",
+        "code_text": "yield call",
     }
     fields.update(changes)
     return table.Classification(**fields)
@@ -249,10 +252,89 @@ class RunnerTest(unittest.TestCase):
         self.assertIn("CHANGED somelib chat truncated-tool-call/stream", self.printed)
         self.assertEqual(self.run_main([row(outcome="pass")], [classification()], "--check"), 0)
 
+    def test_a_run_of_some_adapters_counts_its_own_rows(self) -> None:
+        """With --only, the summary line counts that run's targets and cases, not the merged table's."""
+        other = dict(row(outcome="pass"), adapter="other_adapter", target="other chat")
+        with mock.patch.object(runner, "merge", return_value=[other, other, row()]):
+            self.assertEqual(self.run_main([row()], [classification()], "--only", "somelib_adapter"), 0)
+        self.assertIn("ecosystem: 1 targets, 3 cases, 1 failed, 1 failures classified", self.printed)
+        self.assertEqual(len(self.written["rows"]), 3)
+
+    def test_a_library_bug_names_its_cases_and_checks_and_its_code(self) -> None:
+        """A library bug with a wildcard case or check, no severity, or no quoted line is refused."""
+        good = dict(
+            classification().__dict__,
+            case="truncated-tool-call/stream",
+            severity="harmful",
+            code_file="somelib/stream.py",
+            code_text="yield call",
+        )
+        for change, words in (
+            ({"case": "truncated-tool-call/*"}, "never a wildcard"),
+            ({"check": "stream-*"}, "never a wildcard"),
+            ({"severity": "bad"}, "severity must be one of"),
+            ({"code_text": ""}, "quotes its code line"),
+        ):
+            with self.subTest(change=change), tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "classifications.json"
+                path.write_text(json.dumps({"classifications": [dict(good, **change)]}), encoding="utf-8")
+                with self.assertRaisesRegex(ValueError, words):
+                    table.load_classifications(path)
+
     def test_the_committed_classifications_load(self) -> None:
         """The classifications beside the adapters are well formed, each with its class's field."""
         loaded = table.load_classifications(runner.CLASSIFICATIONS)
         self.assertEqual(len({c.id for c in loaded}), len(loaded))
+
+
+def _site_packages() -> Optional[Path]:
+    """The ecosystem environment's site-packages, where the pinned libraries are installed."""
+    found = sorted((runner.ROOT / ".venv-ecosystem" / "lib").glob("python3*/site-packages"))
+    return found[-1] if found else None
+
+
+class PublicErrorTest(unittest.TestCase):
+    def test_an_exception_is_read_whole_and_a_false_retry_signal_stands(self) -> None:
+        """The body and status decide the kind; a class whose retry signal the bytes contradict stands."""
+        from conformance import LLMError
+        from ecosystem.adapters._kit import public_error
+
+        body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        server = LLMError.from_kind("server_error", "InternalServerError")
+        read = public_error("anthropic", status=529, headers={}, body=body, signalled=server)
+        self.assertEqual(read.kind if read else None, "overloaded")
+        quota = {"error": {"type": "insufficient_quota", "code": "insufficient_quota", "message": "quota"}}
+        limited = LLMError.from_kind("rate_limit", "RateLimitError")
+        stood = public_error("openai-chat", status=429, headers={}, body=quota, signalled=limited)
+        self.assertIs(stood, limited)
+        self.assertIs(public_error("openai-chat", status=500, headers={}, body=None, signalled=limited), limited)
+
+
+class CodeLineTest(unittest.TestCase):
+    def test_each_bugs_quoted_line_is_in_the_installed_library(self) -> None:
+        """Each library bug's quoted code is found in the pinned version's installed file."""
+        site = _site_packages()
+        if site is None:
+            self.skipTest("no .venv-ecosystem here: run python3 dev.py ecosystem --help to build it")
+        for bug in table.load_classifications(runner.CLASSIFICATIONS):
+            if bug.kind != "library-bug":
+                continue
+            with self.subTest(bug=bug.id):
+                path = site / bug.code_file
+                self.assertTrue(path.is_file(), f"{bug.id}: {bug.code_file} is not installed")
+                text = path.read_text(encoding="utf-8")
+                self.assertIn(bug.code_text, text, f"{bug.id}: the quoted line is not in {bug.code_file}")
+                self.assertIn(bug.code_file.split("/")[0], bug.where, f"{bug.id}: where names another file")
+
+    def test_each_bug_has_a_report_to_file(self) -> None:
+        """Each library bug without an upstream link has its ready-to-file text in ecosystem/reports."""
+        for bug in table.load_classifications(runner.CLASSIFICATIONS):
+            if bug.kind == "library-bug" and not bug.upstream:
+                with self.subTest(bug=bug.id):
+                    report = table.REPORTS / f"{bug.id}.md"
+                    self.assertTrue(report.is_file(), f"{bug.id}: no {report.name}")
+                    text = report.read_text(encoding="utf-8")
+                    self.assertIn("python -m conformance serve", text)
 
 
 if __name__ == "__main__":

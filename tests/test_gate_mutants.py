@@ -192,10 +192,9 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "drops-result-ids",
         zoo.rewrite(zoo.drop_result_ids),
         both("parallel-calls", {"result-format"}),
-        # Gemini matches a result without an id to the one call of its function; two calls
-        # to read_fixture answered without ids are ambiguous, which it refuses.
-        per_wire={"ollama": {}},
-        why="Ollama sends no call ids: its results go back by tool name and order anyway",
+        per_wire={"ollama": {}, "gemini": {}, "gemini-vertex": {}},
+        why="Ollama sends no call ids: its results go back by tool name and order anyway; Gemini "
+        "pairs a result without an id with the calls to its function in order, and so does the gate",
     ),
     LoopMutant(
         "answers-a-call-twice",

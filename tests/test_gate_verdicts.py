@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 from unittest import mock
 
-from conformance.contract import ToolResult
+from conformance.contract import Message, ToolResult
 from conformance.gate import AgentLoopTarget, ReferenceLoop, agent_loop_cases
 from conformance.gate.cases import AgentLoopCase
 from conformance.gate.loop import LoopTask
@@ -222,7 +222,21 @@ class GeminiWithoutIdsTests(unittest.TestCase):
             return results
 
         with mock.patch.object(_history._Reader, "pair", unresolved):
-            self.assertIn("[results]", run(todo[0])[1])
+            # The gate pairs a result without an id by name and order, as the reader does.
+            self.assertEqual(run(todo[0])[1], "")
+            with mock.patch.object(type(t.wire), "pairs_results_by_name", False):
+                self.assertIn("[results]", run(todo[0])[1])
+
+    def test_two_calls_to_one_function_answered_without_ids_pair_in_order(self) -> None:
+        """Two read_fixture calls answered without ids answer them in order, on the wire and in the gate."""
+        t = target(zoo.rewrite(zoo.drop_result_ids), "gemini")
+        todo = cases(t, ("parallel-calls",))
+        self.assertEqual(failures(run_all(todo)), [])
+        def swap_without_ids(messages: List[Message]) -> List[Message]:
+            return zoo.swap_results(zoo.drop_result_ids(messages))
+
+        swapped = target(zoo.rewrite(swap_without_ids), "gemini")
+        self.assertIn("[call-ids]", run(cases(swapped, ("parallel-calls",))[0])[1])
 
 
 # -- item: parallel calls run in reverse order on a wire without ids -----------------------------

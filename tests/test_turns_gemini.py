@@ -151,16 +151,35 @@ class RoundTripTest(unittest.TestCase):
         body = rendered([Message("user", "go")])
         body["contents"] += [
             {"role": "model", "parts": [{"functionCall": {"name": "echo_json", "args": {}}}]},
-            {"role": "user", "parts": [{"functionResponse": {"name": "echo_json", "response": {"n": 1}}}]},
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "echo_json", "response": {"n": 1, "m": [2]}}}],
+            },
         ]
         read = history(body)
         # Gemini 2.x: no ids and no signature, results matched by name.
         self.assertEqual(read.problems, ())
-        self.assertEqual(read.results[0].tool_result, ToolResult("", "echo_json", '{"n": 1}'))
+        self.assertEqual(read.results[0].tool_result, ToolResult("", "echo_json", '{"n": 1, "m": [2]}'))
+
+    def test_a_response_under_any_key_is_its_value(self) -> None:
+        """A response object's one key is the result whatever its name (the API leaves keys to the caller)."""
+        for key in ("output", "result", "return_value", "content"):
+            with self.subTest(key=key):
+                body = rendered([Message("user", "go")])
+                body["contents"] += [
+                    {"role": "model", "parts": [{"functionCall": {"name": "echo_json", "args": {}}}]},
+                    {
+                        "role": "user",
+                        "parts": [{"functionResponse": {"name": "echo_json", "response": {key: '{"a": 1}'}}}],
+                    },
+                ]
+                read = history(body)
+                self.assertEqual(read.problems, ())
+                self.assertEqual(read.results[0].tool_result, ToolResult("", "echo_json", '{"a": 1}'))
 
     def test_a_response_without_an_id_answers_the_one_call_to_its_function(self) -> None:
         """A functionResponse with no id, where one call named that function, is read with the call's id;
-        two calls to one function answered without ids stay ambiguous and are refused."""
+        two calls to one function answered without ids answer them in order, as Gemini pairs them."""
         body = rendered([Message("user", "go")])
         calls = [
             {"functionCall": {"id": "c1", "name": "echo_json", "args": {}}, "thoughtSignature": SIGNATURE},
@@ -180,9 +199,9 @@ class RoundTripTest(unittest.TestCase):
         calls[1]["functionCall"]["name"] = "echo_json"
         answers[0]["functionResponse"]["name"] = "echo_json"
         read = history(body)
-        self.assertEqual(len(read.problems), 2, read.problems)
-        self.assertIn("without an id", read.problems[0])
-        self.assertEqual([r.tool_result.call_id for r in read.results], ["", ""])
+        self.assertEqual(read.problems, ())
+        self.assertEqual([r.tool_result.call_id for r in read.results], ["c1", "c2"])
+        self.assertEqual([r.tool_result.content for r in read.results], ["r", "e"])
 
 
 def _call_turn(body: Dict[str, Any]) -> Dict[str, Any]:

@@ -207,6 +207,19 @@ class GeminiRepliesTest(unittest.TestCase):
         self.assertEqual(events[-1]["candidates"][0]["content"], {})
         self.assertNotIn("index", events[-1]["candidates"][0])
 
+    def test_a_blocked_reply_counts_the_prompt_alone(self) -> None:
+        """A blocked prompt or output generated nothing: no candidatesTokenCount, the prompt's total."""
+        blocked = gemini_wire.reply("content-filter", "chat", request(), "output-blocked")
+        assert isinstance(blocked, JsonReply)
+        bodies = [json.loads(whole("content-filter").encoded()), json.loads(blocked.encoded())]
+        bodies.append(sse_events(streamed("content-filter"))[-1])
+        for body in bodies:
+            usage = body["usageMetadata"]
+            self.assertNotIn("candidatesTokenCount", usage)
+            self.assertEqual((usage["promptTokenCount"], usage["totalTokenCount"]), (31, 31))
+        u = gemini_wire.reported_usage("content-filter", "prompt-blocked")
+        self.assertEqual((u.input_tokens, u.output_tokens, u.total_tokens), (31, 0, 31))
+
     def test_stream_error_event(self) -> None:
         """The partial text is followed by a data: {"error": ...} event with an integer code."""
         events = sse_events(streamed("stream-error"))

@@ -229,9 +229,10 @@ def _usage(seen: Seen) -> List[str]:
             f"expected usage None (the provider reported none in this reply), got {usage!r}: "
             "counts the provider never sent are made up, and zeros are counts"
         ]
-    if _usage_tuple(usage) == _usage_tuple(FX.usage):
+    want = seen.wire.reported_usage(seen.scenario, seen.variant.name)
+    if _usage_tuple(usage) == _usage_tuple(want):
         return []
-    return [f"expected usage {FX.usage!r} as the provider reported it, got {usage!r}"]
+    return [f"expected usage {want!r} as the provider reported it, got {usage!r}"]
 
 
 #: This family's rows of :data:`~conformance._checks.CHECKS`.

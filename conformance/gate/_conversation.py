@@ -268,24 +268,26 @@ class Conversation:
     def correlate(self, history: History) -> List[Tuple[PlannedCall, Optional[Message]]]:
         """Each planned call with the tool message that answers it in ``history`` (or ``None``).
 
-        By call id where the provider sends ids; by tool name and order where it does not.
+        By call id where the provider sends ids; by tool name and order where it does not,
+        and, where the wire's history reader pairs a result sent without an id with its
+        call by name and order (Gemini), those results too: one rule on both sides.
         """
         results = list(history.results)
-        pairs: List[Tuple[PlannedCall, Optional[Message]]] = []
-        if self.wire.sends_call_ids:
-            by_id: Dict[str, Message] = {}
-            for message in results:
-                assert message.tool_result is not None
+        planned = self.planned()
+        if not self.wire.sends_call_ids:
+            return _by_name(planned, results)
+        by_id: Dict[str, Message] = {}
+        for message in results:
+            assert message.tool_result is not None
+            if message.tool_result.call_id:
                 by_id.setdefault(message.tool_result.call_id, message)
-            return [(p, by_id.get(p.call.id)) for p in self.planned()]
-        taken: Dict[str, int] = {}
-        for planned in self.planned():
-            name = planned.call.name
-            same = [m for m in results if m.tool_result is not None and m.tool_result.name in (name, "")]
-            k = taken.get(name, 0)
-            pairs.append((planned, same[k] if k < len(same) else None))
-            taken[name] = k + 1
-        return pairs
+        pairs = [(p, by_id.get(p.call.id)) for p in planned]
+        if not self.wire.pairs_results_by_name:
+            return pairs
+        open_calls = [p for p, message in pairs if message is None]
+        without_id = [m for m in results if m.tool_result is not None and not m.tool_result.call_id]
+        found = dict(_by_name(open_calls, without_id))
+        return [(p, message if message is not None else found.get(p)) for p, message in pairs]
 
     def what_came(self, planned: PlannedCall, message: Optional[Message]) -> str:
         """The fixture id the result carries, when it is this call's; else what was wrong."""
@@ -314,3 +316,18 @@ class Conversation:
     def _record_for(self, call: ScriptedCall) -> Optional[ExecutionRecord]:
         records = self.toolset.log.for_call(call.id)
         return records[0] if records else None
+
+
+def _by_name(
+    planned: List[PlannedCall], results: List[Message]
+) -> List[Tuple[PlannedCall, Optional[Message]]]:
+    """Each call with the next result of its tool, in order (a result naming no tool answers any)."""
+    pairs: List[Tuple[PlannedCall, Optional[Message]]] = []
+    taken: Dict[str, int] = {}
+    for call in planned:
+        name = call.call.name
+        same = [m for m in results if m.tool_result is not None and m.tool_result.name in (name, "")]
+        k = taken.get(name, 0)
+        pairs.append((call, same[k] if k < len(same) else None))
+        taken[name] = k + 1
+    return pairs

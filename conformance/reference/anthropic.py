@@ -168,6 +168,14 @@ class AnthropicBackend(ReferenceBackend):
 
     provider = "anthropic"
     path = "/v1/messages"
+    #: The server tools offered beside the caller's (``{"type": "web_search_20250305",
+    #: "name": "web_search"}``): a request that offers one may get a turn the API paused in
+    #: its own tool loop (``pause_turn``), which this backend reads as a finished turn.
+    server_tools: Tuple[Mapping[str, Any], ...] = ()
+    #: Whether each tool asks for fine-grained streaming (``eager_input_streaming``): its
+    #: input then streams unvalidated, and may end in JSON that does not parse, which this
+    #: backend hands on as ``unparsed_arguments``.
+    fine_grained_tool_streaming = True
 
     # -- the request ------------------------------------------------------------------
 
@@ -191,13 +199,22 @@ class AnthropicBackend(ReferenceBackend):
         }
         if system:
             body["system"] = "\n\n".join(system)
-        if chat.tools:
-            body["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
-                for t in chat.tools
-            ]
+        tools: List[Dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            for t in chat.tools
+        ]
+        if self.fine_grained_tool_streaming:
+            for tool in tools:
+                tool["eager_input_streaming"] = True
+        tools += [dict(t) for t in self.server_tools]
+        if tools:
+            body["tools"] = tools
         if chat.tool_choice is not None:
             body["tool_choice"] = tool_choice(chat.tool_choice)
+        if chat.thinking:
+            # Thinking blocks come only to a request that turns thinking on; adaptive needs no
+            # budget, which would have to be at least 1024 tokens and below max_tokens.
+            body["thinking"] = {"type": "adaptive"}
         if stream:
             body["stream"] = True
         return body

@@ -150,8 +150,14 @@ class GeminiBackend(ReferenceBackend):
             ]
         if chat.tool_choice is not None:
             body["toolConfig"] = {"functionCallingConfig": _calling_config(chat.tool_choice)}
+        config: Dict[str, Any] = {}
         if chat.max_tokens is not None:
-            body["generationConfig"] = {"maxOutputTokens": chat.max_tokens}
+            config["maxOutputTokens"] = chat.max_tokens
+        if chat.thinking:
+            # Thought summaries come only to a request that asks for them.
+            config["thinkingConfig"] = {"includeThoughts": True}
+        if config:
+            body["generationConfig"] = config
         return body
 
     def contents(self, messages: Sequence[Message]) -> List[Dict[str, Any]]:

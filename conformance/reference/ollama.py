@@ -94,6 +94,8 @@ class OllamaBackend(ReferenceBackend):
             ]
         if chat.max_tokens is not None:
             body["options"] = {"num_predict": chat.max_tokens}
+        if chat.thinking:
+            body["think"] = True  # the thinking field comes only to a request that asks
         return body
 
     def message(self, message: Message) -> Dict[str, Any]:

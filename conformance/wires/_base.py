@@ -25,7 +25,7 @@ from ._request import check_function_tool, check_json_post, check_question, text
 from ._variants import UNPARSED_VARIANTS, Variant, stream_cut_variants
 
 if TYPE_CHECKING:
-    from ..contract import Reasoning
+    from ..contract import Reasoning, Usage
     from ..provider.replies import RecordedRequest, Reply
     from ._schema import schema_difference
     from ._script import History, ScriptedCall, ScriptedTurn, TurnEvents
@@ -175,6 +175,29 @@ class Wire:
         """
         return scenario in self.reports_usage
 
+    def request_asks(self, condition: str, request: RecordedRequest) -> bool:
+        """Whether ``request`` carries ``condition`` (one of
+        :data:`~conformance.wires._variants.REQUEST_CONDITIONS`), so the provider may send a
+        shape that needs it. A wire that knows no way to ask for it plays the shape to every
+        request: ``True`` by default."""
+        return True
+
+    def unasked(self, variant: Variant, request: RecordedRequest) -> str:
+        """Why the provider would never send ``variant`` to ``request``; empty where it may."""
+        from ._variants import REQUEST_CONDITIONS
+
+        if not variant.asks or self.request_asks(variant.asks, request):
+            return ""
+        return f"the request did not ask for {REQUEST_CONDITIONS[variant.asks]}"
+
+    def reported_usage(self, scenario: str, variant: str) -> Usage:
+        """The counts the reply to ``scenario`` (in shape ``variant``) reports, where it reports usage.
+
+        By default the fixture's; a wire whose provider counts a blocked reply's prompt
+        alone (Gemini: nothing was generated) says so, and the backend is held to that.
+        """
+        return CONFORMANCE_FIXTURE.usage
+
     def retry_after_for(self, scenario: str) -> Optional[float]:
         """The delay (seconds) the unnamed shape of ``scenario`` carries, ``None`` where it carries none.
 
@@ -293,6 +316,10 @@ class Wire:
     #: Whether this provider gives every tool call an id the client must send back
     #: with its result; ``False`` where results are matched by name and order (Ollama).
     sends_call_ids: bool = True
+    #: Whether a result sent back without an id answers the calls to its function in
+    #: order, as the provider matches it (Gemini), where the provider sends ids; the
+    #: gate's invariants then pair such results the same way as the history reader.
+    pairs_results_by_name: bool = False
     #: Whether the stream format can interleave two calls' argument fragments (each
     #: fragment names its call by index), so the opt-in stress stage
     #: ``stress-interleaved-calls`` can play; no provider was seen sending that order.

@@ -32,6 +32,7 @@ __all__ = [
     "CLEAN_ENDS",
     "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
     "CUT_KINDS",
+    "REQUEST_CONDITIONS",
     "SOURCE_KINDS",
     "UNPARSED_VARIANTS",
     "Variant",
@@ -46,6 +47,21 @@ SOURCE_KINDS: Dict[str, str] = {
     "issue": "a raw body or header dump quoted in an issue thread",
     "docs": "the provider's own documentation",
     "provider-source": "the provider's own source code",
+}
+
+
+#: What a request carries that makes a provider send some shapes, by the name a variant
+#: gives in ``asks``, and the words the skip reason and the wire pages use for it.
+REQUEST_CONDITIONS: Dict[str, str] = {
+    "server-tool": "a server tool (web search, web fetch or code execution in tools)",
+    "fine-grained-tool-streaming": (
+        "fine-grained tool streaming (eager_input_streaming on a tool, or the "
+        "fine-grained-tool-streaming beta)"
+    ),
+    "thinking": (
+        "thinking (Anthropic's thinking enabled or adaptive, Gemini's "
+        "thinkingConfig.includeThoughts, Ollama's think; ChatRequest.thinking asks)"
+    ),
 }
 
 
@@ -113,8 +129,16 @@ class Variant:
     #: Whether this shape reports token counts, where its scenario's do: a prompt refused
     #: before the model ran counts nothing, and the backend must report no usage.
     reports_usage: bool = True
+    #: What the request must carry for the provider to send this shape at all, one of
+    #: :data:`REQUEST_CONDITIONS` (``"server-tool"``); empty where any request can get it.
+    #: A request that does not carry it never meets the shape, so the case skips it with
+    #: the reason "the request did not ask for ...", and the backend is not held to it.
+    asks: str = ""
 
     def __post_init__(self) -> None:
+        if self.asks and self.asks not in REQUEST_CONDITIONS:
+            known = ", ".join(REQUEST_CONDITIONS)
+            raise ValueError(f"variant {self.name!r}: asks {self.asks!r} is none of {known}")
         if self.source_kind and self.source_kind not in SOURCE_KINDS:
             known = ", ".join(SOURCE_KINDS)
             raise ValueError(

@@ -44,6 +44,8 @@ __all__ = [
     "openai_messages",
     "openai_tools",
     "parse_arguments",
+    "public_error",
+    "READINGS",
     "status_error",
     "stream_error",
     "transport_error",
@@ -52,6 +54,42 @@ __all__ = [
 def status_error(wire: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
     """The contract's error for a failure status, as the kit reads the provider's reply."""
     return provider_error(wire, raw, status=status, headers=headers)
+
+
+def public_error(
+    wire: str,
+    *,
+    status: Optional[int],
+    headers: Mapping[str, str],
+    body: Any,
+    signalled: Optional[LLMError] = None,
+) -> Optional[LLMError]:
+    """The contract's error from what a library's public exception exposes, the same for every library.
+
+    ``status`` (the provider's, where the library keeps it apart from its own, as
+    LiteLLM's ``provider_status_code``), ``headers`` and ``body`` (the provider's error
+    body, bytes or parsed) are read as the reference backend for ``wire`` reads the
+    provider's reply: with a status as a failed request, without one as an error inside
+    a stream. ``signalled`` is the error the exception's class states, for a library that
+    documents its classes as the retry signal (LiteLLM's Router retries by class): where
+    the class says retryable and the bytes do not, or the other way round, the class is
+    what its user acts on, and that error stands. Where the exception kept no body, the class's
+    error (``None`` without one).
+    """
+    empty = body is None or body == b"" or body == {}
+    if empty and (signalled is not None or status is None):
+        return signalled
+    if status is None:
+        read = stream_error(wire, body)
+    else:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        read = status_error(wire, status, headers, raw)
+    if signalled is not None and signalled.retryable != read.retryable:
+        # The class's kind is what its user acts on; a delay the body carries is still there.
+        if signalled.retry_after is None:
+            signalled.retry_after = read.retry_after
+        return signalled
+    return read
 
 
 def stream_error(wire: str, body: Any) -> LLMError:
@@ -215,13 +253,26 @@ def _is_abort(request: ChatRequest, exc: BaseException) -> bool:
     return signal is not None and signal.aborted and exc is signal.reason
 
 
-def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
+#: How an adapter turns what its library handed over into the contract's turn, by what the
+#: library is. ``"backend"``: a provider's own SDK, which hands over the provider's stop
+#: reason and blocks as sent; the adapter is then the user's backend over it, and does what
+#: the contract asks of one (map the stop reason, call a turn with calls a tool turn, drop
+#: the call a length turn cut off). ``"as-given"``: a library that promises normalized
+#: output (LiteLLM's and any-llm's OpenAI-shaped finish reasons and calls): what it hands
+#: its user goes to the kit unrepaired. ``"finish-derived"``: a library with no normalized
+#: finish reason (LangChain: the provider's own in ``response_metadata``): the adapter maps
+#: it, and calls a turn with calls a tool turn, but hands the calls on as the library gave them.
+READINGS = ("backend", "as-given", "finish-derived")
+
+
+def tool_calls(raw: Any, finish: str, reading: str = "backend") -> List[ToolCall]:
     """The calls of a turn from ``(id, name, arguments)`` as the library gave them.
 
     Arguments the library left as text are parsed here; where they do not parse, a
-    ``length`` turn drops the call (it was cut off) and any other keeps it with its raw
-    text, as the contract asks. Arguments the library already made a dict are taken
-    as they are: what it did to them is what the table judges.
+    ``backend`` reading of a ``length`` turn drops the call (it was cut off), and
+    otherwise the call is kept with its raw text, as the contract asks. Arguments the
+    library already made a dict are taken as they are: what it did to them is what the
+    table judges.
     """
     calls: List[ToolCall] = []
     for call_id, name, arguments in raw:
@@ -231,29 +282,41 @@ def tool_calls(raw: Any, finish: str) -> List[ToolCall]:
         try:
             calls.append(ToolCall(call_id, name, parse_arguments(arguments)))
         except ValueError:
-            if finish != "length":
+            if finish != "length" or reading != "backend":
                 calls.append(ToolCall(call_id, name, {}, unparsed_arguments=str(arguments)))
     return calls
 
 
 def response(
-    text: str, finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()
+    text: str,
+    finish: str,
+    raw_calls: Any,
+    used: Optional[Usage],
+    reasoning: Any = (),
+    reading: str = "backend",
 ) -> ChatResponse:
-    """A whole turn: a turn with calls is a ``tool_calls`` turn unless the provider said it
-    was cut off, filtered, refused or failed."""
-    calls = tool_calls(raw_calls, finish)
-    if finish == "length" and calls and len(calls) == len(list(raw_calls)):
+    """A whole turn, read as ``reading`` says (:data:`READINGS`): for a provider's SDK, a turn
+    with calls is a ``tool_calls`` turn unless the provider said it was cut off, filtered,
+    refused or failed, and a length turn's last call is dropped; a normalizing library's
+    turn goes on as it came."""
+    if reading not in READINGS:
+        raise ValueError(f"reading {reading!r} is none of {READINGS}")
+    raw = list(raw_calls)
+    calls = tool_calls(raw, finish, reading)
+    if reading == "backend" and finish == "length" and calls and len(calls) == len(raw):
         # A turn cut off by the token limit ends inside its last call, whatever shape
-        # the library gave its arguments in (a dict may be a cut-off input closed up).
+        # the provider's SDK gave its arguments in (a dict may be a cut-off input closed up).
         calls = calls[:-1]
-    if calls and finish not in ("length", "content_filter", "refusal", "error"):
+    if reading != "as-given" and calls and finish not in ("length", "content_filter", "refusal", "error"):
         finish = "tool_calls"
     return ChatResponse(text, finish, tuple(calls), used, tuple(reasoning))
 
 
-def last_chunk(finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = ()) -> StreamChunk:
+def last_chunk(
+    finish: str, raw_calls: Any, used: Optional[Usage], reasoning: Any = (), reading: str = "backend"
+) -> StreamChunk:
     """The chunk that ends a stream: the calls, complete, and how the turn finished."""
-    whole = response("", finish, raw_calls, used, reasoning)
+    whole = response("", finish, raw_calls, used, reasoning, reading)
     return StreamChunk("", whole.tool_calls, whole.finish_reason, used, whole.reasoning)
 
 
@@ -266,7 +329,7 @@ OPENAI_FINISH = {
 }
 
 
-def openai_turn(done: Any) -> ChatResponse:
+def openai_turn(done: Any, reading: str = "backend") -> ChatResponse:
     """A Chat Completions reply (the openai SDK's model, or a library's look-alike) as a turn."""
     choice = done.choices[0]
     message = choice.message
@@ -276,11 +339,14 @@ def openai_turn(done: Any) -> ChatResponse:
     used = getattr(done, "usage", None)
     counted = used and usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
     return response(
-        message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted
+        message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted,
+        reading=reading,
     )
 
 
-async def openai_chunks(stream: Any, thoughts: Optional[Thoughts] = None) -> AsyncIterator[StreamChunk]:
+async def openai_chunks(
+    stream: Any, thoughts: Optional[Thoughts] = None, reading: str = "backend"
+) -> AsyncIterator[StreamChunk]:
     """Chat Completions stream chunks (the SDK's, or a look-alike) as the contract's: calls whole at the end.
 
     ``thoughts`` gathers the reasoning a library adds to each delta, handed over at the end.
@@ -308,7 +374,7 @@ async def openai_chunks(stream: Any, thoughts: Optional[Thoughts] = None) -> Asy
             if choice.finish_reason:
                 finish = OPENAI_FINISH.get(choice.finish_reason, "stop")
     found = thoughts.items() if thoughts is not None else []
-    yield last_chunk(finish, [tuple(pending[i]) for i in sorted(pending)], counted, found)
+    yield last_chunk(finish, [tuple(pending[i]) for i in sorted(pending)], counted, found, reading)
 
 
 class Thoughts:
@@ -380,8 +446,16 @@ def anthropic_body(request: ChatRequest) -> Dict[str, Any]:
     if system:
         body["system"] = system
     if request.tools:
+        # Fine-grained tool streaming on, as a user who wants arguments as they come turns it.
         body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": dict(t.parameters),
+                "eager_input_streaming": True,
+            }
             for t in request.tools
         ]
+    if request.thinking:
+        body["thinking"] = {"type": "adaptive"}
     return body

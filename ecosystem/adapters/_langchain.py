@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from conformance import ChatRequest, ChatResponse, Reasoning, StreamChunk
 
-from ._kit import AsyncAdapter, last_chunk, openai_tools, response, usage
+from ._kit import AsyncAdapter, openai_tools, response, usage
 
 __all__ = ["LangChainChat", "lc_messages"]
 
@@ -99,13 +99,18 @@ def turn_of(message: Any, read_reasoning: Callable[[Any], List[Reasoning]]) -> C
     """The summed-up message as the contract's turn."""
     finish = finish_of(message)
     calls: List[Any] = [(c["id"], c["name"], c["args"]) for c in message.tool_calls]
-    # A call LangChain could not parse keeps its raw text: the contract's unparsed call.
-    calls += [
-        (c.get("id") or "", c.get("name") or "", c.get("args") or "") for c in message.invalid_tool_calls
-    ]
+    # A call LangChain could not parse keeps its raw text: the contract's unparsed call. On a
+    # turn cut off by the limit LangChain's own invalid_tool_calls already keeps it apart from
+    # the calls its user runs, which is what the contract asks.
+    if finish != "length":
+        calls += [
+            (c.get("id") or "", c.get("name") or "", c.get("args") or "") for c in message.invalid_tool_calls
+        ]
     meta = message.usage_metadata
     used = meta and usage(meta.get("input_tokens"), meta.get("output_tokens"), meta.get("total_tokens"))
-    return response(message.text, finish, calls, used, read_reasoning(message))
+    # LangChain has no normalized finish reason: the adapter maps the provider's, and derives
+    # the tool turn from the calls; the calls go on as LangChain handed them.
+    return response(message.text, finish, calls, used, read_reasoning(message), reading="finish-derived")
 
 
 class LangChainChat(AsyncAdapter):
@@ -126,10 +131,15 @@ class LangChainChat(AsyncAdapter):
     def read_reasoning(self, message: Any) -> List[Reasoning]:
         return []
 
+    #: The model's settings that ask for reasoning, where the request asks for it.
+    thinking: Dict[str, Any] = {}
+
     def bound(self, request: ChatRequest) -> Any:
         model = self.model
         if request.max_tokens is not None:
             model = model.bind(max_tokens=request.max_tokens)
+        if request.thinking and self.thinking:
+            model = model.bind(**self.thinking)
         return model.bind_tools(openai_tools(request)) if request.tools else model
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -149,9 +159,4 @@ class LangChainChat(AsyncAdapter):
         if total is None:
             raise RuntimeError("the stream gave no chunk")
         turn = turn_of(total, self.read_reasoning)
-        yield last_chunk(
-            turn.finish_reason,
-            [(c.id, c.name, dict(c.arguments)) for c in turn.tool_calls],
-            turn.usage,
-            turn.reasoning,
-        )
+        yield StreamChunk("", turn.tool_calls, turn.finish_reason, turn.usage, turn.reasoning)

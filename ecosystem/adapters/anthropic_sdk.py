@@ -26,7 +26,7 @@ from conformance import (
 )
 
 from ._kit import ANTHROPIC_STOP as STOP
-from ._kit import AsyncAdapter, anthropic_body, last_chunk, response, status_error, stream_error, usage
+from ._kit import AsyncAdapter, anthropic_body, last_chunk, public_error, response, stream_error, usage
 
 LIBRARY = "anthropic"
 KIND = "backend"
@@ -51,8 +51,10 @@ def anthropic_error(wire: str, exc: BaseException, carried: Any = None) -> Optio
         body = exc.body if isinstance(exc.body, dict) else {}
         if exc.status_code == 200:  # an `event: error` inside a stream that began well
             error = body.get("error", body)
-            return stream_error(wire, carried(error) if carried else error)
-        return status_error(wire, exc.status_code, exc.response.headers, exc.response.content)
+            return public_error(wire, status=None, headers={}, body=carried(error) if carried else error)
+        return public_error(
+            wire, status=exc.status_code, headers=exc.response.headers, body=exc.response.content
+        )
     return None
 
 

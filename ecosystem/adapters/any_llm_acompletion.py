@@ -115,13 +115,13 @@ class Completion(AsyncAdapter):
         return any_llm_error(self.wire, exc)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        return openai_turn(await any_llm.acompletion(**self.params(request)))
+        return openai_turn(await any_llm.acompletion(**self.params(request)), "as-given")
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         stream = await any_llm.acompletion(
             **self.params(request), stream=True, stream_options={"include_usage": True}
         )
-        async for chunk in openai_chunks(stream):
+        async for chunk in openai_chunks(stream, reading="as-given"):
             yield chunk
 
 

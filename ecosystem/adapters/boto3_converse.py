@@ -25,7 +25,7 @@ from conformance import (
     bedrock_converse_wire,
 )
 
-from ._kit import last_chunk, response, status_error, stream_error, transport_error, usage
+from ._kit import last_chunk, public_error, response, transport_error, usage
 
 LIBRARY = "boto3"
 KIND = "backend"
@@ -84,9 +84,10 @@ def bedrock_error(exc: ClientError, wire: str = "bedrock-converse") -> LLMError:
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     code, message = str(info.get("Code", "")), str(info.get("Message", ""))
     if not status:  # an exception event inside the stream
-        return stream_error(wire, {"__type": code, "message": message})
+        return public_error(wire, status=None, headers={}, body={"__type": code, "message": message})
     headers = {"x-amzn-errortype": code, **exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})}
-    return status_error(wire, int(status), headers, json.dumps({"message": message}).encode())
+    raw = json.dumps({"message": message}).encode()
+    return public_error(wire, status=int(status), headers=headers, body=raw)
 
 
 class Converse:

@@ -25,7 +25,7 @@ from conformance import (
     cohere_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, openai_tools, response, status_error, stream_error, usage
+from ._kit import AsyncAdapter, last_chunk, openai_tools, public_error, response, stream_error, usage
 
 LIBRARY = "cohere"
 KIND = "backend"
@@ -105,7 +105,8 @@ class Chat(AsyncAdapter):
         if isinstance(exc, ApiError):
             raw = exc.body if isinstance(exc.body, (bytes, str)) else json.dumps(exc.body)
             raw = raw.encode() if isinstance(raw, str) else raw
-            return status_error("cohere", int(exc.status_code or 0), dict(exc.headers or {}), raw)
+            headers = dict(exc.headers or {})
+            return public_error("cohere", status=int(exc.status_code or 0), headers=headers, body=raw)
         return None
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -27,7 +27,7 @@ from conformance import (
     gemini_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, response, status_error, usage
+from ._kit import AsyncAdapter, last_chunk, public_error, response, status_error, usage
 
 LIBRARY = "google-genai"
 KIND = "backend"
@@ -126,7 +126,7 @@ def genai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
             except ValueError:
                 pass
         body = details if isinstance(details, dict) else {"error": {"code": exc.code, "message": exc.message}}
-        return status_error(wire, int(exc.code), headers, json.dumps(body).encode())
+        return public_error(wire, status=int(exc.code), headers=headers, body=json.dumps(body).encode())
     return None
 
 
@@ -176,6 +176,7 @@ class Generate(AsyncAdapter):
             system_instruction=system or None,
             max_output_tokens=request.max_tokens,
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            thinking_config=types.ThinkingConfig(include_thoughts=True) if request.thinking else None,
         )
 
     def error(self, exc: BaseException) -> Optional[BaseException]:

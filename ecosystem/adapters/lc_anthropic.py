@@ -19,9 +19,17 @@ REQUIRES = ("langchain-anthropic", "langchain-core")
 
 class Chat(LangChainChat):
     wire = "anthropic"
+    thinking = {"thinking": {"type": "adaptive"}}
 
     def build(self, url: str) -> Any:
-        return ChatAnthropic(model="conformance-model", base_url=url, api_key="test", max_retries=0)
+        # Fine-grained tool streaming on, through ChatAnthropic's own betas setting.
+        return ChatAnthropic(
+            model="conformance-model",
+            base_url=url,
+            api_key="test",
+            max_retries=0,
+            betas=["fine-grained-tool-streaming-2025-05-14"],
+        )
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
         return Messages.error(self, exc)  # type: ignore[arg-type]

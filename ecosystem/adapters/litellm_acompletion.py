@@ -7,6 +7,7 @@ body where it kept them.
 
 from __future__ import annotations
 
+import json
 import os
 
 # LiteLLM fetches a model price list from the network at import unless told to use
@@ -39,6 +40,7 @@ from ._kit import (  # noqa: E402
     openai_messages,
     openai_tools,
     openai_turn,
+    public_error,
     stream_error,  # noqa: E402
 )
 from ._kit import retry_after as seconds  # noqa: E402
@@ -78,9 +80,8 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
         exc = exc.original_exception
         body = getattr(exc, "body", None)
         if kind_of(exc) is None and isinstance(body, dict):  # the provider SDK's own mid-stream error
-            return stream_error(
-                wire, body.get("error", body) if isinstance(body.get("error"), dict) else body
-            )
+            inner = body.get("error", body) if isinstance(body.get("error"), dict) else body
+            return public_error(wire, status=None, headers={}, body=inner)
     kind = kind_of(exc)
     if kind is None:
         return None
@@ -93,18 +94,60 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
         retry_after = seconds(headers)
     message = str(getattr(exc, "message", exc))
     if kind in ERROR_KINDS:
-        return LLMError.from_kind(
+        signalled = LLMError.from_kind(
             kind, message, retry_after=retry_after, status=status, provider=wire, details={"kind": kind}
         )
-    return LLMError(
-        message,
-        code="LLM_INVALID_REQUEST",
-        kind=kind,
-        retryable=False,
-        status=status,
-        provider=wire,
-        details={"kind": kind},
-    )
+    else:
+        signalled = LLMError(
+            message,
+            code="LLM_INVALID_REQUEST",
+            kind=kind,
+            retryable=False,
+            status=status,
+            provider=wire,
+            details={"kind": kind},
+        )
+    # Read whole, as every row's exception is: the provider's status (LiteLLM keeps it apart
+    # from its own in provider_status_code), the headers it kept, and the body it carries.
+    provider_status = getattr(exc, "provider_status_code", None) or status
+    read = public_error(wire, status=provider_status, headers=headers, body=body_of(exc), signalled=signalled)
+    return read if read is not None else signalled
+
+
+def body_of(exc: BaseException) -> Any:
+    """The provider's error body a LiteLLM exception carries: ``body``, else the JSON its message quotes.
+
+    LiteLLM builds its message as ``<Provider>Exception - <the provider's body>``; where it
+    kept no ``body`` of its own, that quoted body is the provider's bytes, not wording.
+    """
+    body = getattr(exc, "body", None)
+    if not (isinstance(body, dict) and body):
+        body = _quoted_body(str(getattr(exc, "message", "") or ""))
+    if isinstance(body, dict) and body and "error" not in body:
+        # The openai SDK (whose classes LiteLLM's extend) keeps the inside of {"error": ...}.
+        body = {"error": body}
+    return body
+
+
+def _quoted_body(message: str) -> Any:
+    """The JSON object a LiteLLM message quotes, also where it quotes it as a bytes literal (b'...')."""
+    import ast
+
+    at = message.find("b'{")
+    if at >= 0:
+        end = message.rfind("'")
+        try:
+            message = ast.literal_eval(message[at:end + 1]).decode("utf-8", "replace")
+        except (ValueError, SyntaxError):
+            pass
+    start = message.find("{")
+    if start < 0:
+        return None
+    try:
+        parsed, _ = json.JSONDecoder().raw_decode(message[start:])
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 class LiteLLMThoughts(Thoughts):
@@ -181,7 +224,15 @@ class Completion(AsyncAdapter):
             params["tools"] = openai_tools(request)
         if request.max_tokens is not None:
             params["max_tokens"] = request.max_tokens
+        if request.thinking:
+            params.update(self.thinking)
+        params.update(self.settings)
         return params
+
+    #: How a LiteLLM user asks this provider for its reasoning, where the request asks for it.
+    thinking: Dict[str, Any] = {}
+    #: What a LiteLLM user sets to reach every shape this provider sends.
+    settings: Dict[str, Any] = {}
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
         return litellm_error(self.wire, exc)
@@ -190,18 +241,26 @@ class Completion(AsyncAdapter):
         done = await litellm.acompletion(**self.params(request))
         thoughts = LiteLLMThoughts(self.wire)
         thoughts.add(done.choices[0].message)
-        return replace(openai_turn(done), reasoning=tuple(thoughts.items()))
+        return replace(openai_turn(done, "as-given"), reasoning=tuple(thoughts.items()))
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         stream = await litellm.acompletion(
             **self.params(request), stream=True, stream_options={"include_usage": True}
         )
-        async for chunk in openai_chunks(stream, LiteLLMThoughts(self.wire)):
+        async for chunk in openai_chunks(stream, LiteLLMThoughts(self.wire), "as-given"):
             yield chunk
 
 
 class AnthropicCompletion(Completion):
     wire, prefix, path = "anthropic", "anthropic", ""
+    # LiteLLM reads support for thinking from the model's name; the fake's name it does not
+    # know, so the parameter is let through as LiteLLM documents (allowed_openai_params).
+    thinking = {
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "allowed_openai_params": ["thinking"],
+    }
+    # Fine-grained tool streaming, which LiteLLM passes on as the beta header.
+    settings = {"extra_headers": {"anthropic-beta": "fine-grained-tool-streaming-2025-05-14"}}
 
 
 class GeminiCompletion(Completion):
@@ -210,6 +269,7 @@ class GeminiCompletion(Completion):
 
 class OllamaCompletion(Completion):
     wire, prefix, path = "ollama", "ollama_chat", ""
+    thinking = {"reasoning_effort": "high"}  # LiteLLM sends it to Ollama as think: true
 
 
 def targets() -> List[BackendConformanceTarget]:

@@ -17,7 +17,7 @@ from conformance import (
     ollama_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, openai_tools, response, status_error, stream_error, usage
+from ._kit import AsyncAdapter, last_chunk, openai_tools, public_error, response, stream_error, usage
 
 LIBRARY = "ollama"
 KIND = "backend"
@@ -62,13 +62,16 @@ class Chat(AsyncAdapter):
             params["tools"] = openai_tools(request)
         if request.max_tokens is not None:
             params["options"] = {"num_predict": request.max_tokens}
+        if request.thinking:
+            params["think"] = True
         return params
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
         if isinstance(exc, ollama.ResponseError):
             if exc.status_code > 0:
-                return status_error("ollama", exc.status_code, {}, json.dumps({"error": exc.error}).encode())
-            return stream_error("ollama", str(exc.error))
+                raw = json.dumps({"error": exc.error}).encode()
+                return public_error("ollama", status=exc.status_code, headers={}, body=raw)
+            return public_error("ollama", status=None, headers={}, body=str(exc.error))
         return None
 
     @staticmethod

@@ -28,8 +28,8 @@ from ._kit import (
     openai_messages,
     openai_tools,
     openai_turn,
+    public_error,
     response,
-    status_error,
     stream_error,
     usage,
 )
@@ -43,10 +43,13 @@ REQUIRES = ("openai",)
 def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     """The SDK's error as the contract's: from the status, headers and body it kept."""
     if isinstance(exc, openai.APIStatusError):
-        return status_error(wire, exc.status_code, exc.response.headers, exc.response.content)
+        return public_error(
+            wire, status=exc.status_code, headers=exc.response.headers, body=exc.response.content
+        )
     if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError):
         body = exc.body if isinstance(exc.body, dict) else {"message": exc.message}
-        return stream_error(wire, body.get("error", body) if isinstance(body.get("error"), dict) else body)
+        inner = body.get("error", body) if isinstance(body.get("error"), dict) else body
+        return public_error(wire, status=None, headers={}, body=inner)
     return None
 
 

@@ -197,11 +197,19 @@ def params(request: ChatRequest) -> Dict[str, Any]:
         "model": request.model,
         "max_tokens": request.max_tokens or 1024,
         "messages": message_params(request.messages),
+        # Fine-grained tool streaming on, so that the broken argument JSON it may send reaches us.
         "tools": [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": dict(t.parameters),
+                "eager_input_streaming": True,
+            }
             for t in request.tools
         ],
     }
+    if request.thinking:
+        out["thinking"] = {"type": "adaptive"}
     system = [m.content for m in request.messages if m.role == "system"]
     if system:
         out["system"] = "\n\n".join(system)

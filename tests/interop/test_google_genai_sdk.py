@@ -190,6 +190,7 @@ def _config(request: ChatRequest) -> Any:
     return types.GenerateContentConfig(
         system_instruction=system or None,
         max_output_tokens=request.max_tokens,
+        thinking_config=types.ThinkingConfig(include_thoughts=True) if request.thinking else None,
         tool_config=_tool_config(request.tool_choice),
         tools=[
             types.Tool(

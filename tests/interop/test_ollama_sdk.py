@@ -104,6 +104,8 @@ def _params(request: ChatRequest, stream: bool) -> Dict[str, Any]:
     }
     if request.max_tokens is not None:
         params["options"] = {"num_predict": request.max_tokens}
+    if request.thinking:
+        params["think"] = True
     return params
 
 

@@ -100,7 +100,12 @@ class OpenAIShapedTools(AnthropicBackend):
     def body(self, chat: ChatRequest, stream: bool) -> Dict[str, Any]:
         body = super().body(chat, stream)
         body["tools"] = [
-            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+                "eager_input_streaming": True,
+            }
             for t in chat.tools
         ]
         return body
@@ -117,8 +122,14 @@ class SystemAsMessage(AnthropicBackend):
         return body
 
 
+#: The server tool a backend offers to be held to a paused turn: without one the API never pauses.
+WEB_SEARCH = ({"type": "web_search_20250305", "name": "web_search", "max_uses": 5},)
+
+
 class ServerToolAsCall(AnthropicBackend):
     """Takes every block with input_json_delta for a call: a paused turn's server_tool_use becomes one."""
+
+    server_tools = WEB_SEARCH
 
     def complete_calls(self, blocks: List[_Block], stop_reason: Optional[str]) -> List[ToolCall]:
         if stop_reason == "max_tokens":
@@ -129,6 +140,8 @@ class ServerToolAsCall(AnthropicBackend):
 
 class PauseTurnAsError(AnthropicBackend):
     """Knows the stop reasons of its day: pause_turn, being none of them, is an error."""
+
+    server_tools = WEB_SEARCH
 
     def finish_reason(self, stop_reason: Optional[str], calls: List[ToolCall]) -> str:
         if stop_reason not in STOP_REASONS or stop_reason == "pause_turn":

@@ -81,7 +81,9 @@ ERRORS: Mapping[str, Any] = {
 }
 
 #: Broken argument JSON in a stream of Claude's events, as the API and the hosts that
-#: pass its events on (Vertex AI, Bedrock InvokeModel) send it.
+#: pass its events on (Vertex AI, Bedrock InvokeModel) send it. Only fine-grained tool
+#: streaming sends a call's input unvalidated, and a request turns it on: without it the
+#: API buffers and validates the JSON, so these shapes come only to a request that asks.
 CORRUPT_ARGUMENTS: Tuple[Variant, ...] = (
     Variant(
         "unterminated-string",
@@ -89,6 +91,7 @@ CORRUPT_ARGUMENTS: Tuple[Variant, ...] = (
         "https://docs.claude.com/en/docs/agents-and-tools/tool-use/fine-grained-tool-streaming "
         "(no guarantee the stream completes in a valid JSON string); earendil-works/pi#2419",
         source_kind="docs",
+        asks="fine-grained-tool-streaming",
     ),
     Variant(
         "trailing-garbage",
@@ -98,6 +101,7 @@ CORRUPT_ARGUMENTS: Tuple[Variant, ...] = (
         "fragments seen on the wire that do not parse); anthropics/anthropic-sdk-python#1265 "
         "replays a real stream with one delta broken by hand",
         source_kind="docs",
+        asks="fine-grained-tool-streaming",
     ),
 )
 
@@ -176,6 +180,7 @@ VARIANTS: Mapping[str, Any] = {
             "vercel/ai packages/anthropic/src/__fixtures__/anthropic-clear-thinking.1.chunks.txt "
             "(claude-sonnet-4-5); https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             reasoning=(THINKING,),
+            asks="thinking",
             source_kind="capture",
         ),
         Variant(
@@ -184,6 +189,7 @@ VARIANTS: Mapping[str, Any] = {
             "then text",
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
+            asks="thinking",
             source_kind="docs",
         ),
     ),
@@ -219,6 +225,7 @@ VARIANTS: Mapping[str, Any] = {
             "(claude-sonnet-4-5, interaction 0)",
             source_kind="capture",
             finish_reasons=PAUSED,
+            asks="server-tool",
         ),
     ),
     "text/stream": (
@@ -245,6 +252,7 @@ VARIANTS: Mapping[str, Any] = {
             "test_pause_turn_web_search_streaming_vcr.yaml (claude-sonnet-4-5, interaction 0, raw SSE)",
             source_kind="capture",
             finish_reasons=PAUSED,
+            asks="server-tool",
         ),
     ),
     # A refusal names its category where it has one; both fields are null where not.

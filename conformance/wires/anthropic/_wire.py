@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 
 __all__ = ["AnthropicWire", "anthropic_wire"]
 
+#: The ``type`` prefixes of the tools Anthropic runs on its own side, in its own sampling
+#: loop, which may pause a turn (https://docs.claude.com/en/docs/agents-and-tools/tool-use/
+#: server-tools: web search, web fetch, code execution).
+SERVER_TOOL_TYPES = ("web_search_", "web_fetch_", "code_execution_")
+
 
 class AnthropicWire(Wire):
     """Anthropic Messages, whole and streamed."""
@@ -93,6 +98,27 @@ class AnthropicWire(Wire):
             status=404,
             headers=response_headers(rid=rid),
         )
+
+    def request_asks(self, condition: str, request: RecordedRequest) -> bool:
+        """A server tool is a tool whose ``type`` names one (``web_search_20250305``); fine-grained
+        tool streaming is ``eager_input_streaming`` on a tool, or its beta in the
+        ``anthropic-beta`` header or (Bedrock) the body's ``anthropic_beta``; thinking is the
+        body's ``thinking`` with type ``enabled`` or ``adaptive``."""
+        body = request.json if isinstance(request.json, dict) else {}
+        tools = [t for t in body.get("tools") or () if isinstance(t, dict)]
+        if condition == "server-tool":
+            return any(str(t.get("type") or "").startswith(SERVER_TOOL_TYPES) for t in tools)
+        if condition == "fine-grained-tool-streaming":
+            betas = [request.headers.get("anthropic-beta", "")]
+            listed = body.get("anthropic_beta")
+            betas += [str(b) for b in listed] if isinstance(listed, list) else []
+            return any(t.get("eager_input_streaming") is True for t in tools) or any(
+                "fine-grained-tool-streaming" in b for b in betas
+            )
+        if condition == "thinking":
+            thinking = body.get("thinking")
+            return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+        return True
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         model = self.model_of(request)

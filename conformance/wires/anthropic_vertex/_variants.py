@@ -93,6 +93,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             f"{_VERTEX_DOCS} (the Messages API's blocks); "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             reasoning=(THINKING,),
+            asks="thinking",
             source_kind="docs",
         ),
         Variant(
@@ -102,6 +103,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             f"{_VERTEX_DOCS}; "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
+            asks="thinking",
             source_kind="docs",
         ),
     ),

@@ -83,6 +83,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             f"{_CLAUDE_DOCS} (Claude's thinking blocks, as the Messages API streams them); "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking",
             reasoning=(THINKING,),
+            asks="thinking",
             source_kind="docs",
         ),
         Variant(
@@ -92,6 +93,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             f"{_CLAUDE_DOCS}; "
             "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-redaction",
             reasoning=(THINKING, REDACTED_THINKING),
+            asks="thinking",
             source_kind="docs",
         ),
     ),

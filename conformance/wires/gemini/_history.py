@@ -7,7 +7,9 @@ enforces, each refusal quoting the API's own wording where it is known:
   ``functionResponse`` part each (as many as there were calls: "Please ensure that
   the number of function response parts is equal to the number of function call
   parts of the function call turn."), matched to the calls by ``name`` and ``id``;
-  ``response`` is an object, ``{"output": ...}`` or ``{"error": ...}``.
+  ``response`` is an object under keys of the caller's choice (``{"output": ...}``,
+  ``{"result": ...}``), or ``{"error": ...}``; a result without an id answers the
+  calls to its function in order.
 - In the current turn (everything after the last user content that is not only
   function responses) the first ``functionCall`` of each model step must carry its
   ``thoughtSignature``, or Gemini 3 answers 400 "Function call is missing a
@@ -70,12 +72,25 @@ def _result(call_id: str, name: str, response: Mapping[str, Any]) -> ToolResult:
         else:
             tool_error = ToolError("error", error if isinstance(error, str) else json.dumps(error))
         return ToolResult(call_id, name, error=tool_error)
-    if "output" in response:
-        output = response["output"]
-        content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return ToolResult(call_id, name, _content(response))
+
+
+def _content(response: Mapping[str, Any]) -> str:
+    """The result's content: the value of the object's one key, whatever its name, else the whole object.
+
+    The API reference leaves the keys to the caller ("you can use any keys of your
+    choice", e.g. ``output``, ``result``): google-genai's automatic function calling
+    wraps a return value as ``{"result": ...}``, pydantic-ai as ``{"return_value": ...}``.
+    So the one value of a one-key object is what the model reads as the result, and
+    ``output`` is that value where others ride beside it; any other object is read whole.
+    """
+    if len(response) == 1:
+        (value,) = response.values()
+    elif "output" in response:
+        value = response["output"]
     else:
-        content = json.dumps(response, ensure_ascii=False)
-    return ToolResult(call_id, name, content)
+        return json.dumps(response, ensure_ascii=False)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 class _Reader:
@@ -233,10 +248,10 @@ class _Reader:
     ) -> List[ToolResult]:
         """Each result against the calls of the turn before: count, name and id.
 
-        Return the results as the API matches them: one sent without an id answers the
-        one call of the turn to that function, as Gemini takes it (google-genai's
-        automatic function calling sends no id), and is read with that call's id; a
-        name the turn called more than once leaves it ambiguous, which is refused.
+        Return the results as the API matches them: those sent without an id answer the
+        calls of the turn to their function that no result answered by id, in order, as
+        Gemini takes them (google-genai's automatic function calling sends no id, also for
+        two calls to one function), and are read with that call's id.
         """
         origin, made = calls
         if len(results) != len(made):
@@ -275,18 +290,16 @@ class _Reader:
                     f"a functionResponse in {where} answers {result.name!r}, but {origin} called {names!r}; "
                     "a functionResponse names the function it answers"
                 )
-            elif ids and names.count(result.name) > 1:
-                self.problems.append(
-                    f"a functionResponse in {where} answers {result.name!r} without an id, but {origin} "
-                    f"called {result.name!r} {names.count(result.name)} times; send each call's id back "
-                    "with its result"
-                )
+        by_id = {r.call_id for r in results if r.call_id}
+        open_calls = [c for c in made if not c.id or c.id not in by_id]
         out = []
         for result in results:
-            if not result.call_id and names.count(result.name) == 1:
-                call = made[names.index(result.name)]
-                if call.id:
-                    result = ToolResult(call.id, result.name, result.content, result.error)
+            if not result.call_id:
+                call = next((c for c in open_calls if c.name == result.name), None)
+                if call is not None:
+                    open_calls.remove(call)
+                    if call.id:
+                        result = ToolResult(call.id, result.name, result.content, result.error)
             out.append(result)
         return out
 

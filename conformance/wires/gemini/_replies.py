@@ -93,6 +93,11 @@ class Dialect:
     #: Whether a stream signs the answer's last text piece itself, rather than sending the
     #: bare signature in one last event with an empty text part.
     signs_last_text = False
+    #: Whether a reply the safety filters blocked (the prompt, or the output) reports its
+    #: prompt's tokens alone: nothing was generated, so ``candidatesTokenCount`` is left
+    #: out and the total is the prompt's (pydantic-ai
+    #: ``tests/models/cassettes/test_google/test_google_model_safety_settings.yaml``).
+    blocked_counts_prompt_only = True
 
     def headers(self, stream: bool = False) -> Dict[str, str]:
         """The headers every reply carries, as Google's front end writes them."""
@@ -148,6 +153,17 @@ class Dialect:
             body["thoughtsTokenCount"] = thoughts
         return body
 
+    def blocked_usage(self) -> Dict[str, Any]:
+        """The ``usageMetadata`` of a blocked reply: the prompt's tokens, and no output (see above)."""
+        if not self.blocked_counts_prompt_only:
+            return self.usage()
+        u = FX.usage
+        return {
+            "promptTokenCount": u.input_tokens,
+            "totalTokenCount": u.input_tokens,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": u.input_tokens}],
+        }
+
     def response(
         self,
         model: str,
@@ -168,7 +184,8 @@ class Dialect:
 
     def prompt_blocked(self, model: str) -> Dict[str, Any]:
         """The prompt was refused: ``promptFeedback.blockReason`` and no ``candidates`` at all."""
-        return self.response(model, None, promptFeedback={"blockReason": "PROHIBITED_CONTENT"})
+        feedback = {"blockReason": "PROHIBITED_CONTENT"}
+        return self.response(model, None, usage=self.blocked_usage(), promptFeedback=feedback)
 
     def whole(self, body: Any, status: int = 200) -> JsonReply:
         """A whole reply: ``body`` pretty-printed, with the front end's headers."""
@@ -257,7 +274,10 @@ class Events:
     def candidate(self, one: Dict[str, Any]) -> None:
         """One event holding the candidate ``one``; it is the last where ``one`` has a finishReason."""
         final = "finishReason" in one
-        usage = self.dialect.usage(final, step=len(self.bodies) + 1)
+        if one.get("finishReason") == "SAFETY":
+            usage = self.dialect.blocked_usage()
+        else:
+            usage = self.dialect.usage(final, step=len(self.bodies) + 1)
         self.bodies.append(self.dialect.response(self.model, [one], final, usage=usage))
 
     def text(self, text: str, pieces: int = 4, finish: Optional[str] = None) -> None:

@@ -341,6 +341,7 @@ REASONING_VARIANTS = (
         "https://ai.google.dev/gemini-api/docs/thinking#summaries (includeThoughts); "
         "https://ai.google.dev/gemini-api/docs/thought-signatures",
         reasoning=(THOUGHT_SUMMARY,),
+        asks="thinking",
         source_kind="docs",
     ),
 )

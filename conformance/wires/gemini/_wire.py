@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ...contract import Reasoning, ReasoningKind
+from ...contract import Reasoning, ReasoningKind, Usage
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
@@ -56,6 +56,7 @@ class GeminiWire(Wire):
         "MALFORMED_FUNCTION_CALL and no functionCall part",
     )
     marks_tool_errors = True
+    pairs_results_by_name = True
     tool_error_marker = '"response": {"error": ...}'
     call_reasoning = (
         Reasoning(
@@ -159,6 +160,18 @@ class GeminiWire(Wire):
             headers=self.dialect.headers(),
         )
 
+    def request_asks(self, condition: str, request: RecordedRequest) -> bool:
+        """Thought summaries come only with ``generationConfig.thinkingConfig.includeThoughts``
+        (https://ai.google.dev/gemini-api/docs/thinking#summaries), in either spelling."""
+        from ._history import field
+
+        if condition != "thinking":
+            return True
+        body = request.json if isinstance(request.json, dict) else {}
+        config = field(body, "generationConfig", "generation_config")
+        thinking = field(config, "thinkingConfig", "thinking_config") if isinstance(config, dict) else None
+        return isinstance(thinking, dict) and field(thinking, "includeThoughts", "include_thoughts") is True
+
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
@@ -230,8 +243,16 @@ class GeminiWire(Wire):
         return ()
 
     def whole_usage(self, scenario: str, variant: str) -> Optional[Dict[str, Any]]:
-        """The ``usageMetadata`` of a whole reply, where it is not the plain one: a turn of thoughts only."""
+        """The ``usageMetadata`` of a whole reply, where it is not the plain one: a turn of thoughts
+        only, or a blocked output, which generated nothing."""
+        if scenario == "content-filter":
+            return self.dialect.blocked_usage()
         return self.dialect.usage(thoughts=FX.usage.output_tokens) if variant == "no-parts" else None
+
+    def reported_usage(self, scenario: str, variant: str) -> Usage:
+        if scenario == "content-filter" and self.dialect.blocked_counts_prompt_only:
+            return Usage(FX.usage.input_tokens, 0, FX.usage.input_tokens)
+        return FX.usage
 
     def whole_candidate(self, scenario: str, variant: str) -> Optional[Dict[str, Any]]:
         """The one candidate of a whole reply to ``scenario``; ``{}`` for a blocked prompt, which has none."""

@@ -30,6 +30,10 @@ class VertexDialect(Dialect):
     # A stream signs the answer's text part itself (pydantic-ai
     # test_google_vertex_service_tier_flex_stream.yaml: {"text": "OK","thoughtSignature": …}).
     signs_last_text = True
+    #: Its blocked output (MODEL_ARMOR, pydantic-ai
+    #: ``test_google_model_armor_response_template_real_block.yaml``) is sent with the
+    #: plain usage, as before; its blocked prompt reports no counts at all (below).
+    blocked_counts_prompt_only = False
 
     def headers(self, stream: bool = False) -> Dict[str, str]:
         headers = {

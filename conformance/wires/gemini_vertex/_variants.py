@@ -176,6 +176,7 @@ VARIANTS: Dict[str, Tuple[Variant, ...]] = {
             "Google-Cloud-AIPlatform-V1-GenerationConfig-ThinkingConfig (include_thoughts)",
             reasoning=(THOUGHT_SUMMARY,),
             source_kind="docs",
+            asks="thinking",
         ),
     ),
 }

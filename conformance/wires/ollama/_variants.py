@@ -95,6 +95,7 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
             "ollama/ollama docs/api.md (the thinking field of a chat message); "
             "https://docs.ollama.com/capabilities/thinking",
             reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="ollama"),),
+            asks="thinking",
             source_kind="docs",
         ),
     ),

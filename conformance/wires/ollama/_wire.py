@@ -91,6 +91,15 @@ class OllamaWire(Wire):
             content_type=JSON_TYPE,
         )
 
+    def request_asks(self, condition: str, request: RecordedRequest) -> bool:
+        """The ``thinking`` field comes only to a request with ``think`` set (``true`` or a level,
+        https://docs.ollama.com/capabilities/thinking)."""
+        if condition != "thinking":
+            return True
+        body = request.json if isinstance(request.json, dict) else {}
+        think = body.get("think")
+        return think is True or think in ("low", "medium", "high")
+
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
