@@ -19,12 +19,13 @@ from conformance._checks._seen import REPLY_SCENARIOS
 from conformance._checks.replies import _FINISH, _TEXT_FINISH
 from conformance._checks.tool_calls import _NO_CALL_TURNS, _OWN_CALL_RULE, TOOL_TURNS
 from conformance.cases import BackendConformanceTarget, ConformanceCase
-from conformance.contract import ChatRequest, LLMError, Reasoning, StreamChunk, ToolCall
+from conformance.contract import ChatRequest, ChatResponse, LLMError, Reasoning, StreamChunk, ToolCall
 from conformance.fixture import CONFORMANCE_FIXTURE as FX
 from conformance.reference import REFERENCE_BACKENDS
 from conformance.reference.anthropic import AnthropicBackend
 from conformance.reference.gemini import GeminiBackend
 from conformance.reference.gemini_vertex import GeminiVertexBackend
+from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.scenarios import SCENARIOS
 from conformance.wires import WIRES
 from conformance.wires.gemini import gemini_wire
@@ -133,6 +134,25 @@ class SuffixedCallId(GeminiBackend):
         if call is None:
             return None
         return ToolCall(f"{call.id}|sig=abc", call.name, call.arguments)
+
+
+class KeepsTheCutCallMarked(OpenAIChatBackend):
+    """Keeps the call the token limit cut off, its text marked unparsed, as some libraries do."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        reply = await super().chat(chat)
+        cut = ToolCall("call_cut", "get_weather", {}, unparsed_arguments='{"city": "Par')
+        return dataclasses.replace(reply, tool_calls=(cut,))
+
+
+class UnparsedMarkTests(unittest.TestCase):
+    def test_a_call_whose_text_does_not_parse_may_carry_the_mark(self) -> None:
+        """A kept cut-off call fails tool-calls, not unparsed-only-broken: its text did not parse."""
+        wire = WIRES["openai-chat"]
+        target = BackendConformanceTarget("o", wire, lambda url: KeepsTheCutCallMarked(url + "/v1"))
+        problems = problems_of(ConformanceCase(target, "truncated-tool-call", "chat"))
+        self.assertTrue(any(line.endswith("[tool-calls]") for line in problems), problems)
+        self.assertFalse(any("unparsed-only-broken" in line for line in problems), problems)
 
 
 class CallIdTests(unittest.TestCase):

@@ -238,8 +238,22 @@ def _unparsed_not_repaired(seen: Seen) -> List[str]:
     ]
 
 
+def _parses(text: Any) -> bool:
+    """Whether ``text`` is the JSON text of an object: arguments that parsed."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError):
+        return False
+
+
 def _unparsed_only_broken(seen: Seen) -> List[str]:
-    """``unparsed_arguments`` is ``None`` on every call whose arguments parsed."""
+    """``unparsed_arguments`` is ``None`` on every call whose arguments parsed.
+
+    Judged by the marked text itself: text that is a JSON object parsed, and marking it
+    makes a loop refuse a sound call. Text that does not parse (a call cut off by the
+    token limit, two calls' fragments run together) may carry the mark; whether such a
+    call should have been handed on at all is other checks' to say (``tool-calls``).
+    """
     if not seen.got_reply:
         return []
     calls = seen.collected()[2]
@@ -247,7 +261,7 @@ def _unparsed_only_broken(seen: Seen) -> List[str]:
         return []  # its one call's text does not parse: the unparsed-* checks judge it
     for call in calls:
         raw = getattr(call, "unparsed_arguments", None)
-        if raw is not None:
+        if raw is not None and _parses(raw):
             return [
                 f"expected unparsed_arguments None on the {getattr(call, 'name', None)} call whose "
                 f"arguments parsed ({_arguments_of(call)!r}), got {raw!r}: it marks a call whose "
