@@ -357,12 +357,13 @@ REASONING_THEN_CALL = "reasoning-then-call"
 
 
 def reasoning_then_call(
-    title: str, source: str, reasoning: Tuple[Reasoning, ...], echoed: bool = True
+    title: str, source: str, reasoning: Tuple[Reasoning, ...], echoed: bool = True, asks: str = "thinking"
 ) -> Variant:
     """The ``tool-result`` shape whose earlier turn is ``title``: ``reasoning``, then the call.
 
-    The provider sends it only to a request that asks for thinking, so the case asks, on
-    both turns. The backend must return the reasoning with the call (``ChatResponse.reasoning``,
+    The case asks for thinking on both turns, as the ``reasoning`` case does; ``asks`` is
+    empty where the provider sends the reasoning whatever the request says (a reasoning
+    model's reasoning items), as that wire's ``reasoning`` shapes say. The backend must return the reasoning with the call (``ChatResponse.reasoning``,
     ``StreamChunk.reasoning``), and, where ``echoed`` (the provider needs it back), send it
     back with the call on the next turn, byte for byte. ``source`` is the provider's docs.
     """
@@ -377,7 +378,7 @@ def reasoning_then_call(
         source,
         reasoning=reasoning,
         source_kind="docs",
-        asks="thinking",
+        asks=asks,
         must=(
             "ask for thinking (ChatRequest.thinking), return the reasoning the provider sent before "
             f"the get_weather call with that call's turn, whole and unaltered{',' if echoed else ''} {back}"

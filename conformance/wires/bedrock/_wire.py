@@ -61,6 +61,7 @@ class BedrockConverseWire(Wire):
             "#claude-messages-extended-thinking-tool-use; https://docs.aws.amazon.com/bedrock/latest/"
             "APIReference/API_runtime_ReasoningContentBlock.html",
             turn_reasoning,
+            asks="",
         ),
     )
 

@@ -66,6 +66,7 @@ class OpenAIResponsesWire(Wire):
             "(function calling: pass the reasoning items back with the function_call_output); "
             "https://platform.openai.com/docs/guides/function-calling",
             turn_reasoning,
+            asks="",
         ),
     )
 
