@@ -363,9 +363,10 @@ def reasoning_then_call(
 
     The case asks for thinking on both turns, as the ``reasoning`` case does; ``asks`` is
     empty where the provider sends the reasoning whatever the request says (a reasoning
-    model's reasoning items), as that wire's ``reasoning`` shapes say. The backend must return the reasoning with the call (``ChatResponse.reasoning``,
-    ``StreamChunk.reasoning``), and, where ``echoed`` (the provider needs it back), send it
-    back with the call on the next turn, byte for byte. ``source`` is the provider's docs.
+    model's reasoning items), as that wire's ``reasoning`` shapes say. The backend must
+    return the reasoning with the call (``ChatResponse.reasoning``, ``StreamChunk.reasoning``)
+    and, where ``echoed`` (the provider needs it back), send it back with the call on the
+    next turn, byte for byte. ``source`` is the provider's docs.
     """
     back = (
         "and send it back with the call on the next turn, byte for byte"
