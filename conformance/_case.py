@@ -187,6 +187,9 @@ class Outcome(SubjectOutcome):
     #: The calls the backend returned on the turn before a ``tool-result`` case's own,
     #: which its history is built from; ``None`` where there was no such turn.
     earlier: Optional[Tuple[Any, ...]] = None
+    #: The reasoning the backend returned with those calls (the response's, or every
+    #: chunk's in order), which the history sends back; ``None`` where there was no such turn.
+    earlier_reasoning: Optional[Tuple[Any, ...]] = None
     #: How many requests the provider had seen when that earlier turn ended: the case's
     #: own requests are the ones after them.
     earlier_requests: int = 0

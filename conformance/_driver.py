@@ -106,6 +106,8 @@ class Driver(SubjectDriver):
 
     async def drive(self, backend: Any) -> None:
         target = self.case.target
+        from ._multiturn import asks_thinking
+
         if self.case.scenario in ("tool-result", "parallel-tool-calls"):
             from ._multiturn import multi_turn_request
 
@@ -113,11 +115,17 @@ class Driver(SubjectDriver):
             if self.case.scenario == "tool-result":
                 earlier = await self._earlier_turn(backend)
             request = multi_turn_request(
-                target.wire, self.case.scenario, self.variant, target.model, self.controller.signal, earlier
+                target.wire,
+                self.case.scenario,
+                self.variant,
+                target.model,
+                self.controller.signal,
+                earlier,
+                self.outcome.earlier_reasoning,
             )
         else:
             request = conformance_request(target.model, signal=self.controller.signal)
-        if self.case.scenario == "reasoning":
+        if asks_thinking(target.wire, self.case.scenario, self.variant):
             # The provider sends some reasoning only to a request that asks (Anthropic's
             # thinking): the case asks, as its headline says.
             request = dataclasses.replace(request, thinking=True)
@@ -161,16 +169,24 @@ class Driver(SubjectDriver):
         """The turn before a ``tool-result`` case's own: the question, answered with the call.
 
         What the backend returns is what its next turn is built from, as a loop builds it:
-        the calls as the backend gave them (their ids, arguments and reasoning), so an id
-        the backend changed on the way in must be given back as the provider issued it.
+        the calls as the backend gave them (their ids, arguments and reasoning), and the
+        reasoning it returned with them, so an id the backend changed on the way in must be
+        given back as the provider issued it, and reasoning it lost cannot go back.
         """
-        request = conformance_request(self.case.target.model, signal=self.controller.signal)
+        from ._multiturn import asks_thinking
+
+        target = self.case.target
+        request = conformance_request(target.model, signal=self.controller.signal)
+        if asks_thinking(target.wire, self.case.scenario, self.variant):
+            request = dataclasses.replace(request, thinking=True)
         result = await self._start(backend, request)
         calls: List[Any] = []
+        reasoning: List[Any] = []
         if self.case.mode == "chat":
             if inspect.isawaitable(result):
                 result = await result
             calls.extend(getattr(result, "tool_calls", None) or ())
+            reasoning.extend(getattr(result, "reasoning", None) or ())
         else:
             if inspect.isawaitable(result) and not hasattr(result, "__aiter__"):
                 result = await result
@@ -182,7 +198,9 @@ class Driver(SubjectDriver):
                 await self.in_thread(chunks.extend, result)
             for chunk in chunks:
                 calls.extend(getattr(chunk, "tool_calls", None) or ())
+                reasoning.extend(getattr(chunk, "reasoning", None) or ())
         self.outcome.earlier = tuple(calls)
+        self.outcome.earlier_reasoning = tuple(reasoning)
         self.outcome.earlier_requests = len(self.provider.requests)
         return self.outcome.earlier
 

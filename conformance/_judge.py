@@ -407,6 +407,7 @@ class BackendSession(Session):
         return f"{self.scenario}/{self.mode}"
 
     def task(self) -> Dict[str, Any]:
+        from ._multiturn import asks_thinking
         from .fixture import CONFORMANCE_FIXTURE as FX
 
         return {
@@ -428,7 +429,7 @@ class BackendSession(Session):
             ],
             "max_tokens": FX.max_tokens,
             # Ask for reasoning (Anthropic's thinking, Gemini's includeThoughts, Ollama's think).
-            "thinking": self.scenario == "reasoning",
+            "thinking": asks_thinking(self.wire, self.scenario, self.variant.name),
             "history": self.history(),
             "judged": self.scenario not in NOT_JUDGED,
         }

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MULTI_TURN",
+    "asks_thinking",
     "earlier_turn",
     "expected_history",
     "history_problems",
@@ -54,11 +55,25 @@ def earlier_call(wire: Wire, variant: str) -> ToolCall:
 
 
 def earlier_turn(wire: Wire, variant: str) -> ScriptedTurn:
-    """The turn a ``tool-result`` case plays before its own: the :func:`earlier_call`."""
+    """The turn a ``tool-result`` case plays before its own: the :func:`earlier_call`, after
+    the reasoning the variant's turn carries (:meth:`~conformance.wires.Wire.tool_turn_reasoning`)."""
     call = earlier_call(wire, variant)
     arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
     scripted = ScriptedCall(call.id, call.name, arguments, reasoning=tuple(call.reasoning))
-    return ScriptedTurn(calls=(scripted,), seed=f"tool-result/{variant or 'default'}/earlier")
+    return ScriptedTurn(
+        calls=(scripted,),
+        reasoning=wire.tool_turn_reasoning(variant),
+        seed=f"tool-result/{variant or 'default'}/earlier",
+    )
+
+
+def asks_thinking(wire: Wire, scenario: str, variant: str) -> bool:
+    """Whether the case's requests ask for thinking (``ChatRequest.thinking``): the
+    ``reasoning`` case's, and a ``tool-result`` case's whose earlier turn carries reasoning
+    the provider sends only then, as the case's headline says."""
+    if scenario == "reasoning":
+        return True
+    return scenario == "tool-result" and bool(wire.tool_turn_reasoning(variant))
 
 
 def earlier_result(wire: Wire, variant: str) -> ToolResult:
@@ -77,19 +92,28 @@ def multi_turn_request(
     model: str,
     signal: Optional[AbortSignal],
     earlier: Optional[Sequence[ToolCall]] = None,
+    earlier_reasoning: Optional[Sequence[Reasoning]] = None,
 ) -> ChatRequest:
     """The request a case sends: the fixture's, with the earlier turn for ``tool-result``.
 
     ``earlier`` is what the backend returned on that turn (:func:`earlier_turn` plays
     it): the history is built from those calls, as a loop builds it, and the result
     answers the first of them by its id. ``None``, the calls the provider scripted.
+    ``earlier_reasoning`` likewise: the reasoning the backend returned with those calls,
+    which the turn sends back where the variant's turn carried some; ``None``, what the
+    provider needs back of it.
     """
     request = conformance_request(model, signal=signal)
     if scenario != "tool-result":
         return request
-    reasoning = wire.turn_reasoning if variant == "reasoning" else ()
+    reasoning: Sequence[Reasoning] = wire.turn_reasoning if variant == "reasoning" else ()
+    if wire.tool_turn_reasoning(variant):
+        if earlier_reasoning is not None:
+            reasoning = tuple(earlier_reasoning)
+        elif wire.turn_reasoning_required:
+            reasoning = wire.tool_turn_reasoning(variant)
     calls = tuple(earlier) if earlier is not None else (earlier_call(wire, variant),)
-    turn = Message("assistant", "", tool_calls=calls, reasoning=reasoning)
+    turn = Message("assistant", "", tool_calls=calls, reasoning=tuple(reasoning))
     answered = earlier_result(wire, variant)
     returned_id = getattr(calls[0], "id", None) if calls else None
     if isinstance(returned_id, str):
@@ -101,6 +125,7 @@ def multi_turn_request(
         tools=request.tools,
         max_tokens=request.max_tokens,
         signal=signal,
+        thinking=asks_thinking(wire, scenario, variant),
     )
 
 
@@ -208,8 +233,15 @@ def _suffix_kept(issued: str, sent: object) -> str:
     return ""
 
 
-def history_problems(wire: Wire, variant: Variant, history: History) -> List[str]:
-    """How the history a backend sent departs from the ``tool-result`` case's, one sentence each."""
+def history_problems(
+    wire: Wire, variant: Variant, history: History, turn_reasoning: bool = True
+) -> List[str]:
+    """How the history a backend sent departs from the ``tool-result`` case's, one sentence each.
+
+    ``turn_reasoning`` ``False`` leaves the turn's reasoning out of the comparison: where the
+    backend lost it on the way in, the reasoning checks say so, and the turn sent back is
+    what it returned.
+    """
     want_turn, want_result = expected_history(wire, variant.name)
     assistants = [m for m in history.messages if m.role == "assistant" and m.tool_calls]
     results = [m for m in history.messages if m.role == "tool"]
@@ -220,7 +252,7 @@ def history_problems(wire: Wire, variant: Variant, history: History) -> List[str
             f"(roles sent: {[m.role for m in history.messages]})"
         )
     else:
-        problems.extend(_turn_problems(want_turn, assistants[0], wire))
+        problems.extend(_turn_problems(want_turn, assistants[0], wire, turn_reasoning))
         order = list(history.messages)
         if results and order.index(results[0]) < order.index(assistants[0]):
             problems.append("expected the tool result after the assistant turn that called the tool")
@@ -232,7 +264,7 @@ def history_problems(wire: Wire, variant: Variant, history: History) -> List[str
     return problems
 
 
-def _turn_problems(want: Message, got: Message, wire: Wire) -> List[str]:
+def _turn_problems(want: Message, got: Message, wire: Wire, turn_reasoning: bool = True) -> List[str]:
     problems = []
     want_call, got_calls = want.tool_calls[0], list(got.tool_calls)
     if len(got_calls) != 1:
@@ -248,7 +280,8 @@ def _turn_problems(want: Message, got: Message, wire: Wire) -> List[str]:
             f"expected the call {want_call.name}({dict(want_call.arguments)!r}), got "
             f"{call.name}({dict(call.arguments)!r})"
         )
-    problems.extend(_reasoning_problems("the turn", want.reasoning, got.reasoning))
+    if turn_reasoning:
+        problems.extend(_reasoning_problems("the turn", want.reasoning, got.reasoning))
     problems.extend(_reasoning_problems("the call", want_call.reasoning, call.reasoning))
     return problems
 

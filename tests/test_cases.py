@@ -210,6 +210,50 @@ class RequestConditionTests(unittest.TestCase):
             self.anthropic_case("reasoning", "chat", NeverThinks).run()
         self.anthropic_case("reasoning", "chat").run()
 
+    def test_a_tool_turn_with_thinking_is_played_only_to_a_client_that_asks(self) -> None:
+        """tool-result's reasoning-then-call is left out, with the reason, for a client that never
+        sends thinking, and the case passes on its other shapes; one that asks gets it played."""
+        from conformance.cases import _Unasked
+        from conformance.reference.anthropic import AnthropicBackend
+        from conformance.wires._variants import REASONING_THEN_CALL
+
+        class NeverThinks(AnthropicBackend):
+            def body(self, chat: ChatRequest, stream: bool) -> Any:
+                out = super().body(chat, stream)
+                out.pop("thinking", None)
+                return out
+
+        plain = self.anthropic_case("tool-result", "chat", NeverThinks)
+        shape = next(v for v in plain.variants() if v.name == REASONING_THEN_CALL)
+        with self.assertRaisesRegex(_Unasked, "the request did not ask for thinking"):
+            plain._run_variant(shape)
+        plain.run()
+        asks = self.anthropic_case("tool-result", "chat")
+        seen = asks._run_variant(shape)
+        self.assertEqual([r.kind for r in seen.outcome.earlier_reasoning or ()], ["thinking"])
+
+    def test_reasoning_altered_on_a_tool_turn_is_reported_where_it_was_altered(self) -> None:
+        """A signature changed on the way in fails reasoning-exact on the call's turn; the history,
+        which sends back what the backend returned, is not blamed for it."""
+        import dataclasses
+
+        from conformance.reference.anthropic import AnthropicBackend
+
+        class AltersSignature(AnthropicBackend):
+            async def chat(self, chat: ChatRequest) -> ChatResponse:
+                response = await super().chat(chat)
+                if not response.tool_calls:
+                    return response
+                edited = tuple(dataclasses.replace(r, signature=r.signature[::-1]) for r in response.reasoning)
+                return dataclasses.replace(response, reasoning=edited)
+
+        with self.assertRaises(AssertionError) as caught:
+            self.anthropic_case("tool-result", "chat", AltersSignature).run()
+        message = str(caught.exception)
+        self.assertIn("[reasoning-then-call] expected reasoning item 1 (thinking) byte for byte", message)
+        self.assertIn("[reasoning-exact]", message)
+        self.assertNotIn("[history]", message)
+
     def test_a_client_that_offers_a_server_tool_is_held_to_pause_turn(self) -> None:
         """pause_turn read as an error passes without a server tool offered, and fails with one."""
         from tests.mutants.anthropic import WEB_SEARCH, PauseTurnAsError

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Tuple
 
 from conformance.errors import ProviderInputError
+from conformance.gate.cases import AgentLoopCase
+from conformance.gate.loop import AgentLoopTarget
 from conformance.gate.faults import RATE_LIMIT_RETRY_AFTER
 from conformance.provider import DropReply, start_fake_provider
 from conformance.provider.replies import JsonReply, RecordedRequest
@@ -120,3 +122,30 @@ class RateLimitReplyTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CorruptArgumentsConditionTests(unittest.TestCase):
+    @staticmethod
+    def case(fine_grained: bool) -> AgentLoopCase:
+        """The corrupt-arguments stage (stream) for the reference loop on Anthropic, whose
+        backend turns fine-grained tool streaming on or not."""
+        from conformance.gate.reference_loop import ReferenceLoop
+        from conformance.reference.anthropic import AnthropicBackend
+
+        class Backend(AnthropicBackend):
+            fine_grained_tool_streaming = fine_grained
+
+        target = AgentLoopTarget(
+            "careful", WIRES["anthropic"], lambda url: ReferenceLoop(Backend(url, api_key="test"))
+        )
+        return AgentLoopCase(target, "corrupt-arguments", "stream")
+
+    def test_broken_argument_json_is_played_only_to_a_loop_that_asked_for_fine_grained_streaming(
+        self,
+    ) -> None:
+        """A loop whose request never turns on fine-grained tool streaming skips the stage, saying
+        why; one whose request does runs it and passes."""
+        unasked = "the request did not ask for fine-grained tool streaming"
+        with self.assertRaisesRegex(unittest.SkipTest, unasked):
+            self.case(False).run()
+        self.case(True).run()

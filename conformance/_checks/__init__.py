@@ -100,6 +100,11 @@ _ORDER = (
 )
 
 
+#: The checks that read the turn before a multi-turn case's own, which its history is built
+#: from: what they find is the cause of a history the provider then refused.
+_EARLIER_TURN = ("reasoning", "reasoning-exact")
+
+
 def _table(order: Tuple[str, ...], *families: Mapping[str, Check]) -> Dict[str, Check]:
     """The families' rows as one table, in ``order``: every row has one place, every place a row."""
     rows: Dict[str, Check] = {}
@@ -142,8 +147,10 @@ def run_checks(seen: Seen) -> List[Problem]:
     if seen.refused() and "request" in CHECKS:
         return [Problem("request", text) for text in CHECKS["request"](seen)]
     if seen.refusals and "history" in CHECKS:
-        # The backend then failed on the provider's 400; the history is the cause.
-        return [Problem("history", text) for text in CHECKS["history"](seen)]
+        # The backend then failed on the provider's 400; the history is the cause, or, before
+        # it, the turn it was built from, where the backend lost what it had to send back.
+        cause = next((c for c in _EARLIER_TURN if c in CHECKS and CHECKS[c](seen)), "history")
+        return [Problem(cause, text) for text in CHECKS[cause](seen)]
     return [Problem(check_id, text) for check_id, check in CHECKS.items() for text in check(seen)]
 
 

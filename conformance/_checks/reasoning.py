@@ -3,6 +3,9 @@
 The ``reasoning`` scenario's variants send thinking blocks with their signatures,
 redacted blocks and encrypted items; the next turn can only send them back if the
 backend kept each one as the provider sent it, and kept its text out of the content.
+The ``tool-result`` shape ``reasoning-then-call`` sends reasoning before a call on the
+turn before the case's own, which the next turn must send back with the call: the
+same checks read what the backend returned on that turn.
 """
 
 from __future__ import annotations
@@ -19,13 +22,30 @@ def _reasoning_kind(item: Any) -> Any:
     return getattr(kind, "value", kind)
 
 
+def _on_tool_turn(seen: Seen) -> bool:
+    """Whether the reasoning the case is about came on the tool turn before its own (a
+    ``tool-result`` shape whose earlier turn carries reasoning), and that turn ended."""
+    return seen.scenario == "tool-result" and seen.outcome.earlier_reasoning is not None
+
+
 def _reasoning_sent(seen: Seen) -> Tuple[Any, ...]:
-    """The reasoning items the provider sent with the answer, where the case is about them."""
+    """The reasoning items the provider sent with the answer (or with the call, on the
+    earlier tool turn), where the case is about them."""
+    if _on_tool_turn(seen):
+        return tuple(seen.variant.reasoning)
     return tuple(seen.variant.reasoning) if seen.scenario == "reasoning" and seen.got_reply else ()
+
+
+def _where(seen: Seen) -> str:
+    """Where the backend puts the reasoning the case is about, for a failure line."""
+    where = "ChatResponse.reasoning" if seen.case.mode == "chat" else "StreamChunk.reasoning"
+    return f"{where} of the get_weather call's turn" if _on_tool_turn(seen) else where
 
 
 def _reasoning_got(seen: Seen) -> List[Any]:
     """The reasoning items the backend passed on: the response's, or every chunk's in order."""
+    if _on_tool_turn(seen):
+        return list(seen.outcome.earlier_reasoning or ())
     if seen.case.mode == "chat":
         return list(getattr(seen.outcome.response, "reasoning", None) or ())
     items: List[Any] = []
@@ -35,7 +55,10 @@ def _reasoning_got(seen: Seen) -> List[Any]:
 
 
 def _reasoning_texts(seen: Seen) -> List[str]:
-    """The readable parts of the reasoning sent: thinking text and summary texts."""
+    """The readable parts of the reasoning sent with the answer: thinking text and summary
+    texts (none where it came on an earlier turn: the answer is the case's own turn's)."""
+    if _on_tool_turn(seen):
+        return []
     texts: List[str] = []
     for item in _reasoning_sent(seen):
         texts.extend(t for t in (item.text, *item.summary) if t)
@@ -64,7 +87,7 @@ def _reasoning(seen: Seen) -> List[str]:
     got_kinds = [_reasoning_kind(r) for r in got]
     if got_kinds == want_kinds:
         return []
-    where = "ChatResponse.reasoning" if seen.case.mode == "chat" else "StreamChunk.reasoning"
+    where = _where(seen)
     if not got:
         return [
             f"expected the {len(sent)} reasoning item(s) the provider sent ({want_kinds}) in {where}, "

@@ -64,7 +64,23 @@ def _history(seen: Seen) -> List[str]:
         return []
     from .._multiturn import history_problems
 
-    return [f"history: {p}" for p in history_problems(seen.wire, seen.variant, history)]
+    problems = history_problems(seen.wire, seen.variant, history, not _misread(seen))
+    return [f"history: {p}" for p in problems]
+
+
+def _misread(seen: Seen) -> bool:
+    """Whether the backend returned the reasoning of the tool turn before the case's own other
+    than the provider sent it: the history sends back what it returned, and the reasoning
+    checks say what it lost."""
+    from ..wires._script import reasoning_key
+
+    read, sent = seen.outcome.earlier_reasoning, seen.variant.reasoning
+    if read is None or not sent:
+        return False
+    try:
+        return [reasoning_key(r) for r in read] != [reasoning_key(r) for r in sent]
+    except (AttributeError, TypeError, ValueError):
+        return True
 
 
 def _request(seen: Seen) -> List[str]:

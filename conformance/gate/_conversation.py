@@ -138,6 +138,9 @@ class Conversation:
         self.first_reply = threading.Event()
         reasoning = reasoning_for(wire)
         self.reasoning = reasoning if reasoning is not None else ((), ())
+        #: Why the provider would never send the stage's fault to the request that came
+        #: (``faults.fault_unasked``): the case is then skipped with that reason.
+        self.unasked: List[str] = []
 
     # -- the handler -----------------------------------------------------------------
 
@@ -157,6 +160,17 @@ class Conversation:
         if history.problems:
             exchange.problems = tuple(history.problems)
             return wire.history_error(history.problems)
+        if accepted == 0 and self.stage.fault:
+            from .faults import fault_unasked
+
+            why = fault_unasked(self.stage, wire, request)
+            if why:
+                from ..provider.replies import JsonReply
+
+                self.unasked.append(why)
+                self.first_reply.set()
+                # The loop gets an answer it cannot mistake for the fault, and stops.
+                return JsonReply({"error": {"message": why}}, status=501)
         step = Step(
             accepted,
             wire,

@@ -112,6 +112,8 @@ class StageSession(Session):
         outcome = self.outcome(report, ended)  # a report it cannot read is refused even here
         if self.case.stage_name in STAGE_NOT_JUDGED:
             return self._record("skip", STAGE_NOT_JUDGED[self.case.stage_name], (), ended)
+        if self.conversation.unasked:
+            return self._record("skip", self.conversation.unasked[0], (), ended)
         seen = loop_seen(self.case, outcome, self.conversation, self.toolset, requests)
         problems = run_invariants(seen)
         if not problems:

@@ -56,6 +56,8 @@ class AgentLoopCase(LoopCase):
         with GateToolset(run_id=secrets.token_hex(3), sandbox=shared_sandbox()) as toolset:
             conversation = Conversation(self.target.wire, self.stage, toolset, self.max_requests)
             outcome, requests = drive_loop(self, conversation, toolset, conversation.handle, LATE_RUN_GRACE)
+            if conversation.unasked:
+                raise unittest.SkipTest(conversation.unasked[0])
             seen = loop_seen(self, outcome, conversation, toolset, requests)
             self._keep_evidence(seen)
             problems = run_invariants(seen)

@@ -36,6 +36,7 @@ from ..wires._turns import ScriptedTurn
 from ._fault_replies import RATE_LIMIT_RETRY_AFTER, scripting_wire
 
 if TYPE_CHECKING:
+    from ..provider.replies import RecordedRequest
     from ..wires._base import Wire
     from ._stage import Stage, Step
 
@@ -302,6 +303,21 @@ def fault_skip(stage: Stage, wire: Wire, mode: str) -> Optional[str]:
         why = wire.argument_text_absent[mode]
         return f"no corrupt call reaches a loop on {wire.name} in {mode} mode: {why}"
     return None
+
+
+def fault_unasked(stage: Stage, wire: Wire, request: RecordedRequest) -> str:
+    """Why the provider would never send ``stage``'s fault to ``request``; empty where it may.
+
+    The broken argument JSON of ``corrupt-arguments`` is the backend suite's shape of that
+    name: where every one of the wire's shapes needs the request to ask for something
+    (Anthropic's fine-grained tool streaming: without it the API buffers and validates
+    the JSON), a loop whose request does not ask never meets it, and is not held to it.
+    """
+    if stage.name != "corrupt-arguments":
+        return ""
+    shapes = wire.variants("corrupt-arguments", "stream" if wire.wants_stream(request) else "chat")
+    reasons = [wire.unasked(shape, request) for shape in shapes]
+    return reasons[0] if reasons and all(reasons) else ""
 
 
 FAULT_STAGES: Dict[str, Stage] = _rows()

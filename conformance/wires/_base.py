@@ -364,6 +364,24 @@ class Wire:
     #: The reasoning the provider ties to the call itself (Gemini's ``thoughtSignature``),
     #: which every variant of ``tool-result`` carries, as the provider's calls always do.
     call_reasoning: Tuple[Reasoning, ...] = ()
+    #: The shapes of a tool turn the provider sends with its reasoning before the call (a
+    #: thinking block, then ``tool_use``), each a variant of ``tool-result`` named
+    #: :data:`REASONING_THEN_CALL`, its ``reasoning`` what the turn carries. The case plays
+    #: that turn first, and builds the next from what the backend returned: the reasoning
+    #: must come out of the backend with the call, and go back with it unaltered.
+    reasoning_tool_turns: Tuple[Variant, ...] = ()
+    #: Whether the provider needs a tool turn's reasoning back with its calls (Anthropic
+    #: refuses a thinking turn's ``tool_use`` sent back without its thinking); ``False``
+    #: where it takes the turn back without it (Gemini needs only the call's signature).
+    turn_reasoning_required: bool = True
+
+    def tool_turn_reasoning(self, variant: str) -> Tuple[Reasoning, ...]:
+        """The reasoning the tool turn of the ``tool-result`` variant ``variant`` carries
+        before its call; empty where that variant's turn carries none."""
+        for shape in self.reasoning_tool_turns:
+            if shape.name == variant:
+                return tuple(shape.reasoning)
+        return ()
 
     def scripted_call_id(self, name: str, seed: str) -> str:
         """The id of a scripted call to the tool ``name``, shaped like this provider's own and
@@ -404,6 +422,7 @@ class Wire:
                     "the provider's API reference",
                 )
             )
+        rows.extend(self.reasoning_tool_turns)
         return tuple(rows)
 
     def scripts_turns(self) -> bool:

@@ -32,10 +32,12 @@ __all__ = [
     "CLEAN_ENDS",
     "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
     "CUT_KINDS",
+    "REASONING_THEN_CALL",
     "REQUEST_CONDITIONS",
     "SOURCE_KINDS",
     "UNPARSED_VARIANTS",
     "Variant",
+    "reasoning_then_call",
     "stream_cut_variants",
 ]
 
@@ -348,3 +350,38 @@ UNPARSED_VARIANTS: Tuple[Variant, ...] = (
         source_kind="docs",
     ),
 )
+
+
+#: The name of the ``tool-result`` shape whose earlier turn carries reasoning before its call.
+REASONING_THEN_CALL = "reasoning-then-call"
+
+
+def reasoning_then_call(
+    title: str, source: str, reasoning: Tuple[Reasoning, ...], echoed: bool = True, asks: str = "thinking"
+) -> Variant:
+    """The ``tool-result`` shape whose earlier turn is ``title``: ``reasoning``, then the call.
+
+    The case asks for thinking on both turns, as the ``reasoning`` case does; ``asks`` is
+    empty where the provider sends the reasoning whatever the request says (a reasoning
+    model's reasoning items), as that wire's ``reasoning`` shapes say. The backend must
+    return the reasoning with the call (``ChatResponse.reasoning``, ``StreamChunk.reasoning``)
+    and, where ``echoed`` (the provider needs it back), send it back with the call on the
+    next turn, byte for byte. ``source`` is the provider's docs.
+    """
+    back = (
+        "and send it back with the call on the next turn, byte for byte"
+        if echoed
+        else "(the provider takes the turn back without it, but never the call without its own signature)"
+    )
+    return Variant(
+        REASONING_THEN_CALL,
+        title,
+        source,
+        reasoning=reasoning,
+        source_kind="docs",
+        asks=asks,
+        must=(
+            "ask for thinking (ChatRequest.thinking), return the reasoning the provider sent before "
+            f"the get_weather call with that call's turn, whole and unaltered{',' if echoed else ''} {back}"
+        ),
+    )

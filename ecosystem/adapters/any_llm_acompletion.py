@@ -154,6 +154,8 @@ def targets() -> List[BackendConformanceTarget]:
             kind,
             skip={"reasoning": NOT_MAPPED, "tool-result:reasoning": NOT_MAPPED}
             if kind is OllamaCompletion
+            else {"reasoning": NOT_MAPPED, "tool-result:reasoning-then-call": NOT_MAPPED}
+            if kind in (AnthropicCompletion, GeminiCompletion)
             else {"reasoning": NOT_MAPPED},
             client="any-llm-sdk",
         )

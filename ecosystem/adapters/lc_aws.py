@@ -55,6 +55,7 @@ def targets() -> List[BackendConformanceTarget]:
                 "cancel": NO_ABORT,
                 "reasoning": NOT_MAPPED,
                 "tool-result:reasoning": NOT_MAPPED,
+                "tool-result:reasoning-then-call": NOT_MAPPED,
             },
             client="langchain-aws",
         )

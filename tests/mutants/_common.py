@@ -765,6 +765,21 @@ class DropsReturnedReasoning(EditsReasoning):
         return []
 
 
+class DropsToolTurnReasoning(ReferenceBackend):
+    """Passes a text turn's reasoning on, and leaves it behind on a turn that calls a tool, as a
+    reader that keeps thinking only for the answer it shows does."""
+
+    async def chat(self, chat: ChatRequest) -> ChatResponse:
+        response = await super().chat(chat)
+        return dataclasses.replace(response, reasoning=()) if response.tool_calls else response
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        held = [chunk async for chunk in super().chat_stream(chat)]
+        calls = any(chunk.tool_calls for chunk in held)
+        for chunk in held:
+            yield dataclasses.replace(chunk, reasoning=()) if calls and chunk.reasoning else chunk
+
+
 class LosesSignature(EditsReasoning):
     """Keeps the reasoning's text but not its opaque part: the signature, the encrypted data."""
 
@@ -1577,6 +1592,14 @@ DROPS_RETURNED_REASONING = SharedBug(
     DropsReturnedReasoning,
     ("reasoning",),
     ("reasoning/chat", "reasoning/stream"),
+)
+#: Listed by the zoos of the wires whose tool turn carries reasoning before its call.
+DROPS_TOOL_TURN_REASONING = SharedBug(
+    "drops-tool-turn-reasoning",
+    "returns a tool call's turn without the reasoning the provider sent before the call",
+    DropsToolTurnReasoning,
+    ("reasoning",),
+    ("tool-result/chat", "tool-result/stream"),
 )
 LOSES_SIGNATURE = SharedBug(
     "loses-signature",

@@ -286,6 +286,7 @@ MUTANTS = [
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.DROPS_TOOL_TURN_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
     zoo.shared(shared.THINKING_AS_TEXT),
     *claude_event_mutants(zoo),

@@ -234,6 +234,7 @@ MUTANTS = [
     *zoo.unparsed(),
     zoo.shared(shared.DROPS_REASONING),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.DROPS_TOOL_TURN_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
     zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(

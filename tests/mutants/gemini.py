@@ -160,6 +160,7 @@ MUTANTS = [
     *(zoo.shared(bug) for bug in shared.PROVIDER_IDS),
     zoo.shared(shared.DROPS_REASONING, "leaves the thought signature off the call it sends back"),
     zoo.shared(shared.DROPS_RETURNED_REASONING),
+    zoo.shared(shared.DROPS_TOOL_TURN_REASONING),
     zoo.shared(shared.LOSES_SIGNATURE),
     zoo.shared(shared.THINKING_AS_TEXT),
     zoo.mutant(

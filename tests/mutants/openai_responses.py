@@ -131,6 +131,7 @@ def own_mutants(zoo: Zoo) -> List[Mutant]:
     return [
         zoo.shared(shared.DROPS_REASONING),
         zoo.shared(shared.DROPS_RETURNED_REASONING),
+        zoo.shared(shared.DROPS_TOOL_TURN_REASONING),
         zoo.shared(shared.LOSES_SIGNATURE),
         zoo.shared(shared.THINKING_AS_TEXT),
         zoo.mutant(

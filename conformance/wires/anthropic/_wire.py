@@ -14,7 +14,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
 from .._ids import signature
-from .._variants import AFTER_FINISH
+from .._variants import AFTER_FINISH, reasoning_then_call
 from ._replies import (
     MESSAGE_ID,
     OVERLOADED_MESSAGE,
@@ -54,6 +54,16 @@ class AnthropicWire(Wire):
             text="The user asks for the weather in Paris; get_weather answers that.",
             signature=signature("anthropic/history/signature"),
             provider="anthropic",
+        ),
+    )
+    # With thinking on, Claude thinks before a tool call, and refuses the tool_use sent back
+    # without that thinking block first.
+    reasoning_tool_turns = (
+        reasoning_then_call(
+            "a thinking block and its signature, then a tool_use block, stop_reason tool_use",
+            "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#extended-thinking-with-"
+            "tool-use (and #preserving-thinking-blocks: the thinking blocks go back with the tool_use)",
+            turn_reasoning,
         ),
     )
 

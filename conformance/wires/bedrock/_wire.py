@@ -14,7 +14,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
 from .._ids import signature
-from .._variants import AFTER_FINISH
+from .._variants import AFTER_FINISH, reasoning_then_call
 from ._replies import (
     CORRUPT_FRAME,
     GUARDRAIL_MESSAGE,
@@ -49,6 +49,19 @@ class BedrockConverseWire(Wire):
             text="The user asks for the weather in Paris; get_weather answers that.",
             signature=signature("bedrock/history/signature"),
             provider="bedrock",
+        ),
+    )
+    # Claude on Converse with thinking on: a reasoningContent block before the toolUse,
+    # which must go back with the toolUse on the next turn.
+    reasoning_tool_turns = (
+        reasoning_then_call(
+            "a reasoningContent block (reasoningText and its signature), then a toolUse block, "
+            "stopReason tool_use",
+            "https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html"
+            "#claude-messages-extended-thinking-tool-use; https://docs.aws.amazon.com/bedrock/latest/"
+            "APIReference/API_runtime_ReasoningContentBlock.html",
+            turn_reasoning,
+            asks="",
         ),
     )
 

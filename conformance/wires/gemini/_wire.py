@@ -14,6 +14,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
 from .._ids import signature
+from .._variants import reasoning_then_call
 from ._replies import GEMINI, Dialect, Events, function_call_part, text_part
 from ._request import GENERATE_PATH, MODEL_PATH
 from ._variants import (
@@ -65,6 +66,26 @@ class GeminiWire(Wire):
             provider="gemini",
         ),
     )
+    # With includeThoughts a thinking model sends its thought summary before the call, and
+    # the signature on the functionCall part: the thought must come out of the backend with
+    # the call; the API takes the turn back without the thought, never without the signature.
+    reasoning_tool_turns = (
+        reasoning_then_call(
+            'a thought part ("thought": true), then the functionCall part carrying its thoughtSignature',
+            "https://ai.google.dev/gemini-api/docs/thinking#summaries (includeThoughts); "
+            "https://ai.google.dev/gemini-api/docs/thought-signatures (function calling: the signature "
+            "on the first functionCall part)",
+            (
+                Reasoning(
+                    ReasoningKind.THOUGHT_SIGNATURE.value,
+                    text="The user asks for the weather in Paris; get_weather answers that.",
+                    provider="gemini",
+                ),
+            ),
+            echoed=False,
+        ),
+    )
+    turn_reasoning_required = False
 
     #: How this front end writes its replies (see ``_replies``).
     dialect: Dialect = GEMINI

@@ -14,6 +14,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short
 from .._ids import provider_id, signature
+from .._variants import reasoning_then_call
 from ._replies import (
     CALL_ID,
     REFUSAL,
@@ -54,6 +55,18 @@ class OpenAIResponsesWire(Wire):
             summary=("The user wants the Paris weather; get_weather gives it.",),
             data=signature("openai-responses/history/encrypted", 180),
             provider="openai",
+        ),
+    )
+    # A reasoning model's function call comes after its reasoning item, which goes back
+    # with the function_call output on the next turn.
+    reasoning_tool_turns = (
+        reasoning_then_call(
+            "a reasoning item (its summary and encrypted_content), then a function_call item",
+            "https://platform.openai.com/docs/guides/reasoning#keeping-reasoning-items-in-context "
+            "(function calling: pass the reasoning items back with the function_call_output); "
+            "https://platform.openai.com/docs/guides/function-calling",
+            turn_reasoning,
+            asks="",
         ),
     )
 
