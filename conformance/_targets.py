@@ -146,15 +146,26 @@ def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> 
     return create(url, http2)
 
 
+def _retrying_reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
+    from .reference.retrying import RetryingBackend
+
+    return RetryingBackend(create(url, http2))
+
+
 def reference_targets(
     wires: Optional[Sequence[str]],
     transports: Sequence[str],
     settings: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    *,
+    retries: bool = False,
 ) -> List[Tuple[str, BackendConformanceTarget]]:
     """Each wire's reference backend, per transport (the backend suite); ``settings`` configure a
-    shipped wire as the command line's wire options do (``{"openai-chat": {"servers": [...]}}``)."""
+    shipped wire as the command line's wire options do (``{"openai-chat": {"servers": [...]}}``);
+    ``retries``, each inside the reference retry layer, on a target that says it retries."""
     from .reference import REFERENCE_BACKENDS
 
+    build = _retrying_reference if retries else _reference
+    label = " with retries" if retries else ""
     targets = []
     for name, wire, shown in _wires(wires, settings):
         for transport in transports:
@@ -163,10 +174,11 @@ def reference_targets(
                 (
                     transport,
                     BackendConformanceTarget(
-                        name=f"reference {name}{shown} over {transport}",
+                        name=f"reference {name}{shown}{label} over {transport}",
                         wire=wire,
-                        create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
+                        create_backend=functools.partial(build, REFERENCE_BACKENDS[name], http2=http2),
                         http2=http2,
+                        retries=retries,
                     ),
                 )
             )
