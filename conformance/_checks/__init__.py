@@ -166,6 +166,13 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
     case = first.case
     # What the failing shapes accept and carry, not what the scenario says in general.
     must, hint = case_words(first.wire, case.scenario, case.mode, [seen.variant for seen, _ in failed])
+    if first.relent:
+        # A target that retries: the failure relents, and the reply is what must come.
+        times = "twice" if first.relent == 2 else "once"
+        must = (
+            f"retry a failure that can come back (the provider fails {times}, then answers), "
+            f"waiting what it asks, and return the reply; where it gives up, {must}"
+        )
     lines = [f"{first.wire.name}/{case.mode} {case.scenario}: the backend must {must}"]
     if variants > 1:
         lines.append(f"  {len(failed)} of {variants} variants failed")

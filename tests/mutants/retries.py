@@ -3,6 +3,7 @@ say they retry (``retries = True``): each is caught by one check of the retries 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, List
 
 from conformance.contract import LLMError
@@ -48,9 +49,20 @@ class RestartsTheStream(RetryingBackend):
                 if self._gives_up(error, attempt):
                     raise
                 wait = self.delay(error, attempt)
-            import asyncio
-
             await asyncio.sleep(wait)
+
+
+class RetriesARefusal(RetryingBackend):
+    """Asks again after a content-filtered answer, hoping for another: nothing failed there."""
+
+    async def chat(self, request: Any) -> Any:
+        response = await super().chat(request)
+        for attempt in range(1, self.attempts):
+            if getattr(response.finish_reason, "value", response.finish_reason) != "content_filter":
+                break
+            await asyncio.sleep(self.backoff * attempt)
+            response = await super().chat(request)
+        return response
 
 
 def _layer(wire: str, layer: Callable[..., Any], **options: Any) -> Callable[[str, bool], Any]:
@@ -105,6 +117,15 @@ MUTANTS: List[Mutant] = [
         checks=("retry-no-repeat",),
         cases=("stream-cut/stream",),
         variants=("after-text", "between-events", "clean-end", "clean-end-by-length"),
+        retries=True,
+    ),
+    Mutant(
+        "retry-a-refusal",
+        "a retry layer that asks again after a content-filtered answer, where nothing failed",
+        "openai-chat",
+        _layer("openai-chat", RetriesARefusal),
+        checks=("no-retry",),
+        cases=("content-filter/chat",),
         retries=True,
     ),
 ]
