@@ -185,7 +185,8 @@ def reference_targets(
     return targets
 
 
-#: What a worker process rebuilds a target from: ("reference", wire, transport), with the
+#: What a worker process rebuilds a target from: ("reference", wire, transport) (or
+#: "reference-retries", the reference inside the retry layer), with the
 #: wire's settings as JSON after them where the command line configured it, or ("load", "MODULE:NAME").
 TargetSpec = Tuple[str, ...]
 
@@ -201,12 +202,13 @@ def reference_spec(kind: str, wire: str, transport: str, settings: Mapping[str, 
 
 
 def target_from(spec: TargetSpec) -> AnyTarget:
-    if spec[0] in ("reference", "reference-loop"):
+    if spec[0] in ("reference", "reference-retries", "reference-loop"):
         import json
 
         settings = json.loads(spec[3]) if len(spec) > 3 else None
-        build = reference_targets if spec[0] == "reference" else reference_loop_targets
-        return build([spec[1]], [spec[2]], settings)[0][1]
+        if spec[0] == "reference-loop":
+            return reference_loop_targets([spec[1]], [spec[2]], settings)[0][1]
+        return reference_targets([spec[1]], [spec[2]], settings, retries=spec[0] == "reference-retries")[0][1]
     obj = load(spec[1])
     if not is_target(obj):
         raise UsageError(f"{spec[1]} is not a BackendConformanceTarget or an AgentLoopTarget")
