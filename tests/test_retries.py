@@ -134,6 +134,24 @@ class SettingTests(unittest.TestCase):
         self.assertIn("retries = True", detail)
 
 
+class MessageTests(unittest.TestCase):
+    def test_a_wait_too_short_is_named_with_the_request_times_and_the_delay_asked(self) -> None:
+        """retry-wait's message names when each request came and the delay the 429 asked for."""
+        from .mutants.retries import IgnoresRetryAfter
+
+        target = BackendConformanceTarget(
+            "ignores retry-after",
+            WIRES["anthropic"],
+            lambda url: IgnoresRetryAfter(REFERENCE_BACKENDS["anthropic"](url, False)),
+            retries=True,
+        )
+        status, detail = outcome(ConformanceCase(target, "rate-limit", "chat"))
+        self.assertEqual(status, "FAIL", detail)
+        self.assertRegex(detail, r"requests at \+0 ms, \+\d+ ms, \+\d+ ms\)")
+        self.assertIn("which asked for a retry delay of 200 ms", detail)
+        self.assertIn("the provider fails twice, then answers", detail)
+
+
 def _run(case: ConformanceCase) -> Tuple[str, str, str]:
     status, detail = outcome(case)
     return f"{case.target.name} {case.name}", status, detail

@@ -43,7 +43,7 @@ PERMANENT = ("quota", "auth", "context-overflow")
 #: The delay a relenting failure asks for, in seconds, wherever its wire has a form for
 #: one (``retry-after``, ``retry-after-ms``, Gemini's ``RetryInfo``): short, so the
 #: suite stays fast, long enough that a layer ignoring it is seen to.
-RETRY_ASKED = 0.1
+RETRY_ASKED = 0.2
 
 #: The least a retry waits where the failure asked for no delay (a 503, a cut, a 429
 #: with the delay in its words only): more than nothing, so a failing provider is not

@@ -75,7 +75,7 @@ def _layer(wire: str, layer: Callable[..., Any], **options: Any) -> Callable[[st
 MUTANTS: List[Mutant] = [
     Mutant(
         "retry-ignores-retry-after",
-        "a retry layer that waits its own 50 ms backoff where the provider asked for 100 ms",
+        "a retry layer that waits its own 50 ms backoff where the provider asked for 200 ms",
         "anthropic",
         _layer("anthropic", IgnoresRetryAfter),
         checks=("retry-wait",),
