@@ -123,10 +123,14 @@ def _retry_backoff(seen: Seen) -> List[str]:
 
 
 def _may_raise(seen: Seen) -> bool:
-    """A stream cut after its 200: the stream was handed to the caller, and a retry would hand
-    the answer on after whatever went out, so a layer may raise the cut (as the official SDKs
-    do) or retry it (either is right; today's cut checks judge the raise)."""
-    return seen.scenario == "stream-cut" and seen.case.mode == "stream"
+    """A stream that failed after its 200 (a cut, Bedrock's throttling frame): the stream was
+    handed to the caller, and a retry would hand the answer on after whatever went out, so a
+    layer may raise the failure (as the official SDKs do) or retry it; either is right, and
+    today's checks judge the raise."""
+    if seen.case.mode != "stream" or not seen.replies:
+        return False
+    status = getattr(seen.replies[-1], "status", 200)
+    return isinstance(status, int) and status < 400
 
 
 def _retry_relent(seen: Seen) -> List[str]:
