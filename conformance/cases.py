@@ -78,8 +78,8 @@ class ConformanceCase(BackendCase):
         from ._checks import Seen
         from ._checks.retries import RETRY_ASKED, retried_scenario
         from ._driver import Driver
-        from .gate._fault_replies import with_delay
         from ._outline import run_on_provider
+        from .gate._fault_replies import with_delay
 
         target = self.target
         replies: List[Reply] = []

@@ -45,8 +45,8 @@ from conformance.contract import (
     ToolChoice,
     Usage,
 )
-from conformance.testcase import BackendConformanceTestCase
 from conformance.scenarios import SCENARIOS
+from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
