@@ -67,7 +67,11 @@ class BackendConformanceTarget:
     and ``stream`` adapt a backend whose surface differs from ``backend.chat(request)``
     and ``backend.chat_stream(request)``. ``timeout`` bounds each case in seconds.
     ``client`` names the client package the backend is built on (``"openai"``), whose
-    installed version the release report states.
+    installed version the release report states. ``retries`` says the backend retries
+    what can come back (a rate limit, an overload, a server error, a cut), as the
+    official SDKs do by default: the provider then relents after a scripted number of
+    failures and the retry layer is judged (its waits, its bound, what it never retries);
+    left ``False``, the backend must send one request per answer (``no-retry``).
     """
 
     name: str
@@ -81,6 +85,7 @@ class BackendConformanceTarget:
     stream: Optional[ChatHook] = None
     timeout: float = 5.0
     client: Optional[str] = None
+    retries: bool = False
 
     def __post_init__(self) -> None:
         from .wires._adapt import as_wire
@@ -94,6 +99,11 @@ class BackendConformanceTarget:
         _check_skip_keys(self.skip, f"target {self.name!r}", self.wire)
         if self.timeout <= 0:
             raise TargetDefinitionError(f"target {self.name!r}: timeout must be positive")
+        if not isinstance(self.retries, bool):
+            raise TargetDefinitionError(
+                f"target {self.name!r}: retries must be True (the backend retries what can come "
+                f"back) or False, got {self.retries!r}"
+            )
 
     def skip_reason(self, scenario: str, mode: str) -> Optional[str]:
         """Why the case is skipped, or ``None``: the target's reason, then the wire's."""

@@ -146,15 +146,26 @@ def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> 
     return create(url, http2)
 
 
+def _retrying_reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
+    from .reference.retrying import RetryingBackend
+
+    return RetryingBackend(create(url, http2))
+
+
 def reference_targets(
     wires: Optional[Sequence[str]],
     transports: Sequence[str],
     settings: Optional[Mapping[str, Mapping[str, Any]]] = None,
+    *,
+    retries: bool = False,
 ) -> List[Tuple[str, BackendConformanceTarget]]:
     """Each wire's reference backend, per transport (the backend suite); ``settings`` configure a
-    shipped wire as the command line's wire options do (``{"openai-chat": {"servers": [...]}}``)."""
+    shipped wire as the command line's wire options do (``{"openai-chat": {"servers": [...]}}``);
+    ``retries``, each inside the reference retry layer, on a target that says it retries."""
     from .reference import REFERENCE_BACKENDS
 
+    build = _retrying_reference if retries else _reference
+    label = " with retries" if retries else ""
     targets = []
     for name, wire, shown in _wires(wires, settings):
         for transport in transports:
@@ -163,17 +174,19 @@ def reference_targets(
                 (
                     transport,
                     BackendConformanceTarget(
-                        name=f"reference {name}{shown} over {transport}",
+                        name=f"reference {name}{shown}{label} over {transport}",
                         wire=wire,
-                        create_backend=functools.partial(_reference, REFERENCE_BACKENDS[name], http2=http2),
+                        create_backend=functools.partial(build, REFERENCE_BACKENDS[name], http2=http2),
                         http2=http2,
+                        retries=retries,
                     ),
                 )
             )
     return targets
 
 
-#: What a worker process rebuilds a target from: ("reference", wire, transport), with the
+#: What a worker process rebuilds a target from: ("reference", wire, transport) (or
+#: "reference-retries", the reference inside the retry layer), with the
 #: wire's settings as JSON after them where the command line configured it, or ("load", "MODULE:NAME").
 TargetSpec = Tuple[str, ...]
 
@@ -189,12 +202,13 @@ def reference_spec(kind: str, wire: str, transport: str, settings: Mapping[str, 
 
 
 def target_from(spec: TargetSpec) -> AnyTarget:
-    if spec[0] in ("reference", "reference-loop"):
+    if spec[0] in ("reference", "reference-retries", "reference-loop"):
         import json
 
         settings = json.loads(spec[3]) if len(spec) > 3 else None
-        build = reference_targets if spec[0] == "reference" else reference_loop_targets
-        return build([spec[1]], [spec[2]], settings)[0][1]
+        if spec[0] == "reference-loop":
+            return reference_loop_targets([spec[1]], [spec[2]], settings)[0][1]
+        return reference_targets([spec[1]], [spec[2]], settings, retries=spec[0] == "reference-retries")[0][1]
     obj = load(spec[1])
     if not is_target(obj):
         raise UsageError(f"{spec[1]} is not a BackendConformanceTarget or an AgentLoopTarget")

@@ -76,8 +76,10 @@ class ConformanceCase(BackendCase):
         import unittest
 
         from ._checks import Seen
+        from ._checks.retries import RETRY_ASKED, retried_scenario
         from ._driver import Driver
         from ._outline import run_on_provider
+        from .gate._fault_replies import with_delay
 
         target = self.target
         replies: List[Reply] = []
@@ -87,6 +89,8 @@ class ConformanceCase(BackendCase):
         refusals: List[str] = []
         # Why the provider would never send this shape to the request that came.
         unasked: List[str] = []
+        # For a target that retries: the failures sent before the provider relents.
+        relent = retried_scenario(target.retries, self.scenario)
 
         def handler(request: RecordedRequest) -> Reply:
             if target.wire.is_generation(request):
@@ -95,8 +99,14 @@ class ConformanceCase(BackendCase):
                     unasked.append(reason)
                     # The backend gets an answer it cannot mistake for the shape, and stops.
                     return JsonReply({"error": {"message": reason}}, status=501)
+                if relent and len(replies) >= relent:
+                    reply = self._relented(request, absent)
+                    replies.append(reply)
+                    return reply
             reply = self._reply(request, absent, variant.name, refusals)
             if target.wire.is_generation(request):
+                if relent and isinstance(reply, JsonReply):
+                    reply = with_delay(reply, RETRY_ASKED)
                 replies.append(reply)
             return reply
 
@@ -110,7 +120,22 @@ class ConformanceCase(BackendCase):
             raise unittest.SkipTest(absent[0])
         if outcome.skipped:
             raise unittest.SkipTest(outcome.skipped)
-        return Seen(self, outcome, requests, replies, variant, refusals)
+        seen = Seen(self, outcome, requests, replies, variant, refusals, relent)
+        if seen.relented:
+            # The reply is the plain question's answer, in no shape of the failure's.
+            answered = Variant(variant.name, title=variant.title, source=variant.source)
+            seen = Seen(self, outcome, requests, replies, answered, refusals, relent)
+        return seen
+
+    def _relented(self, request: RecordedRequest, absent: List[str]) -> Reply:
+        """The reply the provider gives once a failure that could come back has passed: the
+        plain question's answer, as the ``text`` case gets it."""
+        reply = scenario_reply(self.target.wire, "text", self.mode, request)
+        if reply is None:
+            reason = f"{self.target.wire.name} has no text case to relent with"
+            absent.append(reason)
+            return JsonReply({"error": {"message": reason}}, status=501)
+        return reply
 
     def _reply(
         self,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["BackendConformanceTestCase"]
 
 #: The class attributes a subclass may set.
-SETTINGS = ("wire", "model", "headers", "skip", "http2", "timeout", "client", "abstract")
+SETTINGS = ("wire", "model", "headers", "skip", "http2", "timeout", "client", "retries", "abstract")
 
 
 def _make_test(scenario: str, mode: str) -> Callable[[Any], None]:
@@ -47,7 +47,9 @@ class BackendConformanceTestCase:
     ``headers`` (sent by the backend on every request), ``skip`` (scenario, or
     ``"scenario/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
     (seconds per case), ``client`` (the client package the backend is built on, whose
-    version the release report states). Override ``chat(backend, request)`` or
+    version the release report states), ``retries`` (the backend retries what can come
+    back: the provider relents after scripted failures and the retry layer is judged).
+    Override ``chat(backend, request)`` or
     ``stream(backend, request)`` when the backend's surface differs from
     ``backend.chat(request)`` and ``backend.chat_stream(request)``. A shared base
     class without a wire sets ``abstract = True``.
@@ -60,6 +62,7 @@ class BackendConformanceTestCase:
     http2: ClassVar[bool] = False
     timeout: ClassVar[float] = 5.0
     client: ClassVar[Optional[str]] = None
+    retries: ClassVar[bool] = False
     abstract: ClassVar[bool] = False
 
     @classmethod
@@ -162,6 +165,7 @@ class BackendConformanceTestCase:
             http2=cls.http2,
             timeout=cls.timeout,
             client=cls.client,
+            retries=cls.retries,
             **hooks,
         )
 

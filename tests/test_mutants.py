@@ -21,7 +21,17 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-from conformance._checks import CHECKS, cut, ending, failures, reasoning, replies, requests, tool_calls
+from conformance._checks import (
+    CHECKS,
+    cut,
+    ending,
+    failures,
+    reasoning,
+    replies,
+    requests,
+    retries,
+    tool_calls,
+)
 from conformance._loops import kept_loops
 from conformance.cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
 from conformance.reference import REFERENCE_BACKENDS
@@ -63,7 +73,7 @@ MUTANTS = load_mutants()
 #: module's tests run, so that each can be taken out alone. ``_shown`` formats calls for
 #: a message: its words are no problem of their own.
 SITES = CheckSites(
-    (cut, ending, failures, reasoning, replies, requests, tool_calls), CHECKS, helpers=("_shown",)
+    (cut, ending, failures, reasoning, replies, requests, retries, tool_calls), CHECKS, helpers=("_shown",)
 )
 _installed = contextlib.ExitStack()
 
@@ -117,6 +127,7 @@ def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCa
         model=mutant.model,
         timeout=HUNG_TIMEOUT if "finished" in mutant.checks else TIMEOUT,
         http2=transport == "h2",
+        retries=mutant.retries,
     )
     for case in backend_conformance_cases(target):
         if case.name == case_name:

@@ -15,7 +15,7 @@ cancellation, the connection closed, the backend closed); a reply's text, finish
 reason and usage (:mod:`.replies`); tool calls and unparsed arguments
 (:mod:`.tool_calls`); reasoning (:mod:`.reasoning`); errors and their retry delay
 (:mod:`.failures`); a stream cut or damaged (:mod:`.cut`); the requests
-(:mod:`.requests`). A new check goes into its family's module and ``ROWS``, and its
+(:mod:`.requests`); a target's retry layer, from the request log (:mod:`.retries`). A new check goes into its family's module and ``ROWS``, and its
 id into :data:`_ORDER`, where it takes its place among the problems a message lists.
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Tuple
 
 from ..provider import events_around
-from . import cut, ending, failures, reasoning, replies, requests, tool_calls
+from . import cut, ending, failures, reasoning, replies, requests, retries, tool_calls
 from ._seen import Check, Problem, Seen
 from ._words import case_words
 from .tool_calls import CALL_ID_SEPARATORS, carries_id
@@ -93,6 +93,13 @@ _ORDER = (
     "headers",
     "headers-later",
     "no-retry",
+    # retries
+    "retry-relent",
+    "retry-wait",
+    "retry-backoff",
+    "retry-permanent",
+    "retry-no-repeat",
+    # requests
     "history",
     "request",
     # ending
@@ -135,6 +142,7 @@ CHECKS: Dict[str, Check] = _table(
     failures.ROWS,
     cut.ROWS,
     requests.ROWS,
+    retries.ROWS,
 )
 
 
@@ -165,6 +173,13 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
     case = first.case
     # What the failing shapes accept and carry, not what the scenario says in general.
     must, hint = case_words(first.wire, case.scenario, case.mode, [seen.variant for seen, _ in failed])
+    if first.relent:
+        # A target that retries: the failure relents, and the reply is what must come.
+        times = "twice" if first.relent == 2 else "once"
+        must = (
+            f"retry a failure that can come back (the provider fails {times}, then answers), "
+            f"waiting what it asks, and return the reply; where it gives up, {must}"
+        )
     lines = [f"{first.wire.name}/{case.mode} {case.scenario}: the backend must {must}"]
     if variants > 1:
         lines.append(f"  {len(failed)} of {variants} variants failed")

@@ -64,10 +64,19 @@ class Seen:
     variant: Variant = Variant("")
     #: Why the provider refused a multi-turn history with the real API's 400, if it did.
     refusals: List[str] = field(default_factory=list)
+    #: How many failures the provider sent before it relented with the reply, for a
+    #: target that retries (``conformance._checks.retries``); 0 where it never relents.
+    relent: int = 0
+
+    @property
+    def relented(self) -> bool:
+        """The backend retried until the provider relented: the reply came after the failures."""
+        return bool(self.relent) and len(self.generations()) > self.relent
 
     @property
     def scenario(self) -> str:
-        return self.case.scenario
+        """The case's scenario; ``text`` where the provider relented, whose reply is then judged."""
+        return "text" if self.relented else self.case.scenario
 
     @property
     def wire(self) -> Wire:

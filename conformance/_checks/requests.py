@@ -39,12 +39,22 @@ def _headers_later(seen: Seen) -> List[str]:
 
 
 def _no_retry(seen: Seen) -> List[str]:
+    from .retries import PERMANENT, RELENTS
+
+    if seen.case.target.retries and seen.case.scenario in (*RELENTS, *PERMANENT):
+        return []  # a retry layer's requests there are the retries family's to judge
     count = len(seen.generations())
     if count <= 1:
         return []
+    if seen.case.target.retries:
+        return [
+            f"expected exactly one {seen.wire.title} request, got {count} (the backend asked again "
+            "where nothing failed that can come back: retry only a rate limit, an overload, a "
+            "server error or a cut)"
+        ]
     return [
         f"expected exactly one {seen.wire.title} request, got {count} (the backend retried: turn "
-        "retries off in create_backend so each answer surfaces as it came)"
+        "retries off in create_backend so each answer surfaces as it came, or say retries = True)"
     ]
 
 

@@ -59,6 +59,11 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
         default="both",
         help="the backend suite, the agent-loop suite, or both (the default)",
     )
+    parser.add_argument(
+        "--retries",
+        action="store_true",
+        help="run each reference backend inside the reference retry layer, on targets that say they retry",
+    )
     sub = parser.add_subparsers(dest="command")
     run = _run_parser(sub)
     serve = _serve_parser(sub, wires)

@@ -245,8 +245,10 @@ def command_matrix(args: argparse.Namespace, out: TextIO, settings: Dict[str, Di
     targets: List[Tuple[str, AnyTarget]] = []
     specs: List[TargetSpec] = []
     if args.suite in ("backend", "both"):
-        targets += reference_targets(args.wire, transports, settings)
-        specs += [reference_spec("reference", t.wire.name, column, settings) for column, t in targets]
+        retries = bool(getattr(args, "retries", False))
+        targets += reference_targets(args.wire, transports, settings, retries=retries)
+        kind = "reference-retries" if retries else "reference"
+        specs += [reference_spec(kind, t.wire.name, column, settings) for column, t in targets]
     if args.suite in ("loop", "both"):
         # The agent-loop suite beside the backend suite: the reference loop over each backend.
         loops = reference_loop_targets(args.wire, transports, settings)

@@ -11,6 +11,7 @@ them, then the stream ends by a clean close or a reset. The 429 is the wire's ow
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping, Optional
@@ -31,6 +32,7 @@ __all__ = [
     "fault_reply",
     "rate_limit_reply",
     "scripting_wire",
+    "with_delay",
 ]
 
 #: The faults that cut the model's turn short: its calls never completed.
@@ -153,6 +155,14 @@ def rate_limit_reply(wire: Wire, request: RecordedRequest, seconds: float) -> Op
     reply = wire.reply("rate-limit", mode, request, delaying_variant(wire, mode, request))
     if not isinstance(reply, JsonReply):
         return None
+    return with_delay(reply, seconds)
+
+
+def with_delay(reply: JsonReply, seconds: float) -> JsonReply:
+    """``reply`` asking for ``seconds`` wherever it asks for a delay, in the form it asks in:
+    ``retry-after`` (seconds, fractional as OpenAI's and Anthropic's SDKs read it),
+    ``retry-after-ms``, and Gemini's ``RetryInfo.retryDelay`` (``"0.2s"``); a reply that
+    asks for none is sent as it is."""
     headers: Dict[str, str] = {}
     for name, value in (reply.headers or {}).items():
         lower = name.lower()
@@ -167,7 +177,7 @@ def rate_limit_reply(wire: Wire, request: RecordedRequest, seconds: float) -> Op
         body = _DELAY.sub(rb"\g<1>" + delay + rb"s\g<2>", bytes(body))
     else:
         body = _shorten(body, f"{seconds:g}s")
-    return JsonReply(body, status=reply.status, headers=headers, content_type=reply.content_type)
+    return dataclasses.replace(reply, body=body, headers=headers)
 
 
 def delaying_variant(wire: Wire, mode: str, request: RecordedRequest) -> str:

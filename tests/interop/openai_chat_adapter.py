@@ -454,15 +454,24 @@ class SyncOpenAIChatBackend:
 
 
 class AsyncOpenAIChatBackend:
-    """An async backend over ``openai.AsyncOpenAI().chat.completions`` (``strict`` as the sync one's)."""
+    """An async backend over ``openai.AsyncOpenAI().chat.completions`` (``strict`` as the sync one's).
+
+    ``max_retries`` is the SDK's own retry layer: 0 so each answer surfaces as it came, or
+    its default (2) on a target that says it retries.
+    """
 
     def __init__(
-        self, base_url: str, headers: Optional[Mapping[str, str]] = None, *, strict: bool = True
+        self,
+        base_url: str,
+        headers: Optional[Mapping[str, str]] = None,
+        *,
+        strict: bool = True,
+        max_retries: int = 0,
     ) -> None:
         self.client = openai.AsyncOpenAI(
             api_key="test",
             base_url=base_url,
-            max_retries=0,
+            max_retries=max_retries,
             timeout=10.0,
             _strict_response_validation=strict,
             default_headers=dict(headers or {}),

@@ -23,6 +23,7 @@ adapter raises the caller's reason instead.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -44,6 +45,7 @@ from conformance.contract import (
     ToolChoice,
     Usage,
 )
+from conformance.scenarios import SCENARIOS
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
@@ -544,6 +546,50 @@ class AnthropicAsyncH2CConformance(AnthropicAsyncConformance):
 
     http2 = True
     skip = HTTPX_H2_SKIPS
+
+
+class AsyncAnthropicRetryingBackend(AsyncAnthropicBackend):
+    """``AsyncAnthropic()`` with the SDK's own retry layer on, as it ships (``max_retries=2``)."""
+
+    def client_for(self, base_url: str, headers: Dict[str, str], http_client: Any) -> Any:
+        return anthropic.AsyncAnthropic(
+            api_key="test", base_url=base_url, max_retries=2, default_headers=headers, http_client=http_client
+        )
+
+
+#: anthropic-sdk-python retries every 429: a spend cap's (``enforced_spend_limit_reached``) is
+#: sent again (asserted below), and on the 429 asking for 900 s it was still running at the
+#: case's bound.
+SDK_RETRIES_QUOTA = "anthropic-sdk-python's default retries send a spend cap's 429 again (asserted below)"
+
+#: The cases a retry layer changes; the others are run without retries by the suites above.
+RETRY_SCENARIOS = ("rate-limit", "overloaded", "server-error", "stream-cut", "quota", "auth", "context-overflow")
+
+
+@unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
+class AnthropicAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCase):
+    """``AsyncAnthropic()`` with its default retries, on a target that says it retries."""
+
+    wire = anthropic_wire
+    headers = HEADERS
+    retries = True
+    skip = {
+        **{name: "run without retries by the suites above" for name in SCENARIOS if name not in RETRY_SCENARIOS},
+        "quota": SDK_RETRIES_QUOTA,
+    }
+
+    def create_backend(self, url: str) -> AsyncAnthropicBackend:
+        return AsyncAnthropicRetryingBackend(url, self.headers, http2=self.http2)
+
+    def test_its_retries_of_a_spend_cap_are_caught(self) -> None:
+        """The SDK's default retries send a 429 naming enforced_spend_limit_reached again: retry-permanent names it."""
+        from conformance.cases import ConformanceCase
+
+        others = {f"quota:{v.name}": "another shape" for v in anthropic_wire.variants("quota", "chat")}
+        others.pop("quota:tier-cap-429")
+        target = dataclasses.replace(self.conformance_target(), skip=others)
+        with self.assertRaisesRegex(AssertionError, r"\[tier-cap-429\] expected one request .*\[retry-permanent\]"):
+            ConformanceCase(target, "quota", "chat").run()
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)

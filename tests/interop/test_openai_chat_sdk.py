@@ -8,6 +8,7 @@ the SDK's own models and surface through its own exceptions, and the adapters in
 
 from __future__ import annotations
 
+import dataclasses
 import unittest
 from typing import Mapping
 
@@ -51,6 +52,38 @@ class OpenAIChatAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
         return AsyncOpenAIChatBackend(f"{url}/v1", self.headers)
+
+
+#: The cases a retry layer changes; the others are run without retries by the suites above.
+RETRY_SCENARIOS = ("rate-limit", "overloaded", "server-error", "stream-cut", "quota", "auth", "context-overflow")
+#: openai-python retries every 429, an exhausted quota's too (``insufficient_quota``): its
+#: default retries fail the quota case, which the test below holds it to.
+SDK_RETRIES_QUOTA = "openai-python's default retries send a 429 insufficient_quota again (asserted below)"
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenAIChatAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCase):
+    """``AsyncOpenAI()`` with its default retries (``max_retries=2``), on a target that says it retries."""
+
+    wire = openai_chat_wire
+    headers = {"x-gateway-key": "test"}
+    retries = True
+    skip = {
+        **{name: "run without retries by the suites above" for name in SCENARIOS if name not in RETRY_SCENARIOS},
+        "quota": SDK_RETRIES_QUOTA,
+        **DONE_UNSEEN,
+    }
+
+    def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
+        return AsyncOpenAIChatBackend(f"{url}/v1", self.headers, max_retries=2)
+
+    def test_its_retries_of_a_quota_are_caught(self) -> None:
+        """The SDK's default retries send an exhausted quota's 429 again: retry-permanent names it."""
+        from conformance.cases import ConformanceCase
+
+        target = dataclasses.replace(self.conformance_target(), skip={})
+        with self.assertRaisesRegex(AssertionError, r"\[retry-permanent\]"):
+            ConformanceCase(target, "quota", "chat").run()
 
 
 #: An OpenAI-compatible server that returns reasoning_content (DeepSeek's shape): the

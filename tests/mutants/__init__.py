@@ -57,6 +57,9 @@ class Mutant:
     #: Where not empty, the variants of ``cases`` that catch it, each for ``checks``
     #: (those a case has); every other variant of the case it passes: the shape is the reason.
     variants: Tuple[str, ...] = ()
+    #: Whether the matrix's target says the backend retries (``retries = True``): its
+    #: retry layer is then judged, and the provider relents after scripted failures.
+    retries: bool = False
 
     @property
     def request_level(self) -> bool:
