@@ -135,13 +135,23 @@ class ChatReplyTests(unittest.TestCase):
         )
 
     def test_a_filtered_whole_reply_keeps_the_role_and_no_content(self) -> None:
-        """The output filter's reply has a message with its role only, and the category it filtered."""
+        """The output filter's reply has a message with its role only, and the category it filtered
+        or no filter results at all; no choice without a message is sent (its one capture is hand-edited)."""
+        self.assertEqual(
+            [v.name for v in CHAT.variants("content-filter", "chat")],
+            ["message-without-content", "unpopulated-results"],
+        )
         reply = CHAT.reply("content-filter", "chat", chat_request())
         assert isinstance(reply, JsonReply) and isinstance(reply.body, bytes)
         choice = json.loads(reply.body)["choices"][0]
         self.assertEqual(choice["message"], {"role": "assistant"})
         self.assertEqual(choice["finish_reason"], "content_filter")
         self.assertEqual(choice["content_filter_results"]["hate"], {"filtered": True, "severity": "high"})
+        reply = CHAT.reply("content-filter", "chat", chat_request(), "unpopulated-results")
+        assert isinstance(reply, JsonReply) and isinstance(reply.body, bytes)
+        choice = json.loads(reply.body)["choices"][0]
+        self.assertEqual(list(choice), ["finish_reason", "index", "logprobs", "message"])
+        self.assertEqual(choice["message"], {"role": "assistant"})
 
     def test_a_filtered_stream_ends_with_the_filtered_category(self) -> None:
         """A streamed filter is the role chunk, then content_filter with the category filtered."""

@@ -72,6 +72,16 @@ class ContentRequired(AzureOpenAIChatBackend):
         return super().completion(body)
 
 
+class FilterResultsRequired(AzureOpenAIChatBackend):
+    """Reads a filtered choice's ``content_filter_results`` as always there, to name the category."""
+
+    def completion(self, body: Any) -> ChatResponse:
+        choice = body["choices"][0]
+        if choice.get("finish_reason") == "content_filter":
+            choice["content_filter_results"].items()  # the bug: KeyError where Azure sends none
+        return super().completion(body)
+
+
 class NoApiVersion(AzureOpenAIChatBackend):
     """Leaves out the api-version query, which Azure's deployment path needs."""
 
@@ -146,6 +156,14 @@ CHAT = [
         ContentRequired,
         checks=("reply",),
         cases=("content-filter/chat",),
+    ),
+    chat_zoo.mutant(
+        "filter-results-required",
+        "reads a filtered choice's content_filter_results as always there; Azure does not always send them",
+        FilterResultsRequired,
+        checks=("reply",),
+        cases=("content-filter/chat",),
+        variants=("unpopulated-results",),
     ),
     chat_zoo.mutant(
         "no-api-version",

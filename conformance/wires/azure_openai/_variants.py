@@ -181,8 +181,20 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
             "message-without-content",
             'finish_reason "content_filter", a message with its role and no content, the '
             "filtered category in content_filter_results",
-            "microsoft/semantic-kernel#5240 (the filtered reply, message with its role); "
-            "langchain-ai/langchain#3861 and #5861 (KeyError: 'content' on it)",
+            "https://learn.microsoft.com/en-us/azure/ai-services/openai/concepts/content-filter (a filtered "
+            'completion returns no content, finish_reason "content_filter") and content-filter-annotations '
+            "(each category's severity and filtered flag returned with the choice); "
+            "microsoft/semantic-kernel#4996 (the raw reply names the exceeded filter at the choice "
+            "level); langchain-ai/langchain#3861 and #5861 (KeyError: 'content' on it)",
+            source_kind="docs",
+        ),
+        Variant(
+            "unpopulated-results",
+            'finish_reason "content_filter", a message with its role and no content, and no '
+            "content_filter_results on the choice",
+            "zhayujie/CowAgent#1539 (the raw reply, gpt-35-turbo, 2023-11: the choice is index, "
+            "finish_reason and message {role} alone); microsoft/semantic-kernel#5240 (2024-02: Azure "
+            '"doesn\'t always populate content_filter_results" on a filtered reply)',
             source_kind="issue",
         ),
     ),
