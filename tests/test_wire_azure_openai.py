@@ -258,6 +258,25 @@ class ResponsesReplyTests(unittest.TestCase):
         self.assertIsNone(events[0]["response"]["content_filters"])
         self.assertEqual(len(events[-1]["response"]["content_filters"]), 2)
 
+    def test_every_failure_carries_azures_headers(self) -> None:
+        """Each failure, the model's context overflow too, comes with apim-request-id and the region,
+        never api.openai.com's req_ id or openai-processing-ms."""
+        for scenario in ("auth", "rate-limit", "overloaded", "server-error", "context-overflow"):
+            for stream in (False, True):
+                with self.subTest(scenario=scenario, stream=stream):
+                    mode = "stream" if stream else "chat"
+                    reply = scenario_reply(RESPONSES, scenario, mode, responses_request(stream))
+                    headers = dict(getattr(reply, "headers", None) or {})
+                    self.assertIn("apim-request-id", headers)
+                    self.assertIn("x-ms-region", headers)
+                    self.assertNotIn("openai-processing-ms", headers)
+                    self.assertFalse(headers.get("x-request-id", "").startswith("req_"), headers)
+
+    def test_its_content_filter_is_not_played_without_a_capture(self) -> None:
+        """No Azure Responses content filter was seen: the case is absent, saying why."""
+        self.assertIn("no capture", RESPONSES.absent("content-filter") or "")
+        self.assertIsNone(RESPONSES.reply("content-filter", "chat", responses_request()))
+
     def test_its_429_carries_no_delay(self) -> None:
         """Azure's Responses 429 is Azure's body without retry-after, as reported."""
         reply = RESPONSES.reply("rate-limit", "chat", responses_request())

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAT_OWN",
+    "NO_CONTENT_FILTER",
     "NO_QUOTA",
     "NO_REASONING",
     "RESPONSES_OWN",
@@ -59,6 +60,12 @@ NO_QUOTA = (
     "Azure OpenAI has no quota case: it bills the subscription, with no prepaid credit to run "
     "out of; a deployment's quota is its tokens-per-minute limit, and running past it is a 429 "
     "rate limit (the rate-limit case)"
+)
+
+NO_CONTENT_FILTER = (
+    "Azure OpenAI's Responses API has no content-filter case: no capture or raw body of Azure "
+    "filtering a Responses turn was found (its Chat filter and its prompt filter's 400 are "
+    "recorded, its Responses one is not), and the fake sends only what the provider is seen sending"
 )
 
 
