@@ -163,8 +163,14 @@ class ChatReplyTests(unittest.TestCase):
         self.assertTrue(finish[0]["content_filter_results"]["hate"]["filtered"])
 
     def test_the_429_comes_with_a_delay_and_without(self) -> None:
-        """Azure's own 429: a string code and no type, with retry-after (7 s) or without."""
-        expected = {"retry-after": 7.0, "no-retry-after": None}
+        """Azure's own 429: a string code and no type, with retry-after (7 s, in the 2023-24 wording or
+        the 2025 one) or without (with the token limit's own reset header, which no client reads)."""
+        expected = {
+            "retry-after": 7.0,
+            "retry-after-aiservices": 7.0,
+            "no-retry-after": None,
+            "reset-tokens": None,
+        }
         self.assertEqual({v.name: v.retry_after for v in CHAT.variants("rate-limit", "chat")}, expected)
         for name, delay in expected.items():
             with self.subTest(variant=name):
@@ -174,6 +180,15 @@ class ChatReplyTests(unittest.TestCase):
                 self.assertEqual(set(reply.body["error"]), {"code", "message"})
                 self.assertEqual(reply.body["error"]["code"], "429")
                 self.assertEqual(CHAT.retry_after_sent(reply), delay)
+        aiservices = CHAT.reply("rate-limit", "chat", chat_request(), "retry-after-aiservices")
+        assert isinstance(aiservices, JsonReply)
+        self.assertIn("AIServices S0 pricing tier", aiservices.body["error"]["message"])
+        reset = CHAT.reply("rate-limit", "chat", chat_request(), "reset-tokens")
+        assert isinstance(reset, JsonReply)
+        headers = dict(reset.headers or {})
+        self.assertEqual(headers["x-rate-limit-reset-tokens"], "7")
+        self.assertEqual(headers["policy-id"], "DeploymentRatelimit-Token")
+        self.assertNotIn("retry-after", headers)
 
     def test_the_other_failures_have_azures_statuses_and_bodies(self) -> None:
         """A bad key is Azure's own 401; the model's failures are OpenAI's bodies with Azure's link."""

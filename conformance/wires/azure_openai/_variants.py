@@ -46,6 +46,13 @@ RATE_LIMIT_MESSAGE = (
     "Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the "
     "default rate limit."
 )
+#: The wording since 2025: the deployment, its region and the AIServices tier named.
+AISERVICES_RATE_LIMIT_MESSAGE = (
+    "Your requests to gpt-4.1-mini for gpt-4.1-mini in East US 2 have exceeded the token rate limit "
+    "for your current AIServices S0 pricing tier. This request was for ChatCompletions_Create under "
+    "Azure OpenAI API version 2024-10-21. Please retry after 7 seconds. To increase your default rate "
+    "limit, visit: https://aka.ms/oai/quotaincrease."
+)
 SHORT_RATE_LIMIT_MESSAGE = "Rate limit is exceeded. Try again in 7 seconds."
 CONTEXT_MESSAGE = (
     "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 "
@@ -94,7 +101,25 @@ ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any], Dict[str, str]]] = {
         _gateway("429", RATE_LIMIT_MESSAGE),
         {"retry-after": f"{FX.retry_after:g}", **_LIMITS},
     ),
+    ("rate-limit", "retry-after-aiservices"): (
+        429,
+        _gateway("429", AISERVICES_RATE_LIMIT_MESSAGE),
+        {"retry-after": f"{FX.retry_after:g}", **_LIMITS},
+    ),
     ("rate-limit", "no-retry-after"): (429, _gateway("429", SHORT_RATE_LIMIT_MESSAGE), dict(_LIMITS)),
+    # The token limit's own headers (openai/openai-python#937, 2023-12): its reset in seconds
+    # under a hyphenated name no client reads as a retry delay, and the policy that refused.
+    ("rate-limit", "reset-tokens"): (
+        429,
+        _gateway("429", RATE_LIMIT_MESSAGE),
+        {
+            "x-rate-limit-reset-tokens": f"{FX.retry_after:g}",
+            "policy-id": "DeploymentRatelimit-Token",
+            "strict-transport-security": "max-age=31536000; includeSubDomains; preload",
+            "x-ratelimit-remaining-requests": "7",
+            "x-ratelimit-remaining-tokens": "0",
+        },
+    ),
     ("overloaded", ""): (503, _model_error(OVERLOADED_MESSAGE, "server_error", None, None), {}),
     ("server-error", ""): (500, _model_error(SERVER_ERROR_MESSAGE, "server_error", None, None), {}),
     ("context-overflow", ""): (
@@ -154,11 +179,28 @@ _RETRY_AFTER = Variant(
     retry_after=FX.retry_after,
     source_kind="issue",
 )
+_RETRY_AFTER_AISERVICES = Variant(
+    "retry-after-aiservices",
+    '429 {"error": {"code": "429", ...}} with retry-after, in the 2025 wording (the deployment, its '
+    "region, the AIServices S0 tier)",
+    "icereed/paperless-gpt#814 (2025-12: the message, \"Your requests to ... in Sweden Central have "
+    'exceeded the token rate limit for your current AIServices S0 pricing tier", and Retry-After: '
+    "<seconds>)",
+    retry_after=FX.retry_after,
+    source_kind="issue",
+)
 _NO_RETRY_AFTER = Variant(
     "no-retry-after",
     '429 {"error": {"code": "429", ...}} without retry-after, the delay in its message only',
-    "microsoft/copilot-camp#551 (raw 429 header dump: no Retry-After); openai/openai-python#937 "
-    "(raw Azure 429 headers, no Retry-After)",
+    "microsoft/copilot-camp#551 (raw 429 header dump: no Retry-After)",
+    source_kind="issue",
+)
+_RESET_TOKENS = Variant(
+    "reset-tokens",
+    "429 without retry-after: x-rate-limit-reset-tokens (hyphenated) and policy-id "
+    "DeploymentRatelimit-Token instead; retry_after None, as openai-python reads no such header",
+    "openai/openai-python#937 (2023-12: the raw 429 header list, x-rate-limit-reset-tokens 55, "
+    "policy-id DeploymentRatelimit-Token, apim-request-id, x-ms-region, no Retry-After)",
     source_kind="issue",
 )
 
@@ -227,7 +269,7 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
     "server-error": (_SERVER_ERROR,),
     "auth": (_AUTH,),
     "context-overflow": (_CONTEXT,),
-    "rate-limit": (_RETRY_AFTER, _NO_RETRY_AFTER),
+    "rate-limit": (_RETRY_AFTER, _RETRY_AFTER_AISERVICES, _NO_RETRY_AFTER, _RESET_TOKENS),
 }
 
 #: Azure's own Responses shapes; the rest of its table is api.openai.com's (``_responses``).
