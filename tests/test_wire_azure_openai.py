@@ -190,6 +190,21 @@ class ChatReplyTests(unittest.TestCase):
         self.assertEqual(headers["policy-id"], "DeploymentRatelimit-Token")
         self.assertNotIn("retry-after", headers)
 
+    def test_a_bad_key_comes_in_three_bodies(self) -> None:
+        """Azure's 401: code "401", code "Unauthorized", or API Management's top-level statusCode body."""
+        for wire in (CHAT, RESPONSES):
+            self.assertEqual(
+                [v.name for v in wire.variants("auth", "chat")],
+                ["access-denied-401", "unauthorized-code", "apim-missing-key"],
+            )
+        worded = CHAT.reply("auth", "chat", chat_request(), "unauthorized-code")
+        assert isinstance(worded, JsonReply)
+        self.assertEqual((worded.status, worded.body["error"]["code"]), (401, "Unauthorized"))
+        apim = RESPONSES.reply("auth", "stream", responses_request(True), "apim-missing-key")
+        assert isinstance(apim, JsonReply)
+        self.assertEqual((apim.status, list(apim.body)), (401, ["statusCode", "message"]))
+        self.assertIn("missing subscription key", apim.body["message"])
+
     def test_the_other_failures_have_azures_statuses_and_bodies(self) -> None:
         """A bad key is Azure's own 401; the model's failures are OpenAI's bodies with Azure's link."""
         table = {"auth": (401, "401"), "overloaded": (503, None), "server-error": (500, None)}

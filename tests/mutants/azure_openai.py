@@ -10,9 +10,10 @@ filtered reply whose message has no content, the 429 with a delay and the 401 wh
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, Dict, List, Mapping, Optional
 
-from conformance.contract import ChatRequest, ChatResponse
+from conformance.contract import ChatRequest, ChatResponse, LLMError
 from conformance.reference._openai import OpenAIBase
 from conformance.reference.azure_openai import AzureOpenAIChatBackend, AzureOpenAIResponsesBackend
 from conformance.reference.openai_chat import _PartialCall
@@ -84,6 +85,14 @@ class FilterResultsRequired(AzureOpenAIChatBackend):
         return super().completion(body)
 
 
+class NestedErrorOnly(OpenAIBase):
+    """Reads a failure only as ``body["error"]``; an API Management front's 401 has none."""
+
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        error = json.loads(raw)["error"]
+        return self.make_error(self.error_kind(status, error), error, status=status)
+
+
 class NoApiVersion(AzureOpenAIChatBackend):
     """Leaves out the api-version query, which Azure's deployment path needs."""
 
@@ -107,6 +116,17 @@ class AuthFromCodeOnly(OpenAIBase):
     def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
         kind = super().error_kind(status, error)
         return "invalid_request" if kind == "auth" and error.get("code") != "invalid_api_key" else kind
+
+
+def _nested_error_only(zoo: Zoo) -> Mutant:
+    return zoo.mutant(
+        "nested-error-only",
+        'reads a failure only as body["error"]; the API Management front\'s 401 is {"statusCode", "message"}',
+        NestedErrorOnly,
+        checks=("error-details", "error-kind", "error-status"),
+        cases=("auth/chat", "auth/stream"),
+        variants=("apim-missing-key",),
+    )
 
 
 def _from_code_only(zoo: Zoo) -> List[Mutant]:
@@ -138,6 +158,7 @@ CHAT = [
     *openai_chat.own_mutants(chat_zoo),
     chat_zoo.shared(shared.IGNORES_RETRY_AFTER, cases=("rate-limit/chat", "rate-limit/stream")),
     *_from_code_only(chat_zoo),
+    _nested_error_only(chat_zoo),
     chat_zoo.mutant(
         "first-choice-of-every-chunk",
         "reads choices[0] of every chunk, and fails on Azure's first, which has none",
@@ -192,6 +213,7 @@ RESPONSES = [
     # Its stream fails as api.openai.com's does, server_is_overloaded among the shapes.
     responses_zoo.shared(shared.OVERLOAD_AS_SERVER_ERROR, cases=("stream-error/stream",)),
     *_from_code_only(responses_zoo),
+    _nested_error_only(responses_zoo),
 ]
 
 MUTANTS = [*CHAT, *RESPONSES]

@@ -40,6 +40,10 @@ AUTH_MESSAGE = (
     "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a "
     "valid key for an active subscription and use a correct regional API endpoint for your resource."
 )
+APIM_MISSING_KEY_MESSAGE = (
+    "Access denied due to missing subscription key. Make sure to include subscription key when making "
+    "requests to an API."
+)
 RATE_LIMIT_MESSAGE = (
     "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have "
     "exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 7 seconds. "
@@ -96,6 +100,9 @@ _LIMITS = {
 #: (scenario, variant) -> (status, body, extra headers); the empty variant is the one shape.
 ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any], Dict[str, str]]] = {
     ("auth", ""): (401, _gateway("401", AUTH_MESSAGE), {}),
+    ("auth", "unauthorized-code"): (401, _gateway("Unauthorized", AUTH_MESSAGE), {}),
+    # An API Management front that takes its key in Ocp-Apim-Subscription-Key, not api-key.
+    ("auth", "apim-missing-key"): (401, {"statusCode": 401, "message": APIM_MISSING_KEY_MESSAGE}, {}),
     ("rate-limit", "retry-after"): (
         429,
         _gateway("429", RATE_LIMIT_MESSAGE),
@@ -149,6 +156,19 @@ _AUTH = Variant(
     "access-denied-401",
     '401 {"error": {"code": "401", ...}}: a string code, no type',
     "SciSharp/BotSharp#386 (the raw body and its headers); microsoft/semantic-kernel#10337",
+    source_kind="issue",
+)
+_UNAUTHORIZED = Variant(
+    "unauthorized-code",
+    '401 {"error": {"code": "Unauthorized", ...}}: the code a word, the same message',
+    "vercel/chatbot#588 (the raw 401 body from a deployment's chat/completions, 2024-12)",
+    source_kind="issue",
+)
+_APIM_MISSING_KEY = Variant(
+    "apim-missing-key",
+    'an API Management front\'s 401 {"statusCode": 401, "message": ...}: no error object',
+    "openai/openai-python#1527 (the 401 body through AzureOpenAI, 2024-07); continuedev/continue#4601 "
+    "(the same body from a company's API Management front that takes Ocp-Apim-Subscription-Key, 2025-03)",
     source_kind="issue",
 )
 _SERVER_ERROR = Variant(
@@ -267,7 +287,7 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
     ),
     "overloaded": (_OVERLOADED,),
     "server-error": (_SERVER_ERROR,),
-    "auth": (_AUTH,),
+    "auth": (_AUTH, _UNAUTHORIZED, _APIM_MISSING_KEY),
     "context-overflow": (_CONTEXT,),
     "rate-limit": (_RETRY_AFTER, _RETRY_AFTER_AISERVICES, _NO_RETRY_AFTER, _RESET_TOKENS),
 }
@@ -276,7 +296,7 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
 RESPONSES_OWN: Mapping[str, Tuple[Variant, ...]] = {
     "overloaded": (_OVERLOADED,),
     "server-error": (_SERVER_ERROR,),
-    "auth": (_AUTH,),
+    "auth": (_AUTH, _UNAUTHORIZED, _APIM_MISSING_KEY),
     "rate-limit": (
         Variant(
             "no-retry-after",
