@@ -119,8 +119,9 @@ def _envelope_words(wire: Wire, scenario: str, mode: str, variants: Sequence[Var
         keys += [str(k) for k in body if str(k) not in keys]
     if not names:
         return ""
+    verb = "carries" if len(names) == 1 else "carry"
     return (
-        f"; not every failure body nests its fields under \"error\": {', '.join(names)} carries them at "
+        f"; not every failure body nests its fields under \"error\": {', '.join(names)} {verb} them at "
         f"the top level ({', '.join(keys)}), so read them where they are, never body[\"error\"] alone"
     )
 
@@ -155,19 +156,18 @@ def case_words(
     kinds = _accepted(scenario, shapes)
     if not kinds:
         return row.must, row.hint
-    failure = _failure(kinds)
-    must, hint = _failure_words(wire, scenario, mode, shapes, failure)
+    must, hint = _failure_words(wire, scenario, mode, shapes, kinds)
     if scenario != "stream-cut":
         hint += _envelope_words(wire, scenario, mode, shapes)
     return must, hint
 
 
 def _failure_words(
-    wire: Wire, scenario: str, mode: str, shapes: Sequence[Variant], failure: str
+    wire: Wire, scenario: str, mode: str, shapes: Sequence[Variant], kinds: Sequence[str]
 ) -> Tuple[str, str]:
     """The headline and hint of a failure scenario, before the words on its body's envelope."""
     row = SCENARIOS[scenario]
-    kinds = _accepted(scenario, shapes)
+    failure = _failure(kinds)
     if scenario == "rate-limit":
         return _rate_limit_words(wire, mode, shapes, failure)
     if scenario == "stream-error":
