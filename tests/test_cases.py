@@ -254,6 +254,10 @@ class VariantTests(unittest.TestCase):
                             self.assertIn(f"| {variant.source_kind}: {variant.source} |", row)
                         kinds = variant.accepted_kinds(SCENARIOS[key.split("/")[0]].error_kind)
                         shown = " or ".join(f"`{k}`" for k in kinds) if kinds else "—"
+                        if variant.either:
+                            errors = " or ".join(f"`{k}`" for k in variant.either.error_kinds)
+                            ends = " or ".join(f"`{r}`" for r in variant.either.finish_reasons)
+                            shown = f"{errors}, or a reply ending {ends}"
                         self.assertIn(f"| {shown} |", row, "the row's error kinds accepted")
 
     def test_a_source_kind_outside_the_four_is_refused(self) -> None:

@@ -139,7 +139,7 @@ class ChatReplyTests(unittest.TestCase):
         or no filter results at all; no choice without a message is sent (its one capture is hand-edited)."""
         self.assertEqual(
             [v.name for v in CHAT.variants("content-filter", "chat")],
-            ["message-without-content", "unpopulated-results"],
+            ["message-without-content", "unpopulated-results", "prompt-filtered-400"],
         )
         reply = CHAT.reply("content-filter", "chat", chat_request())
         assert isinstance(reply, JsonReply) and isinstance(reply.body, bytes)
@@ -152,6 +152,27 @@ class ChatReplyTests(unittest.TestCase):
         choice = json.loads(reply.body)["choices"][0]
         self.assertEqual(list(choice), ["finish_reason", "index", "logprobs", "message"])
         self.assertEqual(choice["message"], {"role": "assistant"})
+
+    def test_a_prompt_the_filter_refused_is_a_400_whole_or_streamed(self) -> None:
+        """Azure's 400 content_filter: param prompt, the status in the body, the filter's inner error;
+        a reply ending content_filter and a non-retryable invalid_request are both sound."""
+        for mode, stream in (("chat", False), ("stream", True)):
+            with self.subTest(mode=mode):
+                variant = CHAT.variants("content-filter", mode)[-1]
+                self.assertEqual(variant.name, "prompt-filtered-400")
+                assert variant.either is not None
+                self.assertEqual(variant.either.error_kinds, ("invalid_request",))
+                self.assertEqual((variant.text, variant.reports_usage), ("", False))
+                reply = CHAT.reply("content-filter", mode, chat_request(stream), variant.name)
+                assert isinstance(reply, JsonReply)
+                error = reply.body["error"]
+                self.assertEqual(reply.status, 400)
+                self.assertEqual(
+                    (error["code"], error["param"], error["type"], error["status"]),
+                    ("content_filter", "prompt", None, 400),
+                )
+                self.assertEqual(error["innererror"]["code"], "ResponsibleAIPolicyViolation")
+                self.assertIn("apim-request-id", reply.headers or {})
 
     def test_a_filtered_stream_ends_with_the_filtered_category(self) -> None:
         """A streamed filter is the role chunk, then content_filter with the category filtered."""

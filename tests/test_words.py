@@ -93,6 +93,18 @@ class CaseWordsTests(unittest.TestCase):
         # Where every body is top-level (Cohere's), there is nothing to tell apart.
         self.assertNotIn("top level", case_words(cohere_wire, "rate-limit", "chat")[1])
 
+    def test_a_shape_with_two_readings_names_the_error_it_allows(self) -> None:
+        """Azure's prompt-filter 400 may be a content_filter reply or a bad request: the headline
+        says both."""
+        wire = WIRES["azure-openai-chat"]
+        row = SCENARIOS["content-filter"]
+        both = [v for v in wire.variants("content-filter", "chat") if v.either]
+        must, _ = case_words(wire, "content-filter", "chat", both)
+        self.assertTrue(must.startswith(row.must), must)
+        self.assertIn("non-retryable error of kind invalid_request", must)
+        others = [v for v in wire.variants("content-filter", "chat") if not v.either]
+        self.assertEqual(case_words(wire, "content-filter", "chat", others)[0], row.must)
+
     def test_a_scenario_that_is_no_failure_keeps_the_tables_words(self) -> None:
         """A reply scenario's headline and hint are the scenario table's."""
         row = SCENARIOS["tool-call"]

@@ -150,9 +150,16 @@ def case_words(
     ``variants`` are the shapes the case plays (by default all the wire's, in ``mode``).
     """
     row = SCENARIOS[scenario]
-    if row.error_kind is None and scenario != "stream-cut":
-        return row.must, row.hint
     shapes = list(variants if variants is not None else wire.variants(scenario, mode))
+    if row.error_kind is None and scenario != "stream-cut":
+        either: List[str] = []
+        for variant in shapes:
+            either += [k for k in (variant.either.error_kinds if variant.either else ()) if k not in either]
+        if either:
+            # A shape with two sound readings: the reply, or the errors its bytes also allow.
+            refused = f"or fail as {_failure(either)} where the provider refused the request"
+            return f"{row.must}, {refused}", row.hint
+        return row.must, row.hint
     kinds = _accepted(scenario, shapes)
     if not kinds:
         return row.must, row.hint

@@ -189,6 +189,14 @@ CHAT = [
         variants=("unpopulated-results",),
     ),
     chat_zoo.mutant(
+        "plain-400-as-server-error",
+        "calls a 400 it cannot place a retryable server error: Azure's prompt refused by its filter",
+        shared.mislabels("invalid_request", "server_error"),
+        checks=("reply",),
+        cases=("content-filter/chat", "content-filter/stream"),
+        variants=("prompt-filtered-400",),
+    ),
+    chat_zoo.mutant(
         "no-api-version",
         "leaves out the api-version query",
         NoApiVersion,

@@ -192,6 +192,8 @@ class AzureOpenAIChatWire(OpenAIChatWire):
             error = in_stream_overload()["error"]
             out.error(error["message"], error["type"], error["code"])
             return out.reply(f"{self.name}/{scenario}")
+        if scenario == "content-filter" and variant == "prompt-filtered-400":
+            return azure_error(scenario, variant)  # refused before any stream begins
         if scenario == "content-filter" and not stream:
             from ..openai_chat._replies import chat_completion
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
-from .._variants import Variant
+from .._variants import EitherRule, Variant
 from ._shape import azure_headers
 
 if TYPE_CHECKING:
@@ -97,6 +97,35 @@ _LIMITS = {
     "x-ratelimit-remaining-tokens": "0",
 }
 
+PROMPT_FILTERED_MESSAGE = (
+    "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. "
+    "Please modify your prompt and retry. To learn more about our content filtering policies please read "
+    "our documentation: https://go.microsoft.com/fwlink/?linkid=2198766"
+)
+
+
+def _prompt_filtered() -> Dict[str, Any]:
+    """The 400 for a prompt the filter refused: OpenAI's fields, the status and Azure's inner error."""
+    safe = {"filtered": False, "severity": "safe"}
+    results = {
+        "hate": dict(safe),
+        "jailbreak": {"filtered": False, "detected": False},
+        "self_harm": dict(safe),
+        "sexual": {"filtered": True, "severity": "high"},
+        "violence": dict(safe),
+    }
+    return {
+        "error": {
+            "message": PROMPT_FILTERED_MESSAGE,
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {"code": "ResponsibleAIPolicyViolation", "content_filter_result": results},
+        }
+    }
+
+
 #: (scenario, variant) -> (status, body, extra headers); the empty variant is the one shape.
 ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any], Dict[str, str]]] = {
     ("auth", ""): (401, _gateway("401", AUTH_MESSAGE), {}),
@@ -127,6 +156,7 @@ ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any], Dict[str, str]]] = {
             "x-ratelimit-remaining-tokens": "0",
         },
     ),
+    ("content-filter", "prompt-filtered-400"): (400, _prompt_filtered(), {}),
     ("overloaded", ""): (503, _model_error(OVERLOADED_MESSAGE, "server_error", None, None), {}),
     ("server-error", ""): (500, _model_error(SERVER_ERROR_MESSAGE, "server_error", None, None), {}),
     ("context-overflow", ""): (
@@ -156,6 +186,18 @@ _AUTH = Variant(
     "access-denied-401",
     '401 {"error": {"code": "401", ...}}: a string code, no type',
     "SciSharp/BotSharp#386 (the raw body and its headers); microsoft/semantic-kernel#10337",
+    source_kind="issue",
+)
+_PROMPT_FILTERED = Variant(
+    "prompt-filtered-400",
+    '400 code "content_filter", param "prompt", innererror ResponsibleAIPolicyViolation with the '
+    "filter's results: the prompt refused before the model ran, whole or streamed",
+    "openai/openai-dotnet#55 (the raw 400 body, 2024-06); microsoft/semantic-kernel#2997 (2023-09) and "
+    "langchain4j/langchain4j#3286 (2025-07, the same body); compl-ai/compl-ai#20 (with jailbreak among "
+    "the results, 2025-02)",
+    either=EitherRule(("invalid_request",), ("content_filter",)),
+    text="",
+    reports_usage=False,
     source_kind="issue",
 )
 _UNAUTHORIZED = Variant(
@@ -266,6 +308,7 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
             '"doesn\'t always populate content_filter_results" on a filtered reply)',
             source_kind="issue",
         ),
+        _PROMPT_FILTERED,
     ),
     "content-filter/stream": (
         Variant(
@@ -275,6 +318,7 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
             'stream ends with status 200, finish_reason "content_filter")',
             source_kind="docs",
         ),
+        _PROMPT_FILTERED,
     ),
     "stream-error": (
         Variant(
