@@ -298,6 +298,10 @@ class VariantTests(unittest.TestCase):
                             self.assertIn(f"| {variant.source_kind}: {variant.source} |", row)
                         kinds = variant.accepted_kinds(SCENARIOS[key.split("/")[0]].error_kind)
                         shown = " or ".join(f"`{k}`" for k in kinds) if kinds else "—"
+                        if variant.either:
+                            errors = " or ".join(f"`{k}`" for k in variant.either.error_kinds)
+                            ends = " or ".join(f"`{r}`" for r in variant.either.finish_reasons)
+                            shown = f"{errors}, or a reply ending {ends}"
                         self.assertIn(f"| {shown} |", row, "the row's error kinds accepted")
 
     def test_a_source_kind_outside_the_four_is_refused(self) -> None:
@@ -308,18 +312,17 @@ class VariantTests(unittest.TestCase):
 
     def test_a_case_runs_every_variant(self) -> None:
         """The case runs each variant of its scenario, less those the target skips."""
-        self.assertEqual(
-            [v.name for v in azure_case("rate-limit", "chat").variants()], ["retry-after", "no-retry-after"]
-        )
+        every = ["retry-after", "retry-after-aiservices", "no-retry-after", "reset-tokens"]
+        self.assertEqual([v.name for v in azure_case("rate-limit", "chat").variants()], every)
         skipped = azure_case("rate-limit", "chat", skip={"rate-limit:no-retry-after": "we always get one"})
-        self.assertEqual([v.name for v in skipped.variants()], ["retry-after"])
+        self.assertEqual([v.name for v in skipped.variants()], [n for n in every if n != "no-retry-after"])
         by_mode = azure_case("rate-limit", "stream", skip={"rate-limit/chat:no-retry-after": "chat only"})
-        self.assertEqual(len(by_mode.variants()), 2)
+        self.assertEqual(len(by_mode.variants()), len(every))
         self.assertEqual([v.name for v in case("text", "chat").variants()], [""])
 
     def test_skipping_every_variant_skips_the_case(self) -> None:
         """A case whose every variant is skipped is skipped, not passed."""
-        skip = {"rate-limit:retry-after": "r", "rate-limit:no-retry-after": "r"}
+        skip = {f"rate-limit:{v.name}": "r" for v in azure_openai_chat_wire.variants("rate-limit", "chat")}
         with self.assertRaisesRegex(unittest.SkipTest, "every variant of rate-limit/chat"):
             azure_case("rate-limit", "chat", skip=skip).run()
 
@@ -333,7 +336,10 @@ class VariantTests(unittest.TestCase):
     def test_a_rate_limit_without_a_delay_expects_none(self) -> None:
         """The retry-after expectation comes from the variant: a value where sent, None where not."""
         expected = {v.name: v.retry_after for v in azure_openai_chat_wire.variants("rate-limit", "chat")}
-        self.assertEqual(expected, {"retry-after": 7.0, "no-retry-after": None})
+        self.assertEqual(
+            expected,
+            {"retry-after": 7.0, "retry-after-aiservices": 7.0, "no-retry-after": None, "reset-tokens": None},
+        )
         azure_case("rate-limit", "chat").run()
         azure_case("rate-limit", "stream").run()
         # api.openai.com's own 429 names its delay in the message only: none is expected.

@@ -368,8 +368,8 @@ MUTANTS: Tuple[LoopMutant, ...] = (
         "asks-again-when-filtered",
         zoo.AsksAgainWhenFiltered,
         both("content-filter-turn", {"requests"}),
-        per_wire=on(("ollama", "cohere"), {}),
-        why="Ollama and Cohere have no content filter",
+        per_wire=on(("ollama", "cohere", "azure-openai-responses"), {}),
+        why="Ollama and Cohere have no content filter, and no Azure Responses one was seen",
     ),
     LoopMutant(
         "retries-at-once",

@@ -135,13 +135,44 @@ class ChatReplyTests(unittest.TestCase):
         )
 
     def test_a_filtered_whole_reply_keeps_the_role_and_no_content(self) -> None:
-        """The output filter's reply has a message with its role only, and the category it filtered."""
+        """The output filter's reply has a message with its role only, and the category it filtered
+        or no filter results at all; no choice without a message is sent (its one capture is hand-edited)."""
+        self.assertEqual(
+            [v.name for v in CHAT.variants("content-filter", "chat")],
+            ["message-without-content", "unpopulated-results", "prompt-filtered-400"],
+        )
         reply = CHAT.reply("content-filter", "chat", chat_request())
         assert isinstance(reply, JsonReply) and isinstance(reply.body, bytes)
         choice = json.loads(reply.body)["choices"][0]
         self.assertEqual(choice["message"], {"role": "assistant"})
         self.assertEqual(choice["finish_reason"], "content_filter")
         self.assertEqual(choice["content_filter_results"]["hate"], {"filtered": True, "severity": "high"})
+        reply = CHAT.reply("content-filter", "chat", chat_request(), "unpopulated-results")
+        assert isinstance(reply, JsonReply) and isinstance(reply.body, bytes)
+        choice = json.loads(reply.body)["choices"][0]
+        self.assertEqual(list(choice), ["finish_reason", "index", "logprobs", "message"])
+        self.assertEqual(choice["message"], {"role": "assistant"})
+
+    def test_a_prompt_the_filter_refused_is_a_400_whole_or_streamed(self) -> None:
+        """Azure's 400 content_filter: param prompt, the status in the body, the filter's inner error;
+        a reply ending content_filter and a non-retryable invalid_request are both sound."""
+        for mode, stream in (("chat", False), ("stream", True)):
+            with self.subTest(mode=mode):
+                variant = CHAT.variants("content-filter", mode)[-1]
+                self.assertEqual(variant.name, "prompt-filtered-400")
+                assert variant.either is not None
+                self.assertEqual(variant.either.error_kinds, ("invalid_request",))
+                self.assertEqual((variant.text, variant.reports_usage), ("", False))
+                reply = CHAT.reply("content-filter", mode, chat_request(stream), variant.name)
+                assert isinstance(reply, JsonReply)
+                error = reply.body["error"]
+                self.assertEqual(reply.status, 400)
+                self.assertEqual(
+                    (error["code"], error["param"], error["type"], error["status"]),
+                    ("content_filter", "prompt", None, 400),
+                )
+                self.assertEqual(error["innererror"]["code"], "ResponsibleAIPolicyViolation")
+                self.assertIn("apim-request-id", reply.headers or {})
 
     def test_a_filtered_stream_ends_with_the_filtered_category(self) -> None:
         """A streamed filter is the role chunk, then content_filter with the category filtered."""
@@ -153,8 +184,14 @@ class ChatReplyTests(unittest.TestCase):
         self.assertTrue(finish[0]["content_filter_results"]["hate"]["filtered"])
 
     def test_the_429_comes_with_a_delay_and_without(self) -> None:
-        """Azure's own 429: a string code and no type, with retry-after (7 s) or without."""
-        expected = {"retry-after": 7.0, "no-retry-after": None}
+        """Azure's own 429: a string code and no type, with retry-after (7 s, in the 2023-24 wording or
+        the 2025 one) or without (with the token limit's own reset header, which no client reads)."""
+        expected = {
+            "retry-after": 7.0,
+            "retry-after-aiservices": 7.0,
+            "no-retry-after": None,
+            "reset-tokens": None,
+        }
         self.assertEqual({v.name: v.retry_after for v in CHAT.variants("rate-limit", "chat")}, expected)
         for name, delay in expected.items():
             with self.subTest(variant=name):
@@ -164,6 +201,30 @@ class ChatReplyTests(unittest.TestCase):
                 self.assertEqual(set(reply.body["error"]), {"code", "message"})
                 self.assertEqual(reply.body["error"]["code"], "429")
                 self.assertEqual(CHAT.retry_after_sent(reply), delay)
+        aiservices = CHAT.reply("rate-limit", "chat", chat_request(), "retry-after-aiservices")
+        assert isinstance(aiservices, JsonReply)
+        self.assertIn("AIServices S0 pricing tier", aiservices.body["error"]["message"])
+        reset = CHAT.reply("rate-limit", "chat", chat_request(), "reset-tokens")
+        assert isinstance(reset, JsonReply)
+        headers = dict(reset.headers or {})
+        self.assertEqual(headers["x-rate-limit-reset-tokens"], "7")
+        self.assertEqual(headers["policy-id"], "DeploymentRatelimit-Token")
+        self.assertNotIn("retry-after", headers)
+
+    def test_a_bad_key_comes_in_three_bodies(self) -> None:
+        """Azure's 401: code "401", code "Unauthorized", or API Management's top-level statusCode body."""
+        for wire in (CHAT, RESPONSES):
+            self.assertEqual(
+                [v.name for v in wire.variants("auth", "chat")],
+                ["access-denied-401", "unauthorized-code", "apim-missing-key"],
+            )
+        worded = CHAT.reply("auth", "chat", chat_request(), "unauthorized-code")
+        assert isinstance(worded, JsonReply)
+        self.assertEqual((worded.status, worded.body["error"]["code"]), (401, "Unauthorized"))
+        apim = RESPONSES.reply("auth", "stream", responses_request(True), "apim-missing-key")
+        assert isinstance(apim, JsonReply)
+        self.assertEqual((apim.status, list(apim.body)), (401, ["statusCode", "message"]))
+        self.assertIn("missing subscription key", apim.body["message"])
 
     def test_the_other_failures_have_azures_statuses_and_bodies(self) -> None:
         """A bad key is Azure's own 401; the model's failures are OpenAI's bodies with Azure's link."""
@@ -247,6 +308,25 @@ class ResponsesReplyTests(unittest.TestCase):
         events = [json.loads(line) for line in data_lines(reply)]
         self.assertIsNone(events[0]["response"]["content_filters"])
         self.assertEqual(len(events[-1]["response"]["content_filters"]), 2)
+
+    def test_every_failure_carries_azures_headers(self) -> None:
+        """Each failure, the model's context overflow too, comes with apim-request-id and the region,
+        never api.openai.com's req_ id or openai-processing-ms."""
+        for scenario in ("auth", "rate-limit", "overloaded", "server-error", "context-overflow"):
+            for stream in (False, True):
+                with self.subTest(scenario=scenario, stream=stream):
+                    mode = "stream" if stream else "chat"
+                    reply = scenario_reply(RESPONSES, scenario, mode, responses_request(stream))
+                    headers = dict(getattr(reply, "headers", None) or {})
+                    self.assertIn("apim-request-id", headers)
+                    self.assertIn("x-ms-region", headers)
+                    self.assertNotIn("openai-processing-ms", headers)
+                    self.assertFalse(headers.get("x-request-id", "").startswith("req_"), headers)
+
+    def test_its_content_filter_is_not_played_without_a_capture(self) -> None:
+        """No Azure Responses content filter was seen: the case is absent, saying why."""
+        self.assertIn("no capture", RESPONSES.absent("content-filter") or "")
+        self.assertIsNone(RESPONSES.reply("content-filter", "chat", responses_request()))
 
     def test_its_429_carries_no_delay(self) -> None:
         """Azure's Responses 429 is Azure's body without retry-after, as reported."""

@@ -316,6 +316,56 @@ class LlamaCppTests(unittest.TestCase):
 
 
 class ReferenceTests(unittest.TestCase):
+    def test_mistral_fails_in_its_top_level_envelope(self) -> None:
+        """Mistral's 429 and 401 carry their fields at the top level, no error object, no retry-after,
+        the same whole or streamed."""
+        for mode, body in (("chat", good_body()), ("stream", good_body(True))):
+            with self.subTest(mode=mode):
+                limited = scenario_reply(COMPATIBLE, "rate-limit", mode, request(body), "mistral")
+                assert isinstance(limited, JsonReply)
+                self.assertEqual(limited.status, 429)
+                envelope = {"object": "error", "message": "Rate limit exceeded", "type": "rate_limited"}
+                self.assertEqual(limited.body, {**envelope, "param": None, "code": "1300"})
+                self.assertEqual(set(limited.headers or {}), {"date"})
+                later = scenario_reply(COMPATIBLE, "rate-limit", mode, request(body), "mistral-raw-status")
+                assert isinstance(later, JsonReply)
+                self.assertEqual(later.body, {**limited.body, "raw_status_code": 429})
+                gateway = scenario_reply(COMPATIBLE, "auth", mode, request(body), "mistral")
+                assert isinstance(gateway, JsonReply)
+                self.assertEqual((gateway.status, list(gateway.body)), (401, ["message", "request_id"]))
+                self.assertRegex(gateway.body["request_id"], r"^[0-9a-f]{32}$")
+                self.assertEqual(gateway.content_type, "application/json; charset=utf-8")
+                detail = scenario_reply(COMPATIBLE, "auth", mode, request(body), "mistral-detail")
+                assert isinstance(detail, JsonReply)
+                self.assertEqual((detail.status, detail.body), (401, {"detail": "Unauthorized"}))
+
+    def test_groq_429_types_its_token_limit_and_names_its_delay(self) -> None:
+        """Groq's 429: OpenAI's nesting, type tokens, no param, retry-after in seconds and x-ratelimit-*."""
+        reply = scenario_reply(COMPATIBLE, "rate-limit", "chat", request(good_body()), "groq")
+        assert isinstance(reply, JsonReply)
+        self.assertEqual(reply.status, 429)
+        self.assertEqual(list(reply.body["error"]), ["message", "type", "code"])
+        error = reply.body["error"]
+        self.assertEqual((error["type"], error["code"]), ("tokens", "rate_limit_exceeded"))
+        self.assertIn("Please try again in 6.780999999s", reply.body["error"]["message"])
+        headers = reply.headers or {}
+        self.assertEqual(headers["retry-after"], "7")
+        self.assertEqual(COMPATIBLE.retry_after_sent(reply), 7.0)
+        self.assertEqual(COMPATIBLE.variants("rate-limit", "chat")[-1].retry_after, 7.0)
+        self.assertTrue({"x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"} <= set(headers))
+        self.assertNotIn("x-request-id", headers)
+
+    def test_a_server_without_its_own_failure_answers_as_api_openai_com(self) -> None:
+        """A failure no server has a source for keeps api.openai.com's one shape; auth puts it first."""
+        self.assertEqual([v.name for v in COMPATIBLE.variants("quota", "chat")], [""])
+        self.assertEqual(
+            [v.name for v in COMPATIBLE.variants("auth", "chat")], ["openai", "mistral", "mistral-detail"]
+        )
+        self.assertEqual(
+            [v.name for v in COMPATIBLE.variants("rate-limit", "stream")],
+            ["no-retry-after", "mistral", "mistral-raw-status", "groq"],
+        )
+
     def test_the_reference_backend_passes_every_server_shape(self) -> None:
         """The reference backend meets each server's shapes, both modes, over HTTP/1.1 and h2c."""
         create = REFERENCE_BACKENDS["openai-chat"]

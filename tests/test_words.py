@@ -72,6 +72,39 @@ class CaseWordsTests(unittest.TestCase):
                 must, _ = case_words(wire, "quota", "chat", [variant])
                 self.assertEqual(set(named_kinds(must)), set(variant.accepted_kinds("quota")))
 
+    def test_a_top_level_failure_body_is_named_where_others_nest_it(self) -> None:
+        """Mistral's 429 and 401 carry their fields at the top level, api.openai.com's under error:
+        the hint of a case Mistral's shape fails names its fields; api.openai.com's own says nothing."""
+        from conformance.wires.openai_chat import OpenAIChatWire
+
+        wire = OpenAIChatWire(servers=("mistral", "groq"))
+        for scenario in ("rate-limit", "auth"):
+            for mode in ("chat", "stream"):
+                mistral = [v for v in wire.variants(scenario, mode) if v.name.startswith("mistral")]
+                with self.subTest(scenario=scenario, mode=mode):
+                    _, hint = case_words(wire, scenario, mode, mistral)
+                    self.assertIn('not every failure body nests its fields under "error"', hint)
+                    self.assertIn(mistral[0].name, hint)
+                    self.assertIn("message", hint)
+                    openai = [v for v in wire.variants(scenario, mode) if not v.name.startswith("mistral")]
+                    self.assertNotIn("top level", case_words(wire, scenario, mode, openai)[1])
+        _, hint = case_words(wire, "rate-limit", "chat", [wire.variants("rate-limit", "chat")[1]])
+        self.assertIn("(object, message, type, param, code)", hint)
+        # Where every body is top-level (Cohere's), there is nothing to tell apart.
+        self.assertNotIn("top level", case_words(cohere_wire, "rate-limit", "chat")[1])
+
+    def test_a_shape_with_two_readings_names_the_error_it_allows(self) -> None:
+        """Azure's prompt-filter 400 may be a content_filter reply or a bad request: the headline
+        says both."""
+        wire = WIRES["azure-openai-chat"]
+        row = SCENARIOS["content-filter"]
+        both = [v for v in wire.variants("content-filter", "chat") if v.either]
+        must, _ = case_words(wire, "content-filter", "chat", both)
+        self.assertTrue(must.startswith(row.must), must)
+        self.assertIn("non-retryable error of kind invalid_request", must)
+        others = [v for v in wire.variants("content-filter", "chat") if not v.either]
+        self.assertEqual(case_words(wire, "content-filter", "chat", others)[0], row.must)
+
     def test_a_scenario_that_is_no_failure_keeps_the_tables_words(self) -> None:
         """A reply scenario's headline and hint are the scenario table's."""
         row = SCENARIOS["tool-call"]

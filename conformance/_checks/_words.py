@@ -11,7 +11,7 @@ table's words.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import ERROR_KINDS
 from ..scenarios import SCENARIOS
@@ -82,6 +82,50 @@ def _delay_forms(wire: Wire, mode: str, variants: Sequence[Variant]) -> Tuple[Li
     return forms, none
 
 
+def _failure_body(wire: Wire, scenario: str, mode: str, variant: str) -> Optional[Mapping[str, Any]]:
+    """The JSON object the wire answers ``scenario`` with in ``variant``; ``None`` where it is no
+    whole JSON reply (a stream) or needs a real request."""
+    from ..provider.replies import JsonReply, RecordedRequest
+
+    body = b'{"stream": true}' if mode == "stream" else b"{}"
+    request = RecordedRequest("POST", "/", "", {}, body, "HTTP/1.1")
+    try:
+        asked = (variant,) if variant else ()
+        reply = wire.reply(scenario, mode, request, *asked)
+    except Exception:  # noqa: BLE001 - a wire of one's own may need a real request
+        return None
+    if isinstance(reply, JsonReply) and isinstance(reply.body, dict):
+        return reply.body
+    return None
+
+
+def _envelope_words(wire: Wire, scenario: str, mode: str, variants: Sequence[Variant]) -> str:
+    """Where the wire nests some failures' fields under ``error`` and a failed shape carries
+    them at the top level, a sentence naming that shape and its fields; else empty."""
+
+    def nested(body: Optional[Mapping[str, Any]]) -> bool:
+        return body is not None and isinstance(body.get("error"), Mapping)
+
+    shapes = wire.variants(scenario, mode)
+    if not any(nested(_failure_body(wire, scenario, mode, v.name)) for v in shapes):
+        return ""
+    names: List[str] = []
+    keys: List[str] = []
+    for variant in variants:
+        body = _failure_body(wire, scenario, mode, variant.name)
+        if body is None or nested(body):
+            continue
+        names.append(variant.name or wire.name)
+        keys += [str(k) for k in body if str(k) not in keys]
+    if not names:
+        return ""
+    verb = "carries" if len(names) == 1 else "carry"
+    return (
+        f"; not every failure body nests its fields under \"error\": {', '.join(names)} {verb} them at "
+        f"the top level ({', '.join(keys)}), so read them where they are, never body[\"error\"] alone"
+    )
+
+
 def _rate_limit_words(wire: Wire, mode: str, variants: Sequence[Variant], failure: str) -> Tuple[str, str]:
     forms, none = _delay_forms(wire, mode, variants)
     if not forms:
@@ -106,12 +150,30 @@ def case_words(
     ``variants`` are the shapes the case plays (by default all the wire's, in ``mode``).
     """
     row = SCENARIOS[scenario]
-    if row.error_kind is None and scenario != "stream-cut":
-        return row.must, row.hint
     shapes = list(variants if variants is not None else wire.variants(scenario, mode))
+    if row.error_kind is None and scenario != "stream-cut":
+        either: List[str] = []
+        for variant in shapes:
+            either += [k for k in (variant.either.error_kinds if variant.either else ()) if k not in either]
+        if either:
+            # A shape with two sound readings: the reply, or the errors its bytes also allow.
+            refused = f"or fail as {_failure(either)} where the provider refused the request"
+            return f"{row.must}, {refused}", row.hint
+        return row.must, row.hint
     kinds = _accepted(scenario, shapes)
     if not kinds:
         return row.must, row.hint
+    must, hint = _failure_words(wire, scenario, mode, shapes, kinds)
+    if scenario != "stream-cut":
+        hint += _envelope_words(wire, scenario, mode, shapes)
+    return must, hint
+
+
+def _failure_words(
+    wire: Wire, scenario: str, mode: str, shapes: Sequence[Variant], kinds: Sequence[str]
+) -> Tuple[str, str]:
+    """The headline and hint of a failure scenario, before the words on its body's envelope."""
+    row = SCENARIOS[scenario]
     failure = _failure(kinds)
     if scenario == "rate-limit":
         return _rate_limit_words(wire, mode, shapes, failure)

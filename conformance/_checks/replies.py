@@ -23,6 +23,21 @@ __all__ = ["ROWS"]
 def _reply(seen: Seen) -> List[str]:
     if seen.scenario not in REPLY_SCENARIOS or not seen.ended:
         return []
+    either = seen.variant.either
+    if seen.error is not None and either is not None:
+        # Two sound readings: the reply its scenario calls for, or one of these errors.
+        got = {name: getattr(seen.error, name, "<missing>") for name in ("kind", "code", "retryable")}
+        wants = [
+            {"kind": row.kind, "code": row.code, "retryable": row.retryable}
+            for row in (ERROR_KINDS[k] for k in either.error_kinds)
+        ]
+        if got in wants:
+            return []
+        finish = " or ".join(repr(r) for r in either.finish_reasons)
+        return [
+            f"expected a reply ending {finish}, or an error with {' or '.join(map(str, wants))} (the "
+            f"shape's bytes allow either reading, and no other), got {describe(seen.error)}"
+        ]
     if seen.error is not None and seen.variant.may_fail:
         # The shape carries nothing a caller can use: failing is sound, in the contract's terms.
         if getattr(seen.error, "kind", None) in ERROR_KINDS:

@@ -15,7 +15,7 @@ from ..contract import LLMError
 from ._base import ReferenceBackend
 from ._errors import decode_json, status_kind
 
-__all__ = ["OVERLOAD_CODES", "OVERLOAD_TYPES", "QUOTA_CODES", "OpenAIBase"]
+__all__ = ["OVERLOAD_CODES", "OVERLOAD_TYPES", "QUOTA_CODES", "OpenAIBase", "failure_of"]
 
 #: error.code values that mean the account is out of money, not out of requests per minute.
 QUOTA_CODES = frozenset(
@@ -29,6 +29,25 @@ QUOTA_CODES = frozenset(
 )
 OVERLOAD_CODES = frozenset({"server_is_overloaded", "slow_down"})
 OVERLOAD_TYPES = frozenset({"service_unavailable_error"})
+
+
+def failure_of(body: Any, status: int) -> Mapping[str, Any]:
+    """The error object of a failure body: OpenAI's, nested under ``error``, or one whose
+    fields sit at the top level.
+
+    Servers that speak this API do not all nest it: Mistral's API sends ``{"object":
+    "error", "message", "type", "code"}`` and its gateway ``{"message": ...}`` or
+    ``{"detail": ...}``; those fields are read where they are, and the status decides
+    the kind where they name none the contract knows.
+    """
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return error
+        message = body.get("message", body.get("detail"))
+        if isinstance(message, str):
+            return {"message": message, "type": body.get("type"), "code": body.get("code")}
+    return {"message": f"HTTP {status} with a body that is not an OpenAI error"}
 
 
 class OpenAIBase(ReferenceBackend):
@@ -81,10 +100,7 @@ class OpenAIBase(ReferenceBackend):
         ``retry_after`` reads ``retry-after-ms``, then ``retry-after``: the order
         openai-python reads them in.
         """
-        body = decode_json(raw)
-        error = body.get("error") if isinstance(body, dict) else None
-        if not isinstance(error, dict):
-            error = {"message": f"HTTP {status} with a body that is not an OpenAI error"}
+        error = failure_of(decode_json(raw), status)
         kind = self.error_kind(status, error)
         return self.make_error(
             kind,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict
 
 from ._adapt import WireLike
 from ._base import Variant, Wire
-from ._variants import SOURCE_KINDS
+from ._variants import SOURCE_KINDS, EitherRule
 
 if TYPE_CHECKING:
     from .anthropic import anthropic_wire
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     WIRES: Dict[str, Wire]
 
 __all__ = [
+    "EitherRule",
     "SOURCE_KINDS",
     "Variant",
     "WIRES",

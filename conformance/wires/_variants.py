@@ -32,6 +32,7 @@ __all__ = [
     "CLEAN_ENDS",
     "CONTEXT_OVERFLOW_OR_BAD_REQUEST",
     "CUT_KINDS",
+    "EitherRule",
     "REASONING_THEN_CALL",
     "REQUEST_CONDITIONS",
     "SOURCE_KINDS",
@@ -65,6 +66,24 @@ REQUEST_CONDITIONS: Dict[str, str] = {
         "thinkingConfig.includeThoughts, Ollama's think; ChatRequest.thinking asks)"
     ),
 }
+
+
+@dataclass(frozen=True)
+class EitherRule:
+    """Two sound readings of one shape: a reply ending with one of ``finish_reasons``, or an
+    error of one of ``error_kinds`` (with that kind's own code and ``retryable``).
+
+    Azure's 400 for a prompt its filter refused (``code: "content_filter"``) is a request
+    the provider refused, so a non-retryable ``invalid_request``, and a content filter, so
+    a reply that ends ``content_filter``: a backend may report either, and no other error.
+    """
+
+    error_kinds: Tuple[str, ...]
+    finish_reasons: Tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.error_kinds or not self.finish_reasons:
+            raise ValueError("an EitherRule names at least one error kind and one finish reason")
 
 
 @dataclass(frozen=True)
@@ -136,6 +155,9 @@ class Variant:
     #: A request that does not carry it never meets the shape, so the case skips it with
     #: the reason "the request did not ask for ...", and the backend is not held to it.
     asks: str = ""
+    #: Where the shape has two sound readings, the error kinds a backend may raise instead
+    #: of the reply its scenario calls for (:class:`EitherRule`); any other error fails.
+    either: Optional[EitherRule] = None
 
     def __post_init__(self) -> None:
         if self.asks and self.asks not in REQUEST_CONDITIONS:

@@ -9,12 +9,15 @@ filtered reply whose message has no content, the 429 with a delay and the 401 wh
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any, Dict, List, Mapping, Optional
 
-from conformance.contract import ChatRequest, ChatResponse
+from conformance.contract import ChatRequest, ChatResponse, LLMError
 from conformance.reference._openai import OpenAIBase
 from conformance.reference.azure_openai import AzureOpenAIChatBackend, AzureOpenAIResponsesBackend
 from conformance.reference.openai_chat import _PartialCall
+from conformance.wires.azure_openai import azure_openai_responses_wire
 
 from . import Mutant, openai_chat, openai_responses
 from . import _common as shared
@@ -72,6 +75,24 @@ class ContentRequired(AzureOpenAIChatBackend):
         return super().completion(body)
 
 
+class FilterResultsRequired(AzureOpenAIChatBackend):
+    """Reads a filtered choice's ``content_filter_results`` as always there, to name the category."""
+
+    def completion(self, body: Any) -> ChatResponse:
+        choice = body["choices"][0]
+        if choice.get("finish_reason") == "content_filter":
+            choice["content_filter_results"].items()  # the bug: KeyError where Azure sends none
+        return super().completion(body)
+
+
+class NestedErrorOnly(OpenAIBase):
+    """Reads a failure only as ``body["error"]``; an API Management front's 401 has none."""
+
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        error = json.loads(raw)["error"]
+        return self.make_error(self.error_kind(status, error), error, status=status)
+
+
 class NoApiVersion(AzureOpenAIChatBackend):
     """Leaves out the api-version query, which Azure's deployment path needs."""
 
@@ -95,6 +116,17 @@ class AuthFromCodeOnly(OpenAIBase):
     def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
         kind = super().error_kind(status, error)
         return "invalid_request" if kind == "auth" and error.get("code") != "invalid_api_key" else kind
+
+
+def _nested_error_only(zoo: Zoo) -> Mutant:
+    return zoo.mutant(
+        "nested-error-only",
+        'reads a failure only as body["error"]; the API Management front\'s 401 is {"statusCode", "message"}',
+        NestedErrorOnly,
+        checks=("error-details", "error-kind", "error-status"),
+        cases=("auth/chat", "auth/stream"),
+        variants=("apim-missing-key",),
+    )
 
 
 def _from_code_only(zoo: Zoo) -> List[Mutant]:
@@ -126,6 +158,7 @@ CHAT = [
     *openai_chat.own_mutants(chat_zoo),
     chat_zoo.shared(shared.IGNORES_RETRY_AFTER, cases=("rate-limit/chat", "rate-limit/stream")),
     *_from_code_only(chat_zoo),
+    _nested_error_only(chat_zoo),
     chat_zoo.mutant(
         "first-choice-of-every-chunk",
         "reads choices[0] of every chunk, and fails on Azure's first, which has none",
@@ -148,6 +181,22 @@ CHAT = [
         cases=("content-filter/chat",),
     ),
     chat_zoo.mutant(
+        "filter-results-required",
+        "reads a filtered choice's content_filter_results as always there; Azure does not always send them",
+        FilterResultsRequired,
+        checks=("reply",),
+        cases=("content-filter/chat",),
+        variants=("unpopulated-results",),
+    ),
+    chat_zoo.mutant(
+        "plain-400-as-server-error",
+        "calls a 400 it cannot place a retryable server error: Azure's prompt refused by its filter",
+        shared.mislabels("invalid_request", "server_error"),
+        checks=("reply",),
+        cases=("content-filter/chat", "content-filter/stream"),
+        variants=("prompt-filtered-400",),
+    ),
+    chat_zoo.mutant(
         "no-api-version",
         "leaves out the api-version query",
         NoApiVersion,
@@ -156,12 +205,23 @@ CHAT = [
     ),
 ]
 
+def _played(mutants: List[Mutant]) -> List[Mutant]:
+    """``mutants`` less the cases Azure's Responses wire does not play (its content filter)."""
+    absent = set(azure_openai_responses_wire.unsupported)
+    kept = [
+        dataclasses.replace(m, cases=tuple(c for c in m.cases if c.split("/")[0] not in absent))
+        for m in mutants
+    ]
+    return [m for m in kept if m.cases]
+
+
 RESPONSES = [
     *every_wire(responses_zoo),
-    *openai_responses.own_mutants(responses_zoo),
+    *_played(openai_responses.own_mutants(responses_zoo)),
     # Its stream fails as api.openai.com's does, server_is_overloaded among the shapes.
     responses_zoo.shared(shared.OVERLOAD_AS_SERVER_ERROR, cases=("stream-error/stream",)),
     *_from_code_only(responses_zoo),
+    _nested_error_only(responses_zoo),
 ]
 
 MUTANTS = [*CHAT, *RESPONSES]

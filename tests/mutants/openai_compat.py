@@ -184,6 +184,16 @@ class ErrorCodeAsText(OpenAIChatBackend):
         return super().error_kind(status, error)
 
 
+class NestedErrorOnly(OpenAIChatBackend):
+    """Reads a failure's fields only under ``error``, as api.openai.com nests them; Mistral's
+    sit at the top level, and ``body["error"]`` raises there."""
+
+    def status_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
+        error = json.loads(raw)["error"]
+        kind = self.error_kind(status, error)
+        return self.make_error(kind, error, status=status, retry_after=self.retry_after(headers))
+
+
 MUTANTS = [
     zoo.mutant(
         "usage-from-empty-choices-only",
@@ -288,5 +298,21 @@ MUTANTS = [
         checks=("error-details", "error-kind"),
         cases=("stream-error/stream",),
         variants=("llama-cpp",),
+    ),
+    zoo.mutant(
+        "nested-error-only",
+        'reads a failure only as body["error"], where api.openai.com nests it; Mistral\'s is top-level',
+        NestedErrorOnly,
+        checks=("error-details", "error-kind", "error-status"),
+        cases=("rate-limit/chat", "rate-limit/stream", "auth/chat", "auth/stream"),
+        variants=("mistral", "mistral-raw-status", "mistral-detail"),
+    ),
+    zoo.mutant(
+        "retry-after-header-ignored",
+        "reads no delay from a 429's headers, as api.openai.com's carries none; Groq's sends retry-after",
+        shared.IgnoresRetryAfter,
+        checks=("retry-after",),
+        cases=("rate-limit/chat", "rate-limit/stream"),
+        variants=("groq",),
     ),
 ]

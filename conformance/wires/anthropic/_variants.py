@@ -25,6 +25,7 @@ __all__ = [
     "QUOTA_OR_BAD_REQUEST",
     "QUOTA_OR_RATE_LIMIT",
     "REDACTED_THINKING",
+    "REFUSED_TEXT",
     "THINKING",
     "VARIANTS",
     "VARIANT_ERRORS",
@@ -39,6 +40,9 @@ QUOTA_OR_BAD_REQUEST = ("quota", "invalid_request")
 #: no ``details``) and its retry-after say a rate limit; only its message says the month's
 #: spend is reached.
 QUOTA_OR_RATE_LIMIT = ("quota", "rate_limit")
+#: The text a refused turn streams before its refusal: the docs' example streams text, then
+#: stops with ``refusal`` (the classifier stops the model mid-answer).
+REFUSED_TEXT = FX.partial_text
 
 #: scenario -> (status, error.type, message, error.details or None, extra headers)
 ERRORS: Mapping[str, Any] = {
@@ -259,17 +263,19 @@ VARIANTS: Mapping[str, Any] = {
     "content-filter": (
         Variant(
             "named-category",
-            "stop_reason refusal, stop_details with the category cyber and its explanation",
+            "text, then stop_reason refusal, stop_details with the category cyber and its explanation",
             "https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/"
             "handle-streaming-refusals (the response format; in a stream, stop_details on message_delta)",
+            text=REFUSED_TEXT,
             source_kind="docs",
         ),
         Variant(
             "uncategorized",
-            "stop_reason refusal, stop_details with category and explanation null",
+            "text, then stop_reason refusal, stop_details with category and explanation null",
             "https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/"
             "handle-streaming-refusals (category and explanation are null where the refusal maps to "
             "no named category)",
+            text=REFUSED_TEXT,
             source_kind="docs",
         ),
     ),

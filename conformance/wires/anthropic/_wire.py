@@ -29,7 +29,7 @@ from ._replies import (
     tool_use_block,
     tool_use_id,
 )
-from ._variants import ERRORS, VARIANTS, error_reply
+from ._variants import ERRORS, REFUSED_TEXT, VARIANTS, error_reply
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply, RecordedRequest, Reply
@@ -210,7 +210,8 @@ class AnthropicWire(Wire):
             body = message(model, content, "max_tokens")
         elif scenario == "content-filter":
             named = variant != "uncategorized"
-            body = message(model, [], "refusal", stop_details=refusal_stop_details(named))
+            content = [text_block(REFUSED_TEXT)]
+            body = message(model, content, "refusal", stop_details=refusal_stop_details(named))
         elif scenario in ("abort", "cancel"):
             return HangReply()
         elif scenario == "stream-error":
@@ -241,6 +242,7 @@ class AnthropicWire(Wire):
             out.tool_use('{"city": "Par', pieces=2)
             out.message_delta("max_tokens")
         elif scenario == "content-filter":
+            out.text(REFUSED_TEXT, pieces=2)
             out.message_delta("refusal", stop_details=refusal_stop_details(variant != "uncategorized"))
         elif scenario == "stream-error":
             out.text(FX.partial_text, pieces=3, stop=False)

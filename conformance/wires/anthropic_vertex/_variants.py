@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Tuple
 
 from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
-from ..anthropic._variants import CORRUPT_ARGUMENTS, REDACTED_THINKING, THINKING
+from ..anthropic._variants import CORRUPT_ARGUMENTS, REDACTED_THINKING, REFUSED_TEXT, THINKING
 
 __all__ = [
     "ANTHROPIC_ERRORS",
@@ -203,16 +203,18 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "content-filter": (
         Variant(
             "named-category",
-            "stop_reason refusal, stop_details with the category cyber and its explanation",
+            "text, then stop_reason refusal, stop_details with the category cyber and its explanation",
             f"{_REFUSALS} (the response format); "
             f"{_VERTEX_DOCS} (the Messages API on Vertex)",
+            text=REFUSED_TEXT,
             source_kind="docs",
         ),
         Variant(
             "uncategorized",
-            "stop_reason refusal, stop_details with category and explanation null",
+            "text, then stop_reason refusal, stop_details with category and explanation null",
             f"{_REFUSALS} (both null where the refusal maps to no named category); "
             f"{_VERTEX_DOCS} (the Messages API on Vertex)",
+            text=REFUSED_TEXT,
             source_kind="docs",
         ),
     ),

@@ -42,12 +42,18 @@ VARIANTS_AZURE: Mapping[str, Tuple[Variant, ...]] = {
 _AZURE_FAILURES = ("auth", "rate-limit", "overloaded", "server-error", "context-overflow")
 
 
-def azure_completion(body: Mapping[str, Any]) -> Dict[str, Any]:
+#: The filtered whole reply whose choice carries no ``content_filter_results`` at all.
+UNPOPULATED = "unpopulated-results"
+
+
+def azure_completion(body: Mapping[str, Any], filtered_shape: str = "") -> Dict[str, Any]:
     """OpenAI's ``chat.completion`` as Azure sends it.
 
     A choice the output filter stopped (``finish_reason: "content_filter"``) keeps a
-    ``message`` with its role and no ``content`` (microsoft/semantic-kernel#5240;
-    langchain-ai/langchain#3861, ``KeyError: 'content'``).
+    ``message`` with its role and no ``content`` (langchain-ai/langchain#3861, ``KeyError:
+    'content'``), and either names the filtered category in ``content_filter_results``
+    or, with ``filtered_shape`` :data:`UNPOPULATED`, carries none (microsoft/semantic-kernel#5240:
+    Azure "doesn't always populate" them; zhayujie/CowAgent#1539, a raw reply without them).
     """
     whole = {key: value for key, value in body.items() if key != "service_tier"}
     whole["model"] = AZURE_MODEL
@@ -56,7 +62,8 @@ def azure_completion(body: Mapping[str, Any]) -> Dict[str, Any]:
     if filtered:
         choice["message"] = {"role": "assistant"}
     calls = bool(choice["message"].get("tool_calls"))
-    choice["content_filter_results"] = {} if calls else completion_filters(filtered)
+    if not (filtered and filtered_shape == UNPOPULATED):
+        choice["content_filter_results"] = {} if calls else completion_filters(filtered)
     whole["choices"] = [choice]
     shaped: Dict[str, Any] = sorted_keys(whole)
     shaped["prompt_filter_results"] = prompt_filter_results({"detected": False, "filtered": False})
@@ -170,6 +177,8 @@ class AzureOpenAIChatWire(OpenAIChatWire):
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
         if scenario in self.unsupported:
             return None
+        from ...provider.replies import JsonReply
+
         variant = variant or self.variants(scenario, mode)[0].name
         stream = self.wants_stream(request)
         if scenario in _AZURE_FAILURES:
@@ -183,6 +192,14 @@ class AzureOpenAIChatWire(OpenAIChatWire):
             error = in_stream_overload()["error"]
             out.error(error["message"], error["type"], error["code"])
             return out.reply(f"{self.name}/{scenario}")
+        if scenario == "content-filter" and variant == "prompt-filtered-400":
+            return azure_error(scenario, variant)  # refused before any stream begins
+        if scenario == "content-filter" and not stream:
+            from ..openai_chat._replies import chat_completion
+
+            filtered = chat_completion(_model(request), {"content": None}, "content_filter")
+            body = azure_completion(filtered, variant)
+            return JsonReply((dumps(body) + "\n").encode("utf-8"), headers=azure_headers())
         if scenario == "text" and stream and variant == "async-filter":
             out = AzureChunks(_model(request), wants_usage(request), async_filter=True)
             out.role()

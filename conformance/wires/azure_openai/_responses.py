@@ -15,7 +15,7 @@ from ..openai_responses import OpenAIResponsesWire
 from ..openai_responses._replies import RESPONSE_ID, Events
 from ..openai_responses._variants import VARIANTS
 from ._shape import azure_headers, with_filters
-from ._variants import NO_QUOTA, RESPONSES_OWN, azure_error
+from ._variants import NO_CONTENT_FILTER, NO_QUOTA, RESPONSES_OWN, azure_error
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply, RecordedRequest, Reply
@@ -53,7 +53,7 @@ class AzureOpenAIResponsesWire(OpenAIResponsesWire):
     name = "azure-openai-responses"
     title = "Azure OpenAI Responses"
     variants_table = VARIANTS_AZURE
-    unsupported = {"quota": NO_QUOTA}
+    unsupported = {"quota": NO_QUOTA, "content-filter": NO_CONTENT_FILTER}
 
     def events(
         self, model: str, response_id: str = RESPONSE_ID, tools: Optional[List[Any]] = None
@@ -69,6 +69,10 @@ class AzureOpenAIResponsesWire(OpenAIResponsesWire):
         return JsonReply(json.dumps(with_filters(body), indent=2).encode("ascii"), headers=azure_headers())
 
     def reply(self, scenario: str, mode: str, request: RecordedRequest, variant: str = "") -> Optional[Reply]:
+        import dataclasses
+
+        from ...provider.replies import JsonReply
+
         if scenario in self.unsupported:
             return None
         variant = variant or self.variants(scenario, mode)[0].name
@@ -76,7 +80,11 @@ class AzureOpenAIResponsesWire(OpenAIResponsesWire):
             return azure_error(scenario, variant)
         if scenario == "stream-error" and not self.wants_stream(request):
             return azure_error("overloaded")  # a whole reply cannot fail halfway
-        return super().reply(scenario, mode, request, variant)
+        reply = super().reply(scenario, mode, request, variant)
+        if scenario == "context-overflow" and isinstance(reply, JsonReply):
+            # The model's 400 body, under Azure's headers as every Azure reply is.
+            return dataclasses.replace(reply, headers=azure_headers())
+        return reply
 
     def check_request(self, request: RecordedRequest, model: str) -> List[str]:
         from ._request import check_responses

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
-from .._variants import Variant
+from .._variants import EitherRule, Variant
 from ._shape import azure_headers
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHAT_OWN",
+    "NO_CONTENT_FILTER",
     "NO_QUOTA",
     "NO_REASONING",
     "RESPONSES_OWN",
@@ -39,11 +40,22 @@ AUTH_MESSAGE = (
     "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a "
     "valid key for an active subscription and use a correct regional API endpoint for your resource."
 )
+APIM_MISSING_KEY_MESSAGE = (
+    "Access denied due to missing subscription key. Make sure to include subscription key when making "
+    "requests to an API."
+)
 RATE_LIMIT_MESSAGE = (
     "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have "
     "exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 7 seconds. "
     "Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the "
     "default rate limit."
+)
+#: The wording since 2025: the deployment, its region and the AIServices tier named.
+AISERVICES_RATE_LIMIT_MESSAGE = (
+    "Your requests to gpt-4.1-mini for gpt-4.1-mini in East US 2 have exceeded the token rate limit "
+    "for your current AIServices S0 pricing tier. This request was for ChatCompletions_Create under "
+    "Azure OpenAI API version 2024-10-21. Please retry after 7 seconds. To increase your default rate "
+    "limit, visit: https://aka.ms/oai/quotaincrease."
 )
 SHORT_RATE_LIMIT_MESSAGE = "Rate limit is exceeded. Try again in 7 seconds."
 CONTEXT_MESSAGE = (
@@ -59,6 +71,12 @@ NO_QUOTA = (
     "Azure OpenAI has no quota case: it bills the subscription, with no prepaid credit to run "
     "out of; a deployment's quota is its tokens-per-minute limit, and running past it is a 429 "
     "rate limit (the rate-limit case)"
+)
+
+NO_CONTENT_FILTER = (
+    "Azure OpenAI's Responses API has no content-filter case: no capture or raw body of Azure "
+    "filtering a Responses turn was found (its Chat filter and its prompt filter's 400 are "
+    "recorded, its Responses one is not), and the fake sends only what the provider is seen sending"
 )
 
 
@@ -79,15 +97,66 @@ _LIMITS = {
     "x-ratelimit-remaining-tokens": "0",
 }
 
+PROMPT_FILTERED_MESSAGE = (
+    "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. "
+    "Please modify your prompt and retry. To learn more about our content filtering policies please read "
+    "our documentation: https://go.microsoft.com/fwlink/?linkid=2198766"
+)
+
+
+def _prompt_filtered() -> Dict[str, Any]:
+    """The 400 for a prompt the filter refused: OpenAI's fields, the status and Azure's inner error."""
+    safe = {"filtered": False, "severity": "safe"}
+    results = {
+        "hate": dict(safe),
+        "jailbreak": {"filtered": False, "detected": False},
+        "self_harm": dict(safe),
+        "sexual": {"filtered": True, "severity": "high"},
+        "violence": dict(safe),
+    }
+    return {
+        "error": {
+            "message": PROMPT_FILTERED_MESSAGE,
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {"code": "ResponsibleAIPolicyViolation", "content_filter_result": results},
+        }
+    }
+
+
 #: (scenario, variant) -> (status, body, extra headers); the empty variant is the one shape.
 ERRORS: Mapping[Tuple[str, str], Tuple[int, Dict[str, Any], Dict[str, str]]] = {
     ("auth", ""): (401, _gateway("401", AUTH_MESSAGE), {}),
+    ("auth", "unauthorized-code"): (401, _gateway("Unauthorized", AUTH_MESSAGE), {}),
+    # An API Management front that takes its key in Ocp-Apim-Subscription-Key, not api-key.
+    ("auth", "apim-missing-key"): (401, {"statusCode": 401, "message": APIM_MISSING_KEY_MESSAGE}, {}),
     ("rate-limit", "retry-after"): (
         429,
         _gateway("429", RATE_LIMIT_MESSAGE),
         {"retry-after": f"{FX.retry_after:g}", **_LIMITS},
     ),
+    ("rate-limit", "retry-after-aiservices"): (
+        429,
+        _gateway("429", AISERVICES_RATE_LIMIT_MESSAGE),
+        {"retry-after": f"{FX.retry_after:g}", **_LIMITS},
+    ),
     ("rate-limit", "no-retry-after"): (429, _gateway("429", SHORT_RATE_LIMIT_MESSAGE), dict(_LIMITS)),
+    # The token limit's own headers (openai/openai-python#937, 2023-12): its reset in seconds
+    # under a hyphenated name no client reads as a retry delay, and the policy that refused.
+    ("rate-limit", "reset-tokens"): (
+        429,
+        _gateway("429", RATE_LIMIT_MESSAGE),
+        {
+            "x-rate-limit-reset-tokens": f"{FX.retry_after:g}",
+            "policy-id": "DeploymentRatelimit-Token",
+            "strict-transport-security": "max-age=31536000; includeSubDomains; preload",
+            "x-ratelimit-remaining-requests": "7",
+            "x-ratelimit-remaining-tokens": "0",
+        },
+    ),
+    ("content-filter", "prompt-filtered-400"): (400, _prompt_filtered(), {}),
     ("overloaded", ""): (503, _model_error(OVERLOADED_MESSAGE, "server_error", None, None), {}),
     ("server-error", ""): (500, _model_error(SERVER_ERROR_MESSAGE, "server_error", None, None), {}),
     ("context-overflow", ""): (
@@ -119,6 +188,31 @@ _AUTH = Variant(
     "SciSharp/BotSharp#386 (the raw body and its headers); microsoft/semantic-kernel#10337",
     source_kind="issue",
 )
+_PROMPT_FILTERED = Variant(
+    "prompt-filtered-400",
+    '400 code "content_filter", param "prompt", innererror ResponsibleAIPolicyViolation with the '
+    "filter's results: the prompt refused before the model ran, whole or streamed",
+    "openai/openai-dotnet#55 (the raw 400 body, 2024-06); microsoft/semantic-kernel#2997 (2023-09) and "
+    "langchain4j/langchain4j#3286 (2025-07, the same body); compl-ai/compl-ai#20 (with jailbreak among "
+    "the results, 2025-02)",
+    either=EitherRule(("invalid_request",), ("content_filter",)),
+    text="",
+    reports_usage=False,
+    source_kind="issue",
+)
+_UNAUTHORIZED = Variant(
+    "unauthorized-code",
+    '401 {"error": {"code": "Unauthorized", ...}}: the code a word, the same message',
+    "vercel/chatbot#588 (the raw 401 body from a deployment's chat/completions, 2024-12)",
+    source_kind="issue",
+)
+_APIM_MISSING_KEY = Variant(
+    "apim-missing-key",
+    'an API Management front\'s 401 {"statusCode": 401, "message": ...}: no error object',
+    "openai/openai-python#1527 (the 401 body through AzureOpenAI, 2024-07); continuedev/continue#4601 "
+    "(the same body from a company's API Management front that takes Ocp-Apim-Subscription-Key, 2025-03)",
+    source_kind="issue",
+)
 _SERVER_ERROR = Variant(
     "server-error-500",
     "500 server_error, code null, an Azure support request in the message",
@@ -147,11 +241,28 @@ _RETRY_AFTER = Variant(
     retry_after=FX.retry_after,
     source_kind="issue",
 )
+_RETRY_AFTER_AISERVICES = Variant(
+    "retry-after-aiservices",
+    '429 {"error": {"code": "429", ...}} with retry-after, in the 2025 wording (the deployment, its '
+    "region, the AIServices S0 tier)",
+    "icereed/paperless-gpt#814 (2025-12: the message, \"Your requests to ... in Sweden Central have "
+    'exceeded the token rate limit for your current AIServices S0 pricing tier", and Retry-After: '
+    "<seconds>)",
+    retry_after=FX.retry_after,
+    source_kind="issue",
+)
 _NO_RETRY_AFTER = Variant(
     "no-retry-after",
     '429 {"error": {"code": "429", ...}} without retry-after, the delay in its message only',
-    "microsoft/copilot-camp#551 (raw 429 header dump: no Retry-After); openai/openai-python#937 "
-    "(raw Azure 429 headers, no Retry-After)",
+    "microsoft/copilot-camp#551 (raw 429 header dump: no Retry-After)",
+    source_kind="issue",
+)
+_RESET_TOKENS = Variant(
+    "reset-tokens",
+    "429 without retry-after: x-rate-limit-reset-tokens (hyphenated) and policy-id "
+    "DeploymentRatelimit-Token instead; retry_after None, as openai-python reads no such header",
+    "openai/openai-python#937 (2023-12: the raw 429 header list, x-rate-limit-reset-tokens 55, "
+    "policy-id DeploymentRatelimit-Token, apim-request-id, x-ms-region, no Retry-After)",
     source_kind="issue",
 )
 
@@ -181,10 +292,23 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
             "message-without-content",
             'finish_reason "content_filter", a message with its role and no content, the '
             "filtered category in content_filter_results",
-            "microsoft/semantic-kernel#5240 (the filtered reply, message with its role); "
-            "langchain-ai/langchain#3861 and #5861 (KeyError: 'content' on it)",
+            "https://learn.microsoft.com/en-us/azure/ai-services/openai/concepts/content-filter (a filtered "
+            'completion returns no content, finish_reason "content_filter") and content-filter-annotations '
+            "(each category's severity and filtered flag returned with the choice); "
+            "microsoft/semantic-kernel#4996 (the raw reply names the exceeded filter at the choice "
+            "level); langchain-ai/langchain#3861 and #5861 (KeyError: 'content' on it)",
+            source_kind="docs",
+        ),
+        Variant(
+            "unpopulated-results",
+            'finish_reason "content_filter", a message with its role and no content, and no '
+            "content_filter_results on the choice",
+            "zhayujie/CowAgent#1539 (the raw reply, gpt-35-turbo, 2023-11: the choice is index, "
+            "finish_reason and message {role} alone); microsoft/semantic-kernel#5240 (2024-02: Azure "
+            '"doesn\'t always populate content_filter_results" on a filtered reply)',
             source_kind="issue",
         ),
+        _PROMPT_FILTERED,
     ),
     "content-filter/stream": (
         Variant(
@@ -194,6 +318,7 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
             'stream ends with status 200, finish_reason "content_filter")',
             source_kind="docs",
         ),
+        _PROMPT_FILTERED,
     ),
     "stream-error": (
         Variant(
@@ -206,16 +331,16 @@ CHAT_OWN: Mapping[str, Tuple[Variant, ...]] = {
     ),
     "overloaded": (_OVERLOADED,),
     "server-error": (_SERVER_ERROR,),
-    "auth": (_AUTH,),
+    "auth": (_AUTH, _UNAUTHORIZED, _APIM_MISSING_KEY),
     "context-overflow": (_CONTEXT,),
-    "rate-limit": (_RETRY_AFTER, _NO_RETRY_AFTER),
+    "rate-limit": (_RETRY_AFTER, _RETRY_AFTER_AISERVICES, _NO_RETRY_AFTER, _RESET_TOKENS),
 }
 
 #: Azure's own Responses shapes; the rest of its table is api.openai.com's (``_responses``).
 RESPONSES_OWN: Mapping[str, Tuple[Variant, ...]] = {
     "overloaded": (_OVERLOADED,),
     "server-error": (_SERVER_ERROR,),
-    "auth": (_AUTH,),
+    "auth": (_AUTH, _UNAUTHORIZED, _APIM_MISSING_KEY),
     "rate-limit": (
         Variant(
             "no-retry-after",

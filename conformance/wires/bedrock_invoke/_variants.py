@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Mapping, Tuple
 
 from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant, stream_cut_variants
-from ..anthropic._variants import CORRUPT_ARGUMENTS, REDACTED_THINKING, THINKING
+from ..anthropic._variants import CORRUPT_ARGUMENTS, REDACTED_THINKING, REFUSED_TEXT, THINKING
 
 __all__ = [
     "FRAMED_FAILURES",
@@ -112,10 +112,13 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
         Variant(
             "delta-input-tokens",
             "message_delta.usage with input_tokens and cache counts",
-            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
-            "test_mid_conversation_system_prompt_on_bedrock.yaml (claude-opus-4-8, "
-            "invoke-with-response-stream, 2026-10)",
-            source_kind="capture",
+            f"{_STREAM_DOCS} (the chunks carry Claude's events as its API streams them); "
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
+            "test_request_stream_fallback_for_high_max_tokens.yaml (Claude's API, claude-sonnet-4-5, "
+            "2026-03: message_delta.usage with input_tokens and the cache counts). No "
+            "InvokeModelWithResponseStream capture shows it: pydantic-ai's "
+            "test_mid_conversation_system_prompt_on_bedrock.yaml (2026-07-30) is a whole /invoke reply",
+            source_kind="docs",
         ),
         Variant(
             "delta-output-only",
@@ -216,16 +219,18 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "content-filter": (
         Variant(
             "named-category",
-            "stop_reason refusal, stop_details with the category cyber and its explanation",
+            "text, then stop_reason refusal, stop_details with the category cyber and its explanation",
             f"{_REFUSALS} (the response format); "
             f"{_CLAUDE_DOCS} (Claude's stop reasons on Bedrock, refusal among them)",
+            text=REFUSED_TEXT,
             source_kind="docs",
         ),
         Variant(
             "uncategorized",
-            "stop_reason refusal, stop_details with category and explanation null",
+            "text, then stop_reason refusal, stop_details with category and explanation null",
             f"{_REFUSALS} (both null where the refusal maps to no named category); "
             f"{_CLAUDE_DOCS} (Claude's stop reasons on Bedrock, refusal among them)",
+            text=REFUSED_TEXT,
             source_kind="docs",
         ),
     ),

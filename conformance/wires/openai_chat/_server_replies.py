@@ -380,6 +380,11 @@ DEEPSEEK_OVERFLOW = {
 
 def server_reply(scenario: str, variant: str, request: RecordedRequest, stream: bool) -> Optional[Reply]:
     """The reply of the server shape ``variant`` to ``scenario``, whole or streamed as asked."""
+    from ._server_errors import server_error_reply
+
+    failure = server_error_reply(scenario, variant)
+    if failure is not None:
+        return failure
     if scenario == "context-overflow" and variant == "deepseek":
         from ...provider.replies import JsonReply
 

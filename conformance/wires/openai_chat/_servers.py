@@ -19,6 +19,7 @@ from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._ids import provider_id
 from .._variants import CONTEXT_OVERFLOW_OR_BAD_REQUEST, Variant
 from ._replies import TOOL_CALL_ID
+from ._server_errors import GROQ_RETRY_AFTER
 
 __all__ = [
     "DEEPSEEK_CALL_ID",
@@ -68,7 +69,16 @@ OPENAI_SHAPES: Mapping[str, Variant] = {
         "invalid_request_error, context_length_exceeded, param messages)",
         source_kind="issue",
     ),
+    "auth": Variant(
+        "openai",
+        "api.openai.com: 401 invalid_request_error / invalid_api_key, the fields under error",
+        "https://platform.openai.com/docs/guides/error-codes/api-errors (401 Incorrect API key provided)",
+        source_kind="docs",
+    ),
 }
+
+#: Mistral's 429: its fields at the top level, not under ``error`` (``_server_errors``).
+_MISTRAL_ENVELOPE = "top-level {object: error, message, type: rate_limited, param, code: \"1300\"}"
 
 #: DeepSeek's prompt past the window: OpenAI's error object, but its code repeats its type
 #: (invalid_request_error), so only the message says the context length was passed.
@@ -213,6 +223,68 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 # The field's type names no contract kind, and an SSE reader drops the
                 # field: a turn that ends at [DONE] with nothing, which is a failure.
                 error_kinds=("context_overflow", "server_error"),
+                source_kind="issue",
+            ),
+        ),
+    ),
+    # Sources for the other failures were not found: Mistral's quota, overload, server
+    # error and context overflow, Groq's 401, quota, overload, server error and context
+    # overflow, DeepSeek's 401, 402 and 429, and llama-server's 401 and 503 are
+    # api.openai.com's shape here (the page lists them).
+    "rate-limit": (
+        (
+            "mistral",
+            Variant(
+                "mistral",
+                f"Mistral: 429, {_MISTRAL_ENVELOPE}; no retry-after",
+                "cline/cline#9085 (the raw 429 body from api.mistral.ai, devstral-2512, 2026-02); "
+                "vercel/ai packages/mistral/src/mistral-error.ts (parses exactly these top-level fields)",
+                source_kind="issue",
+            ),
+        ),
+        (
+            "mistral",
+            Variant(
+                "mistral-raw-status",
+                "Mistral since 2026-07: the same envelope with raw_status_code 429 added",
+                "raycast/extensions#31107 (the raw 429 body, 2026-09); SubtitleEdit/subtitleedit#12921 "
+                "(the same, 2026-07)",
+                source_kind="issue",
+            ),
+        ),
+        (
+            "groq",
+            Variant(
+                "groq",
+                "Groq: 429 under error, type tokens, code rate_limit_exceeded, no param; retry-after "
+                "in seconds and x-ratelimit-* headers",
+                "danielmiessler/Fabric#364, OpenHands/OpenHands#4167 and Aider-AI/aider#3265 (raw 429 "
+                "bodies: type tokens, code rate_limit_exceeded, \"Please try again in\" in the message); "
+                "Pythagora-io/gpt-pilot#862 (Groq's rate-limit docs quoted: retry-after in seconds, set "
+                "only on a 429; x-ratelimit-* on every reply)",
+                retry_after=GROQ_RETRY_AFTER,
+                source_kind="issue",
+            ),
+        ),
+    ),
+    "auth": (
+        (
+            "mistral",
+            Variant(
+                "mistral",
+                "Mistral's gateway: 401, top-level {message: Unauthorized, request_id}, no error object",
+                "cline/cline#1734 and coolcline/CoolCline#36 (the raw 401 body from api.mistral.ai, "
+                "application/json; charset=utf-8)",
+                source_kind="issue",
+            ),
+        ),
+        (
+            "mistral",
+            Variant(
+                "mistral-detail",
+                "Mistral: 401, top-level {detail: Unauthorized}",
+                "agent0ai/agent-zero#539 (the raw 401 body of /v1/chat/completions, 2025-06); "
+                "nextcloud/integration_openai#332 (the same body from /v1/models, 2026-01)",
                 source_kind="issue",
             ),
         ),

@@ -112,7 +112,8 @@ VARIANTS: Mapping[str, Any] = {
             "arguments ending inside a string, the object left open",
             "https://platform.openai.com/docs/api-reference/chat/object (function.arguments: the "
             "model does not always generate valid JSON); vllm-project/vllm#47761 (a call's "
-            "arguments an unterminated string on a turn that ended normally)",
+            "arguments an unterminated string on a turn that ended normally, from vLLM 0.25.1 serving "
+            "DeepSeek-V4-Flash: no capture of this shape from api.openai.com or Azure was found)",
             source_kind="docs",
         ),
         Variant(
@@ -175,7 +176,7 @@ REASONING_VARIANTS = (
         "reasoning-content",
         "message.reasoning_content before the content (streamed as reasoning_content deltas)",
         "vercel/ai packages/deepseek/src/chat/__fixtures__/deepseek-reasoning.chunks.txt and "
-        "deepseek-reasoning.json (deepseek-v4-flash); https://api-docs.deepseek.com/guides/reasoning_model",
+        "deepseek-reasoning.json (deepseek-reasoner); https://api-docs.deepseek.com/guides/reasoning_model",
         reasoning=(Reasoning(ReasoningKind.THINKING.value, text=FX.thinking, provider="openai"),),
         source_kind="capture",
     ),

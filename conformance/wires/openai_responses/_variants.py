@@ -156,9 +156,12 @@ VARIANTS: Mapping[str, Any] = {
         Variant(
             "unterminated-string",
             "arguments ending inside a string, the object left open",
-            "vllm-project/vllm#47761 (a Responses function_call, status completed, its arguments "
-            "an unterminated string, 297 output tokens: no max_output_tokens cut)",
-            source_kind="issue",
+            "https://platform.openai.com/docs/api-reference/responses/object (function_call.arguments: "
+            "a JSON string as the model wrote it); vllm-project/vllm#47761 (a Responses function_call, "
+            "status completed, its arguments an unterminated string, 297 output tokens: no "
+            "max_output_tokens cut; from vLLM 0.25.1 serving DeepSeek-V4-Flash: no capture of this "
+            "shape from api.openai.com or Azure was found)",
+            source_kind="docs",
         ),
         Variant(
             "trailing-garbage",
