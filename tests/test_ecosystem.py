@@ -310,6 +310,61 @@ class PublicErrorTest(unittest.TestCase):
         self.assertIs(public_error("openai-chat", status=500, headers={}, body=None, signalled=limited), limited)
 
 
+class StreamEndTest(unittest.TestCase):
+    """The shared Chat Completions reader never dresses a stream cut short as a finished turn."""
+
+    @staticmethod
+    def _stream(*chunks: Any) -> Any:
+        async def gen() -> Any:
+            for chunk in chunks:
+                yield chunk
+
+        return gen()
+
+    @staticmethod
+    def _chunk(text: str = "", finish: Optional[str] = None, calls: Any = ()) -> Any:
+        from types import SimpleNamespace
+
+        delta = SimpleNamespace(content=text, tool_calls=list(calls))
+        return SimpleNamespace(usage=None, choices=[SimpleNamespace(delta=delta, finish_reason=finish)])
+
+    @staticmethod
+    def _call(signature: Optional[str]) -> Any:
+        from types import SimpleNamespace
+
+        fields = {"thought_signature": signature} if signature else None
+        function = SimpleNamespace(name="get_weather", arguments='{"city": "Paris"}')
+        return SimpleNamespace(index=0, id="call_1", function=function, provider_specific_fields=fields)
+
+    def _run(self, stream: Any, reading: str) -> List[Any]:
+        import asyncio
+
+        from ecosystem.adapters._kit import openai_chunks
+
+        async def collect() -> List[Any]:
+            return [c async for c in openai_chunks(stream, reading=reading)]
+
+        return asyncio.run(collect())
+
+    def test_a_stream_without_a_finish_reason_is_a_cut(self) -> None:
+        """A careful backend on the SDK raises retryably; a normalizing library's end goes on with no finish."""
+        from conformance import LLMError
+
+        with self.assertRaises(LLMError) as raised:
+            self._run(self._stream(self._chunk("It is 1")), "backend")
+        self.assertTrue(raised.exception.retryable)
+        self.assertIsNone(raised.exception.status)
+        got = self._run(self._stream(self._chunk("It is 1"), self._chunk(calls=[self._call(None)])), "as-given")
+        self.assertEqual([c.finish_reason for c in got], [None, None])
+        self.assertEqual(got[-1].tool_calls[0].name, "get_weather")
+
+    def test_a_finished_stream_keeps_its_reason_and_each_calls_signature(self) -> None:
+        got = self._run(self._stream(self._chunk(calls=[self._call("c2ln")]), self._chunk(finish="tool_calls")),
+                        "as-given")
+        self.assertEqual(got[-1].finish_reason, "tool_calls")
+        self.assertEqual([r.signature for r in got[-1].tool_calls[0].reasoning], ["c2ln"])
+
+
 class CodeLineTest(unittest.TestCase):
     def test_each_bugs_quoted_line_is_in_the_installed_library(self) -> None:
         """Each library bug's quoted code is found in the pinned version's installed file."""

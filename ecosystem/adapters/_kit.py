@@ -22,6 +22,7 @@ from conformance import (
     ChatRequest,
     ChatResponse,
     LLMError,
+    Reasoning,
     StreamChunk,
     ToolCall,
     Usage,
@@ -44,6 +45,9 @@ __all__ = [
     "openai_messages",
     "openai_tools",
     "parse_arguments",
+    "sign_calls",
+    "call_signature",
+    "with_signatures",
     "public_error",
     "READINGS",
     "status_error",
@@ -186,6 +190,24 @@ def openai_messages(request: ChatRequest) -> List[Dict[str, Any]]:
         else:
             out.append({"role": message.role, "content": message.content})
     return out
+
+
+def sign_calls(request: ChatRequest, messages: List[Dict[str, Any]], field: str) -> List[Dict[str, Any]]:
+    """``messages`` (from :func:`openai_messages`) with each call's Gemini thought signature put back
+    where its library reads it: ``field`` is ``"provider_specific_fields"`` (LiteLLM) or
+    ``"extra_content"`` (any-llm, under ``"google"``)."""
+    assistants = [m for m in request.messages if m.role == "assistant" and m.tool_calls]
+    sent = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
+    for message, out in zip(assistants, sent):
+        for call, part in zip(message.tool_calls, out["tool_calls"]):
+            signed = [r.signature for r in call.reasoning if r.kind == "thought_signature" and r.signature]
+            if not signed:
+                continue
+            if field == "extra_content":
+                part["extra_content"] = {"google": {"thought_signature": signed[0]}}
+            else:
+                part[field] = {"thought_signature": signed[0]}
+    return messages
 
 
 def usage(input_tokens: Any, output_tokens: Any, total: Any = None) -> Optional[Usage]:
@@ -333,26 +355,65 @@ def openai_turn(done: Any, reading: str = "backend") -> ChatResponse:
     """A Chat Completions reply (the openai SDK's model, or a library's look-alike) as a turn."""
     choice = done.choices[0]
     message = choice.message
-    calls = [
-        (c.id, c.function.name, c.function.arguments) for c in getattr(message, "tool_calls", None) or ()
-    ]
+    parts = list(getattr(message, "tool_calls", None) or ())
+    calls = [(c.id, c.function.name, c.function.arguments) for c in parts]
     used = getattr(done, "usage", None)
     counted = used and usage(used.prompt_tokens, used.completion_tokens, used.total_tokens)
-    return response(
+    turn = response(
         message.content or "", OPENAI_FINISH.get(choice.finish_reason or "", "stop"), calls, counted,
         reading=reading,
     )
+    return with_signatures(turn, {c.id: call_signature(c) for c in parts})
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def call_signature(part: Any) -> Optional[str]:
+    """The Gemini thought signature an OpenAI-shaped library hands its user on a tool call, or ``None``.
+
+    LiteLLM keeps it in the call's ``provider_specific_fields["thought_signature"]``, any-llm in
+    its ``extra_content["google"]["thought_signature"]`` (each base64, as the provider sent it).
+    """
+    specific = _field(part, "provider_specific_fields")
+    if isinstance(specific, Mapping) and specific.get("thought_signature"):
+        return str(specific["thought_signature"])
+    extra = _field(part, "extra_content")
+    google = extra.get("google") if isinstance(extra, Mapping) else None
+    if isinstance(google, Mapping) and google.get("thought_signature"):
+        return str(google["thought_signature"])
+    return None
+
+
+def with_signatures(turn: ChatResponse, signatures: Mapping[str, Optional[str]]) -> ChatResponse:
+    """``turn`` with each call carrying the thought signature its library handed on with it."""
+    from dataclasses import replace
+
+    calls = tuple(
+        replace(c, reasoning=(Reasoning("thought_signature", signature=signatures[c.id], provider="gemini"),))
+        if signatures.get(c.id)
+        else c
+        for c in turn.tool_calls
+    )
+    return replace(turn, tool_calls=calls)
 
 
 async def openai_chunks(
-    stream: Any, thoughts: Optional[Thoughts] = None, reading: str = "backend"
+    stream: Any, thoughts: Optional[Thoughts] = None, reading: str = "backend", wire: str = "openai-chat"
 ) -> AsyncIterator[StreamChunk]:
     """Chat Completions stream chunks (the SDK's, or a look-alike) as the contract's: calls whole at the end.
 
     ``thoughts`` gathers the reasoning a library adds to each delta, handed over at the end.
+    A stream that ended without any ``finish_reason`` was cut short, however cleanly it
+    closed: a ``backend`` reading (a careful user's backend on the provider's SDK, which
+    ends its iteration at the end of the body as at ``[DONE]``) raises the contract's
+    retryable ``server_error`` there; any other reading hands the end on as the library
+    gave it, with no finish reason, since inventing one would hide the cut.
     """
     pending: Dict[int, List[Any]] = {}
-    finish, counted = "stop", None
+    finish: Optional[str] = None
+    counted = None
     async for chunk in stream:
         used = getattr(chunk, "usage", None)
         if used:
@@ -364,9 +425,10 @@ async def openai_chunks(
             if delta is not None and thoughts is not None:
                 thoughts.add(delta)
             for part in (getattr(delta, "tool_calls", None) or ()) if delta is not None else ():
-                slot = pending.setdefault(part.index or 0, ["", "", ""])
+                slot = pending.setdefault(part.index or 0, ["", "", "", None])
                 if part.id:
                     slot[0] = part.id
+                slot[3] = call_signature(part) or slot[3]
                 if part.function and part.function.name:
                     slot[1] = part.function.name
                 if part.function and part.function.arguments:
@@ -374,7 +436,22 @@ async def openai_chunks(
             if choice.finish_reason:
                 finish = OPENAI_FINISH.get(choice.finish_reason, "stop")
     found = thoughts.items() if thoughts is not None else []
-    yield last_chunk(finish, [tuple(pending[i]) for i in sorted(pending)], counted, found, reading)
+    calls = [tuple(pending[i][:3]) for i in sorted(pending)]
+    signatures = {pending[i][0]: pending[i][3] for i in pending}
+    if finish is None:
+        if reading == "backend":
+            raise LLMError.from_kind(
+                "server_error",
+                "the stream ended before any finish_reason: the turn was cut short",
+                provider=wire,
+                details={"kind": "server_error"},
+            )
+        whole = with_signatures(response("", "stop", calls, counted, found, reading), signatures)
+        if whole.tool_calls or found or counted is not None:
+            yield StreamChunk("", whole.tool_calls, None, counted, whole.reasoning)
+        return
+    whole = with_signatures(response("", finish, calls, counted, found, reading), signatures)
+    yield StreamChunk("", whole.tool_calls, whole.finish_reason, counted, whole.reasoning)
 
 
 class Thoughts:

@@ -11,6 +11,7 @@ way). Errors are the provider SDK's own exceptions, which LangChain lets through
 from __future__ import annotations
 
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any, AsyncIterator, Callable, Dict, List, Optional
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -43,7 +44,13 @@ FINISH = {
 _FINISH_KEYS = ("finish_reason", "stop_reason", "stopReason")
 
 
-def lc_messages(request: ChatRequest, reasoning_blocks: Callable[[Any], List[Dict[str, Any]]]) -> List[Any]:
+def lc_messages(
+    request: ChatRequest,
+    reasoning_blocks: Callable[[Any], List[Dict[str, Any]]],
+    extra: Optional[Callable[[Any], Dict[str, Any]]] = None,
+) -> List[Any]:
+    """The conversation as LangChain messages; ``extra`` gives an assistant turn's ``additional_kwargs``
+    (where an integration keeps what it sends back beside the calls)."""
     out: List[Any] = []
     for message in request.messages:
         if message.role == "system":
@@ -73,11 +80,19 @@ def lc_messages(request: ChatRequest, reasoning_blocks: Callable[[Any], List[Dic
                 ]
             else:
                 content = message.content
-            out.append(AIMessage(content=content, tool_calls=calls))
+            kept = extra(message) if extra is not None else {}
+            out.append(AIMessage(content=content, tool_calls=calls, additional_kwargs=kept))
     return out
 
 
 def finish_of(message: Any) -> str:
+    """The provider's finish reason as the contract's; ``"stop"`` where the message names none."""
+    return said_finish(message) or "stop"
+
+
+def said_finish(message: Any) -> Optional[str]:
+    """The provider's finish reason as the contract's, or ``None`` where the message names none
+    (a stream that ended short of the event carrying it)."""
     meta = message.response_metadata or {}
     if meta.get("status") == "incomplete":
         reason = (meta.get("incomplete_details") or {}).get("reason")
@@ -92,12 +107,20 @@ def finish_of(message: Any) -> str:
         value = meta.get(key)
         if value:
             return FINISH.get(str(value).split(".")[-1], "stop")
-    return "stop"
+    if meta.get("status") in FINISH:  # the Responses API's response.status
+        return FINISH[str(meta["status"])]
+    return None
 
 
 def turn_of(message: Any, read_reasoning: Callable[[Any], List[Reasoning]]) -> ChatResponse:
-    """The summed-up message as the contract's turn."""
-    finish = finish_of(message)
+    """The summed-up message as the contract's turn.
+
+    Where the provider's finish reason never came (a stream that ended short of it), none
+    is derived: the turn goes on as LangChain handed it, with no finish reason, so a cut
+    is not dressed up as a finished turn.
+    """
+    said = said_finish(message)
+    finish = said or "stop"
     calls: List[Any] = [(c["id"], c["name"], c["args"]) for c in message.tool_calls]
     # A call LangChain could not parse keeps its raw text: the contract's unparsed call. On a
     # turn cut off by the limit LangChain's own invalid_tool_calls already keeps it apart from
@@ -110,6 +133,9 @@ def turn_of(message: Any, read_reasoning: Callable[[Any], List[Reasoning]]) -> C
     used = meta and usage(meta.get("input_tokens"), meta.get("output_tokens"), meta.get("total_tokens"))
     # LangChain has no normalized finish reason: the adapter maps the provider's, and derives
     # the tool turn from the calls; the calls go on as LangChain handed them.
+    if said is None:
+        whole = response(message.text, finish, calls, used, read_reasoning(message), reading="as-given")
+        return replace(whole, finish_reason=None)  # type: ignore[arg-type]
     return response(message.text, finish, calls, used, read_reasoning(message), reading="finish-derived")
 
 
@@ -131,6 +157,17 @@ class LangChainChat(AsyncAdapter):
     def read_reasoning(self, message: Any) -> List[Reasoning]:
         return []
 
+    def call_reasoning(self, turn: ChatResponse, message: Any) -> ChatResponse:
+        """``turn`` with the reasoning the integration tied to each call (none by default)."""
+        return turn
+
+    def extra_kwargs(self, message: Any) -> Dict[str, Any]:
+        """An assistant turn's ``additional_kwargs``, as the integration reads them back (none by default)."""
+        return {}
+
+    def messages(self, request: ChatRequest) -> List[Any]:
+        return lc_messages(request, self.reasoning_blocks, self.extra_kwargs)
+
     #: The model's settings that ask for reasoning, where the request asks for it.
     thinking: Dict[str, Any] = {}
 
@@ -143,14 +180,14 @@ class LangChainChat(AsyncAdapter):
         return model.bind_tools(openai_tools(request)) if request.tools else model
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        message = await self.bound(request).ainvoke(lc_messages(request, self.reasoning_blocks))
-        return turn_of(message, self.read_reasoning)
+        message = await self.bound(request).ainvoke(self.messages(request))
+        return self.call_reasoning(turn_of(message, self.read_reasoning), message)
 
     async def events(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
         total: Optional[Any] = None
         # Closed whichever way this ends, so the HTTP response under it is closed at once.
         async with aclosing(
-            self.bound(request).astream(lc_messages(request, self.reasoning_blocks))
+            self.bound(request).astream(self.messages(request))
         ) as stream:
             async for chunk in stream:
                 total = chunk if total is None else total + chunk
@@ -158,5 +195,5 @@ class LangChainChat(AsyncAdapter):
                     yield StreamChunk(chunk.text)
         if total is None:
             raise RuntimeError("the stream gave no chunk")
-        turn = turn_of(total, self.read_reasoning)
+        turn = self.call_reasoning(turn_of(total, self.read_reasoning), total)
         yield StreamChunk("", turn.tool_calls, turn.finish_reason, turn.usage, turn.reasoning)

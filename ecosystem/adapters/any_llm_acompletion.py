@@ -24,7 +24,15 @@ from conformance import (
     openai_chat_wire,
 )
 
-from ._kit import AsyncAdapter, openai_chunks, openai_messages, openai_tools, openai_turn, retry_after
+from ._kit import (
+    AsyncAdapter,
+    openai_chunks,
+    openai_messages,
+    openai_tools,
+    openai_turn,
+    retry_after,
+    sign_calls,
+)
 
 LIBRARY = "any-llm-sdk"
 KIND = "backend"
@@ -97,7 +105,7 @@ class Completion(AsyncAdapter):
         params: Dict[str, Any] = {
             "model": request.model,
             "provider": self.provider,
-            "messages": openai_messages(request),
+            "messages": sign_calls(request, openai_messages(request), "extra_content"),
             "api_base": self.base,
             "api_key": "test",
             "client_args": self.client_args(),

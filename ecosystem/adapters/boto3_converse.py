@@ -153,7 +153,9 @@ class Converse:
         try:
             out = self.client.converse_stream(**self.params(request))
             blocks: Dict[int, Dict[str, Any]] = {}
-            finish, used, stopped = "stop", None, False
+            # The turn ends with messageStop and then metadata (its usage): a stream that ends
+            # without either was cut short, however cleanly it closed.
+            finish, used, stopped, metered = "stop", None, False, False
             for event in out["stream"]:
                 if "contentBlockStart" in event:
                     start = event["contentBlockStart"]
@@ -184,6 +186,7 @@ class Converse:
                     finish = STOP.get(event["messageStop"].get("stopReason", ""), "stop")
                     stopped = True
                 elif "metadata" in event:
+                    metered = True
                     u = event["metadata"].get("usage", {})
                     used = usage(u.get("inputTokens"), u.get("outputTokens"), u.get("totalTokens"))
         except ClientError as exc:
@@ -193,10 +196,10 @@ class Converse:
             if cut is None:
                 raise
             raise cut from exc
-        if not stopped:
+        if not (stopped and metered):
             raise LLMError.from_kind(
                 "server_error",
-                "the stream ended before messageStop",
+                "the stream ended before messageStop and metadata",
                 provider="bedrock-converse",
                 details={"kind": "server_error"},
             )

@@ -21,13 +21,14 @@ from conformance import (
     BackendConformanceTarget,
     ChatRequest,
     ChatResponse,
+    LLMError,
     Reasoning,
     StreamChunk,
     gemini_vertex_wire,
     gemini_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, public_error, response, status_error, usage
+from ._kit import AsyncAdapter, last_chunk, public_error, response, usage
 
 LIBRARY = "google-genai"
 KIND = "backend"
@@ -266,12 +267,13 @@ class Generate(AsyncAdapter):
             if meta and meta.prompt_token_count is not None:
                 used = usage(meta.prompt_token_count, output_tokens(meta), meta.total_token_count)
         if not reason:
-            raise status_error(
-                self.wire,
-                500,
-                {},
-                b'{"error": {"code": 500, "status": "INTERNAL", '
-                b'"message": "stream ended before finishReason"}}',
+            # Cut short, however cleanly the body closed: the provider sent no error and no
+            # status but the 200 it began with, so none is made up.
+            raise LLMError.from_kind(
+                "server_error",
+                "the stream ended before a candidate with finishReason: the turn was cut short",
+                provider=self.wire,
+                details={"kind": "server_error"},
             )
         last = last_chunk(FINISH.get(reason, "stop"), [c[:3] for c in calls], used, merged(reasoning))
         turn = self.signed(ChatResponse("", last.finish_reason or "stop", last.tool_calls, used), calls)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from langchain_google_genai import ChatGoogleGenerativeAI
 
-from conformance import BackendConformanceTarget, gemini_wire
+from conformance import BackendConformanceTarget, ChatResponse, gemini_wire
 
+from ._kit import with_signatures
 from ._langchain import LangChainChat
 from .google_genai_sdk import Generate
 
@@ -31,6 +32,25 @@ class Chat(LangChainChat):
         while cause is not None and type(cause).__module__.startswith("langchain"):
             cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
         return Generate.error(self, cause) if cause is not None else None  # type: ignore[arg-type]
+
+
+    #: Where ChatGoogleGenerativeAI keeps each functionCall part's thought signature: a map from
+    #: the call's id to the signature (base64) in the message's additional_kwargs, which it
+    #: reads back from there when the turn is sent again.
+    SIGNATURES = "__gemini_function_call_thought_signatures__"
+
+    def call_reasoning(self, turn: ChatResponse, message: Any) -> ChatResponse:
+        kept = (message.additional_kwargs or {}).get(self.SIGNATURES) or {}
+        return with_signatures(turn, {str(k): str(v) for k, v in kept.items() if v})
+
+    def extra_kwargs(self, message: Any) -> Dict[str, Any]:
+        kept = {
+            c.id: r.signature
+            for c in message.tool_calls
+            for r in c.reasoning
+            if r.kind == "thought_signature" and r.signature
+        }
+        return {self.SIGNATURES: kept} if kept else {}
 
 
 #: What this adapter leaves out, and why: a gap of the adapter, not a verdict on the library.

@@ -41,7 +41,9 @@ from ._kit import (  # noqa: E402
     openai_tools,
     openai_turn,
     public_error,
+    sign_calls,
     stream_error,  # noqa: E402
+    transport_error,
 )
 from ._kit import retry_after as seconds  # noqa: E402
 
@@ -77,11 +79,18 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     """LiteLLM's exception as the contract's error: its class, status and the headers it kept."""
     if isinstance(exc, litellm.exceptions.MidStreamFallbackError) and exc.original_exception is not None:
         # Raised for a failure inside a stream, around the provider's own exception.
-        exc = exc.original_exception
-        body = getattr(exc, "body", None)
-        if kind_of(exc) is None and isinstance(body, dict):  # the provider SDK's own mid-stream error
+        original = exc.original_exception
+        body = getattr(original, "body", None)
+        if kind_of(original) is None and isinstance(body, dict):  # the provider SDK's own mid-stream error
             inner = body.get("error", body) if isinstance(body.get("error"), dict) else body
             return public_error(wire, status=None, headers={}, body=inner)
+        cut = transport_error(original, wire) if kind_of(original) is None else None
+        if cut is not None:
+            # A connection error (LiteLLM's APIConnectionError, as for a stream cut or ended
+            # before its finish reason): retryable, with the status its user reads on it.
+            cut.status = getattr(exc, "status_code", None)
+            return cut
+        exc = original
     kind = kind_of(exc)
     if kind is None:
         return None
@@ -214,7 +223,9 @@ class Completion(AsyncAdapter):
     def params(self, request: ChatRequest) -> Dict[str, Any]:
         params: Dict[str, Any] = {
             "model": f"{self.prefix}/{request.model}",
-            "messages": with_thoughts(request, openai_messages(request)),
+            "messages": sign_calls(
+                request, with_thoughts(request, openai_messages(request)), "provider_specific_fields"
+            ),
             "api_base": self.base,
             "api_key": "test",
             "num_retries": 0,

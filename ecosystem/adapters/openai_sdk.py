@@ -85,7 +85,7 @@ class Chat(AsyncAdapter):
             **self.params(request), stream=True, stream_options={"include_usage": True}
         )
         async with stream:
-            async for chunk in openai_chunks(stream):
+            async for chunk in openai_chunks(stream, wire=self.wire):
                 yield chunk
 
 
