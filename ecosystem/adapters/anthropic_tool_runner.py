@@ -66,6 +66,10 @@ class ToolRunnerLoop:
             "tools": [make(spec) for spec in task.tools],
             "max_iterations": task.max_requests,
             "thread": False,
+            # Fine-grained tool streaming, through the SDK's own beta list: the only mode in
+            # which the API streams a tool's input unvalidated, so the corrupt-arguments
+            # stage plays (and judges the runner) only to a request that turns it on.
+            "betas": ["fine-grained-tool-streaming-2025-05-14"],
         }
         choice = task.tool_choice
         if choice is not None:
