@@ -244,7 +244,9 @@ class RequestConditionTests(unittest.TestCase):
                 response = await super().chat(chat)
                 if not response.tool_calls:
                     return response
-                edited = tuple(dataclasses.replace(r, signature=r.signature[::-1]) for r in response.reasoning)
+                edited = tuple(
+                    dataclasses.replace(r, signature=r.signature[::-1]) for r in response.reasoning
+                )
                 return dataclasses.replace(response, reasoning=edited)
 
         with self.assertRaises(AssertionError) as caught:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -288,9 +290,34 @@ class RunnerTest(unittest.TestCase):
 
 
 def _site_packages() -> Optional[Path]:
-    """The ecosystem environment's site-packages, where the pinned libraries are installed."""
-    found = sorted((runner.ROOT / ".venv-ecosystem" / "lib").glob("python3*/site-packages"))
+    """The ecosystem environment's site-packages, where the pinned libraries are installed
+    (``CONFORMANCE_ECOSYSTEM_VENV``, as dev.py names it, or ``.venv-ecosystem``)."""
+    env = Path(os.environ.get("CONFORMANCE_ECOSYSTEM_VENV") or runner.ROOT / ".venv-ecosystem")
+    found = sorted((env / "lib").glob("python3*/site-packages"))
     return found[-1] if found else None
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _installed(site: Path) -> Dict[str, str]:
+    """Each distribution installed in ``site``, by canonical name: its version."""
+    found = {}
+    for info in site.glob("*.dist-info"):
+        name, _, version = info.name[: -len(".dist-info")].partition("-")
+        found[_canonical(name)] = version
+    return found
+
+
+def _pins() -> Dict[str, str]:
+    """Each library ecosystem/requirements.txt pins, by canonical name: its version."""
+    pins = {}
+    for line in (runner.HERE / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        found = re.match(r"^([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?==(\S+)", line.strip())
+        if found:
+            pins[_canonical(found.group(1))] = found.group(2)
+    return pins
 
 
 class PublicErrorTest(unittest.TestCase):
@@ -307,7 +334,8 @@ class PublicErrorTest(unittest.TestCase):
         limited = LLMError.from_kind("rate_limit", "RateLimitError")
         stood = public_error("openai-chat", status=429, headers={}, body=quota, signalled=limited)
         self.assertIs(stood, limited)
-        self.assertIs(public_error("openai-chat", status=500, headers={}, body=None, signalled=limited), limited)
+        read = public_error("openai-chat", status=500, headers={}, body=None, signalled=limited)
+        self.assertIs(read, limited)
 
 
 class StreamEndTest(unittest.TestCase):
@@ -347,20 +375,21 @@ class StreamEndTest(unittest.TestCase):
         return asyncio.run(collect())
 
     def test_a_stream_without_a_finish_reason_is_a_cut(self) -> None:
-        """A careful backend on the SDK raises retryably; a normalizing library's end goes on with no finish."""
+        """A careful backend on the SDK raises retryably; a normalizing library's end goes on unfinished."""
         from conformance import LLMError
 
         with self.assertRaises(LLMError) as raised:
             self._run(self._stream(self._chunk("It is 1")), "backend")
         self.assertTrue(raised.exception.retryable)
         self.assertIsNone(raised.exception.status)
-        got = self._run(self._stream(self._chunk("It is 1"), self._chunk(calls=[self._call(None)])), "as-given")
+        stream = self._stream(self._chunk("It is 1"), self._chunk(calls=[self._call(None)]))
+        got = self._run(stream, "as-given")
         self.assertEqual([c.finish_reason for c in got], [None, None])
         self.assertEqual(got[-1].tool_calls[0].name, "get_weather")
 
     def test_a_finished_stream_keeps_its_reason_and_each_calls_signature(self) -> None:
-        got = self._run(self._stream(self._chunk(calls=[self._call("c2ln")]), self._chunk(finish="tool_calls")),
-                        "as-given")
+        stream = self._stream(self._chunk(calls=[self._call("c2ln")]), self._chunk(finish="tool_calls"))
+        got = self._run(stream, "as-given")
         self.assertEqual(got[-1].finish_reason, "tool_calls")
         self.assertEqual([r.signature for r in got[-1].tool_calls[0].reasoning], ["c2ln"])
 
@@ -371,10 +400,17 @@ class CodeLineTest(unittest.TestCase):
         site = _site_packages()
         if site is None:
             self.skipTest("no .venv-ecosystem here: run python3 dev.py ecosystem --help to build it")
+        installed, pins = _installed(site), _pins()
         for bug in table.load_classifications(runner.CLASSIFICATIONS):
             if bug.kind != "library-bug":
                 continue
             with self.subTest(bug=bug.id):
+                library = _canonical(bug.library)
+                if library not in installed:
+                    # `dev.py ecosystem --only` (CI's check) installs only its adapters' libraries.
+                    self.skipTest(f"{bug.library} is not in this ecosystem environment")
+                self.assertEqual(installed[library], pins.get(library, installed[library]),
+                                 f"{bug.library}: the environment holds another release than the pin")
                 path = site / bug.code_file
                 self.assertTrue(path.is_file(), f"{bug.id}: {bug.code_file} is not installed")
                 text = path.read_text(encoding="utf-8")

@@ -14,8 +14,8 @@ from typing import Tuple
 
 from conformance.errors import ProviderInputError
 from conformance.gate.cases import AgentLoopCase
-from conformance.gate.loop import AgentLoopTarget
 from conformance.gate.faults import RATE_LIMIT_RETRY_AFTER
+from conformance.gate.loop import AgentLoopTarget
 from conformance.provider import DropReply, start_fake_provider
 from conformance.provider.replies import JsonReply, RecordedRequest
 from conformance.wires import WIRES

@@ -38,8 +38,17 @@ from unittest import mock
 
 from conformance._loops import kept_loops
 from conformance.gate import _invariants as invariants
-from conformance.gate._invariants import INVARIANTS, LoopProblem
-from conformance.gate._invariants import abort, budget, ending, executions, reasoning, recovery, results
+from conformance.gate._invariants import (
+    INVARIANTS,
+    LoopProblem,
+    abort,
+    budget,
+    ending,
+    executions,
+    reasoning,
+    recovery,
+    results,
+)
 from conformance.gate.cases import AgentLoopCase, agent_loop_cases
 from conformance.gate.loop import AgentLoopTarget
 from conformance.gate.stages import LOOP_MODES, STAGES

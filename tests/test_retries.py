@@ -79,11 +79,13 @@ class RetryingBackendTests(unittest.TestCase):
         """The last failure is raised once the attempts run out, or where the provider asks too long."""
         backend = _Failing([_error("overloaded", True)] * 5)
         with self.assertRaises(LLMError):
-            asyncio.run(RetryingBackend(backend, attempts=2, backoff=0.01).chat(ChatRequest(model="m", messages=())))
+            retrying = RetryingBackend(backend, attempts=2, backoff=0.01)
+            asyncio.run(retrying.chat(ChatRequest(model="m", messages=())))
         self.assertEqual(backend.calls, 2)
         slow = _Failing([_error("rate_limit", True, 60.0)])
         with self.assertRaises(LLMError):
-            asyncio.run(RetryingBackend(slow, backoff=0.01, longest=1.0).chat(ChatRequest(model="m", messages=())))
+            retrying = RetryingBackend(slow, backoff=0.01, longest=1.0)
+            asyncio.run(retrying.chat(ChatRequest(model="m", messages=())))
         self.assertEqual(slow.calls, 1)
 
     def test_a_stream_is_retried_only_while_it_has_yielded_nothing(self) -> None:
@@ -169,7 +171,9 @@ class ReferenceWithRetriesTests(unittest.TestCase):
         ]
         with kept_loops(), ThreadPoolExecutor(max_workers=4) as pool:
             results = list(pool.map(_run, cases))
-        failed = [f"{name}: {status}\n{detail}" for name, status, detail in results if status in ("FAIL", "ERROR")]
+        failed = [
+            f"{name}: {status}\n{detail}" for name, status, detail in results if status in ("FAIL", "ERROR")
+        ]
         self.assertEqual(failed, [], "\n".join(failed))
         played = {name for name, status, _ in results if status == "pass"}
         self.assertTrue(any("rate-limit/stream" in name for name in played))

@@ -15,7 +15,8 @@ cancellation, the connection closed, the backend closed); a reply's text, finish
 reason and usage (:mod:`.replies`); tool calls and unparsed arguments
 (:mod:`.tool_calls`); reasoning (:mod:`.reasoning`); errors and their retry delay
 (:mod:`.failures`); a stream cut or damaged (:mod:`.cut`); the requests
-(:mod:`.requests`); a target's retry layer, from the request log (:mod:`.retries`). A new check goes into its family's module and ``ROWS``, and its
+(:mod:`.requests`); a target's retry layer, from the request log (:mod:`.retries`).
+A new check goes into its family's module and ``ROWS``, and its
 id into :data:`_ORDER`, where it takes its place among the problems a message lists.
 """
 

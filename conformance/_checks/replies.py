@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import ERROR_KINDS
-from ..fixture import CONFORMANCE_FIXTURE as FX
 from ._seen import REPLY_SCENARIOS, Check, Seen, describe, value_of
 from .reasoning import reasoning_mixed_in, without_reasoning
 from .tool_calls import TOOL_TURNS

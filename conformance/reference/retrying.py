@@ -25,9 +25,13 @@ class RetryingBackend:
     ``longest`` is the longest single wait it takes: a failure asking for more is raised.
     """
 
-    def __init__(self, backend: Any, *, attempts: int = 4, backoff: float = 0.05, longest: float = 2.0) -> None:
+    def __init__(
+        self, backend: Any, *, attempts: int = 4, backoff: float = 0.05, longest: float = 2.0
+    ) -> None:
         if attempts < 1 or backoff <= 0 or longest < backoff:
-            raise ValueError(f"attempts >= 1 and 0 < backoff <= longest, got {attempts}, {backoff}, {longest}")
+            raise ValueError(
+                f"attempts >= 1 and 0 < backoff <= longest, got {attempts}, {backoff}, {longest}"
+            )
         self.backend = backend
         self.attempts = attempts
         self.backoff = backoff

@@ -42,7 +42,6 @@ from ._kit import (  # noqa: E402
     openai_turn,
     public_error,
     sign_calls,
-    stream_error,  # noqa: E402
     transport_error,
 )
 from ._kit import retry_after as seconds  # noqa: E402

@@ -563,7 +563,15 @@ class AsyncAnthropicRetryingBackend(AsyncAnthropicBackend):
 SDK_RETRIES_QUOTA = "anthropic-sdk-python's default retries send a spend cap's 429 again (asserted below)"
 
 #: The cases a retry layer changes; the others are run without retries by the suites above.
-RETRY_SCENARIOS = ("rate-limit", "overloaded", "server-error", "stream-cut", "quota", "auth", "context-overflow")
+RETRY_SCENARIOS = (
+    "rate-limit",
+    "overloaded",
+    "server-error",
+    "stream-cut",
+    "quota",
+    "auth",
+    "context-overflow",
+)
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
@@ -574,7 +582,11 @@ class AnthropicAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCase
     headers = HEADERS
     retries = True
     skip = {
-        **{name: "run without retries by the suites above" for name in SCENARIOS if name not in RETRY_SCENARIOS},
+        **{
+            name: "run without retries by the suites above"
+            for name in SCENARIOS
+            if name not in RETRY_SCENARIOS
+        },
         "quota": SDK_RETRIES_QUOTA,
     }
 
@@ -582,13 +594,14 @@ class AnthropicAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCase
         return AsyncAnthropicRetryingBackend(url, self.headers, http2=self.http2)
 
     def test_its_retries_of_a_spend_cap_are_caught(self) -> None:
-        """The SDK's default retries send a 429 naming enforced_spend_limit_reached again: retry-permanent names it."""
+        """The SDK's default retries send a spend-cap 429 again: retry-permanent names it."""
         from conformance.cases import ConformanceCase
 
         others = {f"quota:{v.name}": "another shape" for v in anthropic_wire.variants("quota", "chat")}
         others.pop("quota:tier-cap-429")
         target = dataclasses.replace(self.conformance_target(), skip=others)
-        with self.assertRaisesRegex(AssertionError, r"\[tier-cap-429\] expected one request .*\[retry-permanent\]"):
+        expected = r"\[tier-cap-429\] expected one request .*\[retry-permanent\]"
+        with self.assertRaisesRegex(AssertionError, expected):
             ConformanceCase(target, "quota", "chat").run()
 
 

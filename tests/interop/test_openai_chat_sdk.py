@@ -55,7 +55,15 @@ class OpenAIChatAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
 
 #: The cases a retry layer changes; the others are run without retries by the suites above.
-RETRY_SCENARIOS = ("rate-limit", "overloaded", "server-error", "stream-cut", "quota", "auth", "context-overflow")
+RETRY_SCENARIOS = (
+    "rate-limit",
+    "overloaded",
+    "server-error",
+    "stream-cut",
+    "quota",
+    "auth",
+    "context-overflow",
+)
 #: openai-python retries every 429, an exhausted quota's too (``insufficient_quota``): its
 #: default retries fail the quota case, which the test below holds it to.
 SDK_RETRIES_QUOTA = "openai-python's default retries send a 429 insufficient_quota again (asserted below)"
@@ -69,7 +77,11 @@ class OpenAIChatAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCas
     headers = {"x-gateway-key": "test"}
     retries = True
     skip = {
-        **{name: "run without retries by the suites above" for name in SCENARIOS if name not in RETRY_SCENARIOS},
+        **{
+            name: "run without retries by the suites above"
+            for name in SCENARIOS
+            if name not in RETRY_SCENARIOS
+        },
         "quota": SDK_RETRIES_QUOTA,
         **DONE_UNSEEN,
     }
