@@ -34,7 +34,7 @@ class ParallelRunTests(unittest.TestCase):
         modules += [f"tests.interop.{p.stem}" for p in (ROOT / "tests" / "interop").glob("test_*.py")]
         self.assertIn("tests.interop.test_anthropic_sdk", modules)
         table = json.loads((ROOT / "tests" / "weights.json").read_text(encoding="utf-8"))["default"]
-        parts = dev.groups(3, table=table)
+        parts = dev.groups(3, table=table, run="default")
         members = [m for part in parts for m in part]
         self.assertEqual(sorted(members), sorted(modules))
         dealt = [part for part in parts if all(m in table for m in part)]
@@ -51,7 +51,7 @@ class ParallelRunTests(unittest.TestCase):
             with self.subTest(run=run):
                 self.assertEqual(sorted(set(dev.test_modules()) - set(table)), [], "modules with no weight")
                 self.assertEqual(sorted(set(table) - set(dev.test_modules())), [], "weights of no module")
-                self.assertEqual(len(dev.groups(dev.PROCESSES, table=table)), dev.PROCESSES)
+                self.assertEqual(len(dev.groups(dev.PROCESSES, table=table, run=run)), dev.PROCESSES)
 
     def test_the_last_runs_times_replace_the_seed(self) -> None:
         """A module's time in the environment's last run of its mode is its weight; the seed, the rest."""
