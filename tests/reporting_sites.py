@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 from unittest import mock
 
 
@@ -63,7 +63,45 @@ def find_sites(modules: Sequence[ModuleType], problem: str) -> List[Site]:
     return sorted(kept.values(), key=lambda s: (s.module, s.first))
 
 
-class SiteWatch:
+class _Switches:
+    """Which sites are taken out, and which reported, each thread's own, so that cases may
+    run side by side: the part both kinds of site finder share."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _out(self) -> FrozenSet[str]:
+        out: FrozenSet[str] = getattr(self._local, "out", frozenset())
+        return out
+
+    def _note(self, names: Iterable[str]) -> None:
+        """Note ``names`` as seen, where this thread is recording."""
+        seen: Optional[Set[str]] = getattr(self._local, "seen", None)
+        if seen is not None:
+            seen.update(names)
+
+    @contextlib.contextmanager
+    def without(self, *names: str) -> Iterator[None]:
+        """Within the block, in this thread, the sites ``names`` report nothing."""
+        old = self._out()
+        self._local.out = frozenset(names) | old
+        try:
+            yield
+        finally:
+            self._local.out = old
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Set[str]]:
+        """The sites that reported in this thread within the block."""
+        seen: Set[str] = set()
+        self._local.seen = seen
+        try:
+            yield seen
+        finally:
+            self._local.seen = None
+
+
+class SiteWatch(_Switches):
     """Marks each problem a check builds with its site, and drops those of the sites taken out.
 
     ``modules`` are the check modules (each imports the problem class by name);
@@ -72,13 +110,13 @@ class SiteWatch:
     """
 
     def __init__(self, modules: Sequence[ModuleType], problem_class: type) -> None:
+        super().__init__()
         self.modules = list(modules)
         self.problem_class = problem_class
         self.sites = find_sites(self.modules, problem_class.__name__)
         self._by_module: Dict[str, List[Site]] = {}
         for site in self.sites:
             self._by_module.setdefault(site.module, []).append(site)
-        self._local = threading.local()
 
     def site_of(self, module: str, line: int) -> Optional[Site]:
         for site in self._by_module.get(module, ()):
@@ -107,33 +145,12 @@ class SiteWatch:
                 stack.enter_context(mock.patch.object(module, self.problem_class.__name__, factory))
             yield
 
-    @contextlib.contextmanager
-    def without(self, *names: str) -> Iterator[None]:
-        """Within the block, in this thread, the problems of the sites ``names`` are dropped."""
-        old: FrozenSet[str] = getattr(self._local, "out", frozenset())
-        self._local.out = frozenset(names) | old
-        try:
-            yield
-        finally:
-            self._local.out = old
-
     def keep(self, problems: List[Any]) -> List[Any]:
         """``problems`` without those of the sites taken out in this thread; the rest noted as seen."""
-        out: FrozenSet[str] = getattr(self._local, "out", frozenset())
+        out = self._out()
         kept = [p for p in problems if getattr(p, "site", None) not in out]
-        seen: Set[str] = getattr(self._local, "seen", set())
-        seen.update(str(getattr(p, "site", "")) for p in kept)
+        self._note(str(getattr(p, "site", "")) for p in kept)
         return kept
-
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[Set[str]]:
-        """The sites whose problems were kept in this thread within the block."""
-        seen: Set[str] = set()
-        self._local.seen = seen
-        try:
-            yield seen
-        finally:
-            self._local.seen = set()
 
 
 def _is_text(node: ast.expr) -> bool:
@@ -210,7 +227,7 @@ class _Planting(ast.NodeTransformer):
         return node
 
 
-class CheckSites:
+class CheckSites(_Switches):
     """The reporting sites of check modules whose checks return their problems as words.
 
     Each site (a ``return [...]`` of words, or ``problems.append(words)``) is found in the
@@ -229,10 +246,10 @@ class CheckSites:
         rows: str = "ROWS",
         helpers: Sequence[str] = (),
     ) -> None:
+        super().__init__()
         self.modules = list(modules)
         self.table = table
         self.rows = rows
-        self._local = threading.local()
         self.sites: List[Site] = []
         self._planted: List[Dict[str, Any]] = []
         for module in self.modules:
@@ -247,11 +264,9 @@ class CheckSites:
             self.sites += [Site(name, module.__name__, first, last) for name, first, last in planting.sites]
 
     def _site(self, name: str, problems: List[str]) -> List[str]:
-        if not problems or name in getattr(self._local, "out", frozenset()):
+        if not problems or name in self._out():
             return [] if problems else problems
-        seen: Optional[Set[str]] = getattr(self._local, "seen", None)
-        if seen is not None:
-            seen.add(name)
+        self._note((name,))
         return problems
 
     @contextlib.contextmanager
@@ -263,22 +278,3 @@ class CheckSites:
         with mock.patch.dict(self.table, {k: planted[k] for k in self.table if k in planted}):
             yield
 
-    @contextlib.contextmanager
-    def without(self, *names: str) -> Iterator[None]:
-        """Within the block, in this thread, the sites ``names`` report nothing."""
-        old: FrozenSet[str] = getattr(self._local, "out", frozenset())
-        self._local.out = frozenset(names) | old
-        try:
-            yield
-        finally:
-            self._local.out = old
-
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[Set[str]]:
-        """The sites that reported in this thread within the block."""
-        seen: Set[str] = set()
-        self._local.seen = seen
-        try:
-            yield seen
-        finally:
-            self._local.seen = None
