@@ -19,6 +19,7 @@ import json
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from conformance import (
+    ERROR_KINDS,
     ChatRequest,
     ChatResponse,
     LLMError,
@@ -49,11 +50,32 @@ __all__ = [
     "call_signature",
     "with_signatures",
     "public_error",
+    "class_error",
     "READINGS",
     "status_error",
     "stream_error",
     "transport_error",
 ]
+
+def class_error(
+    wire: str, kind: str, message: str, status: Optional[int], retry_after: Optional[float] = None
+) -> LLMError:
+    """The error a library's exception class names: the contract's ``kind`` where it is one of
+    ERROR_KINDS, else a non-retryable error under the library's own kind name."""
+    if kind in ERROR_KINDS:
+        return LLMError.from_kind(
+            kind, message, retry_after=retry_after, status=status, provider=wire, details={"kind": kind}
+        )
+    return LLMError(
+        message,
+        code="LLM_INVALID_REQUEST",
+        kind=kind,
+        retryable=False,
+        status=status,
+        provider=wire,
+        details={"kind": kind},
+    )
+
 
 def status_error(wire: str, status: int, headers: Mapping[str, str], raw: bytes) -> LLMError:
     """The contract's error for a failure status, as the kit reads the provider's reply."""

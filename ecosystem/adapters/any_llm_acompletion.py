@@ -12,11 +12,9 @@ import any_llm
 from any_llm import exceptions as errors
 
 from conformance import (
-    ERROR_KINDS,
     BackendConformanceTarget,
     ChatRequest,
     ChatResponse,
-    LLMError,
     StreamChunk,
     anthropic_wire,
     gemini_wire,
@@ -26,6 +24,7 @@ from conformance import (
 
 from ._kit import (
     AsyncAdapter,
+    class_error,
     openai_chunks,
     openai_messages,
     openai_tools,
@@ -64,20 +63,7 @@ def any_llm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     status = getattr(exc, "status_code", None) or getattr(original, "status_code", None)
     headers = {str(k).lower(): str(v) for k, v in (getattr(response, "headers", None) or {}).items()}
     seconds = retry_after(headers) if kind == "rate_limit" else None
-    message = str(exc)
-    if kind in ERROR_KINDS:
-        return LLMError.from_kind(
-            kind, message, retry_after=seconds, status=status, provider=wire, details={"kind": kind}
-        )
-    return LLMError(
-        message,
-        code="LLM_INVALID_REQUEST",
-        kind=kind,
-        retryable=False,
-        status=status,
-        provider=wire,
-        details={"kind": kind},
-    )
+    return class_error(wire, kind, str(exc), status, seconds)
 
 
 def sdk_error(wire: str, exc: BaseException) -> Optional[BaseException]:

@@ -20,11 +20,9 @@ from typing import Any, AsyncIterator, Dict, List, Optional  # noqa: E402
 import litellm  # noqa: E402
 
 from conformance import (  # noqa: E402
-    ERROR_KINDS,
     BackendConformanceTarget,
     ChatRequest,
     ChatResponse,
-    LLMError,
     Reasoning,
     StreamChunk,
     anthropic_wire,
@@ -36,6 +34,7 @@ from conformance import (  # noqa: E402
 from ._kit import (  # noqa: E402
     AsyncAdapter,
     Thoughts,
+    class_error,
     openai_chunks,
     openai_messages,
     openai_tools,
@@ -100,21 +99,7 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
     retry_after = None
     if kind == "rate_limit":
         retry_after = seconds(headers)
-    message = str(getattr(exc, "message", exc))
-    if kind in ERROR_KINDS:
-        signalled = LLMError.from_kind(
-            kind, message, retry_after=retry_after, status=status, provider=wire, details={"kind": kind}
-        )
-    else:
-        signalled = LLMError(
-            message,
-            code="LLM_INVALID_REQUEST",
-            kind=kind,
-            retryable=False,
-            status=status,
-            provider=wire,
-            details={"kind": kind},
-        )
+    signalled = class_error(wire, kind, str(getattr(exc, "message", exc)), status, retry_after)
     # Read whole, as every row's exception is: the provider's status (LiteLLM keeps it apart
     # from its own in provider_status_code), the headers it kept, and the body it carries.
     provider_status = getattr(exc, "provider_status_code", None) or status
