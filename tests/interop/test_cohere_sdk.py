@@ -84,8 +84,15 @@ SPLIT_CHARACTER_BREAK = (
     "EventSource.iter_sse: chunk.decode(charset, errors='replace')): a character cut between chunks "
     "becomes U+FFFD; see CohereSyncStreamKnownBreak"
 )
-#: The stream cases whose text has a character the wire cuts between chunks.
-SPLIT_CHARACTER_CASES = ("text/stream", "reasoning/stream", "stream-error/stream", "tool-result/stream")
+#: The stream cases whose text has a character the wire cuts between chunks (a cut's
+#: text before the error is judged too, so stream-cut shows the break as well).
+SPLIT_CHARACTER_CASES = (
+    "text/stream",
+    "reasoning/stream",
+    "stream-error/stream",
+    "stream-cut/stream",
+    "tool-result/stream",
+)
 SYNC_SKIPS: Mapping[str, str] = (
     {case: SPLIT_CHARACTER_BREAK for case in SPLIT_CHARACTER_CASES}
     if HAVE_COHERE and _cohere_version() < (7, 0)
