@@ -234,7 +234,7 @@ _RUNS_ON = {
         "gate._loop_driver", "gate._invariants", "gate._conversation", "gate._fault_replies", "gate._usage",
         "gate.reference_loop", "gate.sandbox", "gate.tools", "wires._tool_results",
     ),
-    "h2c": ("provider._http2", "provider._h2_reply"),
+    "h2c": ("provider._http2", "provider._h2_reply", "reference._h2c"),
 }
 
 

@@ -1,229 +1,28 @@
 """A minimal async HTTP client for the reference backends: HTTP/1.1 and h2c.
 
-Strategy: one connection per request, no pooling. A single :class:`asyncio.Protocol`
-(``_Connection``) owns the socket, a receive buffer and one waiter; every wait in
-the client goes through ``_Connection.wait()``, so the three things that may end a
-wait early are handled in one place:
-
-- the caller's :class:`~conformance.contract.AbortSignal` fires (from any thread):
-  the connection is closed at once (``transport.abort()`` over HTTP/1.1; over h2 a
-  RST_STREAM(CANCEL) is written first) and ``signal.reason``, that very object, is
-  raised from the pending call;
-- the awaiting task is cancelled: the connection is closed and ``CancelledError``
-  propagates unchanged;
-- no byte arrives for ``timeout`` seconds: :class:`TransportError`.
+Strategy: one connection per request, no pooling, over :mod:`._connection`'s
+``_Connection``, the one place that waits (and so the one place an abort, a
+cancellation or a timeout ends a wait).
 
 The two protocols are small exchanges over that connection: ``_H1Exchange`` parses
 the status line, headers and the body framing (Content-Length, chunked, or until
-close); ``_H2Exchange`` drives the ``h2`` state machine (imported only when h2c is
-asked for) for one stream, acknowledging received data so flow control never
-stalls. :func:`request` returns as soon as the headers arrived; the body is read
+close); ``H2Exchange`` (:mod:`._h2c`, imported only when h2c is asked for) speaks
+HTTP/2 for one stream, framed by hand, granting received data back so flow control
+never stalls. :func:`request` returns as soon as the headers arrived; the body is read
 lazily through :class:`Response`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Callable, Optional
+from typing import Callable, Optional, Protocol
 from urllib.parse import urlsplit
 
 from ..contract import AbortSignal
+from ._connection import _OWN_HEADERS, MAX_HEADER_BYTES, MAX_LINE_BYTES, TransportError, _Connection
 
 __all__ = ["Response", "TransportError", "request"]
-
-#: The most header bytes a response may send before its body.
-MAX_HEADER_BYTES = 64 * 1024
-#: The most bytes of a chunk-size line or a trailer line.
-MAX_LINE_BYTES = 8 * 1024
-#: Bytes read from the socket per h2 event batch are whatever arrived; this bounds
-#: how much response data may sit unread before the window is re-opened anyway.
-READ_CHUNK = 64 * 1024
-
-# Headers that belong to one HTTP/1.1 connection and are forbidden in h2 (RFC 9113 8.2.2).
-_CONNECTION_HEADERS = frozenset(
-    {"connection", "host", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"}
-)
-# Headers this client writes itself; a caller's copy would be a duplicate.
-_OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-
-
-class TransportError(ConnectionError):
-    """The connection failed: refused, cut by the server mid-body, reset, or timed out."""
-
-
-# --- the connection ----------------------------------------------------------------------------
-
-
-class _Connection(asyncio.Protocol):
-    """The socket, what it received, and the one place that waits for it."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, authority: str, timeout: float) -> None:
-        self.loop = loop
-        self.authority = authority
-        self.timeout = timeout
-        self.transport: Optional[asyncio.Transport] = None
-        self.buffer = bytearray()
-        self.eof = False  # the peer closed, or the connection was lost
-        self.lost_error: Optional[BaseException] = None
-        self.abort_reason: Optional[BaseException] = None
-        self.closed = False  # closed by this side
-        self.finished = False  # the exchange is over; aborts no longer matter
-        #: Bytes to send just before closing early (h2: RST_STREAM CANCEL).
-        self.farewell: Callable[[], bytes] = lambda: b""
-        self._waiter: Optional[asyncio.Future[bool]] = None
-        self._connecting: Optional[asyncio.Future[Any]] = None
-
-    # asyncio.Protocol
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        if self.closed:  # aborted while the connect completed
-            transport.abort()
-            return
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            # Small request writes and streamed reads must not wait on Nagle.
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        self._wake()
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        self._wake()
-        return False  # let the transport close itself
-
-    def connection_lost(self, exc: Optional[Exception]) -> None:
-        self.eof = True
-        self.lost_error = exc
-        self._wake()
-
-    # waiting
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(True)
-
-    def _time_out(self, waiter: asyncio.Future[bool]) -> None:
-        if not waiter.done():
-            waiter.set_result(False)
-
-    def check(self) -> None:
-        """Raise the abort reason, or an error if this side already closed."""
-        if self.abort_reason is not None:
-            raise self.abort_reason
-        if self.closed:
-            raise TransportError(f"the connection to {self.authority} was closed by the client")
-
-    async def wait(self, what: str) -> None:
-        """Wait until something happens on the connection; call only with nothing to do."""
-        self.check()
-        waiter: asyncio.Future[bool] = self.loop.create_future()
-        self._waiter = waiter
-        timer = self.loop.call_later(self.timeout, self._time_out, waiter)
-        try:
-            happened = await waiter
-        except asyncio.CancelledError:
-            self.close_now()
-            raise
-        finally:
-            timer.cancel()
-            self._waiter = None
-        self.check()
-        if not happened:
-            self.close_now()
-            raise TransportError(
-                f"no data from {self.authority} for {self.timeout:g} s (the timeout) while {what}"
-            )
-
-    async def connect(self, host: str, port: int) -> None:
-        """Open the TCP connection, abortable and bounded by the timeout."""
-        connecting = asyncio.ensure_future(self.loop.create_connection(lambda: self, host, port))
-        self._connecting = connecting
-        connecting.add_done_callback(self._connected)
-        try:
-            while not connecting.done():
-                await self.wait(f"connecting to {self.authority}")
-        except BaseException:
-            connecting.cancel()
-            raise
-        finally:
-            self._connecting = None
-        try:
-            connecting.result()
-        except OSError as exc:
-            raise TransportError(f"cannot connect to {self.authority}: {exc}") from exc
-
-    def _connected(self, connecting: asyncio.Future[Any]) -> None:
-        # Retrieve the outcome even when nobody awaits it any more (after an abort),
-        # so asyncio never logs "exception was never retrieved".
-        if not connecting.cancelled():
-            connecting.exception()
-        self._wake()
-
-    # closing
-
-    def on_abort(self, reason: BaseException) -> None:
-        """The signal fired: remember why and close now; runs on the loop."""
-        if self.finished or self.abort_reason is not None:
-            return
-        self.abort_reason = reason
-        self.close_now()
-        self._wake()
-
-    def close_now(self) -> None:
-        """Close the connection at once, without waiting for the peer."""
-        if self.closed:
-            return
-        self.closed = True
-        if self._connecting is not None:
-            self._connecting.cancel()
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            return
-        farewell = b""
-        try:
-            farewell = self.farewell()
-        except Exception:  # a protocol that cannot say goodbye still gets closed
-            farewell = b""
-        if farewell:
-            transport.write(farewell)
-        if farewell and transport.get_write_buffer_size() == 0:
-            transport.close()  # nothing is buffered, so this closes at once too
-        else:
-            transport.abort()
-
-    def close_quietly(self) -> None:
-        """Close after a complete exchange."""
-        self.closed = True
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-    def write(self, data: bytes) -> None:
-        self.check()
-        assert self.transport is not None
-        self.transport.write(data)
-
-    def take(self, size: Optional[int] = None) -> bytes:
-        """Remove and return up to ``size`` buffered bytes (all by default)."""
-        if size is None or size >= len(self.buffer):
-            data = bytes(self.buffer)
-            self.buffer.clear()
-        else:
-            data = bytes(self.buffer[:size])
-            del self.buffer[:size]
-        return data
-
-    def cut_error(self, what: str) -> TransportError:
-        """The error for a connection the server closed before ``what`` was complete."""
-        how = f" ({self.lost_error})" if self.lost_error is not None else ""
-        return TransportError(f"{self.authority} closed the connection {what}{how}")
-
 
 # --- HTTP/1.1 ------------------------------------------------------------------------------------
 
@@ -383,177 +182,22 @@ class _H1Exchange:
         return self.done
 
 
-# --- h2c -------------------------------------------------------------------------------------------
+# --- what an exchange offers --------------------------------------------------------------------
 
 
-class _H2Exchange:
-    """One stream over a fresh h2c connection (prior knowledge)."""
+class _Exchange(Protocol):
+    """One request and response over a connection: ``_H1Exchange`` or ``_h2c.H2Exchange``."""
 
-    http_version = "HTTP/2"
+    http_version: str
 
-    def __init__(self, conn: _Connection) -> None:
-        import h2.config
-        import h2.connection
+    async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> None: ...
 
-        self.conn = conn
-        self.h2 = h2.connection.H2Connection(
-            config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
-        )
-        self.stream_id = 0
-        self.done = False
-        self._status: Optional[int] = None
-        self._headers: dict[str, str] = {}
-        self._data: deque[bytes] = deque()
-        self._stream_open = False
-        #: Why the stream ended short, once the response headers are in: raised after
-        #: the data that came before it has been handed out.
-        self._failed: Optional[TransportError] = None
+    async def receive_headers(self, method: str) -> tuple[int, dict[str, str]]: ...
 
-    async def send(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> None:
-        h2, conn = self.h2, self.conn
-        h2.initiate_connection()
-        self.stream_id = h2.get_next_available_stream_id()
-        fields = [
-            (":method", method),
-            (":scheme", "http"),
-            (":authority", conn.authority),
-            (":path", target),
-        ]
-        fields.extend(
-            (name.lower(), value)
-            for name, value in headers
-            if name.lower() not in _CONNECTION_HEADERS and name.lower() not in _OWN_HEADERS
-        )
-        fields.append(("content-length", str(len(body))))
-        h2.send_headers(self.stream_id, fields, end_stream=not body)
-        self._stream_open = True
-        conn.farewell = self.cancel_bytes
-        self._flush()
-        view = memoryview(body)
-        while view:
-            window = min(h2.local_flow_control_window(self.stream_id), h2.max_outbound_frame_size)
-            if window <= 0:
-                await self._receive("waiting for flow-control window to send the request body")
-                continue
-            piece, view = view[:window], view[window:]
-            h2.send_data(self.stream_id, bytes(piece), end_stream=not view)
-            self._flush()
+    async def next_chunk(self) -> Optional[bytes]: ...
 
-    def _flush(self) -> None:
-        data = self.h2.data_to_send()
-        if data:
-            self.conn.write(data)
+    def exhausted(self) -> bool: ...
 
-    async def _receive(self, what: str) -> None:
-        """Feed what arrived to h2 and handle its events; wait if nothing did."""
-        conn = self.conn
-        conn.check()
-        if not conn.buffer:
-            if conn.eof:
-                raise conn.cut_error("before the h2 stream ended")
-            await conn.wait(what)
-            if not conn.buffer:
-                return
-        import h2.events
-        import h2.exceptions
-
-        try:
-            events = self.h2.receive_data(conn.take())
-        except h2.exceptions.ProtocolError as exc:
-            conn.close_now()
-            raise TransportError(f"{conn.authority} broke the h2 protocol: {exc}") from exc
-        received = 0
-        for event in events:
-            if isinstance(event, h2.events.ResponseReceived) and event.stream_id == self.stream_id:
-                for name, value in event.headers:
-                    key, text = _text(name), _text(value)
-                    if key == ":status":
-                        self._status = int(text)
-                    elif not key.startswith(":"):
-                        self._headers[key] = f"{self._headers[key]}, {text}" if key in self._headers else text
-            elif isinstance(event, h2.events.DataReceived) and event.stream_id == self.stream_id:
-                if event.data:
-                    self._data.append(event.data)
-                received += event.flow_controlled_length
-            elif isinstance(event, h2.events.StreamEnded) and event.stream_id == self.stream_id:
-                self._stream_open = False
-                self.done = True
-            elif isinstance(event, h2.events.StreamReset) and event.stream_id == self.stream_id:
-                self._stream_open = False
-                conn.close_now()
-                self._fail(
-                    TransportError(
-                        f"{conn.authority} reset the h2 stream (error code {_error_name(event.error_code)})"
-                    )
-                )
-                return
-            elif isinstance(event, h2.events.ConnectionTerminated):
-                if not self.done and (
-                    event.error_code != 0 or (event.last_stream_id or 0) < self.stream_id
-                ):
-                    self._stream_open = False
-                    conn.close_now()
-                    self._fail(
-                        TransportError(
-                            f"{conn.authority} ended the h2 connection with GOAWAY "
-                            f"({_error_name(event.error_code)}) before the stream ended"
-                        )
-                    )
-                    return
-        if received:
-            # Acknowledged on receipt: the caller reads lazily, and a window left closed
-            # would stall the server with no one to reopen it. Once for all the frames
-            # of one read: a stream comes in many small frames, and h2 counts each.
-            self.h2.acknowledge_received_data(received, self.stream_id)
-        self._flush()
-
-    def _fail(self, error: TransportError) -> None:
-        """The stream ended short: raise now if no response came yet, else after its data."""
-        if self._status is None:
-            raise error
-        self._failed = error
-
-    async def receive_headers(self, method: str) -> tuple[int, dict[str, str]]:
-        while self._status is None:
-            if self.done:
-                raise TransportError(f"{self.conn.authority} ended the h2 stream without response headers")
-            await self._receive("waiting for the response headers")
-        return self._status, self._headers
-
-    async def next_chunk(self) -> Optional[bytes]:
-        while True:
-            # An abort comes first; the reset that closed the connection only after its data.
-            if self._failed is None or self.conn.abort_reason is not None:
-                self.conn.check()
-            if self._data:
-                return self._data.popleft()
-            if self._failed is not None:
-                raise self._failed
-            if self.done:
-                return None
-            await self._receive("reading the response body")
-
-    def exhausted(self) -> bool:
-        """Whether the body is over and nothing of it is left to hand out."""
-        return self.done and not self._data and self._failed is None
-
-    def cancel_bytes(self) -> bytes:
-        """RST_STREAM(CANCEL) for a stream still open, so the server stops at once."""
-        if not self._stream_open:
-            return b""
-        import h2.errors
-
-        self._stream_open = False
-        self.h2.reset_stream(self.stream_id, h2.errors.ErrorCodes.CANCEL)
-        return bytes(self.h2.data_to_send())
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
-
-
-def _error_name(code: Any) -> str:
-    return getattr(code, "name", None) or str(code)
 
 
 # --- the response ------------------------------------------------------------------------------------
@@ -573,7 +217,7 @@ class Response:
         status: int,
         headers: dict[str, str],
         http_version: str,
-        exchange: _H1Exchange | _H2Exchange,
+        exchange: _Exchange,
         conn: _Connection,
         unregister: Callable[[], None],
     ) -> None:
@@ -688,7 +332,13 @@ async def request(
         signal.raise_if_aborted()
     loop = asyncio.get_running_loop()
     conn = _Connection(loop, authority, timeout)
-    exchange: _H1Exchange | _H2Exchange = _H2Exchange(conn) if http2 else _H1Exchange(conn)
+    exchange: _Exchange
+    if http2:
+        from ._h2c import H2Exchange
+
+        exchange = H2Exchange(conn)
+    else:
+        exchange = _H1Exchange(conn)
 
     def on_abort(reason: BaseException) -> None:
         # The signal may fire from any thread; only the loop may touch the connection.
