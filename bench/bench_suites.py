@@ -14,13 +14,17 @@ start; the wall time of the whole command is shown beside it.
 REV (extracted with ``git archive`` into a temporary folder and imported from there by
 the same interpreter), measured in the same rounds, one beside the other:
 
-* the CPU time (user + system, worker processes included) of the default run and of
-  each suite alone, per case, and the default run's wall time;
+* the CPU time (user + system, worker processes included) of the default run, of
+  each suite alone and of each transport's half alone, per case (the median over the
+  rounds, and the spread: min, quartiles, max), the h2c half beside the HTTP/1.1 half,
+  and the default run's wall time;
 * the bare backend call: the OpenAI Chat reference backend alone, created, called and
   closed against a provider already running, per call, beside the whole case of the
   same scenario (fresh provider, driver, checks);
 * one target's backend cases over HTTP/1.1 run one after another, as a test runner
-  runs a user's class (on the event loops a case leaves for the next, as the class does);
+  runs a user's class (on the event loops a case leaves for the next, as the class does):
+  the lower quartile of every repetition of every round (``--reps`` a round), with
+  their spread;
 * the gate's cases of one wire (the reference loop over OpenAI Chat, HTTP/1.1), one
   after another, per stage: CPU and wall, beside a backend case.
 
@@ -47,6 +51,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ("backend", "both", "loop")
+#: The default run's two halves, each run alone in the cost section: the h2c half's CPU
+#: a case is held to GOAL_H2C_RATIO times the HTTP/1.1 half's.
+TRANSPORTS = ("http/1.1", "h2c")
+GOAL_H2C_RATIO = 1.3
 #: The default run's wall goal: 3 s on 2 cores, set when it ran GOAL_CASES cases. The
 #: run has grown since (more wires, the gate's suite), so the goal is held per case:
 #: GOAL_S / GOAL_CASES of wall a case, times the cases the run has now.
@@ -349,6 +357,19 @@ def _median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _spread(values: Sequence[float]) -> str:
+    """Min, quartiles and max of ``values``, and how many there were: one figure's range."""
+    if not values:
+        return "no samples"
+    if len(values) < 2:
+        return f"{values[0]:.2f} (1 sample)"
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (
+        f"min {min(values):.2f}, quartiles {q1:.2f} / {q2:.2f} / {q3:.2f}, max {max(values):.2f} "
+        f"({len(values)} samples)"
+    )
+
+
 def _row(label: str, base: Optional[float], this: float, goal: str = "", unit: str = "") -> str:
     shown = f"{base:>10.2f}" if base is not None else f"{'-':>10}"
     ratio = f"{this / base:>7.2f}x" if base else f"{'':>8}"
@@ -385,6 +406,10 @@ def _cost(trees: Dict[str, Path], title: str, rounds: int, reps: int) -> int:
             for suite in SUITES:
                 _, wall, cases, bad, cpu = run_once(suite, (), trees[version])
                 suites.setdefault((version, suite), []).append((cpu, wall, cases))
+                failed += bad
+            for transport in TRANSPORTS:
+                _, wall, cases, bad, cpu = run_once("both", ("--transport", transport), trees[version])
+                suites.setdefault((version, transport), []).append((cpu, wall, cases))
                 failed += bad
             for probe in PROBES:
                 probes.setdefault((version, probe), []).append(run_probe(probe, trees[version], reps))
@@ -435,9 +460,37 @@ def _cost(trees: Dict[str, Path], title: str, rounds: int, reps: int) -> int:
             value("base", lambda v, s=suite: suite_cpu(v, s)),
             suite_cpu("this", suite),
         ))
+    for transport in TRANSPORTS:
+        print(_row(
+            f"the {transport} half ({suites[('this', transport)][0][2]} cases), CPU ms a case",
+            value("base", lambda v, t=transport: suite_cpu(v, t)),
+            suite_cpu("this", transport),
+        ))
+
+    def h2c_ratio(version: str) -> float:
+        return suite_cpu(version, "h2c") / suite_cpu(version, "http/1.1")
+
+    this_ratio = h2c_ratio("this")
+    print(_row(
+        "the h2c half beside the HTTP/1.1 half, CPU",
+        value("base", h2c_ratio),
+        this_ratio,
+        f"<= {GOAL_H2C_RATIO:g}x: {_verdict(this_ratio, GOAL_H2C_RATIO)}",
+    ))
+    print("  the spread of each run's CPU ms a case, both suites:")
+    for version in trees:
+        print(f"    {version}: {_spread([cpu * 1000 / n for cpu, _, n in suites[(version, 'both')]])}")
+
+    def target_samples(version: str, key: str) -> List[float]:
+        return [sample for p in probes[(version, "target")] for sample in p[key]]
 
     def target_ms(version: str, key: str) -> float:
-        return _median([min(p[key]) for p in probes[(version, "target")]])
+        # The lower quartile of every sample of every round: steadier than a median of
+        # a few, which one busy moment moves, and not the one luckiest run a min is.
+        samples = target_samples(version, key)
+        if len(samples) < 2:
+            return _median(samples)
+        return statistics.quantiles(samples, n=4, method="inclusive")[0]
 
     count = probes[("this", "target")][0]["cases"]
     this_target = target_ms("this", "wall_ms")
@@ -454,6 +507,9 @@ def _cost(trees: Dict[str, Path], title: str, rounds: int, reps: int) -> int:
         value("base", lambda v: target_ms(v, "cpu_ms")),
         target_ms("this", "cpu_ms"),
     ))
+    print("  (one target: the lower quartile of every run's samples; their spread, wall ms:)")
+    for version in trees:
+        print(f"    {version}: {_spread(target_samples(version, 'wall_ms'))}")
 
     def per_case(version: str, probe: str, key: str = "case_cpu_ms") -> Dict[str, float]:
         runs = [p[key] for p in probes[(version, probe)]]
