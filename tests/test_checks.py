@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from conformance._checks import CALL_ID_SEPARATORS, CHECKS, Problem, Seen, _table, carries_id
 from conformance._checks._seen import REPLY_SCENARIOS
-from conformance._checks.replies import _FINISH, _TEXT_FINISH
+from conformance._checks._rule import FINISH, TEXT_FINISH, Rule, rule_of
 from conformance._checks.tool_calls import _NO_CALL_TURNS, _OWN_CALL_RULE, TOOL_TURNS
 from conformance.cases import BackendConformanceTarget, ConformanceCase
 from conformance.contract import ChatRequest, ChatResponse, LLMError, Reasoning, StreamChunk, ToolCall
@@ -27,7 +27,7 @@ from conformance.reference.gemini import GeminiBackend
 from conformance.reference.gemini_vertex import GeminiVertexBackend
 from conformance.reference.openai_chat import OpenAIChatBackend
 from conformance.scenarios import SCENARIOS
-from conformance.wires import WIRES
+from conformance.wires import WIRES, Variant
 from conformance.wires.gemini import gemini_wire
 
 
@@ -428,9 +428,42 @@ class CheckTableTests(unittest.TestCase):
         """A turn that ends normally is judged on its finish reason and on its calls, by one table each."""
         for scenario in REPLY_SCENARIOS:
             with self.subTest(scenario=scenario):
-                self.assertEqual((scenario in _FINISH) + (scenario in _TEXT_FINISH), 1)
+                self.assertEqual((scenario in FINISH) + (scenario in TEXT_FINISH), 1)
                 tables = (TOOL_TURNS, _NO_CALL_TURNS, _OWN_CALL_RULE)
                 self.assertEqual(sum(scenario in t for t in tables), 1)
+
+    def test_a_shapes_rule_is_the_variants_where_it_says_else_the_scenarios(self) -> None:
+        """rule_of: a variant's own finish reasons, kinds and text win; else its scenario's; a cut's
+        kinds default to what any cut allows; the words on the wire pages follow."""
+        from conformance.wires._variants import CUT_KINDS, EitherRule
+
+        wire = WIRES["openai-chat"]
+        plain = rule_of(wire, "tool-call", Variant("x"))
+        self.assertEqual((plain.reply, plain.finish_reasons, plain.error_kinds), (True, ("tool_calls",), ()))
+        self.assertEqual(plain.text, wire.texts.get("tool-call"))
+        self.assertEqual(plain.describe(), "replies, ending `tool_calls`")
+        own = rule_of(wire, "text", Variant("p", finish_reasons=("stop", "length"), text="", reports_usage=False))
+        self.assertEqual((own.finish_reasons, own.text, own.reports_usage), (("stop", "length"), "", False))
+        self.assertEqual(own.describe(), "replies, ending `stop` or `length`; no usage")
+        self.assertEqual(rule_of(wire, "stream-cut", Variant("c")).error_kinds, CUT_KINDS)
+        self.assertEqual(rule_of(wire, "stream-cut", Variant("c", error_kinds=("server_error",))).error_kinds,
+                         ("server_error",))
+        quota = rule_of(wire, "quota", Variant("q", error_kinds=("quota", "invalid_request")))
+        self.assertEqual((quota.reply, quota.finish_reasons), (False, ()))
+        self.assertEqual(quota.describe(), "fails: `quota` or `invalid_request`")
+        self.assertEqual(rule_of(wire, "rate-limit", Variant("r")).describe(), "fails: `rate_limit`")
+        either = rule_of(wire, "content-filter", Variant(
+            "f", either=EitherRule(error_kinds=("invalid_request",), finish_reasons=("content_filter",))
+        ))
+        self.assertEqual(either.describe(), "replies, ending `content_filter`, or fails: `invalid_request`")
+        loose = rule_of(wire, "text", Variant("n", may_fail=True, undeclared_call="web_search"))
+        self.assertEqual(
+            loose.describe(),
+            "replies, ending `stop`; the call to `web_search` passed on or dropped, no tool turn; "
+            "or fails with any contract kind",
+        )
+        self.assertEqual(rule_of(wire, "abort", Variant("")).describe(), "ends as the caller ended it")
+        self.assertIsInstance(plain, Rule)
 
     def test_the_table_takes_every_familys_rows_once_each_in_its_place(self) -> None:
         """The families' rows become one table in the order given; a row without a place, a place

@@ -189,8 +189,8 @@ def failure_message(failed: List[Tuple[Seen, List[Problem]]], variants: int = 1)
         if name:
             source = f", seen in {seen.variant.source}" if seen.variant.source else ""
             lines.append(f"  {case.name} [{seen.variant.label(seen.wire)}]{source}:")
-            if seen.variant.must:
-                lines.append(f"  for this shape the backend must {seen.variant.must}")
+            if seen.rule.must:
+                lines.append(f"  for this shape the backend must {seen.rule.must}")
         tag = f"[{name}] " if name else ""
         lines += [f"  - {tag}{p}" for p in problems]
         if seen.outcome.left_behind:

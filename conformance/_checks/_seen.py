@@ -15,25 +15,13 @@ from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple
 
 from ..provider import RecordedRequest, Reply
 from ..wires._base import Variant, Wire
+from ._rule import REPLY_SCENARIOS, Rule, rule_of
 
 if TYPE_CHECKING:
     from .._case import BackendCase as ConformanceCase
     from .._case import Outcome
 
 __all__ = ["MISSING", "REPLY_SCENARIOS", "Check", "Problem", "Seen", "describe", "value_of"]
-
-#: Scenarios whose turn ends normally, with a reply the checks read.
-REPLY_SCENARIOS = (
-    "text",
-    "tool-call",
-    "tool-call-with-stop",
-    "tool-result",
-    "parallel-tool-calls",
-    "truncated-tool-call",
-    "corrupt-arguments",
-    "content-filter",
-    "reasoning",
-)
 
 #: An attribute the backend's object lacks, told apart from one that is ``None``.
 MISSING: Any = object()
@@ -67,6 +55,15 @@ class Seen:
     #: How many failures the provider sent before it relented with the reply, for a
     #: target that retries (``conformance._checks.retries``); 0 where it never relents.
     relent: int = 0
+    _rule: Optional[Tuple[str, Rule]] = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def rule(self) -> Rule:
+        """What a correct backend does with this shape: the one reading of it every check makes."""
+        scenario = self.scenario
+        if self._rule is None or self._rule[0] != scenario:
+            self._rule = (scenario, rule_of(self.wire, scenario, self.variant))
+        return self._rule[1]
 
     @property
     def relented(self) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..contract import ERROR_KINDS
 from ..scenarios import SCENARIOS
+from ._rule import rule_of
 
 if TYPE_CHECKING:
     from ..wires._base import Variant, Wire
@@ -22,20 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["case_words"]
 
 
-def _accepted(scenario: str, variants: Sequence[Variant]) -> List[str]:
-    """The kinds the variants accept, in the order they first name them."""
-    own = SCENARIOS[scenario].error_kind
-    if scenario == "stream-cut":
-        from ..wires._variants import CUT_KINDS
-
-        own = None
-        kinds: List[str] = []
-        for variant in variants:
-            kinds += [k for k in (variant.error_kinds or CUT_KINDS) if k not in kinds]
-        return kinds
-    kinds = []
+def _accepted(wire: Wire, scenario: str, variants: Sequence[Variant]) -> List[str]:
+    """The kinds the variants' rules accept, in the order they first name them."""
+    kinds: List[str] = []
     for variant in variants:
-        kinds += [k for k in variant.accepted_kinds(own) if k not in kinds]
+        kinds += [k for k in rule_of(wire, scenario, variant).error_kinds if k not in kinds]
     return kinds
 
 
@@ -154,13 +146,14 @@ def case_words(
     if row.error_kind is None and scenario != "stream-cut":
         either: List[str] = []
         for variant in shapes:
-            either += [k for k in (variant.either.error_kinds if variant.either else ()) if k not in either]
+            rule = rule_of(wire, scenario, variant)
+            either += [k for k in (rule.either.error_kinds if rule.either else ()) if k not in either]
         if either:
             # A shape with two sound readings: the reply, or the errors its bytes also allow.
             refused = f"or fail as {_failure(either)} where the provider refused the request"
             return f"{row.must}, {refused}", row.hint
         return row.must, row.hint
-    kinds = _accepted(scenario, shapes)
+    kinds = _accepted(wire, scenario, shapes)
     if not kinds:
         return row.must, row.hint
     must, hint = _failure_words(wire, scenario, mode, shapes, kinds)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..contract import ERROR_KINDS
-from ..wires._variants import BY_LENGTH, CLEAN_ENDS, CUT_KINDS
+from ..wires._variants import BY_LENGTH, CLEAN_ENDS
 from ._seen import MISSING, Check, Seen, describe, value_of
 
 __all__ = ["ROWS"]
@@ -33,7 +33,7 @@ def _corrupt_frame(seen: Seen) -> List[str]:
 
 def _cut_kinds(seen: Seen) -> Tuple[str, ...]:
     """The kinds the backend may give this cut: its shape's, else what any cut allows."""
-    return seen.variant.error_kinds or CUT_KINDS
+    return seen.rule.error_kinds
 
 
 def _cut_error(seen: Seen) -> Optional[BaseException]:

@@ -15,7 +15,6 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..contract import ERROR_KINDS
 from ..fixture import CONFORMANCE_FIXTURE as FX
-from ..scenarios import SCENARIOS
 from ._seen import MISSING, Check, Seen, describe
 
 __all__ = ["ROWS"]
@@ -29,8 +28,7 @@ def _error_kinds_of(seen: Seen) -> Tuple[str, ...]:
     """
     if seen.scenario == "stream-cut":
         return ()
-    own = SCENARIOS[seen.scenario].error_kind if seen.scenario in SCENARIOS else None
-    return seen.variant.accepted_kinds(own)
+    return seen.rule.error_kinds
 
 
 def _error_kind_of(seen: Seen) -> Optional[str]:

@@ -1,10 +1,10 @@
 """A turn that ends normally: the reply came, with the provider's text, finish reason and usage.
 
-The finish reason each reply scenario calls for is one table (:data:`_FINISH`), and
-the turns that end with their text another (:data:`_TEXT_FINISH`), so that each is
-proven by a bug of its own; in a stream the finish reason comes once, and on the last
-chunk that carries anything. The usage is
-the provider's, and ``None`` where it reported none.
+The finish reasons each reply may end with are its shape's rule (``Seen.rule``, from
+the tables of :mod:`._rule`); the turns that end with their text are judged by a
+check of their own (``text-finish``), so that each table is proven by a bug of its
+own. In a stream the finish reason comes once, and on the last chunk that carries
+anything. The usage is the provider's, and ``None`` where it reported none.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import ERROR_KINDS
+from ._rule import TEXT_FINISH
 from ._seen import REPLY_SCENARIOS, Check, Seen, describe, value_of
 from .reasoning import reasoning_mixed_in, without_reasoning
 from .tool_calls import TOOL_TURNS
@@ -22,7 +23,7 @@ __all__ = ["ROWS"]
 def _reply(seen: Seen) -> List[str]:
     if seen.scenario not in REPLY_SCENARIOS or not seen.ended:
         return []
-    either = seen.variant.either
+    either = seen.rule.either
     if seen.error is not None and either is not None:
         # Two sound readings: the reply its scenario calls for, or one of these errors.
         got = {name: getattr(seen.error, name, "<missing>") for name in ("kind", "code", "retryable")}
@@ -37,7 +38,7 @@ def _reply(seen: Seen) -> List[str]:
             f"expected a reply ending {finish}, or an error with {' or '.join(map(str, wants))} (the "
             f"shape's bytes allow either reading, and no other), got {describe(seen.error)}"
         ]
-    if seen.error is not None and seen.variant.may_fail:
+    if seen.error is not None and seen.rule.may_fail:
         # The shape carries nothing a caller can use: failing is sound, in the contract's terms.
         if getattr(seen.error, "kind", None) in ERROR_KINDS:
             return []
@@ -59,8 +60,7 @@ def _reply(seen: Seen) -> List[str]:
 
 
 def _content(seen: Seen) -> List[str]:
-    own = seen.variant.text
-    expected = seen.wire.texts.get(seen.scenario) if own is None else own
+    expected = seen.rule.text
     if not seen.got_reply or expected is None:
         return []
     content = seen.collected()[0]
@@ -94,30 +94,12 @@ def _tool_turn_content(seen: Seen) -> List[str]:
     ]
 
 
-#: The finish reason each reply scenario calls for. The turns that end with their text
-#: are judged apart (``text-finish``), so that each table is proven by a bug of its own.
-_TEXT_FINISH = {"text": ("stop",), "tool-result": ("stop",)}
-
-
-_FINISH = {
-    "tool-call": ("tool_calls",),
-    "tool-call-with-stop": ("tool_calls",),
-    "parallel-tool-calls": ("tool_calls",),
-    "truncated-tool-call": ("length",),
-    # The provider ended the turn normally with a call (tool_calls, tool_use): the
-    # caller must answer it, broken or not, so the turn is a tool turn.
-    "corrupt-arguments": ("tool_calls",),
-    "content-filter": ("content_filter", "refusal"),
-    "reasoning": ("stop",),
-}
-
-
 def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
     finish = seen.collected()[1]
     if finish in allowed:
         return []
     said = " (the provider said stop)" if seen.scenario == "tool-call-with-stop" else ""
-    undeclared = seen.variant.undeclared_call
+    undeclared = seen.rule.undeclared_call
     if undeclared and finish == "tool_calls":
         said = (
             f" (a tool_calls turn has a loop run {undeclared}, a function the request never "
@@ -129,18 +111,18 @@ def _finish_problem(seen: Seen, allowed: Tuple[str, ...]) -> List[str]:
 
 def _finish_reason(seen: Seen) -> List[str]:
     # The turns that end with their text are text-finish's, their shapes' own reasons too.
-    if not seen.got_reply or seen.scenario in _TEXT_FINISH:
+    if not seen.got_reply or seen.scenario in TEXT_FINISH:
         return []
-    allowed = seen.variant.finish_reasons or _FINISH.get(seen.scenario)
+    allowed = seen.rule.finish_reasons
     return _finish_problem(seen, allowed) if allowed else []
 
 
 def _text_finish(seen: Seen) -> List[str]:
     # A shape with finish reasons of its own (a paused turn's "stop" or "length") is
     # judged by them.
-    if not seen.got_reply or seen.scenario not in _TEXT_FINISH:
+    if not seen.got_reply or seen.scenario not in TEXT_FINISH:
         return []
-    return _finish_problem(seen, seen.variant.finish_reasons or _TEXT_FINISH[seen.scenario])
+    return _finish_problem(seen, seen.rule.finish_reasons)
 
 
 def _finish_once(seen: Seen) -> List[str]:
@@ -236,10 +218,10 @@ def _usage(seen: Seen) -> List[str]:
     if generations:
         sent = seen.wire.usage_sent(seen.scenario, generations[0])
         # A shape that reports usage unasked (Mistral's, Groq's) did send it.
-        sent = sent or (seen.variant.usage_unasked and seen.scenario in seen.wire.reports_usage)
+        sent = sent or (seen.rule.usage_unasked and seen.scenario in seen.wire.reports_usage)
     else:
         sent = seen.scenario in seen.wire.reports_usage
-    sent = sent and seen.variant.reports_usage
+    sent = sent and seen.rule.reports_usage
     if not sent:
         if usage is None:
             return []

@@ -152,9 +152,7 @@ _RETRYABLE = ("rate_limit", "overloaded", "server_error")
 def _retry_permanent(seen: Seen) -> List[str]:
     if not seen.case.target.retries or seen.scenario not in PERMANENT:
         return []
-    from ..scenarios import SCENARIOS
-
-    if any(k in _RETRYABLE for k in seen.variant.accepted_kinds(SCENARIOS[seen.scenario].error_kind)):
+    if any(k in _RETRYABLE for k in seen.rule.error_kinds):
         # The bytes allow a retryable reading (Cohere's trial-key 429 is a rate limit's shape):
         # a layer that takes it so may retry it, a bounded number of times.
         return []

@@ -29,7 +29,7 @@ def _tool_calls(seen: Seen) -> List[str]:
     if not seen.got_reply:
         return []
     calls = seen.collected()[2]
-    undeclared = seen.variant.undeclared_call
+    undeclared = seen.rule.undeclared_call
     if undeclared:
         names = [getattr(c, "name", None) for c in calls]
         if names in ([], [undeclared]):
@@ -78,7 +78,7 @@ def _counted_calls(seen: Seen) -> List[Any]:
     A shape that calls an undeclared function has no get_weather call to judge: the
     ``tool-calls`` check holds its call to the one sent.
     """
-    if not seen.got_reply or seen.scenario not in TOOL_TURNS or seen.variant.undeclared_call:
+    if not seen.got_reply or seen.scenario not in TOOL_TURNS or seen.rule.undeclared_call:
         return []
     calls = seen.collected()[2]
     wanted = len(FX.parallel_arguments) if seen.scenario == "parallel-tool-calls" else 1

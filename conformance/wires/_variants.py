@@ -131,7 +131,8 @@ class Variant:
     #: Groq's streams always do), where the wire's own shape reports it only when asked.
     usage_unasked: bool = False
     #: What the backend must do with this shape, in words, where its scenario's rule
-    #: does not fit it; the fields below say it to the checks.
+    #: does not fit it; the fields below say it to the checks, which read them only as
+    #: the one rule ``conformance._checks._rule.rule_of`` makes of them and the scenario.
     must: str = ""
     #: The finish reasons the backend may report for this shape, where they are not its
     #: scenario's: a turn the model ended in error is ``("error",)``.
