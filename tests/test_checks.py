@@ -15,8 +15,8 @@ from unittest import mock
 from urllib.parse import urlsplit
 
 from conformance._checks import CALL_ID_SEPARATORS, CHECKS, Problem, Seen, _table, carries_id
-from conformance._checks._seen import REPLY_SCENARIOS
 from conformance._checks._rule import FINISH, TEXT_FINISH, Rule, rule_of
+from conformance._checks._seen import REPLY_SCENARIOS
 from conformance._checks.tool_calls import _NO_CALL_TURNS, _OWN_CALL_RULE, TOOL_TURNS
 from conformance.cases import BackendConformanceTarget, ConformanceCase
 from conformance.contract import ChatRequest, ChatResponse, LLMError, Reasoning, StreamChunk, ToolCall
