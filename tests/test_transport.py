@@ -350,6 +350,30 @@ class H1ReplyTest(TransportTestCase):
                 response = await request(server.url, "GET", headers={})
                 self.assertEqual(await response.read(), expected)
 
+    async def test_chunked_whole_split_and_broken(self) -> None:
+        """Chunks read the same whole in one read, split anywhere across reads, or many in one read;
+        a chunk whose data runs past its size, and a size that is not hex, are named."""
+        body = b"1a;name=v\r\n" + b"a" * 26 + b"\r\n" + b"3\r\nbcd\r\n0\r\n\r\n"
+        for name, parts in [
+            ("in one read", [body]),
+            ("split inside the size, the data and the CRLF", [body[:1], body[1:13], body[13:39], body[39:41],
+                                                               body[41:]]),
+        ]:
+            with self.subTest(name):
+                server = await self.h1(h1_reply(b"HTTP/1.1 200 OK", [b"Transfer-Encoding: chunked"], parts,
+                                                delay=0.01))
+                response = await request(server.url, "GET", headers={})
+                self.assertEqual(await response.read(), b"a" * 26 + b"bcd")
+        for name, part, error in [
+            ("data past its size", b"3\r\nabcd\r\n0\r\n\r\n", "chunk data longer than its size"),
+            ("a size that is not hex", b"zz\r\nab\r\n", "bad chunk size"),
+        ]:
+            with self.subTest(name):
+                server = await self.h1(h1_reply(b"HTTP/1.1 200 OK", [b"Transfer-Encoding: chunked"], [part]))
+                response = await request(server.url, "GET", headers={})
+                with self.assertRaisesRegex(TransportError, error):
+                    await response.read()
+
     async def test_no_body_statuses(self) -> None:
         """A 204 and a HEAD response have no body and close at once."""
         for name, method, status in [("204", "GET", b"HTTP/1.1 204 No Content"),

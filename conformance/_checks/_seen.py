@@ -55,15 +55,15 @@ class Seen:
     #: How many failures the provider sent before it relented with the reply, for a
     #: target that retries (``conformance._checks.retries``); 0 where it never relents.
     relent: int = 0
-    _rule: Optional[Tuple[str, Rule]] = field(default=None, init=False, repr=False, compare=False)
+    _scenario: Optional[str] = field(default=None, init=False, repr=False, compare=False)
+    _rule: Optional[Rule] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def rule(self) -> Rule:
         """What a correct backend does with this shape: the one reading of it every check makes."""
-        scenario = self.scenario
-        if self._rule is None or self._rule[0] != scenario:
-            self._rule = (scenario, rule_of(self.wire, scenario, self.variant))
-        return self._rule[1]
+        if self._rule is None:
+            self._rule = rule_of(self.wire, self.scenario, self.variant)
+        return self._rule
 
     @property
     def relented(self) -> bool:
@@ -73,7 +73,10 @@ class Seen:
     @property
     def scenario(self) -> str:
         """The case's scenario; ``text`` where the provider relented, whose reply is then judged."""
-        return "text" if self.relented else self.case.scenario
+        # Read by nearly every check, and fixed once the variant ran: worked out once.
+        if self._scenario is None:
+            self._scenario = "text" if self.relented else self.case.scenario
+        return self._scenario
 
     @property
     def wire(self) -> Wire:

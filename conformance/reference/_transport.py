@@ -140,6 +140,23 @@ class _H1Exchange:
     def _chunked(self) -> bytes:
         """Advance the chunked decoder over the buffer; return body bytes, if any."""
         conn = self.conn
+        buffer = conn.buffer
+        if self._chunk_state == "size":
+            # The common case, a whole chunk in the buffer (size line, data, CRLF), is taken
+            # in one step; anything else goes through the states below.
+            end = buffer.find(b"\r\n", 0, MAX_LINE_BYTES)
+            if end > 0:
+                size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
+                try:
+                    size = int(size_text, 16)
+                except ValueError:
+                    size = 0  # the states below report the bad line
+                start = end + 2
+                stop = start + size
+                if size > 0 and len(buffer) >= stop + 2 and buffer[stop : stop + 2] == b"\r\n":
+                    data = bytes(buffer[start:stop])
+                    del buffer[: stop + 2]
+                    return data
         while True:
             if self._chunk_state == "data":
                 if not conn.buffer:
