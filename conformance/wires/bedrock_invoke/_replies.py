@@ -47,23 +47,23 @@ LATENCY_MS = 1131
 FIRST_BYTE_MS = 439
 
 
-def invocation_metrics() -> Dict[str, Any]:
+def invocation_metrics(output_tokens: int = FX.usage.output_tokens) -> Dict[str, Any]:
     """``amazon-bedrock-invocationMetrics``: the counts and times Bedrock adds to ``message_stop``."""
     return {
         "inputTokenCount": FX.usage.input_tokens,
-        "outputTokenCount": FX.usage.output_tokens,
+        "outputTokenCount": output_tokens,
         "invocationLatency": LATENCY_MS,
         "firstByteLatency": FIRST_BYTE_MS,
     }
 
 
-def message_headers() -> Dict[str, str]:
+def message_headers(output_tokens: int = FX.usage.output_tokens) -> Dict[str, str]:
     """A whole reply's headers: the request id, and the counts Bedrock repeats as headers."""
     return response_headers(
         {
             "X-Amzn-Bedrock-Input-Token-Count": str(FX.usage.input_tokens),
             "X-Amzn-Bedrock-Invocation-Latency": str(LATENCY_MS),
-            "X-Amzn-Bedrock-Output-Token-Count": str(FX.usage.output_tokens),
+            "X-Amzn-Bedrock-Output-Token-Count": str(output_tokens),
         }
     )
 
@@ -88,7 +88,7 @@ class InvokeEvents(HostedEvents):
     def send(self, type_: str, fields: Mapping[str, Any]) -> None:
         event: Dict[str, Any] = {"type": type_, **fields}
         if type_ == "message_stop":
-            event["amazon-bedrock-invocationMetrics"] = invocation_metrics()
+            event["amazon-bedrock-invocationMetrics"] = invocation_metrics(self.output_tokens)
         self.events.append(chunk(event, len(self.events)))
 
     def ping(self) -> None:

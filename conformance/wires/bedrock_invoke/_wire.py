@@ -52,7 +52,8 @@ class BedrockInvokeWire(HostedWire):
     def message_reply(self, body: Dict[str, Any]) -> JsonReply:
         from ...provider.replies import JsonReply
 
-        return JsonReply(body, headers=message_headers())
+        usage = body.get("usage") or {}
+        return JsonReply(body, headers=message_headers(usage.get("output_tokens", FX.usage.output_tokens)))
 
     def error_reply(self, scenario: str, variant: str, stream: bool) -> Reply:
         from .._aws import error_reply, exception_frame
