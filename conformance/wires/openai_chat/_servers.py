@@ -161,9 +161,11 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 "finish whose finish_reason is null again",
                 "openai/openai-go#227 (raw OpenRouter stream, 2025-02: two ': OPENROUTER PROCESSING' "
                 "comments, then chunks with gen- id, provider, native_finish_reason, role on every delta); "
-                "https://openrouter.ai/docs/api-reference/streaming (comments sent to keep the connection, "
-                "usage on the final chunk); CopilotKit/aimock src/openrouter-chat.ts (usage sent without "
-                "include_usage)",
+                "https://openrouter.ai/docs/api-reference/streaming (comments sent to keep the connection); "
+                "https://openrouter.ai/docs/use-cases/usage-accounting (the usage, with cost and "
+                "cost_details, in the last SSE message); CopilotKit/aimock src/openrouter-chat.ts (usage "
+                "sent without include_usage). The finish_reason null on that last chunk is seen only in "
+                "client test suites quoting OpenRouter streams of 2025-09 to 2026-01",
                 usage_unasked=True,
                 source_kind="issue",
             ),
