@@ -104,23 +104,17 @@ class _Chunks:
 
 
 def openrouter_turn(turn: ScriptedTurn, request: RecordedRequest) -> TurnEvents:
-    """The chunks OpenRouter streams ``turn`` in: comments, text, calls by index, the finish, the usage."""
+    """The chunks OpenRouter streams a text ``turn`` in: comments, text, the finish, the usage.
+
+    A turn with calls is not played here: no recording of an OpenRouter tool-call stream was
+    found, and the wire answers ``tool-call`` in api.openai.com's shape on this host.
+    """
     out = _Chunks(turn.seed, model_of(request))
     out.chunk({"content": ""})
     for piece in split_text(turn.text, 4):
         out.chunk({"content": piece})
-    spans = {}
-    for index, call in enumerate(turn.calls):
-        opening = {"index": index, "id": call.id, "type": "function"}
-        out.chunk(
-            {"content": None, "tool_calls": [{**opening, "function": {"name": call.name, "arguments": ""}}]}
-        )
-        first = len(out.events)
-        for piece in call.pieces():
-            out.chunk({"content": None, "tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-        spans[index] = (first, len(out.events) - 1)
     out.finish(_FINISH.get(turn.finish_reason, "stop"))
-    return TurnEvents(out.events, "text/event-stream", {"date": http_date()}, spans)
+    return TurnEvents(out.events, "text/event-stream", {"date": http_date()}, {})
 
 
 def _envelope(code: int, message: str, metadata: Optional[Mapping[str, Any]], user: bool) -> Dict[str, Any]:
