@@ -83,7 +83,7 @@ OPTIONS: Tuple[WireOption, ...] = (
         "openai-chat",
         "servers",
         "openai-chat only: also play these OpenAI-compatible servers' own recorded shapes, as variants "
-        "after api.openai.com's (comma-separated: mistral, groq, deepseek, llama.cpp); "
+        "after api.openai.com's (comma-separated: mistral, groq, deepseek, llama.cpp, openrouter); "
         "OpenAIChatWire(servers=...)",
         read=_servers,
         metavar="NAME[,NAME...]",

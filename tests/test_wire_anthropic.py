@@ -51,8 +51,8 @@ def whole(scenario: str) -> JsonReply:
     return reply
 
 
-def streamed(scenario: str) -> StreamReply:
-    reply = wire.reply(scenario, "stream", recorded(good_body(stream=True)))
+def streamed(scenario: str, variant: str = "") -> StreamReply:
+    reply = wire.reply(scenario, "stream", recorded(good_body(stream=True)), variant)
     assert isinstance(reply, StreamReply), reply
     return reply
 
@@ -119,7 +119,20 @@ class AnthropicWireTest(unittest.TestCase):
                 self.assertEqual(body["type"], "message")
                 self.assertEqual(body["stop_reason"], stop)
                 self.assertEqual(body["usage"]["input_tokens"], FX.usage.input_tokens)
-                self.assertEqual(body["usage"]["output_tokens"], FX.usage.output_tokens)
+                # A refusal counts the tokens of the text it stopped after.
+                output = 7 if name == "content-filter" else FX.usage.output_tokens
+                self.assertEqual(body["usage"]["output_tokens"], output)
+
+    def test_a_refusal_counts_the_tokens_of_the_text_it_streamed(self) -> None:
+        """The refusal streams the partial text and counts its 7 tokens, not the whole answer's 17;
+        the case holds the backend to that count."""
+        items = events(streamed("content-filter"))
+        self.assertEqual(deltas(items, "text_delta"), FX.partial_text)
+        delta = next(d for e, d in items if e == "message_delta")
+        self.assertEqual(delta["usage"]["output_tokens"], 7)
+        usage = wire.reported_usage("content-filter", "named-category")
+        self.assertEqual((usage.output_tokens, usage.total_tokens), (7, FX.usage.input_tokens + 7))
+        self.assertEqual(wire.reported_usage("text", ""), FX.usage)
 
     def test_whole_text_and_tool_use_blocks(self) -> None:
         """Text is a text block; a call is a tool_use block whose input is an object."""
@@ -354,7 +367,7 @@ class AnthropicWireTest(unittest.TestCase):
     def test_a_message_is_shaped_as_api_anthropic_com_writes_it(self) -> None:
         """model first, stop_details null, the cache writes by lifetime and inference_geo in usage."""
         body = whole("text").body
-        start = events(streamed("text"))[0][1]["message"]
+        start = events(streamed("text", "delta-output-only"))[0][1]["message"]
         for message in (body, start):
             order = ["model", "id", "type", "role", "content", "stop_reason", "stop_sequence", "stop_details"]
             self.assertEqual(list(message), [*order, "usage"])
@@ -376,11 +389,24 @@ class AnthropicWireTest(unittest.TestCase):
             self.assertEqual(message["usage"]["inference_geo"], "global")
         self.assertEqual(body["usage"]["output_tokens"], FX.usage.output_tokens)
         self.assertEqual(whole("content-filter").body["stop_details"]["type"], "refusal")
-        for scenario in ("text", "tool-call", "truncated-tool-call"):
-            delta = next(d for e, d in events(streamed(scenario)) if e == "message_delta")
+        shapes = (("text", "delta-output-only"), ("tool-call", ""), ("truncated-tool-call", ""))
+        for scenario, variant in shapes:
+            delta = next(d for e, d in events(streamed(scenario, variant)) if e == "message_delta")
             self.assertEqual(list(delta["delta"]), ["stop_reason", "stop_sequence", "stop_details"])
             self.assertIsNone(delta["delta"]["stop_details"])
             self.assertNotIn("cache_creation", delta["usage"])
+
+    def test_the_sonnet_4_5_stream_is_played_as_its_capture_shows_it(self) -> None:
+        """delta-input-tokens, claude-sonnet-4-5's stream of 2026-03: inference_geo not_available and no
+        stop_details anywhere, the input side repeated in message_delta."""
+        items = events(streamed("text", "delta-input-tokens"))
+        start = items[0][1]["message"]
+        self.assertNotIn("stop_details", start)
+        self.assertEqual(start["usage"]["inference_geo"], "not_available")
+        delta = next(d for e, d in items if e == "message_delta")
+        self.assertEqual(list(delta["delta"]), ["stop_reason", "stop_sequence"])
+        self.assertEqual(delta["usage"]["input_tokens"], FX.usage.input_tokens)
+        self.assertEqual(wire.variants("text", "stream")[0].name, "delta-input-tokens")
 
     def test_every_event_but_ping_pads_its_json_before_the_last_brace(self) -> None:
         """Each data line ends in 0 to 15 spaces and a brace, the counts varying, and still parses."""

@@ -16,6 +16,7 @@ from conformance.wires.anthropic import TOOL_USE_ID as ANTHROPIC_TOOL_USE_ID
 from conformance.wires.anthropic._hosted import host_id, hosted_message
 from conformance.wires.bedrock_invoke import MESSAGE_ID, TOOL_USE_ID
 from conformance.wires.bedrock_invoke import bedrock_invoke_wire as wire
+from conformance.wires.bedrock_invoke._replies import MESSAGE_ID_2026
 
 MODEL = "us.anthropic.claude-sonnet-4-v1:0"
 INVOKE = "/model/us.anthropic.claude-sonnet-4-v1%3A0/invoke"
@@ -99,15 +100,18 @@ class ReplyTests(unittest.TestCase):
         self.assertEqual([b["id"] for b in body["content"]], [TOOL_USE_ID, "toolu_01Y"], "scripted id kept")
 
     def test_whole_reply_is_claudes_message_with_bedrocks_headers(self) -> None:
-        """A whole reply is Claude's message, with the request id and token counts as headers."""
+        """A whole reply is Claude's message, with the request id and token counts as headers, its id
+        msg_bdrk_ and 52 lower-case characters as in 2026."""
         reply = whole("tool-call")
-        self.assertEqual(reply.body["id"], MESSAGE_ID)
+        self.assertEqual(reply.body["id"], MESSAGE_ID_2026)
+        self.assertRegex(MESSAGE_ID_2026, r"^msg_bdrk_[0-9a-z]{52}$")
         self.assertEqual(reply.body["content"][0]["id"], TOOL_USE_ID)
         self.assertEqual(reply.body["stop_reason"], "tool_use")
         headers = reply.headers or {}
         self.assertRegex(headers["x-amzn-RequestId"], r"^[0-9a-f-]{36}$")
         self.assertEqual(headers["X-Amzn-Bedrock-Input-Token-Count"], str(FX.usage.input_tokens))
         self.assertEqual(headers["X-Amzn-Bedrock-Output-Token-Count"], str(FX.usage.output_tokens))
+        self.assertEqual(headers["X-Amzn-Bedrock-Cache-Read-Input-Token-Count"], "0")
 
     def test_stream_frames_are_chunks_of_claudes_events(self) -> None:
         """Each frame is a chunk whose base64 bytes are one Claude event, with padding and no ping."""
@@ -146,13 +150,34 @@ class ReplyTests(unittest.TestCase):
             "output_tokens",
             "service_tier",
         ]
-        got = frames(streamed("text"))
-        for message in (whole("text").body, got[0][1]["message"]):
-            self.assertEqual(list(message)[:4], ["id", "type", "role", "model"])
-            self.assertIsNone(message["stop_details"])
-            self.assertEqual(list(message["usage"]), usage)
+        body = whole("text").body
+        self.assertEqual(list(body)[:4], ["id", "type", "role", "model"])
+        self.assertIsNone(body["stop_details"])
+        self.assertEqual(list(body["usage"]), [*usage, "output_tokens_details"])
+        # The 2026 stream (pydantic-ai, claude-opus-4-8): model first, container null.
+        got = frames(streamed("text", "delta-input-tokens"))
+        message = got[0][1]["message"]
+        self.assertEqual(list(message)[:6], ["model", "id", "type", "role", "content", "container"])
+        self.assertEqual(message["id"], MESSAGE_ID_2026)
+        self.assertIsNone(message["stop_details"])
+        self.assertEqual(list(message["usage"]), usage)
         delta = next(e for _, e in got if e["type"] == "message_delta")
-        self.assertIsNone(delta["delta"]["stop_details"])
+        self.assertEqual(list(delta["delta"]), ["stop_reason", "stop_sequence", "stop_details", "container"])
+        self.assertEqual(delta["usage"]["output_tokens_details"], {"thinking_tokens": 0})
+        self.assertEqual(delta["usage"]["input_tokens"], FX.usage.input_tokens)
+
+    def test_the_2025_stream_is_played_as_its_capture_shows_it(self) -> None:
+        """delta-output-only, open-telemetry's stream of 2025-03: id first, no stop_details, and
+        message_start counting the input and output tokens alone."""
+        got = frames(streamed("text", "delta-output-only"))
+        message = got[0][1]["message"]
+        order = ["id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage"]
+        self.assertEqual(list(message), order)
+        self.assertEqual(message["id"], MESSAGE_ID)
+        self.assertEqual(list(message["usage"]), ["input_tokens", "output_tokens"])
+        delta = next(e for _, e in got if e["type"] == "message_delta")
+        self.assertEqual(delta["delta"], {"stop_reason": "end_turn", "stop_sequence": None})
+        self.assertEqual(delta["usage"], {"output_tokens": FX.usage.output_tokens})
         for frame in EventStreamDecoder().feed(b"".join(streamed("text").chunks)):
             inner = base64.b64decode(json.loads(frame.payload)["bytes"]).decode("utf-8")
             self.assertEqual(inner, json.dumps(json.loads(inner), separators=(",", ":"), ensure_ascii=False))

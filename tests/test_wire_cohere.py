@@ -165,6 +165,23 @@ class ShapeTest(unittest.TestCase):
         self.assertIsInstance(call["function"]["arguments"], str)
         self.assertEqual(json.loads(call["function"]["arguments"]), dict(FX.tool_arguments))
 
+    def test_answers_carry_a_trial_keys_budget_and_failures_none(self) -> None:
+        """A whole or streamed answer says the trial key's limits, as the 2024-11 cassettes do; a
+        failure, which no capture shows with them, does not."""
+        budget = {
+            "x-endpoint-monthly-call-limit": "1000",
+            "x-trial-endpoint-call-limit": "40",
+            "x-trial-endpoint-call-remaining": "39",
+        }
+        for reply in (whole("text"), whole("tool-call"), streamed("text"), streamed("tool-call")):
+            with self.subTest(reply=type(reply).__name__):
+                headers = dict(reply.headers or {})
+                self.assertEqual({k: headers.get(k) for k in budget}, budget)
+                self.assertEqual(headers.get("pragma"), "no-cache")
+        failure = wire.reply("rate-limit", "chat", recorded(good_body()), "trial-key-429")
+        assert isinstance(failure, JsonReply)
+        self.assertFalse(set(budget) & set(failure.headers or {}))
+
     def test_whole_truncated_call_does_not_parse(self) -> None:
         """A MAX_TOKENS tool turn holds its plan and a call whose arguments stop halfway."""
         message = whole("truncated-tool-call").body["message"]

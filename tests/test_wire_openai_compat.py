@@ -64,13 +64,18 @@ class TableTests(unittest.TestCase):
         )
         self.assertEqual(
             [v.name for v in COMPATIBLE.variants("context-overflow", "stream")],
-            ["openai", "deepseek", "llama-cpp", "llama-cpp-in-stream", "llama-cpp-error-field"],
+            ["openai", "deepseek", "llama-cpp", "llama-cpp-in-stream", "llama-cpp-error-field", "openrouter"],
         )
         overflow = [v.name for v in COMPATIBLE.variants("context-overflow", "chat")]
-        self.assertEqual(overflow, ["openai", "deepseek", "llama-cpp"])
+        self.assertEqual(overflow, ["openai", "deepseek", "llama-cpp", "openrouter"])
         kept = [v.name for v in COMPATIBLE.variants("stream-error", "stream")]
         own = [v.name for v in openai_chat_wire.variants("stream-error", "stream")]
-        self.assertEqual(kept, own + ["llama-cpp"])
+        self.assertEqual(kept, own + ["llama-cpp", "openrouter", "openrouter-no-choices"])
+        # A mode's own row keeps the servers' rows of both modes before it.
+        self.assertEqual(
+            [v.name for v in COMPATIBLE.variants("text", "stream")],
+            ["openai", "mistral", "groq", "deepseek", "openrouter"],
+        )
         groq = OpenAIChatWire(servers=("groq",))
         self.assertEqual([v.name for v in groq.variants("tool-call", "stream")], ["openai", "groq"])
         self.assertEqual([v.name for v in groq.variants("stream-error", "stream")], own)
@@ -315,6 +320,70 @@ class LlamaCppTests(unittest.TestCase):
         )
 
 
+class OpenRouterTests(unittest.TestCase):
+    def test_comment_lines_come_before_the_data(self) -> None:
+        """The stream opens with two SSE comment lines, then data: chunks a comment-blind reader sees."""
+        reply, chunks = stream_of("text", "openrouter")
+        comment = b": OPENROUTER PROCESSING\n\n"
+        self.assertTrue(raw(reply).startswith(comment + comment + b"data: {"))
+        self.assertEqual(chunks[-1], "[DONE]")
+        self.assertEqual(list(chunks[0])[:5], ["id", "provider", "model", "object", "created"])
+
+    def test_each_chunk_carries_gen_id_provider_and_native_finish_reason(self) -> None:
+        """Every chunk has a gen- id and the upstream's name; every delta repeats the role."""
+        _, chunks = stream_of("text", "openrouter")
+        for chunk in chunks[:-1]:
+            self.assertRegex(chunk["id"], r"^gen-\d{10}-[A-Za-z0-9]{20}$")
+            self.assertEqual(chunk["provider"], "OpenAI")
+            choice = chunk["choices"][0]
+            self.assertEqual(choice["delta"]["role"], "assistant")
+            self.assertEqual(choice["native_finish_reason"], choice["finish_reason"])
+        text = "".join(c["choices"][0]["delta"]["content"] for c in chunks[:-1])
+        self.assertEqual(text, FX.text)
+
+    def test_the_usage_comes_unasked_after_the_finish_with_a_null_reason(self) -> None:
+        """The finish chunk says stop; one more carries the usage and finish_reason null, asked or not."""
+        for usage in (True, False):
+            with self.subTest(include_usage=usage):
+                _, chunks = stream_of("text", "openrouter", usage=usage)
+                finish, last = chunks[-3], chunks[-2]
+                self.assertEqual(finish["choices"][0]["finish_reason"], "stop")
+                self.assertNotIn("usage", finish)
+                self.assertIsNone(last["choices"][0]["finish_reason"])
+                self.assertEqual(last["usage"]["total_tokens"], FX.usage.total_tokens)
+                self.assertIn("cost", last["usage"])
+        self.assertTrue(COMPATIBLE.variant("text", "stream", "openrouter").usage_unasked)
+
+    def test_a_failure_in_the_stream_is_a_chunk_beside_its_choice(self) -> None:
+        """After the text, a chunk with a top-level error and finish_reason error; no [DONE] follows."""
+        _, chunks = stream_of("stream-error", "openrouter")
+        self.assertNotIn("[DONE]", chunks)
+        last = chunks[-1]
+        error = {"code": "server_error", "message": "Provider disconnected unexpectedly"}
+        self.assertEqual(last["error"], error)
+        self.assertEqual(last["choices"], [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}])
+        text = "".join(c["choices"][0]["delta"]["content"] for c in chunks[:-1])
+        self.assertEqual(text, FX.partial_text)
+        _, bare = stream_of("stream-error", "openrouter-no-choices")
+        self.assertEqual((bare[-1]["choices"], bare[-1]["error"]["code"]), ([], 502))
+        self.assertNotIn("[DONE]", bare)
+
+    def test_failures_carry_the_status_as_a_number(self) -> None:
+        """401, 402, 429 and 400 in OpenRouter's envelope, whole or streamed: code a number, no type."""
+        statuses = (("auth", 401), ("quota", 402), ("rate-limit", 429), ("context-overflow", 400))
+        for scenario, status in statuses:
+            for mode, body in (("chat", good_body()), ("stream", good_body(True))):
+                with self.subTest(scenario=scenario, mode=mode):
+                    reply = scenario_reply(COMPATIBLE, scenario, mode, request(body), "openrouter")
+                    assert isinstance(reply, JsonReply)
+                    self.assertEqual((reply.status, reply.body["error"]["code"]), (status, status))
+                    self.assertNotIn("type", reply.body["error"])
+                    self.assertEqual(set(reply.headers or {}), {"date"})
+        quota = scenario_reply(COMPATIBLE, "quota", "chat", request(good_body()), "openrouter")
+        assert isinstance(quota, JsonReply)
+        self.assertRegex(quota.body["user_id"], r"^user_[A-Za-z0-9]{27}$")
+
+
 class ReferenceTests(unittest.TestCase):
     def test_mistral_fails_in_its_top_level_envelope(self) -> None:
         """Mistral's 429 and 401 carry their fields at the top level, no error object, no retry-after,
@@ -351,19 +420,22 @@ class ReferenceTests(unittest.TestCase):
         headers = reply.headers or {}
         self.assertEqual(headers["retry-after"], "7")
         self.assertEqual(COMPATIBLE.retry_after_sent(reply), 7.0)
-        self.assertEqual(COMPATIBLE.variants("rate-limit", "chat")[-1].retry_after, 7.0)
+        self.assertEqual(COMPATIBLE.variant("rate-limit", "chat", "groq").retry_after, 7.0)
         self.assertTrue({"x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"} <= set(headers))
         self.assertNotIn("x-request-id", headers)
 
     def test_a_server_without_its_own_failure_answers_as_api_openai_com(self) -> None:
         """A failure no server has a source for keeps api.openai.com's one shape; auth puts it first."""
-        self.assertEqual([v.name for v in COMPATIBLE.variants("quota", "chat")], [""])
+        self.assertEqual([v.name for v in COMPATIBLE.variants("overloaded", "chat")], ["server-error-503"])
+        self.assertEqual([v.name for v in COMPATIBLE.variants("quota", "chat")], ["openai", "openrouter"])
+        self.assertEqual([v.name for v in OpenAIChatWire(servers=("groq",)).variants("quota", "chat")], [""])
         self.assertEqual(
-            [v.name for v in COMPATIBLE.variants("auth", "chat")], ["openai", "mistral", "mistral-detail"]
+            [v.name for v in COMPATIBLE.variants("auth", "chat")],
+            ["openai", "mistral", "mistral-detail", "openrouter"],
         )
         self.assertEqual(
             [v.name for v in COMPATIBLE.variants("rate-limit", "stream")],
-            ["no-retry-after", "mistral", "mistral-raw-status", "groq"],
+            ["no-retry-after", "mistral", "mistral-raw-status", "groq", "openrouter"],
         )
 
     def test_the_reference_backend_passes_every_server_shape(self) -> None:

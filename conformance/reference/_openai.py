@@ -90,6 +90,8 @@ class OpenAIBase(ReferenceBackend):
             return "rate_limit"
         if code == "invalid_api_key":
             return "auth"
+        if status == 402:
+            return "quota"  # Payment Required: OpenRouter's credits ran out (its code is the status)
         if status is None:
             return self.stream_failure_kind(code)
         return status_kind(status)

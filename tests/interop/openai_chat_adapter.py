@@ -195,6 +195,8 @@ def error_kind(
     """
     if code in QUOTA_CODES or type_ == "insufficient_quota":
         return "quota"  # before the 429: a quota comes as one too
+    if status == 402:
+        return "quota"  # Payment Required: OpenRouter's credits ran out (the SDK gives its code as "402")
     if code == "context_length_exceeded" or type_ == "exceed_context_size_error":
         return "context_overflow"  # the second is llama-server's type, its code the status
     overloaded = code is None and "overloaded" in message.lower()

@@ -209,6 +209,63 @@ class OpenAIChatStrictValidation(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
+class OpenRouterThroughTheSDK(unittest.TestCase):
+    """What openai-python itself does with OpenRouter's own stream shapes."""
+
+    def stream(self, scenario: str, variant: str) -> tuple[str, BaseException | None]:
+        """The text the SDK hands out for ``variant``'s stream, and what it raised, if anything."""
+        import openai
+
+        from conformance.cases import scenario_reply
+        from conformance.provider import start_fake_provider
+
+        from ..test_wire_openai_chat import good_body, request
+
+        reply = scenario_reply(SERVERS_WIRE, scenario, "stream", request(good_body(True)), variant)
+        text, raised = [], None
+        with start_fake_provider() as provider:
+            provider.reply(reply)
+            client = openai.OpenAI(base_url=f"{provider.url}/v1", api_key="test", max_retries=0)
+            try:
+                messages = [{"role": "user", "content": "q"}]
+                for chunk in client.chat.completions.create(model="m", messages=messages, stream=True):
+                    text.extend(c.delta.content or "" for c in chunk.choices)
+            except openai.APIError as error:
+                raised = error
+            finally:
+                client.close()
+        return "".join(text), raised
+
+    def test_comment_lines_are_dropped_and_strict_validation_holds(self) -> None:
+        """The SDK's SSE reader drops OpenRouter's comment lines; its chunks pass strict validation."""
+        from conformance.cases import BackendConformanceTarget, ConformanceCase
+
+        text, raised = self.stream("text", "openrouter")
+        self.assertIsNone(raised)
+        self.assertTrue(text)
+        skip = {f"text:{v.name}": "another shape" for v in SERVERS_WIRE.variants("text", "stream")}
+        del skip["text:openrouter"]
+        target = BackendConformanceTarget(
+            "strict", SERVERS_WIRE, lambda url: SyncOpenAIChatBackend(f"{url}/v1"), skip=skip
+        )
+        ConformanceCase(target, "text", "stream").run()
+
+    def test_the_in_band_error_chunk_raises_api_error_without_a_status(self) -> None:
+        """A data: chunk carrying error raises openai.APIError, choices or none, after the text before it."""
+        import openai
+
+        for variant, code in (("openrouter", "server_error"), ("openrouter-no-choices", "502")):
+            with self.subTest(variant=variant):
+                text, raised = self.stream("stream-error", variant)
+                self.assertIsInstance(raised, openai.APIError)
+                self.assertNotIsInstance(raised, openai.APIStatusError)
+                assert isinstance(raised, openai.APIError)
+                # The SDK makes a numeric code a string; the type is None (OpenRouter sends none).
+                self.assertEqual((raised.code, raised.type), (code, None))
+                self.assertTrue(text)
+
+
+@unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
 class OpenAIChatRoundTrip(AdapterRoundTrip, unittest.TestCase):
     """The tool choice through ``chat.completions.create``; Chat Completions returns no reasoning."""
 

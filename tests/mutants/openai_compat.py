@@ -12,6 +12,7 @@ import json
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
 
 from conformance.contract import ChatRequest, LLMError, StreamChunk
+from conformance.reference._decoders import SSEDecoder, SSEEvent
 from conformance.reference.openai_chat import OpenAIChatBackend, _PartialCall
 
 from . import SERVERS_ZOO
@@ -194,6 +195,83 @@ class NestedErrorOnly(OpenAIChatBackend):
         return self.make_error(kind, error, status=status, retry_after=self.retry_after(headers))
 
 
+class _CommentsAsData(SSEDecoder):
+    """Takes a comment line for data, as a reader that splits on ``data:`` alone would not."""
+
+    def _line(self, line: str) -> SSEEvent | None:
+        if line.startswith(":"):
+            line = "data" + line
+        return super()._line(line)
+
+
+class CommentLineParsed(OpenAIChatBackend):
+    """Parses every line of the stream as JSON, the comment lines OpenRouter sends first too."""
+
+    def sse_decoder(self) -> SSEDecoder:
+        return _CommentsAsData()
+
+
+class LastFinishReasonWins(OpenAIChatBackend):
+    """Takes the last choice's ``finish_reason`` for the turn's, null or not: OpenRouter's usage
+    chunk comes after the finish and says ``null`` again, so no finish reason seems to have come."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        for choice in chunk.get("choices") or ():
+            self.last = choice.get("finish_reason")
+        return super().on_chunk(chunk, partials)
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        self.last: Optional[str] = None
+        async for chunk in super().chat_stream(chat):
+            if chunk.finish_reason is not None and self.last is None:
+                ended = {"message": "the stream ended before a finish reason"}
+                raise self.make_error("server_error", ended, status=None)
+            yield chunk
+
+
+class InBandErrorTakenForAnEnd(OpenAIChatBackend):
+    """Reads a chunk's choices before its ``error``: OpenRouter's failure chunk, whose choice says
+    ``finish_reason: "error"``, ends the turn as a finished one."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        choices = chunk.get("choices") or ()
+        if chunk.get("error") and choices:
+            self.ended = any(c.get("finish_reason") == "error" for c in choices)
+            chunk = {key: value for key, value in chunk.items() if key != "error"}
+        return super().on_chunk(chunk, partials)
+
+    async def chat_stream(self, chat: ChatRequest) -> AsyncIterator[StreamChunk]:
+        self.ended = False
+        try:
+            async for chunk in super().chat_stream(chat):
+                yield chunk
+        except LLMError:
+            if not self.ended:
+                raise
+            yield StreamChunk(finish_reason="error")
+
+
+class InBandErrorAsText(OpenAIChatBackend):
+    """Shows the message of an error that comes with choices as the turn's text, and reads on."""
+
+    def on_chunk(self, chunk: Mapping[str, Any], partials: Dict[int, _PartialCall]) -> str:
+        error = chunk.get("error")
+        if isinstance(error, dict) and chunk.get("choices"):
+            rest = {key: value for key, value in chunk.items() if key != "error"}
+            return str(error.get("message")) + super().on_chunk(rest, partials)
+        return super().on_chunk(chunk, partials)
+
+
+class PaymentRequiredAsBadRequest(OpenAIChatBackend):
+    """Places a failure by its status alone where the body names no kind it knows: a 402 is then
+    a bad request, though OpenRouter's means the credits ran out."""
+
+    def error_kind(self, status: Optional[int], error: Mapping[str, Any]) -> str:
+        if status == 402:
+            return "invalid_request"
+        return super().error_kind(status, error)
+
+
 MUTANTS = [
     zoo.mutant(
         "usage-from-empty-choices-only",
@@ -201,7 +279,7 @@ MUTANTS = [
         UsageFromEmptyChoicesOnly,
         checks=("usage",),
         cases=("text/stream", "tool-call/stream", "reasoning/stream"),
-        variants=("mistral", "groq", "deepseek"),
+        variants=("mistral", "groq", "deepseek", "openrouter"),
     ),
     zoo.mutant(
         "index-on-every-fragment",
@@ -281,15 +359,23 @@ MUTANTS = [
         shared.mislabels("invalid_request", "server_error"),
         checks=("error-details", "error-kind"),
         cases=("context-overflow/chat", "context-overflow/stream"),
-        variants=("deepseek",),
+        variants=("deepseek", "openrouter"),
     ),
     zoo.mutant(
         "error-code-as-text",
         "reads error.code as text; llama-server's is a number",
         ErrorCodeAsText,
         checks=("error-details", "error-kind", "error-status"),
-        cases=("context-overflow/chat",),
-        variants=("llama-cpp",),
+        cases=(
+            "context-overflow/chat",
+            "rate-limit/chat",
+            "rate-limit/stream",
+            "quota/chat",
+            "quota/stream",
+            "auth/chat",
+            "auth/stream",
+        ),
+        variants=("llama-cpp", "openrouter"),
     ),
     zoo.mutant(
         "in-stream-server-error-as-overload",
@@ -297,7 +383,7 @@ MUTANTS = [
         StreamErrorAsOverload,
         checks=("error-details", "error-kind"),
         cases=("stream-error/stream",),
-        variants=("llama-cpp",),
+        variants=("llama-cpp", "openrouter", "openrouter-no-choices"),
     ),
     zoo.mutant(
         "nested-error-only",
@@ -314,5 +400,45 @@ MUTANTS = [
         checks=("retry-after",),
         cases=("rate-limit/chat", "rate-limit/stream"),
         variants=("groq",),
+    ),
+    zoo.mutant(
+        "comment-line-parsed",
+        "parses every line of a stream as JSON, the SSE comment lines OpenRouter sends first too",
+        CommentLineParsed,
+        checks=("reply",),
+        cases=("text/stream",),
+        variants=("openrouter",),
+    ),
+    zoo.mutant(
+        "last-finish-reason-wins",
+        "takes the last choice's finish_reason, null on OpenRouter's usage chunk after the finish",
+        LastFinishReasonWins,
+        checks=("reply",),
+        cases=("text/stream",),
+        variants=("openrouter",),
+    ),
+    zoo.mutant(
+        "in-band-error-taken-for-an-end",
+        'reads choices before error: OpenRouter\'s finish_reason "error" chunk ends the turn as finished',
+        InBandErrorTakenForAnEnd,
+        checks=("error-raised",),
+        cases=("stream-error/stream",),
+        variants=("openrouter",),
+    ),
+    zoo.mutant(
+        "in-band-error-as-text",
+        "shows the message of an error that comes with choices as text, and reads on",
+        InBandErrorAsText,
+        checks=("text-before-error",),
+        cases=("stream-error/stream",),
+        variants=("openrouter",),
+    ),
+    zoo.mutant(
+        "payment-required-as-bad-request",
+        "calls a 402 a bad request: OpenRouter's credits ran out",
+        PaymentRequiredAsBadRequest,
+        checks=("error-details", "error-kind"),
+        cases=("quota/chat", "quota/stream"),
+        variants=("openrouter",),
     ),
 ]

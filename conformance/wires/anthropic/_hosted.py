@@ -95,9 +95,6 @@ class HostedEvents(Events):
     infix = ""
     #: The members of api.anthropic.com's ``usage`` the host's messages lack.
     usage_absent: AbstractSet[str] = frozenset()
-    #: Whether the host's messages and ``message_delta`` say ``stop_details: null`` where
-    #: there are none.
-    null_stop_details = True
     #: No host was seen padding the events' JSON (Bedrock pads its frames with ``"p"``).
     padded = False
 

@@ -22,7 +22,7 @@ from typing import Any, Dict
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._chunks import split_text
-from ._replies import Events, message, server_tool_use_block, text_block
+from ._replies import INFERENCE_GEO_NOT_AVAILABLE, Events, message, server_tool_use_block, text_block
 
 __all__ = ["SEARCH", "pause_turn_events", "pause_turn_message"]
 
@@ -38,6 +38,8 @@ def _server_tool_usage(streamed: bool) -> Dict[str, Any]:
 def pause_turn_message(model: str) -> Dict[str, Any]:
     """The whole ``message``: the text, then the unanswered ``server_tool_use`` block."""
     body = message(model, [text_block(FX.text), server_tool_use_block(SEARCH)], "pause_turn")
+    # claude-sonnet-4-5, as the captures' model, says where it ran this way.
+    body["usage"]["inference_geo"] = INFERENCE_GEO_NOT_AVAILABLE
     body["usage"]["server_tool_use"] = _server_tool_usage(False)
     return body
 

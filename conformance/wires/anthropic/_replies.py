@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 __all__ = [
     "BASE62",
     "INFERENCE_GEO",
+    "INFERENCE_GEO_NOT_AVAILABLE",
     "MESSAGE_ID",
     "OVERLOADED_MESSAGE",
     "REFUSAL_CATEGORY",
+    "REFUSAL_OUTPUT_TOKENS",
     "REFUSAL_EXPLANATION",
     "SERVER_TOOL_USE_ID",
     "TOOL_USE_ID",
@@ -40,6 +42,7 @@ __all__ = [
     "padded",
     "ratelimit_headers",
     "refusal_stop_details",
+    "refusal_usage",
     "request_id",
     "response_headers",
     "server_tool_use_block",
@@ -89,6 +92,14 @@ def response_headers(extra: Optional[Mapping[str, str]] = None, rid: Optional[st
 #: Where the model ran, as the newest models' replies say it (claude-sonnet-4-6 and
 #: claude-sonnet-5 in pydantic-ai's 2026 streams; older models say ``not_available``).
 INFERENCE_GEO = "global"
+#: The output tokens of a refusal, which stops after the fixture's partial text (19 characters,
+#: 7 tokens as Claude's tokenizer cuts "It is 18 °C and sun"), where the whole text is
+#: :data:`CONFORMANCE_FIXTURE.usage`'s 17: the count matches the text streamed before the stop.
+REFUSAL_OUTPUT_TOKENS = 7
+
+#: What claude-sonnet-4-5 says instead (pydantic-ai test_request_stream_fallback_for_high_max_tokens.yaml,
+#: 2026-03, and test_pause_turn_web_search_streaming_vcr.yaml, 2026-07).
+INFERENCE_GEO_NOT_AVAILABLE = "not_available"
 
 #: The rate limits a 200 reports: Tier 4's for a Sonnet model
 #: (https://docs.claude.com/en/api/rate-limits), 4000 requests a minute as crewAI's 2026
@@ -117,7 +128,7 @@ def ratelimit_headers() -> Dict[str, str]:
     return headers
 
 
-def _start_usage() -> Dict[str, Any]:
+def _start_usage(inference_geo: str = INFERENCE_GEO) -> Dict[str, Any]:
     # message_start carries the input side; output_tokens is a placeholder there.
     return {
         "input_tokens": FX.usage.input_tokens,
@@ -126,12 +137,17 @@ def _start_usage() -> Dict[str, Any]:
         "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
         "output_tokens": 1,
         "service_tier": "standard",
-        "inference_geo": INFERENCE_GEO,
+        "inference_geo": inference_geo,
     }
 
 
-def _usage() -> Dict[str, Any]:
-    return {**_start_usage(), "output_tokens": FX.usage.output_tokens}
+def _usage(output_tokens: int = FX.usage.output_tokens) -> Dict[str, Any]:
+    return {**_start_usage(), "output_tokens": output_tokens}
+
+
+def refusal_usage() -> Dict[str, Any]:
+    """A refusal's ``usage``: the tokens of the text it stopped after (:data:`REFUSAL_OUTPUT_TOKENS`)."""
+    return _usage(REFUSAL_OUTPUT_TOKENS)
 
 
 # -- whole replies: message ----------------------------------------------------------------
@@ -213,6 +229,13 @@ class Events:
     tool_use_id = TOOL_USE_ID
     #: Whether each event's JSON is padded (:func:`padded`), as api.anthropic.com's is.
     padded = True
+    #: The output tokens ``message_delta`` counts (a refusal's are fewer, :data:`REFUSAL_OUTPUT_TOKENS`).
+    output_tokens = FX.usage.output_tokens
+    #: ``usage.inference_geo`` in ``message_start``: where the model ran.
+    inference_geo = INFERENCE_GEO
+    #: Whether ``message_start``'s message and ``message_delta`` say ``stop_details: null``
+    #: where there are none (the 2026-07 captures do; claude-sonnet-4-5's of 2026-03 does not).
+    null_stop_details = True
 
     def __init__(self, model: str, message_id: str = MESSAGE_ID) -> None:
         # Imported once per reply, not per event, nor with the module.
@@ -233,7 +256,9 @@ class Events:
         self.events.append(self.sse(text, event=type_))
 
     def message_start(self) -> None:
-        start = message(self.model, [], None, _start_usage())
+        start = message(self.model, [], None, _start_usage(self.inference_geo))
+        if not self.null_stop_details:
+            del start["stop_details"]
         self.emit("message_start", message={**start, "id": self.message_id})
 
     def ping(self) -> None:
@@ -277,11 +302,12 @@ class Events:
         else:
             stop_details = None
         delta: Dict[str, Any] = {"stop_reason": stop_reason, "stop_sequence": None}
-        delta["stop_details"] = stop_details
+        if stop_details is not None or self.null_stop_details:
+            delta["stop_details"] = stop_details
         self.ping()
         # The newer shape (since about Sep 2025) repeats the input side in message_delta;
         # the older one counts only the output there.
-        usage: Dict[str, Any] = {"output_tokens": FX.usage.output_tokens}
+        usage: Dict[str, Any] = {"output_tokens": self.output_tokens}
         if input_tokens:
             usage = {
                 "input_tokens": FX.usage.input_tokens,

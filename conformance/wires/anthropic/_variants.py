@@ -26,6 +26,7 @@ __all__ = [
     "QUOTA_OR_RATE_LIMIT",
     "REDACTED_THINKING",
     "REFUSED_TEXT",
+    "SONNET_4_5_STREAM",
     "THINKING",
     "VARIANTS",
     "VARIANT_ERRORS",
@@ -174,6 +175,9 @@ REDACTED_THINKING = Reasoning(
     provider="anthropic",
 )
 
+#: The ``text`` stream played as claude-sonnet-4-5's capture of 2026-03 shows it.
+SONNET_4_5_STREAM = "delta-input-tokens"
+
 VARIANTS: Mapping[str, Any] = {
     # A thinking model's answer: its thinking blocks first, then the text.
     "reasoning": (
@@ -234,11 +238,13 @@ VARIANTS: Mapping[str, Any] = {
     ),
     "text/stream": (
         Variant(
-            "delta-input-tokens",
-            "message_delta.usage with input_tokens and cache counts",
+            SONNET_4_5_STREAM,
+            "message_delta.usage with input_tokens and cache counts; as claude-sonnet-4-5 streamed "
+            "in 2026-03: usage.inference_geo not_available, and no stop_details in message_start or "
+            "message_delta",
             "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
-            "test_request_stream_fallback_for_high_max_tokens.yaml (claude-sonnet-4-5, raw SSE); "
-            "vercel/ai packages/anthropic/src/__fixtures__/anthropic-text.chunks.txt",
+            "test_request_stream_fallback_for_high_max_tokens.yaml (claude-sonnet-4-5-20250929, raw SSE, "
+            "2026-03); vercel/ai packages/anthropic/src/__fixtures__/anthropic-text.chunks.txt",
             source_kind="capture",
         ),
         Variant(

@@ -9,27 +9,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from ...contract import Reasoning, ReasoningKind
+from ...contract import Reasoning, ReasoningKind, Usage
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
 from .._ids import signature
 from .._variants import AFTER_FINISH, reasoning_then_call
 from ._replies import (
+    INFERENCE_GEO_NOT_AVAILABLE,
     MESSAGE_ID,
     OVERLOADED_MESSAGE,
+    REFUSAL_OUTPUT_TOKENS,
     TOOL_USE_ID,
     Events,
     message,
     ratelimit_headers,
     refusal_stop_details,
+    refusal_usage,
     request_id,
     response_headers,
     text_block,
     tool_use_block,
     tool_use_id,
 )
-from ._variants import ERRORS, REFUSED_TEXT, VARIANTS, error_reply
+from ._variants import ERRORS, REFUSED_TEXT, SONNET_4_5_STREAM, VARIANTS, error_reply
 
 if TYPE_CHECKING:
     from ...provider.replies import JsonReply, RecordedRequest, Reply
@@ -144,8 +147,25 @@ class AnthropicWire(Wire):
     # -- what a host of the Messages API changes ----------------------------------------
 
     def events(self, model: str, message_id: str = MESSAGE_ID, variant: str = "") -> Events:
-        """The builder of one streamed message (in ``variant``): Anthropic's SSE events, by default."""
-        return Events(model, message_id)
+        """The builder of one streamed message (in ``variant``): Anthropic's SSE events, by default.
+
+        ``delta-input-tokens`` is played as its capture shows it, claude-sonnet-4-5's stream of
+        2026-03: ``inference_geo: "not_available"`` and no ``stop_details`` at all; ``pause-turn``
+        as claude-sonnet-4-5's of 2026-07, ``not_available`` with ``stop_details: null``.
+        """
+        events = Events(model, message_id)
+        if variant in (SONNET_4_5_STREAM, "pause-turn"):
+            # Both captures are claude-sonnet-4-5's; the pause's (2026-07) says stop_details.
+            events.inference_geo = INFERENCE_GEO_NOT_AVAILABLE
+            events.null_stop_details = variant != SONNET_4_5_STREAM
+        return events
+
+    def reported_usage(self, scenario: str, variant: str) -> Usage:
+        # A refusal counts the tokens of the text it stopped after, not the whole answer's.
+        if scenario == "content-filter":
+            u = FX.usage
+            return Usage(u.input_tokens, REFUSAL_OUTPUT_TOKENS, u.input_tokens + REFUSAL_OUTPUT_TOKENS)
+        return super().reported_usage(scenario, variant)
 
     def whole_reply(self, body: Dict[str, Any]) -> JsonReply:
         """A whole ``message`` as the response that carries it."""
@@ -211,7 +231,8 @@ class AnthropicWire(Wire):
         elif scenario == "content-filter":
             named = variant != "uncategorized"
             content = [text_block(REFUSED_TEXT)]
-            body = message(model, content, "refusal", stop_details=refusal_stop_details(named))
+            details = refusal_stop_details(named)
+            body = message(model, content, "refusal", usage=refusal_usage(), stop_details=details)
         elif scenario in ("abort", "cancel"):
             return HangReply()
         elif scenario == "stream-error":
@@ -243,6 +264,7 @@ class AnthropicWire(Wire):
             out.message_delta("max_tokens")
         elif scenario == "content-filter":
             out.text(REFUSED_TEXT, pieces=2)
+            out.output_tokens = REFUSAL_OUTPUT_TOKENS
             out.message_delta("refusal", stop_details=refusal_stop_details(variant != "uncategorized"))
         elif scenario == "stream-error":
             out.text(FX.partial_text, pieces=3, stop=False)

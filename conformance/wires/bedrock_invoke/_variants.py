@@ -111,18 +111,18 @@ VARIANTS: Mapping[str, Tuple[Variant, ...]] = {
     "text/stream": (
         Variant(
             "delta-input-tokens",
-            "message_delta.usage with input_tokens and cache counts",
-            f"{_STREAM_DOCS} (the chunks carry Claude's events as its API streams them); "
-            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic/"
-            "test_request_stream_fallback_for_high_max_tokens.yaml (Claude's API, claude-sonnet-4-5, "
-            "2026-03: message_delta.usage with input_tokens and the cache counts). No "
-            "InvokeModelWithResponseStream capture shows it: pydantic-ai's "
-            "test_mid_conversation_system_prompt_on_bedrock.yaml (2026-07-30) is a whole /invoke reply",
-            source_kind="docs",
+            "message_delta.usage with input_tokens, cache counts and output_tokens_details; as the "
+            "2026 stream: model first, container and stop_details null, the id msg_bdrk_ and 52 "
+            "lower-case characters",
+            "pydantic/pydantic-ai tests/models/cassettes/test_anthropic_mid_conversation_system/"
+            "test_mid_conversation_system_prompt_on_bedrock.yaml at 06b71bcd (claude-opus-4-8, "
+            "invoke-with-response-stream; the file's version of 2026-07-30 is a whole /invoke reply)",
+            source_kind="capture",
         ),
         Variant(
             "delta-output-only",
-            "message_delta.usage with output_tokens only",
+            "message_delta.usage with output_tokens only; as the 2025 stream: message_start counts "
+            "input_tokens and output_tokens alone, no stop_details",
             "open-telemetry/opentelemetry-python-contrib instrumentation/"
             "opentelemetry-instrumentation-botocore/tests/cassettes/"
             "test_invoke_model_with_response_stream_with_content_tool_call[anthropic.claude].yaml "

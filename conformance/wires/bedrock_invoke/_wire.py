@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from ..anthropic._hosted import HostedWire
-from ._replies import TOOL_USE_ID, InvokeEvents, message_headers
+from ._replies import MESSAGE_ID, MESSAGE_ID_2026, TOOL_USE_ID, InvokeEvents, message_headers
 from ._request import REFUSED_MEMBERS, check_headers, match_route
 from ._variants import FRAMED_FAILURES, VARIANT_ERRORS, VARIANTS
 
@@ -52,7 +52,15 @@ class BedrockInvokeWire(HostedWire):
     def message_reply(self, body: Dict[str, Any]) -> JsonReply:
         from ...provider.replies import JsonReply
 
-        return JsonReply(body, headers=message_headers())
+        # As pydantic-ai's whole reply of 2026-07-30 (claude-opus-4-8): the id msg_bdrk_ and 52
+        # lower-case characters, and output_tokens_details in the usage.
+        if body.get("id") == MESSAGE_ID:
+            body = {**body, "id": MESSAGE_ID_2026}
+        usage = dict(body.get("usage") or {})
+        if "output_tokens" in usage:
+            usage["output_tokens_details"] = {"thinking_tokens": 0}
+            body = {**body, "usage": usage}
+        return JsonReply(body, headers=message_headers(usage.get("output_tokens", FX.usage.output_tokens)))
 
     def error_reply(self, scenario: str, variant: str, stream: bool) -> Reply:
         from .._aws import error_reply, exception_frame

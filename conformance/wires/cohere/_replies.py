@@ -28,7 +28,9 @@ __all__ = [
     "MESSAGE_ID",
     "TOOL_CALL_ID",
     "TOOL_PLAN",
+    "TRIAL_HEADERS",
     "Events",
+    "answer_headers",
     "call_id",
     "chat_response",
     "message_id",
@@ -89,16 +91,34 @@ def response_headers(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str
     return headers
 
 
-def stream_headers() -> Dict[str, str]:
-    """A stream's headers: the caching ones langchain-cohere's test_stream.yaml records, too."""
+#: What a trial key's answers say of its budget: 40 calls a minute to the endpoint, so many
+#: left, 1,000 a month (langchain-cohere cassettes test_invoke.yaml and test_stream.yaml,
+#: api.cohere.com/v2/chat with a trial key, 2024-11-28 and 2024-11-29, on the whole reply and
+#: the stream alike). A production key's answers carry none; no capture shows them on a failure.
+TRIAL_HEADERS: Mapping[str, str] = {
+    "x-endpoint-monthly-call-limit": "1000",
+    "x-trial-endpoint-call-limit": "40",
+    "x-trial-endpoint-call-remaining": "39",
+}
+
+
+def answer_headers() -> Dict[str, str]:
+    """An answer's headers, whole or streamed: the caching ones and a trial key's budget, as
+    langchain-cohere's test_invoke.yaml and test_stream.yaml record them."""
     return response_headers(
         {
             "cache-control": "no-cache, no-store, no-transform, must-revalidate, private, max-age=0",
             "expires": "Thu, 01 Jan 1970 00:00:00 UTC",
             "pragma": "no-cache",
             "x-accel-expires": "0",
+            **TRIAL_HEADERS,
         }
     )
+
+
+def stream_headers() -> Dict[str, str]:
+    """A stream's headers: those of every answer (:func:`answer_headers`)."""
+    return answer_headers()
 
 
 def usage(cached: bool = True) -> Dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple
 
 from ...contract import ReasoningKind
 from .._script import TurnEvents
-from ._replies import CONTENT_TYPE, Events, chat_response, message_id, response_headers, stream_headers
+from ._replies import CONTENT_TYPE, Events, answer_headers, chat_response, message_id, stream_headers
 from ._replies import text_item as _text_item
 from ._replies import tool_call as _tool_call
 
@@ -60,7 +60,7 @@ def turn_response(turn: ScriptedTurn) -> JsonReply:
             content.append(_text_item(turn.text))
         message["content"] = content
     body = chat_response(message, _finish(turn), message_id(turn.seed))
-    return JsonReply(body, headers=response_headers())
+    return JsonReply(body, headers=answer_headers())
 
 
 def turn_events(turn: ScriptedTurn) -> TurnEvents:

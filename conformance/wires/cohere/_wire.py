@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 from ...fixture import CONFORMANCE_FIXTURE as FX
 from .._base import Wire
 from .._chunks import CUT_IN_CALL, cut_short, split_text
-from ._replies import TOOL_CALL_ID, TOOL_PLAN, Events, chat_response, response_headers, text_item, tool_call
+from ._replies import (
+    TOOL_CALL_ID,
+    TOOL_PLAN,
+    Events,
+    answer_headers,
+    chat_response,
+    response_headers,
+    text_item,
+    tool_call,
+)
 from ._replies import call_id as named_call_id
 from ._variants import PLAN, STREAM_FAILURES, VARIANTS, error_reply
 
@@ -114,7 +123,7 @@ class CohereWire(Wire):
             return HangReply()
         else:
             return None
-        return JsonReply(body, headers=response_headers())
+        return JsonReply(body, headers=answer_headers())
 
     def _stream(self, scenario: str, variant: str) -> Optional[Reply]:
         seed = f"{self.name}/{scenario}"
@@ -155,9 +164,9 @@ class CohereWire(Wire):
             if in_call:
                 calls = [tool_call(TOOL_CALL_ID, FX.tool_name, _arguments(whole=True))]
                 body = chat_response({"tool_plan": TOOL_PLAN, "tool_calls": calls}, "TOOL_CALL")
-                return cut_short(JsonReply(body, headers=response_headers()), next(iter(FX.tool_arguments)))
+                return cut_short(JsonReply(body, headers=answer_headers()), next(iter(FX.tool_arguments)))
             body = chat_response({"content": [text_item(FX.text)]}, "COMPLETE")
-            return cut_short(JsonReply(body, headers=response_headers()), FX.text)
+            return cut_short(JsonReply(body, headers=answer_headers()), FX.text)
         out = Events()
         out.message_start()
         if in_call:

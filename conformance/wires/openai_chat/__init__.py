@@ -17,7 +17,8 @@ played), ``_history`` (a conversation read back), ``_request`` (what a request m
 carry) and ``_wire`` (:class:`OpenAIChatWire`, which answers each scenario with them).
 The OpenAI-compatible servers a wire may name have ``_servers`` (which scenario each
 answers in a shape of its own, and where it was seen), ``_server_replies`` (Mistral's,
-Groq's and DeepSeek's bytes) and ``_llama_cpp`` (llama-server's).
+Groq's and DeepSeek's bytes), ``_llama_cpp`` (llama-server's) and ``_openrouter``
+(OpenRouter's).
 """
 
 from __future__ import annotations

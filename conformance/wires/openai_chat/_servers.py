@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: The servers a wire can name, in the order their variants run.
-SERVERS: Tuple[str, ...] = ("mistral", "groq", "deepseek", "llama.cpp")
+SERVERS: Tuple[str, ...] = ("mistral", "groq", "deepseek", "llama.cpp", "openrouter")
 
 #: Mistral's call ids: 9 letters and digits (``gSIMJiOkT``).
 MISTRAL_CALL_ID = provider_id("", "openai-chat/mistral/tool-call", 9)
@@ -75,6 +75,13 @@ OPENAI_SHAPES: Mapping[str, Variant] = {
         "https://platform.openai.com/docs/guides/error-codes/api-errors (401 Incorrect API key provided)",
         source_kind="docs",
     ),
+    "quota": Variant(
+        "openai",
+        "api.openai.com: 429 insufficient_quota, told from a rate limit by its code",
+        "https://platform.openai.com/docs/guides/error-codes/api-errors (429 You exceeded your current "
+        "quota)",
+        source_kind="docs",
+    ),
 }
 
 #: Mistral's 429: its fields at the top level, not under ``error`` (``_server_errors``).
@@ -91,8 +98,24 @@ _DEEPSEEK_OVERFLOW = Variant(
     source_kind="issue",
 )
 
+#: OpenRouter's prompt past the window: a 400 in its envelope, only the message naming the overflow.
+_OPENROUTER_OVERFLOW = Variant(
+    "openrouter",
+    "OpenRouter: 400, {error: {message, code: 400, metadata: {provider_name}}}, the overflow in the "
+    "message only; the same before a stream",
+    "Aider-AI/aider#3721 (the raw 400 body from openrouter.ai, 2025-04); OpenHands/OpenHands#9937 (the "
+    "same message, 2025-07)",
+    error_kinds=CONTEXT_OVERFLOW_OR_BAD_REQUEST,
+    source_kind="issue",
+)
+
 #: The llama-server build that sent the envelope played before an in-stream error.
 _LLAMA_CPP_CHUNKS = "openai-php/client#780 (the chunks of llama-server b9554: key order, timings)"
+
+#: OpenRouter's error envelope: the fields under error, code the HTTP status as a number.
+_OPENROUTER_ENVELOPE = "{error: {message, code: <the status, a number>[, metadata]}}, no type"
+#: Where OpenRouter documents its error envelope and its failure inside a stream.
+_OPENROUTER_ERRORS_DOCS = "https://openrouter.ai/docs/api-reference/errors (error.code the HTTP status)"
 
 #: scenario (or scenario/mode) -> (server, its shape), in :data:`SERVERS` order.
 SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
@@ -125,6 +148,26 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 "DeepSeek: usage with prompt_cache_hit/miss_tokens on the finish chunk; a UUID id",
                 _VERCEL.format(package="deepseek", where="chat/", stem="deepseek-text") + " (deepseek-chat)",
                 source_kind="capture",
+            ),
+        ),
+    ),
+    "text/stream": (
+        (
+            "openrouter",
+            Variant(
+                "openrouter",
+                "OpenRouter: SSE comment lines before the data, gen- ids, provider and native_finish_reason "
+                "on each chunk, the role on every delta; the usage, asked for or not, on a chunk after the "
+                "finish whose finish_reason is null again",
+                "openai/openai-go#227 (raw OpenRouter stream, 2025-02: two ': OPENROUTER PROCESSING' "
+                "comments, then chunks with gen- id, provider, native_finish_reason, role on every delta); "
+                "https://openrouter.ai/docs/api-reference/streaming (comments sent to keep the connection); "
+                "https://openrouter.ai/docs/use-cases/usage-accounting (the usage, with cost and "
+                "cost_details, in the last SSE message); CopilotKit/aimock src/openrouter-chat.ts (usage "
+                "sent without include_usage). The finish_reason null on that last chunk is seen only in "
+                "client test suites quoting OpenRouter streams of 2025-09 to 2026-01",
+                usage_unasked=True,
+                source_kind="issue",
             ),
         ),
     ),
@@ -189,6 +232,7 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 source_kind="issue",
             ),
         ),
+        ("openrouter", _OPENROUTER_OVERFLOW),
     ),
     "context-overflow/stream": (
         ("deepseek", _DEEPSEEK_OVERFLOW),
@@ -226,11 +270,12 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 source_kind="issue",
             ),
         ),
+        ("openrouter", _OPENROUTER_OVERFLOW),
     ),
     # Sources for the other failures were not found: Mistral's quota, overload, server
     # error and context overflow, Groq's 401, quota, overload, server error and context
-    # overflow, DeepSeek's 401, 402 and 429, and llama-server's 401 and 503 are
-    # api.openai.com's shape here (the page lists them).
+    # overflow, DeepSeek's 401, 402 and 429, llama-server's 401 and 503, and OpenRouter's
+    # 502 and 503 before a stream are api.openai.com's shape here (the page lists them).
     "rate-limit": (
         (
             "mistral",
@@ -266,6 +311,17 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 source_kind="issue",
             ),
         ),
+        (
+            "openrouter",
+            Variant(
+                "openrouter",
+                f"OpenRouter: 429, {_OPENROUTER_ENVELOPE}: Provider returned error, the upstream's words in "
+                "metadata.raw; no retry-after",
+                "open-webui/computer#293 (the raw 429 body from openrouter.ai, 2026-09: metadata raw, "
+                f"provider_name, limit_source, remedy_hint); {_OPENROUTER_ERRORS_DOCS}",
+                source_kind="issue",
+            ),
+        ),
     ),
     "auth": (
         (
@@ -288,6 +344,29 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 source_kind="issue",
             ),
         ),
+        (
+            "openrouter",
+            Variant(
+                "openrouter",
+                f"OpenRouter: 401, {_OPENROUTER_ENVELOPE}: No auth credentials found",
+                "musistudio/claude-code-router#227 (the raw 401 body from openrouter.ai, 2025-07); "
+                f"Gitlawb/openclaude#967 (the same envelope, 2026-05); {_OPENROUTER_ERRORS_DOCS}",
+                source_kind="issue",
+            ),
+        ),
+    ),
+    "quota": (
+        (
+            "openrouter",
+            Variant(
+                "openrouter",
+                f"OpenRouter: 402, {_OPENROUTER_ENVELOPE}, user_id beside error: the credits ran out",
+                "Gitlawb/openclaude#1125 and babikov/doka-site#7 (raw 402 bodies from openrouter.ai, "
+                "2026-04 and 2026-05); https://openrouter.ai/docs/api-reference/errors (402: insufficient "
+                "credits)",
+                source_kind="issue",
+            ),
+        ),
     ),
     "stream-error": (
         (
@@ -301,6 +380,33 @@ SERVER_ROWS: Mapping[str, Tuple[Tuple[str, Variant], ...]] = {
                 f"unslothai/unsloth#9390 (an error chunk carries no choices); {_LLAMA_CPP_CHUNKS}",
                 error_kind="server_error",
                 source_kind="provider-source",
+            ),
+        ),
+        (
+            "openrouter",
+            Variant(
+                "openrouter",
+                "OpenRouter: text, then HTTP 200's chunk with a top-level error {code: \"server_error\", "
+                "message} beside choices[0].finish_reason \"error\", and the stream ends: no [DONE]",
+                "https://openrouter.ai/docs/api-reference/errors (Mid-Stream Errors: the error at the top "
+                "level, a choice with finish_reason error, the status stays 200, the stream is terminated "
+                "after this event); damianvtran/local-operator#223 and gethouston/houston#1211 (OpenRouter "
+                "streams failing mid-answer this way, 2026-08)",
+                error_kind="server_error",
+                source_kind="docs",
+            ),
+        ),
+        (
+            "openrouter",
+            Variant(
+                "openrouter-no-choices",
+                "OpenRouter: text, then a chunk with choices [] and a top-level error, code 502 a number, "
+                "metadata {raw, provider_name}, and the stream ends",
+                "diegosouzapw/OmniRoute#8210 (a live OpenRouter stream, HTTP 200, ending in a chunk with "
+                "empty choices and a top-level error, 2026-07); damianvtran/local-operator#223 (code, "
+                f"message and metadata on the in-band error); {_OPENROUTER_ERRORS_DOCS}",
+                error_kind="server_error",
+                source_kind="issue",
             ),
         ),
     ),
@@ -342,7 +448,8 @@ def with_servers(
         if not added:
             continue
         scenario = key.split("/")[0]
-        own = table.get(key) or table.get(scenario)
+        # A mode's own rows go after the scenario's, the servers' of both modes included.
+        own = table.get(key) or merged.get(scenario)
         if not own:
             own = (OPENAI_SHAPES[scenario],) if scenario in OPENAI_SHAPES else ()
         merged[key] = tuple(own) + added

@@ -48,13 +48,13 @@ class OpenAIChatWire(Wire):
     it), and so gives it the ``reasoning`` case that api.openai.com has no part in.
 
     ``servers`` names OpenAI-compatible servers (:attr:`SERVERS`: ``"mistral"``,
-    ``"groq"``, ``"deepseek"``, ``"llama.cpp"``) whose own shapes the cases run too, as
+    ``"groq"``, ``"deepseek"``, ``"llama.cpp"``, ``"openrouter"``) whose own shapes the cases run too, as
     variants after api.openai.com's: a backend or gateway that talks to them must read
     each. ``"deepseek"`` also turns the ``reasoning`` case on, as its reasoner sends it.
     """
 
     #: The OpenAI-compatible servers ``servers`` may name.
-    SERVERS: Tuple[str, ...] = ("mistral", "groq", "deepseek", "llama.cpp")
+    SERVERS: Tuple[str, ...] = ("mistral", "groq", "deepseek", "llama.cpp", "openrouter")
 
     name = "openai-chat"
     interleaves_calls = True
@@ -131,6 +131,10 @@ class OpenAIChatWire(Wire):
                 from ._llama_cpp import llama_cpp_reply
 
                 return llama_cpp_reply(scenario, variant, request, self.wants_stream(request))
+            if variant.startswith("openrouter"):
+                from ._openrouter import openrouter_reply
+
+                return openrouter_reply(scenario, variant, request, self.wants_stream(request))
             if variant in SERVER_SHAPES:
                 from ._server_replies import server_reply
 
