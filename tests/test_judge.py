@@ -165,7 +165,7 @@ class StageVerdictTests(unittest.TestCase):
             junit = paths[1].read_text(encoding="utf-8")
         self.assertEqual(document["cases"][0]["case"], "forced-tool/stream")
         self.assertEqual(document["cases"][0]["outcome"], "fail")
-        self.assertIn('<testcase classname="client" name="forced-tool/stream"', junit)
+        self.assertIn('<testcase classname="client.openai-chat" name="forced-tool/stream"', junit)
         self.assertIn("[requests]", junit)
         self.assertIn("requests", verdict["checks"])
 
