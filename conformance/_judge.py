@@ -230,11 +230,15 @@ class Verdict:
 
 
 def _reply(status: int, body: Any) -> JsonReply:
-    return JsonReply(body, status=status)
+    import json
+
+    # Encoded here, ASCII-only: what a client reported may hold a lone surrogate, which
+    # JSON carries as an escape and UTF-8 cannot carry at all.
+    return JsonReply(json.dumps(body).encode("ascii"), status=status)
 
 
 def _refuse(status: int, message: str) -> JsonReply:
-    return JsonReply({"error": {"message": message, "type": "conformance_judge"}}, status=status)
+    return _reply(status, {"error": {"message": message, "type": "conformance_judge"}})
 
 
 class Session:

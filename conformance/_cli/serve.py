@@ -99,12 +99,17 @@ def command_serve(args: argparse.Namespace, out: TextIO, settings: Dict[str, Dic
     wire = configured(args.wire, settings)
     # SIGTERM (a CI job cancelled, a container stopped) ends serve as Ctrl-C does: the
     # tools' sandbox is removed on the way out, not left behind read-only.
-    with sigterm_as_interrupt(), GateToolset(run_id=args.run_id) as toolset:
-        session, title = _serve_session(args, wire, toolset)
-        try:
-            return _serve_run(session, title, wire, reports, args, out)
-        finally:
-            session.close()
+    try:
+        with sigterm_as_interrupt(), GateToolset(run_id=args.run_id) as toolset:
+            session, title = _serve_session(args, wire, toolset)
+            try:
+                return _serve_run(session, title, wire, reports, args, out)
+            finally:
+                session.close()
+    except KeyboardInterrupt:  # before the run began waiting, or while the verdict was said
+        out.write("stopped\n")
+        out.flush()
+        return 0
 
 
 def _serve_run(
