@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["OUTCOMES", "CaseRecord", "junit_xml", "results_json", "write_reports"]
+__all__ = ["OUTCOMES", "CaseRecord", "junit_xml", "results_document", "results_json", "write_reports"]
 
 #: What a case can come to: the matrix's own words for them.
 OUTCOMES = ("pass", "FAIL", "ERROR", "skip")
@@ -86,18 +86,25 @@ def _kit_version() -> str:
 
 def results_json(records: Sequence[CaseRecord], *, command: str, seconds: float) -> str:
     """The JSON report: the run's totals, then every case in the order run."""
+    return json_text(results_document(records, command=command, seconds=seconds))
+
+
+def results_document(
+    records: Sequence[CaseRecord], *, command: str, seconds: float, timestamp: Optional[str] = None
+) -> Dict[str, Any]:
+    """The JSON report as a mapping: what every command's ``--json`` holds (the gate's release
+    report holds it too, beside its own members)."""
     counts = _counts(records)
-    document = {
+    return {
         "schema": RESULTS_SCHEMA,
         "command": command,
         "kit_version": _kit_version(),
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "timestamp": timestamp or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": round(seconds, 3),
         "verdict": "fail" if counts["failed"] or counts["errors"] else "pass",
         "counts": counts,
         "cases": [r.as_dict() for r in records],
     }
-    return json_text(document)
 
 
 def json_text(document: Any) -> str:
