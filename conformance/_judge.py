@@ -313,21 +313,23 @@ class Session:
                 self.started = request.received_at
         if not request.path.startswith(JUDGE_PATH):
             return self.dress(self.answer(request))
-        route = request.path[len(JUDGE_PATH) :]
+        try:
+            return self._route(request, request.path[len(JUDGE_PATH) :])
+        finally:
+            # Read (or refused) by now: a body the judge took is not kept for the run's length.
+            release(request)
+
+    def _route(self, request: RecordedRequest, route: str) -> Any:
         if route == "task":
             if request.method != "GET":
                 return _refuse(405, f"GET {JUDGE_PATH}task, not {request.method}")
             return self.give_task(request)
         if request.method != "POST":
             return _refuse(405, f"POST {request.path}, not {request.method}")
-        try:
-            if route.startswith("tools/"):
-                return self.run_tool(request, route[len("tools/") :])
-            if route == "outcome":
-                return self.report(request)
-        finally:
-            # Read (or refused) by now: a body the judge took is not kept for the run's length.
-            release(request)
+        if route.startswith("tools/"):
+            return self.run_tool(request, route[len("tools/") :])
+        if route == "outcome":
+            return self.report(request)
         return _refuse(
             404,
             f"no {request.path}; the judge answers GET {JUDGE_PATH}task, POST {JUDGE_PATH}tools/<name> "
