@@ -433,7 +433,13 @@ class Session:
             )
             detail = f"{detail}\n{noted}" if detail else noted
         record = CaseRecord(
-            self.client_name, self.case_name, outcome, cut_detail(detail), max(0.0, took), suite, self.wire.name
+            self.client_name,
+            self.case_name,
+            outcome,
+            cut_detail(detail),
+            max(0.0, took),
+            suite,
+            self.wire.name,
         )
         return Verdict(record, tuple(dict.fromkeys(checks)))
 

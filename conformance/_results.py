@@ -8,7 +8,8 @@ read. JUnit XML follows the shape every CI system shows (Jenkins, GitLab, GitHub
 annotations, Azure): a ``<testsuite>`` per target, a ``<testcase>`` per case whose
 ``classname`` is the target, and a ``<failure>``, ``<error>`` or ``<skipped>``
 child carrying the first problem and its check id as its ``message`` (the text's
-first line where it names no check) and the whole text as its body. The JSON is the same rows with the run's totals, for a script to read.
+first line where it names no check) and the whole text as its body. The JSON is the
+same rows with the run's totals, for a script to read.
 """
 
 from __future__ import annotations

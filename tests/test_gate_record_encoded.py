@@ -57,7 +57,9 @@ class EncodedSecretTests(AttackCase):
             [path] = recorder.wait_written(1, timeout=TIMEOUT)
         fixture = Fixture.load(path)
         self.assertEqual(len(fixture.body), len(body))
-        self.assertEqual(json.loads(fixture.body)["error"]["message"], "Incorrect API key provided: " + "*" * len(spelt))
+        self.assertEqual(
+            json.loads(fixture.body)["error"]["message"], "Incorrect API key provided: " + "*" * len(spelt)
+        )
         self.assertIn("the value of request header x-api-key", " ".join(fixture.masked))
 
     def test_a_key_in_base64_inside_an_event_stream_frame_is_masked_and_the_crc_kept_right(self) -> None:

@@ -51,7 +51,8 @@ class JUnitTests(unittest.TestCase):
         self.assertAlmostEqual(float(root.get("time") or ""), sum(suites), places=3)
 
     def test_failure_error_and_skip_carry_the_first_problem_and_the_whole_text(self) -> None:
-        """A failure's message is its first problem with its check id, its body the whole text; a skip its reason."""
+        """A failure's message is its first problem with its check id, its body the whole text; a skip's
+        its reason."""
         root = ET.fromstring(junit_xml(RECORDS, name="run", seconds=1.0))
         failure = root.find("testsuite/testcase[@name='quota/chat']/failure")
         assert failure is not None
@@ -66,8 +67,10 @@ class JUnitTests(unittest.TestCase):
 
     def test_a_failure_without_a_check_id_keeps_its_first_line(self) -> None:
         """A text that names no check (a crash, a hang) gives its first line as the message."""
-        record = CaseRecord("t", "text/chat", "FAIL", "\n  the client exited with status 3\n  - no id here", 0.0)
-        failure = ET.fromstring(junit_xml([record], name="run", seconds=0.0)).find("testsuite/testcase/failure")
+        text = "\n  the client exited with status 3\n  - no id here"
+        record = CaseRecord("t", "text/chat", "FAIL", text, 0.0)
+        root = ET.fromstring(junit_xml([record], name="run", seconds=0.0))
+        failure = root.find("testsuite/testcase/failure")
         assert failure is not None
         self.assertEqual(failure.get("message"), "the client exited with status 3")
 

@@ -80,7 +80,7 @@ class StrictServe:
 
 class ReportTextTests(unittest.TestCase):
     def test_a_lone_surrogate_in_the_outcome_leaves_the_verdict_and_the_reports_whole(self) -> None:
-        """"\\ud800" (valid JSON) in error.message: reports written, printed escaped, the verdict stands."""
+        """ "\\ud800" (valid JSON) in error.message: reports written, printed escaped, the verdict stands."""
         with tempfile.TemporaryDirectory() as folder:
             paths = Path(folder) / "v.json", Path(folder) / "v.xml"
             serve = StrictServe(
@@ -88,7 +88,9 @@ class ReportTextTests(unittest.TestCase):
                 "--json", str(paths[0]), "--junit", str(paths[1]),
             )  # fmt: skip
             status, verdict = post_raw(
-                serve.url, "/conformance/outcome", b'{"error": {"name": "Boom", "message": "bad \\ud800 byte"}}'
+                serve.url,
+                "/conformance/outcome",
+                b'{"error": {"name": "Boom", "message": "bad \\ud800 byte"}}',
             )
             self.assertEqual(status, 200, verdict)
             self.assertEqual(serve.end(), 1)
@@ -167,7 +169,9 @@ class BodyTests(unittest.TestCase):
             with self.subTest(path=path):
                 status, answer = post_raw(self.url, path, big)
                 self.assertEqual(status, 413)
-                self.assertIn(f"larger than the judge takes ({JUDGE_MAX_BODY_BYTES} bytes)", json.dumps(answer))
+                self.assertIn(
+                    f"larger than the judge takes ({JUDGE_MAX_BODY_BYTES} bytes)", json.dumps(answer)
+                )
         self.assertEqual(self.toolset.log.records(), ())
         self.assertFalse(self.session.done.is_set())
 
@@ -197,7 +201,9 @@ class HostTests(unittest.TestCase):
     def test_an_ipv6_host_in_brackets_is_served(self) -> None:
         """--host [::1], as a URL writes it, listens on ::1 (or is a usage error where IPv6 is off)."""
         try:
-            serve = StrictServe("--wire", "openai-chat", "--stage", "text", "--host", "[::1]", "--timeout", "0.3")
+            serve = StrictServe(
+                "--wire", "openai-chat", "--stage", "text", "--host", "[::1]", "--timeout", "0.3"
+            )
         except AssertionError as exc:
             self.assertIn("cannot listen on ::1", str(exc))
             return
@@ -226,7 +232,16 @@ class SigtermTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as folder:
             env = {**os.environ, "TMPDIR": folder, "PYTHONPATH": str(ROOT)}
             process = subprocess.Popen(
-                [sys.executable, "-m", "conformance", "serve", "--wire", "openai-chat", "--stage", "forced-tool"],
+                [
+                    sys.executable,
+                    "-m",
+                    "conformance",
+                    "serve",
+                    "--wire",
+                    "openai-chat",
+                    "--stage",
+                    "forced-tool",
+                ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,

@@ -41,6 +41,7 @@ if HAVE_HYPOTHESIS:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 else:  # pragma: no cover - the tests skip; these stand-ins only let the module import
+
     def _identity(*args: Any, **kwargs: Any) -> Any:
         return lambda function: function
 
@@ -155,10 +156,13 @@ class JudgeEndpointFuzzTests(unittest.TestCase):
                     if status != 200:
                         self.assertTrue(document["error"]["message"], answer)
                 self.assertEqual(provider.errors, [])
-                judged = [r for r in provider.requests if r.path.startswith("/conformance/") and r.method == "POST"]
-                self.assertEqual([len(r.body) for r in judged if r.response is not None], [0] * sum(
-                    1 for r in judged if r.response is not None
-                ))
+                judged = [
+                    r for r in provider.requests if r.path.startswith("/conformance/") and r.method == "POST"
+                ]
+                self.assertEqual(
+                    [len(r.body) for r in judged if r.response is not None],
+                    [0] * sum(1 for r in judged if r.response is not None),
+                )
                 # The provider serves a good request as if nothing had happened.
                 status, _ = send(provider.url, "POST", "/v1/chat/completions", b"{}", "application/json")
                 self.assertLess(status, 500)
@@ -167,7 +171,9 @@ class JudgeEndpointFuzzTests(unittest.TestCase):
                     verdict = session.give_up()
                 with tempfile.TemporaryDirectory() as folder:
                     paths = Path(folder) / "r.json", Path(folder) / "r.xml"
-                    write_reports([verdict.record], json_path=paths[0], junit_path=paths[1], command="c", seconds=0)
+                    write_reports(
+                        [verdict.record], json_path=paths[0], junit_path=paths[1], command="c", seconds=0
+                    )
                     json.loads(paths[0].read_text(encoding="utf-8"))
                     ET.fromstring(paths[1].read_text(encoding="utf-8"))
                 printable(verdict.record.detail).encode("utf-8")
@@ -193,7 +199,9 @@ class ServeCommandFuzzTests(unittest.TestCase):
             status, answer = post_raw(serve.url, "/conformance/outcome", body)
             self.assertIn(status, ANSWERS, answer)
             if status != 200:
-                status, answer = post_raw(serve.url, "/conformance/outcome", b'{"text": "", "stopped": "done"}')
+                status, answer = post_raw(
+                    serve.url, "/conformance/outcome", b'{"text": "", "stopped": "done"}'
+                )
                 self.assertEqual(status, 200, answer)
             self.assertIn(serve.end(), (0, 1))
             document = json.loads(paths[0].read_text(encoding="utf-8"))

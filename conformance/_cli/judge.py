@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
 
 from .._results import CaseRecord
 from .._targets import UsageError
@@ -177,7 +177,8 @@ def _plan(wire: Any, suite: str, args: argparse.Namespace) -> List[Planned]:
     stages = _chosen(args.stage, STAGES, "stage", SCENARIOS)
     scenarios = _chosen(args.scenario, SCENARIOS, "scenario", STAGES)
     skips = set(args.skip or ())
-    known = {f"{n}/{m}" for n, row in {**STAGES, **SCENARIOS}.items() for m in row.modes}
+    rows: Dict[str, Any] = {**STAGES, **SCENARIOS}
+    known = {f"{n}/{m}" for n, row in rows.items() for m in row.modes}
     for name in skips:
         if name not in STAGES and name not in SCENARIOS and name not in known:
             close = difflib.get_close_matches(name, sorted(set(STAGES) | set(SCENARIOS) | known), n=1)
@@ -208,7 +209,9 @@ def _plan(wire: Any, suite: str, args: argparse.Namespace) -> List[Planned]:
     return plan
 
 
-def _chosen(names: Optional[Sequence[str]], table: Dict[str, Any], kind: str, other: Dict[str, Any]) -> List[str]:
+def _chosen(
+    names: Optional[Sequence[str]], table: Mapping[str, Any], kind: str, other: Mapping[str, Any]
+) -> List[str]:
     """The names asked for (every one in ``table`` where none was), each checked."""
     if not names:
         return list(table)
@@ -253,7 +256,9 @@ class _Runner:
     def run(self, planned: Planned) -> Tuple[CaseRecord, Tuple[str, ...]]:
         if planned.skip is not None or self.stopping.is_set():
             reason = planned.skip or "not run: the judge was stopped"
-            return CaseRecord(self.client_name, planned.case, "skip", reason, 0.0, planned.suite, self.wire.name), ()
+            return CaseRecord(
+                self.client_name, planned.case, "skip", reason, 0.0, planned.suite, self.wire.name
+            ), ()
         from ..gate.tools import GateToolset
 
         args = argparse.Namespace(
@@ -416,7 +421,10 @@ def _judge_parser(sub: Any, wires: str) -> argparse.ArgumentParser:
     judge.add_argument("--scenario", action="append", help="only this backend scenario (repeatable)")
     judge.add_argument("--mode", choices=MODES, help="only this mode (default: both)")
     judge.add_argument(
-        "--skip", action="append", metavar="NAME", help="leave out a stage or scenario, or NAME/MODE (repeatable)"
+        "--skip",
+        action="append",
+        metavar="NAME",
+        help="leave out a stage or scenario, or NAME/MODE (repeatable)",
     )
     judge.add_argument(
         "--timeout",
@@ -425,11 +433,17 @@ def _judge_parser(sub: Any, wires: str) -> argparse.ArgumentParser:
         help="each run's bound from the client's first request, of which a stage's max_seconds is 80%% "
         f"(default {DEFAULT_CLIENT_TIMEOUT:g} s); the client has {STARTUP_SECONDS:g} s more to start",
     )
-    judge.add_argument("--jobs", type=int, default=argparse.SUPPRESS, metavar="N", help="runs at once (default 1)")
-    judge.add_argument("--client-name", metavar="NAME", help="the client's name in the reports (default: client.<wire>)")
+    judge.add_argument(
+        "--jobs", type=int, default=argparse.SUPPRESS, metavar="N", help="runs at once (default 1)"
+    )
+    judge.add_argument(
+        "--client-name", metavar="NAME", help="the client's name in the reports (default: client.<wire>)"
+    )
     judge.add_argument("--http2", action="store_true", help="speak h2c only")
     judge.add_argument("--model", default="conformance-model", help="the model the client must name")
-    judge.add_argument("--max-result-chars", type=int, metavar="N", help="as serve's (the large-result stage)")
+    judge.add_argument(
+        "--max-result-chars", type=int, metavar="N", help="as serve's (the large-result stage)"
+    )
     judge.add_argument("--run-id", help="the tools' run id, so that fixture ids repeat from run to run")
     for option, text in _RESULT_OPTIONS:
         judge.add_argument(option, default=argparse.SUPPRESS, metavar="PATH", help=text)

@@ -44,7 +44,7 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
-def _escape(match: "re.Match[str]") -> str:
+def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 

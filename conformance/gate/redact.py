@@ -275,7 +275,7 @@ _BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{12,}={0,2}")
 
 
 @functools.lru_cache(maxsize=256)
-def _spellings(secret: str) -> "re.Pattern[bytes]":
+def _spellings(secret: str) -> re.Pattern[bytes]:
     """A pattern for ``secret`` as sent, or with any of its characters JSON-escaped."""
     parts = []
     for char in secret:

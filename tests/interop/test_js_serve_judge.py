@@ -211,7 +211,8 @@ class JavaScriptLoopJudgedByOneCommandTests(unittest.TestCase):
                  "--", str(NODE), str(JS_DIR / "judge_openai.mjs")],
                 out=out,
             )  # fmt: skip
-            return status, out.getvalue(), json.loads(paths[0].read_text()), ET.fromstring(paths[1].read_text())
+            document = json.loads(paths[0].read_text(encoding="utf-8"))
+            return status, out.getvalue(), document, ET.fromstring(paths[1].read_text(encoding="utf-8"))
 
     def test_every_stage_of_openai_chat_in_one_run(self) -> None:
         """Every stage and mode judged; each failure's JUnit message names its check."""
