@@ -217,6 +217,42 @@ class ClientLifeTests(unittest.TestCase):
         self.assertFalse(_alive(child), f"the client's child {child} outlived the run")
 
 
+class SigtermTests(unittest.TestCase):
+    def test_sigterm_ends_the_running_clients_and_leaves_no_sandbox(self) -> None:
+        """judge ended by SIGTERM ends its client's group, and removes the tools' sandbox, as Ctrl-C does."""
+        import signal
+        import subprocess
+        import time
+
+        with tempfile.TemporaryDirectory() as folder:
+            script = Path(folder) / "misbehaves.py"
+            script.write_text(textwrap.dedent(MISBEHAVES), encoding="utf-8")
+            pid_file = Path(folder) / "child.pid"
+            env = {**os.environ, "TMPDIR": folder, "PYTHONPATH": str(ROOT)}
+            judge = subprocess.Popen(
+                [sys.executable, "-m", "conformance", "judge", "--wire", "openai-chat", "--stage", "text",
+                 "--timeout", "60", "--", sys.executable, str(script), "hang", str(pid_file)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=folder,
+            )  # fmt: skip
+            try:
+                deadline = time.monotonic() + 30
+                while not pid_file.exists() and time.monotonic() < deadline and judge.poll() is None:
+                    time.sleep(0.05)
+                self.assertTrue(pid_file.exists(), "the client never started")
+                child = int(pid_file.read_text(encoding="utf-8"))
+                judge.send_signal(signal.SIGTERM)
+                out, err = judge.communicate(timeout=30)
+            finally:
+                if judge.poll() is None:
+                    judge.kill()
+                    judge.communicate()
+            self.assertEqual(judge.returncode, 1, err.decode())
+            self.assertIn(b"stopped", out)
+            self.assertNotIn(b"Traceback", err)
+            self.assertFalse(_alive(child), "the client's child outlived judge")
+            self.assertEqual(list(Path(folder).glob("conformance-*")), [])
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
     try:
