@@ -280,6 +280,8 @@ class UsageTests(unittest.TestCase):
              "--scenario names backend cases, but --suite loop runs none of them"),
             (("--wire", "openai-chat", "--skip", "txet", "--", "true"), "--skip txet: no such stage"),
             (("--wire", "nope", "--", "true"), "unknown wire 'nope'"),
+            (("--wire", "openai-chat", "--max-result-chars", "0", "--", "true"), "--max-result-chars must"),
+            (("--wire", "openai-chat", "--jobs", "0", "--", "true"), "--jobs must be 1 or more"),
             (("--wire", "openai-chat", "--stage", "text", "--", "/no/such/client"), "cannot run the client"),
         ]  # fmt: skip
         for argv, words in table:

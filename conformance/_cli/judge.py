@@ -96,6 +96,8 @@ def command_judge(args: argparse.Namespace, out: TextIO, settings: Dict[str, Dic
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be 1 or more, got {args.jobs}")
+    if args.max_result_chars is not None and args.max_result_chars < 1:
+        raise UsageError(f"--max-result-chars must be 1 or more, got {args.max_result_chars}")
     suite = _suite(args)
     if settings and suite != "backend":
         flags = " ".join(flags_of(configured(args.wire, settings)))
