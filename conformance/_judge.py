@@ -50,8 +50,15 @@ __all__ = [
 
 #: Where the judge's own endpoints live on the provider's port; no wire uses it.
 JUDGE_PATH = "/conformance/"
-#: The name the verdict gives the client, in its text and its JSON and JUnit rows.
+#: The name the checks give the client in a failure's text (the reports name it as
+#: ``client_name`` says: ``serve`` and ``judge`` take ``--client-name``).
 CLIENT = "client"
+#: The largest body the judge reads at its own endpoints (a tool call, the outcome):
+#: a bigger one is answered 413, and nothing of it is kept.
+JUDGE_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: The longest verdict text a run's reports and printout carry; the rest is cut, and
+#: the cut is said (a client may report megabytes of text that a check then quotes).
+DETAIL_MAX_CHARS = 65536
 #: Why a case is served but not judged: the kit cannot reach into another process.
 NOT_JUDGED = {
     "abort": "the abort scenario fires the caller's AbortSignal inside the backend, which a client "
@@ -62,7 +69,46 @@ NOT_JUDGED = {
 
 
 class ReportError(ValueError):
-    """A report or tool call the judge cannot read: answered with a 400 that says why."""
+    """A report or tool call the judge cannot read: answered with a 400 (or ``status``) that says why."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def body_json(request: RecordedRequest, form: str) -> Any:
+    """The JSON a request to the judge carries, read within :data:`JUDGE_MAX_BODY_BYTES`.
+
+    A body too large is a 413; one that is not JSON, or is nested too deeply for the
+    parser (a RecursionError, not a crash), a 400 that names ``form``, what it takes.
+    """
+    import json
+
+    size = len(request.body)
+    if size > JUDGE_MAX_BODY_BYTES:
+        raise ReportError(
+            f"POST {request.path}: a body of {size} bytes is larger than the judge takes "
+            f"({JUDGE_MAX_BODY_BYTES} bytes); report less (a tool call's arguments, a run's outcome)",
+            413,
+        )
+    try:
+        return json.loads(request.body)
+    except RecursionError:
+        raise ReportError(
+            f"POST {request.path}: the JSON is nested too deeply to read; it takes {form}"
+        ) from None
+    except (ValueError, UnicodeDecodeError):
+        raise ReportError(f"POST {request.path} takes {form} as JSON") from None
+
+
+def cut_detail(text: str, most: int = DETAIL_MAX_CHARS) -> str:
+    """``text`` cut to ``most`` characters, saying how much was cut and why."""
+    if len(text) <= most:
+        return text
+    return (
+        text[:most]
+        + f"\n... ({len(text) - most} more characters cut: a verdict's text is kept to {most} characters)"
+    )
 
 
 class ReportedError(Exception):
@@ -184,11 +230,15 @@ class Verdict:
 
 
 def _reply(status: int, body: Any) -> JsonReply:
-    return JsonReply(body, status=status)
+    import json
+
+    # Encoded here, ASCII-only: what a client reported may hold a lone surrogate, which
+    # JSON carries as an escape and UTF-8 cannot carry at all.
+    return JsonReply(json.dumps(body).encode("ascii"), status=status)
 
 
 def _refuse(status: int, message: str) -> JsonReply:
-    return JsonReply({"error": {"message": message, "type": "conformance_judge"}}, status=status)
+    return _reply(status, {"error": {"message": message, "type": "conformance_judge"}})
 
 
 class Session:
@@ -211,8 +261,10 @@ class Session:
         http2: bool = False,
         timeout: float = 5.0,
         dress: Callable[[Reply], Reply] = lambda reply: reply,
+        client_name: str = CLIENT,
     ) -> None:
         self.wire = wire
+        self.client_name = client_name
         self.mode = mode
         self.toolset = toolset
         self.model = model
@@ -226,6 +278,10 @@ class Session:
         self.started: Optional[float] = None
         self.lock = threading.Lock()
         self._requests: Callable[[], List[RecordedRequest]] = list
+        #: When the task was first asked for, and how many more clients asked after it
+        #: (refused with a 409: one run judges one client).
+        self.task_given: Optional[float] = None
+        self.more_clients = 0
 
     # -- what a subclass says ----------------------------------------------------------
 
@@ -257,11 +313,17 @@ class Session:
                 self.started = request.received_at
         if not request.path.startswith(JUDGE_PATH):
             return self.dress(self.answer(request))
-        route = request.path[len(JUDGE_PATH) :]
+        try:
+            return self._route(request, request.path[len(JUDGE_PATH) :])
+        finally:
+            # Read (or refused) by now: a body the judge took is not kept for the run's length.
+            release(request)
+
+    def _route(self, request: RecordedRequest, route: str) -> Any:
         if route == "task":
             if request.method != "GET":
                 return _refuse(405, f"GET {JUDGE_PATH}task, not {request.method}")
-            return _reply(200, self.task())
+            return self.give_task(request)
         if request.method != "POST":
             return _refuse(405, f"POST {request.path}, not {request.method}")
         if route.startswith("tools/"):
@@ -274,12 +336,26 @@ class Session:
             f"and POST {JUDGE_PATH}outcome",
         )
 
+    def give_task(self, request: RecordedRequest) -> Reply:
+        """The task, to the run's one client; a second client is refused, and the verdict says so."""
+        with self.lock:
+            if self.task_given is not None and self.verdict is None:
+                self.more_clients += 1
+                return _refuse(
+                    409,
+                    "this run already has its client (it asked for the task first); serve judges one "
+                    "client per run: start another serve (or use judge) for another client",
+                )
+            if self.task_given is None:
+                self.task_given = request.received_at
+        return _reply(200, self.task())
+
     def run_tool(self, request: RecordedRequest, name: str) -> Any:
         """Run one tool call through the toolset, recording it as a Python loop's would be."""
         try:
             call, key = _read_call(request, name)
         except ReportError as exc:
-            return _refuse(400, str(exc))
+            return _refuse(exc.status, str(exc))
         if self.done.is_set():
             return _refuse(409, "the run is over: the outcome was reported")
 
@@ -306,25 +382,31 @@ class Session:
         """
         import asyncio
 
-        return asyncio.get_running_loop().run_in_executor(None, self._report, request)
-
-    def _report(self, request: RecordedRequest) -> Reply:
         try:
-            report = request.json
-        except ValueError:
-            report = None
+            report = body_json(request, "a JSON object (see docs/tutorial.md)")
+        except ReportError as exc:
+            return _settled(_refuse(exc.status, str(exc)))
+        return asyncio.get_running_loop().run_in_executor(None, self._report, report, request.received_at)
+
+    def _report(self, report: Any, ended: float) -> Reply:
+        try:
+            verdict = self.submit(report, ended)
+        except ReportError as exc:
+            return _refuse(exc.status, str(exc))
+        return _reply(200, verdict.as_dict())
+
+    def submit(self, report: Any, ended: float) -> Verdict:
+        """Judge ``report`` (the client's outcome, as JSON), ending the run; :class:`ReportError`
+        (with its status) where it cannot be read or the run is already over."""
         if not isinstance(report, Mapping):
-            return _refuse(400, f"POST {JUDGE_PATH}outcome takes a JSON object; see docs/tutorial.md")
+            raise ReportError(f"POST {JUDGE_PATH}outcome takes a JSON object; see docs/tutorial.md")
         with self.lock:
             if self.verdict is not None:
-                return _refuse(409, "the run is over: the outcome was already reported")
-            try:
-                verdict = self.judge(report, self.requests(), request.received_at)
-            except ReportError as exc:
-                return _refuse(400, str(exc))
+                raise ReportError("the run is over: the outcome was already reported", 409)
+            verdict = self.judge(report, self.requests(), ended)
             self.verdict = verdict
         self.done.set()
-        return _reply(200, verdict.as_dict())
+        return verdict
 
     def close(self) -> None:
         """Let go of what the session holds while the run lasts (nothing, unless a subclass says)."""
@@ -344,8 +426,37 @@ class Session:
     def _record(self, outcome: str, detail: str, checks: Sequence[str], ended: float) -> Verdict:
         took = ended - self.started if self.started is not None else 0.0
         suite = "loop" if self.kind == "loop" else "backend"
-        record = CaseRecord(CLIENT, self.case_name, outcome, detail, max(0.0, took), suite, self.wire.name)
+        if self.more_clients:
+            noted = (
+                f"{self.more_clients} more client(s) asked for this run's task and were refused (409): "
+                "serve judges one client per run, and this verdict is the first client's"
+            )
+            detail = f"{detail}\n{noted}" if detail else noted
+        record = CaseRecord(
+            self.client_name,
+            self.case_name,
+            outcome,
+            cut_detail(detail),
+            max(0.0, took),
+            suite,
+            self.wire.name,
+        )
         return Verdict(record, tuple(dict.fromkeys(checks)))
+
+
+def _settled(reply: Reply) -> Awaitable[Reply]:
+    """``reply`` as an awaitable, for a handler that answers some requests in a thread."""
+
+    async def now() -> Reply:
+        return reply
+
+    return now()
+
+
+def release(request: RecordedRequest) -> None:
+    """Let go of a judge request's body once it has been read: the record keeps its line, not its body."""
+    request.json = None
+    request.body = b""
 
 
 def _read_call(request: RecordedRequest, name: str) -> Tuple[ToolCall, Optional[str]]:
@@ -355,12 +466,10 @@ def _read_call(request: RecordedRequest, name: str) -> Tuple[ToolCall, Optional[
     parse, the text itself: the toolset then refuses the call as a Python loop's
     ``ToolCall.unparsed_arguments`` is refused.
     """
-    try:
-        body = request.json
-    except ValueError:
-        body = None
+    form = '{"call_id": ..., "arguments": {...}}'
+    body = body_json(request, form)
     if not isinstance(body, Mapping):
-        raise ReportError(f'POST {request.path} takes {{"call_id": ..., "arguments": {{...}}}} as JSON')
+        raise ReportError(f"POST {request.path} takes {form} as JSON")
     call_id = body.get("call_id")
     if not isinstance(call_id, str) or not call_id:
         raise ReportError(f"POST {request.path}: call_id must be the model's call id, got {call_id!r}")
@@ -384,6 +493,18 @@ def tool_json(toolset: GateToolset, extra: Sequence[str] = ()) -> List[Dict[str,
 
     specs = tuple(toolset.specs()) + (tool_specs(*extra) if extra else ())
     return [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in specs]
+
+
+def write_tools(tools: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The names of the task's write tools: those that change state, so they run at most once per
+    idempotency key (the schema property that names it), whatever the call id.
+
+    Beside the tools rather than in them: a client hands each tool object to its provider
+    as it is, and a provider refuses a field it does not know.
+    """
+    from .gate.tools import IDEMPOTENCY_KEY
+
+    return [t["name"] for t in tools if IDEMPOTENCY_KEY in dict(t["parameters"]).get("properties", {})]
 
 
 class BackendSession(Session):

@@ -7,8 +7,9 @@ whether the cases passed or not, since a failing run is the one whose report is
 read. JUnit XML follows the shape every CI system shows (Jenkins, GitLab, GitHub
 annotations, Azure): a ``<testsuite>`` per target, a ``<testcase>`` per case whose
 ``classname`` is the target, and a ``<failure>``, ``<error>`` or ``<skipped>``
-child carrying the problem's first line as its ``message`` and the whole text as
-its body. The JSON is the same rows with the run's totals, for a script to read.
+child carrying the first problem and its check id as its ``message`` (the text's
+first line where it names no check) and the whole text as its body. The JSON is the
+same rows with the run's totals, for a script to read.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["OUTCOMES", "CaseRecord", "junit_xml", "results_json", "write_reports"]
+__all__ = ["OUTCOMES", "CaseRecord", "junit_xml", "results_document", "results_json", "write_reports"]
 
 #: What a case can come to: the matrix's own words for them.
 OUTCOMES = ("pass", "FAIL", "ERROR", "skip")
@@ -30,7 +31,13 @@ RESULTS_SCHEMA = 1
 
 #: Characters XML 1.0 cannot carry at all, even escaped (a failure text may quote raw
 #: bytes a backend sent, and a terminal's colour codes start with ESC).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: A lone surrogate: valid in JSON text as an escape (a client may report ``"\\ud800"``),
+#: but not as a character of a UTF-8 file.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A problem's line in a failure text: ``  - <what went wrong> [<check id>]``, as both
+#: suites' ``failure_message`` write it.
+_PROBLEM = re.compile(r"^\s*- (.*\[([a-z0-9-]+)\])\s*$")
 
 
 @dataclass(frozen=True)
@@ -80,23 +87,39 @@ def _kit_version() -> str:
 
 def results_json(records: Sequence[CaseRecord], *, command: str, seconds: float) -> str:
     """The JSON report: the run's totals, then every case in the order run."""
+    return json_text(results_document(records, command=command, seconds=seconds))
+
+
+def results_document(
+    records: Sequence[CaseRecord], *, command: str, seconds: float, timestamp: Optional[str] = None
+) -> Dict[str, Any]:
+    """The JSON report as a mapping: what every command's ``--json`` holds (the gate's release
+    report holds it too, beside its own members)."""
     counts = _counts(records)
-    document = {
+    return {
         "schema": RESULTS_SCHEMA,
         "command": command,
         "kit_version": _kit_version(),
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "timestamp": timestamp or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seconds": round(seconds, 3),
         "verdict": "fail" if counts["failed"] or counts["errors"] else "pass",
         "counts": counts,
         "cases": [r.as_dict() for r in records],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def json_text(document: Any) -> str:
+    """``document`` as JSON that a UTF-8 file can hold: a lone surrogate stays its escape."""
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    # Outside strings JSON has only ASCII, so each surrogate here sits in a string.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def _clean(text: str) -> str:
-    """``text`` with what XML cannot hold shown as ``\\xNN`` instead."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with what XML cannot hold shown as ``\\xNN`` (``\\uNNNN``) instead."""
+    return _NOT_XML.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 def _first_line(text: str) -> str:
@@ -106,14 +129,29 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def headline(detail: str) -> str:
+    """What a dashboard shows of a failure: its first problem with the check id, else its first line."""
+    for line in detail.splitlines():
+        match = _PROBLEM.match(line)
+        if match:
+            return match.group(1)
+    return _first_line(detail)
+
+
 def junit_xml(records: Sequence[CaseRecord], *, name: str, seconds: float) -> str:
-    """The JUnit XML report: a ``<testsuite>`` per target, in the order the targets first ran."""
+    """The JUnit XML report: a ``<testsuite>`` per target, in the order the targets first ran.
+
+    A failure's ``message`` is its first problem with the check id that found it.
+    """
     import xml.etree.ElementTree as ET
 
     by_target: Dict[str, List[CaseRecord]] = {}
     for record in records:
         by_target.setdefault(record.target, []).append(record)
     totals = _counts(records)
+    # Each suite's time is the sum of its cases', and the root's the sum of the suites'
+    # (cases that ran side by side count each): one meaning at every level. The run's
+    # wall time (``seconds``) is the JSON report's.
     root = ET.Element(
         "testsuites",
         {
@@ -122,7 +160,7 @@ def junit_xml(records: Sequence[CaseRecord], *, name: str, seconds: float) -> st
             "failures": str(totals["failed"]),
             "errors": str(totals["errors"]),
             "skipped": str(totals["skipped"]),
-            "time": f"{seconds:.3f}",
+            "time": f"{sum(r.seconds for r in records):.3f}",
         },
     )
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
@@ -150,7 +188,8 @@ def junit_xml(records: Sequence[CaseRecord], *, name: str, seconds: float) -> st
             tag = {"FAIL": "failure", "ERROR": "error", "skip": "skipped"}.get(row.outcome)
             if tag is None:
                 continue
-            child = ET.SubElement(case, tag, {"message": _clean(_first_line(row.detail))})
+            message = headline(row.detail) if tag != "skipped" else _first_line(row.detail)
+            child = ET.SubElement(case, tag, {"message": _clean(message)})
             if tag != "skipped":
                 child.set("type", "AssertionError" if tag == "failure" else "Exception")
                 child.text = _clean(row.detail)

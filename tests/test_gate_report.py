@@ -236,6 +236,20 @@ class FullRunTests(unittest.TestCase):
         self.assertTrue(all(c["seconds"] >= 0 for c in cases))
         self.assertGreater(max(c["seconds"] for c in cases), 0)
 
+    def test_the_report_holds_the_results_json_that_run_writes(self) -> None:
+        """Every member of run --json is here with the same meaning: one script reads both reports."""
+        from conformance._results import results_document
+
+        expected = results_document([], command="", seconds=0.0)
+        self.assertLessEqual(set(expected), set(self.report))
+        self.assertEqual(self.report["schema"], expected["schema"])
+        self.assertEqual(self.report["command"], "gate reference openai-chat (full)")
+        rows = {c["case"]: c for c in self.report["cases"]}
+        self.assertEqual(set(rows), set(cases_of(self.report)))
+        self.assertEqual({c["outcome"] for c in rows.values()}, {"pass", "skip"})
+        self.assertEqual(self.report["counts"]["cases"], self.report["totals"]["cases"])
+        self.assertEqual(self.report["timestamp"], self.report["stamp"]["timestamp"])
+
     def test_skip_reasons_are_kept(self) -> None:
         """A case the target skips says why, in the JSON and the Markdown."""
         for mode in ("chat", "stream"):

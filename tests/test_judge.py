@@ -165,7 +165,7 @@ class StageVerdictTests(unittest.TestCase):
             junit = paths[1].read_text(encoding="utf-8")
         self.assertEqual(document["cases"][0]["case"], "forced-tool/stream")
         self.assertEqual(document["cases"][0]["outcome"], "fail")
-        self.assertIn('<testcase classname="client" name="forced-tool/stream"', junit)
+        self.assertIn('<testcase classname="client.openai-chat" name="forced-tool/stream"', junit)
         self.assertIn("[requests]", junit)
         self.assertIn("requests", verdict["checks"])
 
@@ -342,6 +342,16 @@ class ToolsEndpointTests(unittest.TestCase):
 
 
 class ReportTests(unittest.TestCase):
+    def test_a_stage_task_names_its_write_tools_beside_the_tools(self) -> None:
+        """write_tools lists append_record where the stage offers it; the tool objects stay the provider's."""
+        for stage, writes in (("ambiguous-retry", ["append_record"]), ("forced-tool", [])):
+            with self.subTest(stage=stage), GateToolset() as toolset:
+                session = StageSession(WIRES["openai-chat"], stage, "chat", toolset, model="m")
+                self.addCleanup(session.close)
+                task = session.task()
+                self.assertEqual(task["write_tools"], writes)
+                self.assertEqual({tuple(t) for t in task["tools"]}, {("name", "description", "parameters")})
+
     def test_a_reported_error_carries_only_what_was_reported(self) -> None:
         """The error is named after the client's class and has exactly the fields it reported."""
         error = reported_error({"name": "APIError", "message": "no", "kind": "quota", "status": 429})
@@ -660,6 +670,7 @@ class ServeCommandTests(unittest.TestCase):
         main(["serve", "--list", "--wire", "anthropic"], out=out)
         self.assertIn("  --stage forced-tool --mode stream\n", out.getvalue())
         self.assertIn("--stage cancel --mode chat (served, not judged", out.getvalue())
+        self.assertIn("--stage cancel-in-tool --mode stream (served, not judged", out.getvalue())
 
     def test_stage_and_scenario_names_are_told_apart(self) -> None:
         """A stage given as a scenario (and the other way round) is refused with the right option."""

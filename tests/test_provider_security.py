@@ -55,12 +55,14 @@ class TestBinding(unittest.TestCase):
     def test_serve_with_allow_remote_warns_before_it_binds(self) -> None:
         """With --allow-remote, serve warns that the host is reachable before it binds it."""
         # 192.0.2.1 is a documentation address no machine has: the bind fails at once,
-        # after the warning, and nothing is ever reachable.
-        out = io.StringIO()
+        # after the warning, as a usage error naming the address, and nothing is ever reachable.
+        out, err = io.StringIO(), io.StringIO()
         argv = ["serve", "--wire", "openai-chat", "--scenario", "text", "--host", "192.0.2.1",
                 "--allow-remote"]
-        with self.assertRaises(OSError):
+        with redirect_stderr(err), self.assertRaises(SystemExit) as done:
             main(argv, out=out)
+        self.assertEqual(done.exception.code, 2)
+        self.assertIn("cannot listen on 192.0.2.1 port 0", err.getvalue())
         self.assertEqual(out.getvalue(), "warning: listening on 192.0.2.1, reachable from other machines\n")
 
     def test_provider_refuses_a_non_loopback_host_without_allow_remote(self) -> None:

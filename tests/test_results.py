@@ -32,23 +32,31 @@ class JUnitTests(unittest.TestCase):
         self.assertEqual(root.tag, "testsuites")
         self.assertEqual(
             {k: root.get(k) for k in ("tests", "failures", "errors", "skipped", "time")},
-            {"tests": "4", "failures": "1", "errors": "1", "skipped": "1", "time": "1.250"},
+            {"tests": "4", "failures": "1", "errors": "1", "skipped": "1", "time": "0.612"},
         )
         suites = root.findall("testsuite")
         self.assertEqual([s.get("name") for s in suites], ["reference ollama", "other"])
         self.assertEqual(suites[0].get("tests"), "3")
         self.assertEqual(suites[0].get("failures"), "1")
+        self.assertEqual([s.get("time") for s in suites], ["0.612", "0.000"])
         cases = suites[0].findall("testcase")
         self.assertEqual([c.get("name") for c in cases], ["text/chat", "quota/chat", "abort/chat"])
         self.assertEqual(cases[0].get("classname"), "reference ollama")
         self.assertEqual(list(cases[0]), [])
 
-    def test_failure_error_and_skip_carry_the_first_line_and_the_whole_text(self) -> None:
-        """A failure's message is its first line and its body the whole text; a skip its reason."""
+    def test_the_root_s_time_is_the_sum_of_the_suites_as_each_suite_s_is_of_its_cases(self) -> None:
+        """One meaning of time at every level, whatever the run's wall time (cases side by side)."""
+        root = ET.fromstring(junit_xml(RECORDS, name="run", seconds=0.2))
+        suites = [float(s.get("time") or "") for s in root.findall("testsuite")]
+        self.assertAlmostEqual(float(root.get("time") or ""), sum(suites), places=3)
+
+    def test_failure_error_and_skip_carry_the_first_problem_and_the_whole_text(self) -> None:
+        """A failure's message is its first problem with its check id, its body the whole text; a skip's
+        its reason."""
         root = ET.fromstring(junit_xml(RECORDS, name="run", seconds=1.0))
         failure = root.find("testsuite/testcase[@name='quota/chat']/failure")
         assert failure is not None
-        self.assertEqual(failure.get("message"), "ollama/chat quota: the backend must fail")
+        self.assertEqual(failure.get("message"), "expected kind 'quota' [error-kind]")
         self.assertIn("[error-kind]", failure.text or "")
         error = root.find("testsuite/testcase[@name='abort/chat']/error")
         assert error is not None
@@ -56,6 +64,28 @@ class JUnitTests(unittest.TestCase):
         skipped = root.find("testsuite/testcase[@name='content-filter/chat']/skipped")
         assert skipped is not None
         self.assertEqual(skipped.get("message"), "ollama has no content filter")
+
+    def test_a_failure_without_a_check_id_keeps_its_first_line(self) -> None:
+        """A text that names no check (a crash, a hang) gives its first line as the message."""
+        text = "\n  the client exited with status 3\n  - no id here"
+        record = CaseRecord("t", "text/chat", "FAIL", text, 0.0)
+        root = ET.fromstring(junit_xml([record], name="run", seconds=0.0))
+        failure = root.find("testsuite/testcase/failure")
+        assert failure is not None
+        self.assertEqual(failure.get("message"), "the client exited with status 3")
+
+    def test_a_lone_surrogate_is_written_escaped_in_both_reports(self) -> None:
+        """A client may report "\\ud800" (valid JSON): both files are written, and JSON reads it back."""
+        record = CaseRecord("t", "text/chat", "FAIL", "got '\ud800' - x [content]", 0.0)
+        with tempfile.TemporaryDirectory() as folder:
+            paths = Path(folder) / "r.json", Path(folder) / "r.xml"
+            write_reports([record], json_path=paths[0], junit_path=paths[1], command="c", seconds=0.0)
+            document = json.loads(paths[0].read_text(encoding="utf-8"))
+            junit = ET.fromstring(paths[1].read_text(encoding="utf-8"))
+        self.assertEqual(document["cases"][0]["detail"], "got '\ud800' - x [content]")
+        failure = junit.find("testsuite/testcase/failure")
+        assert failure is not None
+        self.assertEqual(failure.text, "got '\\ud800' - x [content]")
 
     def test_text_xml_cannot_hold_is_shown_escaped_not_lost(self) -> None:
         """A control character or colour code in a failure text becomes \\xNN; markup is escaped."""

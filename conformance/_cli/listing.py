@@ -75,6 +75,7 @@ def _list_extra_variants(out: TextIO, wire: Any, scenario: Optional[str]) -> Non
 _NOT_JUDGED_NOTE = {
     "abort": " (served, not judged: the abort fires the caller's signal inside the client)",
     "cancel": " (served, not judged: the cancel needs the caller's own signal or task)",
+    "cancel-in-tool": " (served, not judged: the cancel fires the caller's own signal while a tool runs)",
 }
 
 

@@ -9,6 +9,7 @@
     python -m conformance serve --wire openai-chat --servers mistral,groq [--reasoning-content] ...
     python -m conformance record --wire W --upstream URL [--out DIR] [--scenario S] [--port P]
     python -m conformance gate MODULE:NAME [--json PATH] [--markdown PATH] [--junit PATH] [--smoke]
+    python -m conformance judge --wire W [--suite loop|backend|both] [--stage S] [--junit PATH] -- CLIENT...
 
 Every command that runs cases takes --json PATH and --junit PATH (JUnit XML), written
 whether the cases pass or not; options shared with the top level (--jobs, --processes,
@@ -17,7 +18,9 @@ and ``serve`` take a shipped wire's configurations too (``--servers``,
 ``--reasoning-content``: ``_wire_options``); ``run`` and ``gate`` use the target's own wire.
 
 ``serve`` judges the client it serves once the client reports how its run ended
-(``POST /conformance/outcome``), with the tools at ``POST /conformance/tools/<name>``.
+(``POST /conformance/outcome``), with the tools at ``POST /conformance/tools/<name>``;
+``judge`` runs a client's command once per stage (or scenario) and mode, each run
+judged so, into one report.
 
 Exit status: 0 when every case passed or was skipped, 1 when a case failed, 2 for a
 usage error (an unknown wire or scenario, a MODULE:NAME that does not load).
@@ -32,6 +35,7 @@ from typing import Optional, Sequence, TextIO
 from .._targets import UsageError
 from .._wire_options import add_options, as_code, configured, flags_of, given
 from .gate import _gate_parser, command_gate
+from .judge import _judge_parser, command_judge
 from .matrix import SUITES, TRANSPORTS, command_matrix
 from .record import _record_parser, command_record
 from .run import _run_parser, command_run
@@ -69,7 +73,8 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
     serve = _serve_parser(sub, wires)
     record = _record_parser(sub)
     gate = _gate_parser(sub)
-    commands = {"run": run, "serve": serve, "record": record, "gate": gate}
+    judge = _judge_parser(sub, wires)
+    commands = {"run": run, "serve": serve, "record": record, "gate": gate, "judge": judge}
     misplaced = _misplaced(argv, parser, commands)
     if misplaced is not None:
         parser.error(misplaced)
@@ -93,6 +98,8 @@ def main(argv: Optional[Sequence[str]] = None, out: TextIO = sys.stdout) -> int:
             return command_run(args, out)
         if args.command == "serve":
             return command_serve(args, out, settings)
+        if args.command == "judge":
+            return command_judge(args, out, settings)
         return command_matrix(args, out, settings)
     except UsageError as exc:
         chosen = commands.get(args.command, parser)

@@ -46,7 +46,7 @@ def command_record(args: argparse.Namespace, out: TextIO) -> int:
             f"{args.out}; point the backend's base URL here; Ctrl-C stops\n"
         )
         out.flush()
-        shown = 0
+        shown = refused = 0
         try:
             while True:
                 time.sleep(0.2)
@@ -54,6 +54,9 @@ def command_record(args: argparse.Namespace, out: TextIO) -> int:
                 for path in written[shown:]:
                     out.write(f"  wrote {path}\n")
                 shown = len(written)
+                for line in recorder.refused[refused:]:
+                    out.write(f"  {line}\n")
+                refused = len(recorder.refused)
                 out.flush()
         except KeyboardInterrupt:
             out.write(f"stopped; {len(recorder.written)} fixtures written\n")

@@ -15,7 +15,16 @@ from .._targets import UsageError
 from .._wire_options import add_options, configured, extra_variants, flags_of
 from ..scenarios import MODES, SCENARIOS
 from .listing import listing
-from .shared import _RESULT_OPTIONS, _configured, _paint, _write, report_paths, use_colour
+from .shared import (
+    _RESULT_OPTIONS,
+    _configured,
+    _paint,
+    printable,
+    report_paths,
+    sigterm_as_interrupt,
+    use_colour,
+    write_quietly,
+)
 
 #: What ``serve`` keeps of its request record; older requests are dropped and counted.
 SERVE_MAX_REQUESTS = 1000
@@ -74,6 +83,7 @@ def command_serve(args: argparse.Namespace, out: TextIO, settings: Dict[str, Dic
         raise UsageError(f"serve needs {missing} (or --list, to see what each wire plays)")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    args.host = bare_host(args.host)
     if not is_loopback(args.host) and not args.allow_remote:
         raise UsageError(
             f"refusing to bind {args.host}: the fake provider answers anyone who connects; "
@@ -87,19 +97,25 @@ def command_serve(args: argparse.Namespace, out: TextIO, settings: Dict[str, Dic
             "with --stage"
         )
     wire = configured(args.wire, settings)
-    with GateToolset(run_id=args.run_id) as toolset:
-        session, title = _serve_session(args, wire, toolset)
-        try:
-            return _serve_run(session, title, wire, reports, args, out)
-        finally:
-            session.close()
+    # SIGTERM (a CI job cancelled, a container stopped) ends serve as Ctrl-C does: the
+    # tools' sandbox is removed on the way out, not left behind read-only.
+    try:
+        with sigterm_as_interrupt(), GateToolset(run_id=args.run_id) as toolset:
+            session, title = _serve_session(args, wire, toolset)
+            try:
+                return _serve_run(session, title, wire, reports, args, out)
+            finally:
+                session.close()
+    except KeyboardInterrupt:  # before the run began waiting, or while the verdict was said
+        out.write("stopped\n")
+        out.flush()
+        return 0
 
 
 def _serve_run(
     session: Any, title: str, wire: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO
 ) -> int:
     """Serve until the client reports (or ``--timeout``, or Ctrl-C); print and write the verdict."""
-    from ..provider import start_fake_provider
     from ..provider._server import is_loopback
 
     if not is_loopback(args.host):
@@ -107,18 +123,11 @@ def _serve_run(
         out.flush()
 
     def handler(request: Any) -> Any:
-        out.write(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes\n")
+        out.write(printable(f"{time.strftime('%H:%M:%S')} {request} {len(request.body)} bytes") + "\n")
         out.flush()
         return session.handle(request)
 
-    # A serve session may run for days: keep the newest requests, not all of them.
-    provider = start_fake_provider(
-        http2=args.http2,
-        host=args.host,
-        port=args.port,
-        allow_remote=args.allow_remote,
-        max_requests=SERVE_MAX_REQUESTS,
-    )
+    provider = start_served(args.http2, args.host, args.port, args.allow_remote)
     with provider:
         session.attach(lambda: provider.requests)
         provider.reply(handler)
@@ -153,6 +162,33 @@ def _serve_run(
     return _say_verdict(verdict, reports, args, out, wire)
 
 
+def bare_host(host: str) -> str:
+    """``host`` as the socket takes it: an IPv6 address given as in a URL (``[::1]``) unbracketed."""
+    if host.startswith("[") and host.endswith("]"):
+        return host[1:-1]
+    return host
+
+
+def start_served(http2: bool, host: str, port: int, allow_remote: bool) -> Any:
+    """The fake provider as ``serve`` and ``judge`` run it, or a usage error naming why it cannot listen."""
+    from .._judge import JUDGE_MAX_BODY_BYTES
+    from ..provider import start_fake_provider
+
+    try:
+        # A serve session may run for days: keep the newest requests, not all of them. Its
+        # bodies are a few KB; a bigger one is refused with a 413 before it is read.
+        return start_fake_provider(
+            http2=http2,
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            max_requests=SERVE_MAX_REQUESTS,
+            max_body_bytes=JUDGE_MAX_BODY_BYTES,
+        )
+    except OSError as exc:  # socket.gaierror for a name that does not resolve, EADDRINUSE, ...
+        raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+
+
 def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[Any, str]:
     """The judge's session for ``serve``'s scenario or stage, and the title it is served under."""
     from .._judge import BackendSession
@@ -163,6 +199,7 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
         "http2": args.http2,
         "timeout": args.timeout or DEFAULT_CLIENT_TIMEOUT,
         "dress": served,
+        "client_name": args.client_name or default_client_name(wire.name),
     }
     if args.stage is not None:
         from ..gate.stages import STAGES
@@ -202,6 +239,12 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
     return session, f"{args.scenario}/{args.mode}{shape}"
 
 
+def default_client_name(wire: str) -> str:
+    """What the reports call a client not named with ``--client-name``: ``client.<wire>``, so that
+    the reports of several wires merge without colliding."""
+    return f"client.{wire}"
+
+
 #: The bound ``serve`` gives a client's run when ``--timeout`` is not set, as a
 #: target's default ``timeout``: the task's ``max_seconds`` is most of it.
 DEFAULT_CLIENT_TIMEOUT = 5.0
@@ -224,19 +267,23 @@ def _say_verdict(
     verdict: Any, reports: Dict[str, Any], args: argparse.Namespace, out: TextIO, wire: Any
 ) -> int:
     record = verdict.record
-    words = {"pass": "passed", "FAIL": "FAILED", "ERROR": "ERROR", "skip": "skipped"}[record.outcome]
-    line = f"verdict: {record.wire} {record.case} {words}"
-    if verdict.checks:
-        line += f" [{', '.join(verdict.checks)}]"
-    out.write("\n" + _paint(line, record.outcome, use_colour(out)) + "\n")
-    if record.detail:
-        out.write(record.detail + "\n")
+    # The reports first: whatever the text holds, a CI that asked for them gets them.
+    written = []
     if reports:
         shown = "".join(f" {flag}" for flag in flags_of(wire))
         command = f"python -m conformance serve --wire {args.wire}{shown} " + (
             f"--stage {args.stage}" if args.stage else f"--scenario {args.scenario}"
         )
-        _write([record], reports, f"{command} --mode {args.mode}", record.seconds, out)
+        written = write_quietly([record], reports, f"{command} --mode {args.mode}", record.seconds)
+    words = {"pass": "passed", "FAIL": "FAILED", "ERROR": "ERROR", "skip": "skipped"}[record.outcome]
+    line = f"verdict: {record.wire} {record.case} {words}"
+    if verdict.checks:
+        line += f" [{', '.join(verdict.checks)}]"
+    out.write("\n" + _paint(printable(line), record.outcome, use_colour(out)) + "\n")
+    if record.detail:
+        out.write(printable(record.detail) + "\n")
+    for kind, path in written:
+        out.write(f"wrote {kind} to {path}\n")
     out.flush()
     return 1 if verdict.failed else 0
 
@@ -272,9 +319,9 @@ def _print_events(requests: List[Any], printed: Dict[int, Any], out: TextIO) -> 
         if id(request) in printed or log is None or not (log.complete() or request.closed):
             continue
         printed[id(request)] = request  # kept so that the id is not reused while listed
-        out.write(f"  sent {log.status} {log.content_type} for {request}:\n")
+        out.write(printable(f"  sent {log.status} {log.content_type} for {request}:") + "\n")
         for event in request.events:
-            out.write(f"    {event.describe(request.received_at)}\n")
+            out.write(printable(f"    {event.describe(request.received_at)}") + "\n")
         out.flush()
     if len(printed) > 2 * SERVE_MAX_REQUESTS:
         alive = {id(r) for r in requests}
@@ -335,6 +382,12 @@ def _serve_parser(sub: Any, wires: str) -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--run-id", help="the tools' run id, so that fixture ids repeat from run to run (default: random)"
+    )
+    serve.add_argument(
+        "--client-name",
+        metavar="NAME",
+        help="the client's name in the reports: the JUnit suite and class name, the JSON target "
+        "(default: client.<wire>)",
     )
     for option, text in _RESULT_OPTIONS:
         serve.add_argument(option, default=argparse.SUPPRESS, metavar="PATH", help="the verdict: " + text)

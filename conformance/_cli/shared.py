@@ -4,8 +4,12 @@ number of cases and processes at once, colour on a terminal, and the reports wri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+import re
+import signal
+import threading
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from .._results import CaseRecord, check_writable, write_reports
 from .._targets import AnyTarget, UsageError
@@ -22,6 +26,27 @@ def use_colour(out: TextIO) -> bool:
         return False
     isatty = getattr(out, "isatty", None)
     return bool(callable(isatty) and isatty())
+
+
+#: What a terminal would act on rather than show: C0 controls but newline and tab, DEL,
+#: C1 controls (ANSI CSI and OSC sequences start with ESC or their C1 forms), and lone
+#: surrogates (valid in JSON's ``\\ud800``, unwritable as UTF-8).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print: every control character and lone surrogate shown as an escape.
+
+    What a client sent (a path, an error message it reported) reaches the terminal of
+    whoever runs ``serve``: an ESC there could move the cursor, retitle the window or
+    hide a line, and a lone surrogate cannot be encoded at all.
+    """
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _paint(text: str, status: str, colour: bool) -> str:
@@ -66,8 +91,17 @@ def _write(
     records: List[CaseRecord], reports: Dict[str, Any], command: str, elapsed: float, out: TextIO
 ) -> None:
     """Write the ``--json`` and ``--junit`` files asked for, and say so."""
+    for kind, path in write_quietly(records, reports, command, elapsed):
+        out.write(f"wrote {kind} to {path}\n")
+    out.flush()
+
+
+def write_quietly(
+    records: List[CaseRecord], reports: Dict[str, Any], command: str, elapsed: float
+) -> List[Tuple[str, Any]]:
+    """Write the ``--json`` and ``--junit`` files asked for; the ``(kind, path)`` of each one written."""
     try:
-        written = write_reports(
+        return write_reports(
             records,
             json_path=reports.get("--json"),
             junit_path=reports.get("--junit"),
@@ -76,9 +110,28 @@ def _write(
         )
     except OSError as exc:
         raise UsageError(f"cannot write the results: {exc}") from None
-    for kind, path in written:
-        out.write(f"wrote {kind} to {path}\n")
-    out.flush()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`KeyboardInterrupt` as Ctrl-C does, so that it unwinds
+    the same way (temporary folders removed, a client's processes ended).
+
+    Only the main thread can set a handler: elsewhere (a test running a command in a
+    thread) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def report_paths(args: argparse.Namespace) -> Dict[str, Any]:

@@ -17,7 +17,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .._bounds import BUDGET_GRACE
-from .._judge import CLIENT, ReportedResult, Session, Verdict, elsewhere, reported_error, tool_json
+from .._judge import (
+    CLIENT,
+    ReportedResult,
+    Session,
+    Verdict,
+    elsewhere,
+    reported_error,
+    tool_json,
+    write_tools,
+)
 from ..provider import RecordedRequest, Reply
 
 if TYPE_CHECKING:
@@ -83,6 +92,7 @@ class StageSession(Session):
     def task(self) -> Dict[str, Any]:
         stage = self.case.stage
         choice = stage.tool_choice
+        tools = tool_json(self.toolset, stage.extra_tools)
         return {
             "kind": "loop",
             "wire": self.wire.name,
@@ -91,7 +101,8 @@ class StageSession(Session):
             "stream": self.mode == "stream",
             "model": self.model,
             "prompt": stage.prompt,
-            "tools": tool_json(self.toolset, stage.extra_tools),
+            "tools": tools,
+            "write_tools": write_tools(tools),
             "tool_choice": None if choice is None else {"mode": choice.mode, "name": choice.name},
             "max_requests": self.case.max_requests,
             "max_seconds": self.case.max_seconds,

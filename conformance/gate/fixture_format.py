@@ -21,7 +21,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ProviderInputError
@@ -268,8 +268,9 @@ class Fixture:
                 raw = handle.read()
         except OSError as exc:
             raise ProviderInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        duplicates: List[Tuple[Dict[str, Any], str]] = []
         try:
-            doc = json.loads(raw.decode("utf-8"))
+            doc = json.loads(raw.decode("utf-8"), object_pairs_hook=lambda pairs: _object(pairs, duplicates))
         except UnicodeDecodeError as exc:
             raise ProviderInputError(f"{path}: not UTF-8 at byte {exc.start}") from None
         except json.JSONDecodeError as exc:
@@ -278,7 +279,41 @@ class Fixture:
             ) from None
         except RecursionError:
             raise ProviderInputError(f"{path}: nested too deeply to be a fixture") from None
+        if duplicates:
+            # JSON leaves a repeated key to the reader (the last one wins in Python): a
+            # fixture that says two things in one place says neither.
+            try:
+                where = _path_of(doc, duplicates[0][0]) or "$"
+            except RecursionError:
+                where = "$"
+            key = duplicates[0][1]
+            raise ProviderInputError(f"{path}: {where}: the key {key!r} is given twice; keep one")
         return cls.from_json(doc, source=path)
+
+
+def _object(pairs: List[Tuple[str, Any]], duplicates: List[Tuple[Dict[str, Any], str]]) -> Dict[str, Any]:
+    """A JSON object as ``json`` builds it, each repeated key noted with its object."""
+    built = dict(pairs)
+    if len(built) != len(pairs):
+        seen: Set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                duplicates.append((built, key))
+                break
+            seen.add(key)
+    return built
+
+
+def _path_of(doc: Any, target: Dict[str, Any], path: str = "$") -> Optional[str]:
+    """The JSON path of the object ``target`` (by identity) within ``doc``."""
+    if doc is target:
+        return path
+    inner = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in inner:
+        found = _path_of(value, target, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
+        if found:
+            return found
+    return None
 
 
 def _masked_event(event: Mapping[str, Any], redaction: Redaction) -> Mapping[str, Any]:

@@ -9,7 +9,11 @@ exchange holds no more than one chunk in memory however long it runs. When it en
 one JSON fixture is written (:mod:`.fixture_format`): the request and the response,
 every chunk with its offset and time, and the raw event log, with secrets removed at
 write time (:mod:`.redact`). The proxy asks the upstream for ``accept-encoding:
-identity`` so that the chunks are the events' own bytes, not a compressed stream.
+identity`` so that the chunks are the events' own bytes, not a compressed stream; an
+upstream that compresses anyway (gzip, deflate) is decoded before the fixture is
+masked and written, and one in a coding that cannot be decoded is passed on but not
+recorded (:attr:`Recorder.refused` says why). A request target in the absolute form an
+HTTP proxy takes is refused with a 400.
 
 Bounds, each ending the exchange with the fixture marked ``truncated`` (and not
 ``complete``) with what was kept: ``max_response_bytes`` (past it the recorder stops
@@ -36,6 +40,7 @@ import socket
 import ssl
 import threading
 import time
+import zlib
 from types import TracebackType
 from typing import Any, Dict, List, Optional, Set, Tuple, Type
 from urllib.parse import urlsplit
@@ -120,6 +125,9 @@ class Recorder:
         self._changed = threading.Condition(self._lock)
         self._seq = 0
         self._written: List[str] = []
+        #: Why an exchange was passed on but not recorded (a response in a coding that
+        #: cannot be searched for credentials), one line each.
+        self.refused: List[str] = []
         self._sockets: Set[socket.socket] = set()
         os.makedirs(folder, exist_ok=True)
         self._server = _Server((host, port), _Handler, self)
@@ -332,6 +340,17 @@ class Recorder:
         )
         # The spool is read back once, here: the response is never in memory while it streams.
         chunks = spool.chunks()
+        encoding = response_headers.pop("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            # Asked for identity, sent compressed anyway: stored decoded, so that what is masked
+            # is what the client read and a replay serves bytes a client can read.
+            try:
+                chunks = decoded_chunks(chunks, encoding)
+            except ValueError as exc:
+                with self._lock:
+                    self.refused.append(f"{method} {path}: not recorded: {exc}")
+                    self._changed.notify_all()
+                return
         with self._lock:
             first_seq = self._seq
             events = timed_events(
@@ -352,6 +371,40 @@ class Recorder:
 
 
 _CLIENT_LEFT = "the client went away"
+
+
+def decoded_chunks(chunks: List[Tuple[int, float, bytes]], encoding: str) -> List[Tuple[int, float, bytes]]:
+    """A compressed response's chunks decoded, each to what its bytes decode to as they came.
+
+    ``gzip`` and ``deflate`` (zlib-wrapped or raw) are read; any other coding is a
+    :class:`ValueError` naming it, since its bytes cannot be searched for credentials.
+    """
+    if encoding in ("gzip", "x-gzip"):
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":
+        first = chunks[0][2][:1] if chunks else b""
+        # RFC 9110 deflate is zlib-wrapped (0x78 first); some servers send it raw.
+        decoder = zlib.decompressobj(zlib.MAX_WBITS if first == b"\x78" else -zlib.MAX_WBITS)
+    else:
+        raise ValueError(
+            f"the upstream sent content-encoding {encoding!r} though the recorder asked for identity, "
+            "and only gzip and deflate can be decoded to search it for credentials"
+        )
+    out: List[Tuple[int, float, bytes]] = []
+    offset = 0
+    try:
+        for _, at, data in chunks:
+            plain = decoder.decompress(data)
+            if plain:
+                out.append((offset, at, plain))
+                offset += len(plain)
+        rest = decoder.flush()
+    except zlib.error as exc:
+        raise ValueError(f"the {encoding} body does not decode ({exc})") from None
+    if rest:
+        at = chunks[-1][1] if chunks else 0.0
+        out.append((offset, at, rest))
+    return out
 
 
 class _Watch:
@@ -557,6 +610,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _proxy(self) -> None:
+        if not self.path.startswith("/"):
+            # The absolute form (http://host/path) is what a client sends to an HTTP proxy;
+            # taken as a path it would name another host and climb out of the fixture folder.
+            form = "the absolute form an HTTP proxy takes" if "://" in self.path else "not a path"
+            self.fail(
+                400,
+                f"the request target {self.path[:200]!r} is {form}: the recorder takes a path "
+                "(/v1/...); point the client's base URL at the recorder rather than using it as a proxy",
+            )
+            return
         try:
             body = self._body()
         except ValueError:

@@ -25,6 +25,9 @@ Values shorter than :data:`MIN_MASKED` are not searched for (``test`` would mask
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
 import json
 import re
 import struct
@@ -231,27 +234,59 @@ class Redaction:
 def mask_body(body: bytes, secrets: Mapping[str, str], content_type: str, notes: List[str]) -> bytes:
     """``body`` with each of ``secrets`` masked to its own length; an event stream's CRCs made right again.
 
+    A value is found as it was sent, JSON-escaped (``\\/``, ``\\u0053``: a provider may
+    escape any character of a string it echoes), and inside base64 (an event stream's
+    ``bytes`` payload, a data URL): a base64 run that decodes to bytes holding a value
+    is decoded, masked and encoded again, to the same length, so it still decodes.
     ``notes`` gets one line per value masked: where in the body, and whose value it was.
     """
     data = bytearray(body)
     touched: List[Tuple[int, int]] = []
     for secret in sorted(secrets, key=len, reverse=True):
-        needle = secret.encode("utf-8")
-        start, places = 0, []
-        while True:
-            at = body.find(needle, start)
-            if at == -1:
-                break
-            data[at : at + len(needle)] = b"*" * len(needle)
-            touched.append((at, at + len(needle)))
-            places.append(at)
-            start = at + len(needle)
+        places = []
+        for match in _spellings(secret).finditer(bytes(data)):
+            data[match.start() : match.end()] = b"*" * (match.end() - match.start())
+            touched.append((match.start(), match.end()))
+            places.append(match.start())
         if places:
             shown = ", ".join(str(p) for p in places[:5]) + (" ..." if len(places) > 5 else "")
             notes.append(f"response body at byte {shown}: the value of {secrets[secret]}")
+    for match in _BASE64_RUN.finditer(bytes(data)):
+        run = match.group()
+        if len(run) % 4:
+            continue
+        try:
+            plain = base64.b64decode(run, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        inner: List[str] = []
+        masked = mask_body(plain, secrets, "", inner)
+        if masked != plain:
+            data[match.start() : match.end()] = base64.b64encode(masked)  # the same length: masks keep it
+            touched.append((match.start(), match.end()))
+            notes.extend(f"response body, in the base64 at byte {match.start()}: {note}" for note in inner)
     if touched and content_type.split(";")[0].strip().lower() == _EVENT_STREAM:
         _fix_event_stream_crcs(data, touched)
     return bytes(data)
+
+
+#: A run of base64 long enough to hold a value of :data:`MIN_MASKED` bytes or more.
+_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{12,}={0,2}")
+
+
+@functools.lru_cache(maxsize=256)
+def _spellings(secret: str) -> re.Pattern[bytes]:
+    """A pattern for ``secret`` as sent, or with any of its characters JSON-escaped."""
+    parts = []
+    for char in secret:
+        forms = [re.escape(char.encode("utf-8"))]
+        if ord(char) < 0x10000:
+            hexed = "".join(f"[{h.lower()}{h.upper()}]" if h.isalpha() else h for h in f"{ord(char):04x}")
+            forms.append(b"\\\\u" + hexed.encode("ascii"))
+        if char in "/\\\"":
+            forms.append(re.escape(b"\\" + char.encode("ascii")))
+        parts.append(b"(?:" + b"|".join(forms) + b")")
+    return re.compile(b"".join(parts))
 
 
 _PRELUDE = struct.Struct("!II")

@@ -82,16 +82,29 @@ class ReplayWire(Wire):
         if not fixtures:
             raise ProviderInputError(f"no fixtures to replay in {source!r}")
         wires = sorted({f.stamp.wire for f in fixtures})
+        # The first file that names each wire: every error says where to look.
+        files = {w: next(f.source or "a fixture" for f in fixtures if f.stamp.wire == w) for w in wires}
         if base is None:
             from ..wires import WIRES
 
-            if len(wires) != 1 or wires[0] not in WIRES:
+            unknown = [w for w in wires if w not in WIRES]
+            if unknown:
                 raise ProviderInputError(
-                    f"the fixtures name wires {wires}; pass base= the one wire they were recorded with"
+                    f"{files[unknown[0]]}: the stamp names the wire {unknown[0]!r}, which is not a shipped "
+                    "wire; pass base= the wire it was recorded with"
+                )
+            if len(wires) != 1:
+                named = "; ".join(f"{files[w]} names {w!r}" for w in wires)
+                raise ProviderInputError(
+                    f"the fixtures name {len(wires)} wires ({named}); replay one wire's fixtures at a time"
                 )
             base = WIRES[wires[0]]
         elif wires != [base.name]:
-            raise ProviderInputError(f"the fixtures were recorded with {wires}, not {base.name!r}")
+            other = next(w for w in wires if w != base.name)
+            raise ProviderInputError(
+                f"{files[other]}: recorded with {other!r}, not {base.name!r} (base=); replay one wire's "
+                "fixtures at a time"
+            )
         self.base = base
         self.fixtures: Tuple[Fixture, ...] = tuple(fixtures)
         self.source = source if isinstance(source, str) else "fixtures"

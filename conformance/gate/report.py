@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: The version of the report's JSON layout; it changes only when a field changes meaning.
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 DEFAULT_JSON = "conformance-report.json"
 DEFAULT_MARKDOWN = "conformance-report.md"
 #: Every case starts a fresh fake provider on a port of its own; the report says so in this form.
@@ -347,8 +347,15 @@ class GateReport:
         )
 
     def as_dict(self) -> Dict[str, Any]:
-        """The JSON form, as ``report.schema.json`` describes it."""
+        """The JSON form, as ``report.schema.json`` describes it: every member of the results JSON
+        that ``run --json`` writes (``schema``, ``command``, ``counts``, ``cases``, ...), then the
+        release report's own."""
+        from .._results import results_document
+
         return {
+            **results_document(
+                self.records(), command=self.title, seconds=self.seconds, timestamp=self.stamp.timestamp
+            ),
             "format": REPORT_FORMAT,
             "verdict": self.verdict,
             "stamp": self.stamp.as_dict(),
@@ -367,25 +374,34 @@ class GateReport:
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2, ensure_ascii=False) + "\n"
 
+    @property
+    def title(self) -> str:
+        """The run as the reports name it: ``gate <target> (<selection>)``."""
+        return f"gate {self.stamp.target} ({self.stamp.selection})"
+
     def junit(self) -> str:
         """Every case as JUnit XML, one ``<testsuite>`` for the target, as CI systems show it."""
-        from .._results import CaseRecord, junit_xml
+        from .._results import junit_xml
+
+        return junit_xml(self.records(), name=self.title, seconds=self.seconds)
+
+    def records(self) -> List[Any]:
+        """Every case as the rows every command's reports are made of."""
+        from .._results import CaseRecord
 
         outcomes = {"pass": "pass", "skip": "skip"}
-        records = [
+        return [
             CaseRecord(
                 target=self.stamp.target,
                 case=r.name,
                 outcome=outcomes.get(r.verdict, "ERROR" if r.crashed else "FAIL"),
                 detail=r.detail,
                 seconds=r.seconds,
-                suite=self.stamp.suite,
+                suite="loop" if self.stamp.suite == "agent-loop" else self.stamp.suite,
                 wire=self.stamp.wire,
             )
             for r in self.results
         ]
-        name = f"gate {self.stamp.target} ({self.stamp.selection})"
-        return junit_xml(records, name=name, seconds=self.seconds)
 
     def markdown(self) -> str:
         """A summary for a pull request: verdict, stamp, stage x mode, then each failure."""

@@ -411,7 +411,8 @@ class RecordedRequest:
 
             try:
                 value = _json.loads(self.body)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                # Nested deeper than the parser goes is as unreadable as not JSON at all.
                 value = None
             self._json = value
         return value

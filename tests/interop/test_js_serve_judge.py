@@ -191,5 +191,66 @@ class JavaScriptClientsJudgedByServeTests(unittest.TestCase):
         self.assertIn("[recovered]", result.output)
 
 
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class JavaScriptLoopJudgedByOneCommandTests(unittest.TestCase):
+    """``judge``: the openai package's loop over every stage of one wire, one command, one report."""
+
+    def judge(self, *argv: str) -> Tuple[int, str, Dict[str, Any], Any]:
+        import io
+        import tempfile
+        import xml.etree.ElementTree as ET
+
+        from conformance.__main__ import main
+
+        with tempfile.TemporaryDirectory() as folder:
+            paths = Path(folder) / "r.json", Path(folder) / "r.xml"
+            out = io.StringIO()
+            status = main(
+                ["judge", *argv, "--jobs", "2", "--json", str(paths[0]), "--junit", str(paths[1]),
+                 "--", str(NODE), str(JS_DIR / "judge_openai.mjs")],
+                out=out,
+            )  # fmt: skip
+            document = json.loads(paths[0].read_text(encoding="utf-8"))
+            return status, out.getvalue(), document, ET.fromstring(paths[1].read_text(encoding="utf-8"))
+
+    def test_every_stage_of_openai_chat_in_one_run(self) -> None:
+        """Every stage and mode judged; each failure's JUnit message names its check."""
+        from conformance.gate.stages import STAGES
+
+        status, output, document, root = self.judge("--wire", "openai-chat", "--client-name", "js-openai")
+        self.assertEqual(status, 1, output)  # the loop checks no tool name nor schema before running
+        self.assertEqual(len(document["cases"]), sum(len(row.modes) for row in STAGES.values()))
+        seen = {c["case"]: c["outcome"] for c in document["cases"]}
+        for case, outcome in [
+            ("forced-tool/stream", "pass"),
+            ("parallel-calls/chat", "pass"),
+            ("cancel/chat", "skip"),
+            ("unknown-tool/chat", "fail"),
+            ("invalid-arguments/stream", "fail"),
+        ]:
+            self.assertEqual(seen[case], outcome, f"{case}: {output[-3000:]}")
+        messages = {
+            case.get("name"): failure.get("message") or ""
+            for case in root.iter("testcase")
+            for failure in case.findall("failure")
+        }
+        self.assertTrue(messages["unknown-tool/chat"].endswith("[refused-call]"), messages)
+        self.assertTrue(messages["invalid-arguments/stream"].endswith("[arguments-schema]"), messages)
+        for case, message in messages.items():
+            self.assertRegex(message, r"\[[a-z0-9-]+\]$", case)
+        self.assertEqual({c.get("classname") for c in root.iter("testcase")}, {"js-openai"})
+
+    def test_backend_scenarios_in_one_run(self) -> None:
+        """--suite backend: the same script as a backend, each scenario's variants each a run."""
+        status, output, document, _ = self.judge(
+            "--wire", "openai-chat", "--suite", "backend", "--scenario", "text", "--scenario", "tool-call",
+            "--scenario", "quota",
+        )  # fmt: skip
+        self.assertEqual(status, 0, output)
+        self.assertEqual({c["outcome"] for c in document["cases"]}, {"pass"}, output)
+        self.assertGreaterEqual(len(document["cases"]), 5)
+
+
 if __name__ == "__main__":
     unittest.main()

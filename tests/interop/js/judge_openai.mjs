@@ -1,6 +1,7 @@
 // A client over the official `openai` npm package, judged by `python -m conformance serve`.
 //
-// Usage: node judge_openai.mjs <serve url> [flaw]
+// Usage: node judge_openai.mjs <serve url> [flaw], or under judge (the URL in CONFORMANCE_URL):
+//   python -m conformance judge --wire openai-chat -- node judge_openai.mjs [flaw]
 // It asks serve what to run (GET /conformance/task) and runs it against serve's
 // OpenAI Chat Completions wire:
 //   - a backend scenario ("kind": "backend"): one chat.completions.create, whole or
@@ -18,7 +19,10 @@
 
 import OpenAI from "openai";
 
-const [url, flaw = ""] = process.argv.slice(2);
+// The URL as the first argument (a run of serve), else from the environment (a run of judge).
+const args = process.argv.slice(2);
+const url = args[0]?.startsWith("http") ? args.shift() : process.env.CONFORMANCE_URL;
+const flaw = args[0] ?? "";
 
 async function post(path, body) {
   const response = await fetch(`${url}${path}`, {
