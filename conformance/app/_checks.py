@@ -186,8 +186,15 @@ KIND_CHECKS: Dict[str, Tuple[str, ...]] = {
 
 
 def run_app_checks(seen: AppSeen) -> List[Problem]:
-    """Every problem the checks of ``seen``'s script kind find, in that kind's order."""
+    """Every problem the checks of ``seen``'s script kind find, in that kind's order.
+
+    Where no request reached the provider, ``provider-reached`` speaks alone: nothing
+    else can be read from a log with nothing in it.
+    """
     assert seen.script is not None
+    missed = APP_CHECKS["provider-reached"](seen)
+    if missed:
+        return [Problem("provider-reached", text) for text in missed]
     return [
         Problem(check_id, text)
         for check_id in KIND_CHECKS[seen.script.kind]

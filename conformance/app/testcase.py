@@ -3,7 +3,7 @@
 Strategy: the class owns a :class:`~conformance.app.FakeProviderEnvironment` from
 ``setUpClass`` to ``tearDownClass``, so the application may build its clients in
 ``setUp``, in a test, or once for the class, from the environment as it does in
-production. Each test scripts the provider and runs the application's function;
+production. Each test starts with no script, scripts the provider and runs the application's function;
 :meth:`AppConformanceTestCase.assertAppConforms` fails the test with the run's
 report. At class teardown the findings of every run are written once each to
 standard error, the end-of-run summary.
@@ -49,6 +49,11 @@ class AppConformanceTestCase:
                     sys.stderr.write(f"\n{cls.__qualname__}: {summary}\n")
         finally:
             super().tearDownClass()  # type: ignore[misc]
+
+    def setUp(self) -> None:
+        """Each test starts with no script: every wire answers plainly until the test says otherwise."""
+        super().setUp()  # type: ignore[misc]
+        self._environment().reset()
 
     def _environment(self) -> FakeProviderEnvironment:
         environment = type(self).provider_environment
