@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 #: What each function asks.
-BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "What is the weather?"}], "stream": True}
+BODY = {
+    "model": "gpt-4o-mini",
+    "messages": [{"role": "user", "content": "What is the weather?"}],
+    "stream": True,
+}
 
 
 class Failed(Exception):
@@ -237,7 +241,10 @@ async def swallows_the_cancel() -> str:
 
 
 def _hand_on(
-    loop: asyncio.AbstractEventLoop, future: "asyncio.Future[str]", value: Optional[str], error: Optional[BaseException]
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[str],
+    value: Optional[str],
+    error: Optional[BaseException],
 ) -> None:
     """Settle ``future`` on its loop; nothing where the task, and its loop, are gone."""
     try:
@@ -246,7 +253,7 @@ def _hand_on(
         pass
 
 
-def _settle(future: "asyncio.Future[str]", value: Optional[str], error: Optional[BaseException]) -> None:
+def _settle(future: asyncio.Future[str], value: Optional[str], error: Optional[BaseException]) -> None:
     if future.done():
         return
     if error is not None:
@@ -272,13 +279,17 @@ class Broken:
 
 #: Each broken function, by name: the script it meets and the checks that must name it.
 BROKEN: Dict[str, Broken] = {
-    "ignores-retry-after": Broken(ignores_retry_after, "rate-limit", ("retry-wait",), wire="azure-openai-chat"),
+    "ignores-retry-after": Broken(
+        ignores_retry_after, "rate-limit", ("retry-wait",), wire="azure-openai-chat"
+    ),
     "retries-at-once": Broken(retries_at_once, "overloaded", ("retry-backoff",)),
     "gives-up": Broken(gives_up, "server-error", ("retry-relent",)),
     "retries-a-quota-forever": Broken(retries_a_quota_forever, "quota", ("retry-permanent",)),
     "repeats-the-cut-text": Broken(repeats_the_cut_text, "cut", ("retry-no-repeat",)),
     "no-retry-after-cut": Broken(gives_up, "cut", ("retry-after-cut",)),
-    "no-read-timeout": Broken(no_read_timeout, "stall", ("finished", "read-timeout"), (("read_timeout", 0.5),)),
+    "no-read-timeout": Broken(
+        no_read_timeout, "stall", ("finished", "read-timeout"), (("read_timeout", 0.5),)
+    ),
     "impatient": Broken(impatient, "slow-first-token", ("slow-first-token",), (("seconds", 0.6),)),
     "asks-twice": Broken(asks_twice, "text", ("no-retry",)),
     "never-asks": Broken(never_asks, "rate-limit", ("provider-reached",)),

@@ -43,7 +43,7 @@ def _post(url: str, body: Dict[str, Any]) -> Any:
 
 class EnvironmentTests(unittest.TestCase):
     def test_every_sdk_variable_names_the_provider_and_is_restored(self) -> None:
-        """While on, each SDK's variable names the provider and the clashing ones are gone; after, all is as it was."""
+        """While on, each SDK's variable names the provider and the clashing ones are gone; then as before."""
         environ = {"OPENAI_BASE_URL": "https://api.openai.com/v1", "GOOGLE_API_KEY": "real-key", "HOME": "/h"}
         before = dict(environ)
         with FakeProviderEnvironment(environ=environ) as env:
@@ -56,10 +56,12 @@ class EnvironmentTests(unittest.TestCase):
         self.assertEqual(environ, before)
 
     def test_an_unscripted_wire_answers_plainly_and_a_stray_path_is_told_the_routes(self) -> None:
-        """An SDK whose wire has no script gets the plain answer; a path under no SDK's route a 404 naming them."""
+        """An unscripted wire gets the plain answer; a path under no SDK's route a 404 naming the routes."""
         environ: Dict[str, str] = {}
         with FakeProviderEnvironment(environ=environ) as env:
-            status, body = _post(f"{environ['ANTHROPIC_BASE_URL']}/v1/messages", {"model": "m", "max_tokens": 9})
+            status, body = _post(
+                f"{environ['ANTHROPIC_BASE_URL']}/v1/messages", {"model": "m", "max_tokens": 9}
+            )
             self.assertEqual((status, body["type"], body["stop_reason"]), (200, "message", "end_turn"))
             status, body = _post(f"{env.url}/v1/chat/completions", {"model": "m"})
             self.assertEqual(status, 404)
@@ -141,15 +143,19 @@ class ZooTests(unittest.TestCase):
         """retry-permanent names how many requests came, and when."""
         run = self._run(app_zoo.BROKEN["retries-a-quota-forever"])
         text = next(p.text for _, p in run.problems if p.check == "retry-permanent")
-        self.assertRegex(text, r"expected one request for a quota failure, which will not come back, got \d+ ")
+        self.assertRegex(
+            text, r"expected one request for a quota failure, which will not come back, got \d+ "
+        )
         self.assertRegex(text, r"\(requests at \+0 ms, \+\d+ ms, \+\d+ ms")
 
     def test_every_reporting_site_is_the_only_thing_catching_some_broken_function(self) -> None:
-        """Taking any one of app mode's own reporting sites out lets a broken function it alone catches pass."""
+        """Taking out any one of app mode's reporting sites lets a broken function it alone catches pass."""
         names = [site.name for site in SITES.sites]
         self.assertEqual(len(names), 4, names)
         for site in names:
-            check = next(c for c, f in app_checks.ROWS.items() if f.__name__ == site.split(".")[1].split("#")[0])
+            check = next(
+                c for c, f in app_checks.ROWS.items() if f.__name__ == site.split(".")[1].split("#")[0]
+            )
             guards = [n for n, b in app_zoo.BROKEN.items() if check in b.checks]
             self.assertTrue(guards, f"no broken function is caught by {site}")
             with self.subTest(site=site):

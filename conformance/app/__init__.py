@@ -31,7 +31,16 @@ _EXPORTS: Dict[str, str] = {
     "SDK_ENVIRONMENT": "routes",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CLEARED",
+    "FAULTS",
+    "SDK_ENVIRONMENT",
+    "AppConformanceTestCase",
+    "AppRun",
+    "FakeProviderEnvironment",
+    "Finding",
+    "ProviderScript",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -136,7 +136,13 @@ def _provider_reached(checked: Seen) -> List[str]:
     from .routes import SDK_ENVIRONMENT
 
     error = seen.outcome.error
-    how = f"it raised {describe(error)}" if error is not None else "it ended" if seen.ended else "it was still running"
+    how = (
+        f"it raised {describe(error)}"
+        if error is not None
+        else "it ended"
+        if seen.ended
+        else "it was still running"
+    )
     names = ", ".join(n for n, v in SDK_ENVIRONMENT.items() if v.startswith("{url}"))
     return [
         f"the application sent no {seen.wire.title} request to the fake provider, and {how}; build "
@@ -176,8 +182,23 @@ APP_CHECKS: Dict[str, Check] = {
 #: The checks that judge each kind of script, in the order a report lists them.
 KIND_CHECKS: Dict[str, Tuple[str, ...]] = {
     "reply": ("provider-reached", "finished", "no-retry"),
-    "relent": ("provider-reached", "finished", "retry-relent", "retry-wait", "retry-backoff", "retry-no-repeat"),
-    "cut": ("provider-reached", "finished", "retry-relent", "retry-after-cut", "retry-wait", "retry-backoff", "retry-no-repeat"),
+    "relent": (
+        "provider-reached",
+        "finished",
+        "retry-relent",
+        "retry-wait",
+        "retry-backoff",
+        "retry-no-repeat",
+    ),
+    "cut": (
+        "provider-reached",
+        "finished",
+        "retry-relent",
+        "retry-after-cut",
+        "retry-wait",
+        "retry-backoff",
+        "retry-no-repeat",
+    ),
     "permanent": ("provider-reached", "finished", "retry-permanent"),
     "stall": ("provider-reached", "finished", "read-timeout", "retry-no-repeat"),
     "slow": ("provider-reached", "finished", "slow-first-token"),

@@ -78,7 +78,9 @@ class AppRun:
         """The problems in words, each line ending with its check id, then the requests seen."""
         if not self.problems:
             return "no problems"
-        lines = [f"{len(self.problems)} problem{'s' if len(self.problems) > 1 else ''} in the application run:"]
+        lines = [
+            f"{len(self.problems)} problem{'s' if len(self.problems) > 1 else ''} in the application run:"
+        ]
         lines += [f"  - {label}: {problem}" for label, problem in self.problems]
         shown = ", ".join(str(r) for r in self.requests) or "none"
         lines.append(f"  requests seen: {shown}")
@@ -111,7 +113,9 @@ class FakeProviderEnvironment:
         environ: Optional[MutableMapping[str, str]] = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
-            raise ProviderInputError(f"timeout is seconds per run, more than 0 and at most 600, got {timeout!r}")
+            raise ProviderInputError(
+                f"timeout is seconds per run, more than 0 and at most 600, got {timeout!r}"
+            )
         self.timeout = float(timeout)
         self.http2 = http2
         self.environ: MutableMapping[str, str] = os.environ if environ is None else environ
@@ -249,7 +253,9 @@ class FakeProviderEnvironment:
 
     # -- a run -----------------------------------------------------------------------------------
 
-    def run(self, app: Callable[..., Any], *args: Any, timeout: Optional[float] = None, **kwargs: Any) -> AppRun:
+    def run(
+        self, app: Callable[..., Any], *args: Any, timeout: Optional[float] = None, **kwargs: Any
+    ) -> AppRun:
         """Call ``app(*args, **kwargs)`` within the bound and judge what the provider saw.
 
         ``app`` is any callable or coroutine function: an SDK call, the application's own
@@ -285,7 +291,8 @@ class FakeProviderEnvironment:
             call = _async_partial(app, args, kwargs)
         name = getattr(app, "__qualname__", None) or repr(app)
         driver = AppDriver(name, provider, call, timeout=bound, cancel=cancel)
-        outcome = driver.run()
+        driver.run()
+        outcome = driver.outcome
         ended = time.monotonic()
         if cancel is not None:
             cancel.came.set()  # the run is over: nothing waits for the call any more

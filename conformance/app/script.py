@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Optional, Union
 
 from .._checks.retries import PERMANENT, RELENTS, RETRY_ASKED
 from ..errors import ProviderInputError
@@ -69,7 +69,8 @@ class ProviderScript:
     ``variant`` names one of the scenario's shapes (``"tier-cap-429"``). ``times`` is how
     many failures come before the provider relents with the plain answer (a rate limit
     twice, the others once, by default); ``retry_after`` the delay a failure asks for,
-    in seconds, in the wire's own form. ``after_chunks`` places a cut or a stall (by default halfway through the answer's
+    in seconds, in the wire's own form. ``after_chunks`` places a cut or a stall (by
+    default halfway through the answer's
     chunks, so that text went out before it);
     ``seconds`` is how long ``slow-first-token`` holds the first chunk, and
     ``read_timeout`` the application's own read timeout, within which a stall must
@@ -201,7 +202,9 @@ class ProviderScript:
     def _stall(self, plain: Reply) -> Reply:
         if isinstance(plain, StreamReply):
             head = tuple(plain.chunks[: self._place(plain)])
-            return StreamReply(head, content_type=plain.content_type, headers=dict(plain.headers or {}), hang=True)
+            return StreamReply(
+                head, content_type=plain.content_type, headers=dict(plain.headers or {}), hang=True
+            )
         return HangReply()
 
     def _slow(self, plain: Reply) -> Union[Reply, Awaitable[Reply]]:
@@ -235,5 +238,3 @@ def _wire(wire: Any) -> Wire:
     close = difflib.get_close_matches(str(wire), list(WIRES), n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}?" if close else f"the shipped wires: {', '.join(WIRES)}"
     raise ProviderInputError(f"no wire {wire!r} to script: {hint}")
-
-

@@ -36,7 +36,9 @@ class AppConformanceTestCase:
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()  # type: ignore[misc]
-        cls.provider_environment = FakeProviderEnvironment(timeout=cls.app_timeout, http2=cls.app_http2).start()
+        cls.provider_environment = FakeProviderEnvironment(
+            timeout=cls.app_timeout, http2=cls.app_http2
+        ).start()
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -73,7 +75,7 @@ class AppConformanceTestCase:
         return self._environment().run(app, *args, **kwargs)
 
     def assertAppConforms(self, app: Callable[..., Any], *args: Any, **kwargs: Any) -> AppRun:  # noqa: N802
-        """Run the application's function; fail the test with the run's report where a check found a problem."""
+        """Run the application's function; fail the test with the run's report where a check found one."""
         run = self.run_app(app, *args, **kwargs)
         if run.problems:
             raise AssertionError(run.report())

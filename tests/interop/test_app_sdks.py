@@ -139,7 +139,7 @@ class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertIn("sunny", run.result)
 
     def test_a_stalled_stream_is_timed_out(self) -> None:
-        """A stream that stalls halfway is closed by the read timeout; the SDK raises it (it retries no stream)."""
+        """A stream stalled halfway is closed by the read timeout; the SDK raises it (it retries no stream)."""
         self.script("openai-chat", "stall", read_timeout=0.5)
         run = self.assertAppConforms(openai_stream_with_a_read_timeout)
         self.assertIsInstance(run.error, openai.APITimeoutError)
@@ -152,7 +152,7 @@ class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertIsInstance(run.error, asyncio.CancelledError)
 
     def test_retrying_a_quota_forever_is_caught_with_the_request_times(self) -> None:
-        """The planted loop on RateLimitError meets an exhausted quota: retry-permanent names every request's time."""
+        """The planted loop on RateLimitError meets a spent quota: retry-permanent names each request's time."""
         self.script("openai-chat", "quota")
         run = self.run_app(openai_asks_until_answered)
         self.assertIn("retry-permanent", run.checks, run.report())
@@ -160,7 +160,7 @@ class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertRegex(text, r"got (\d{2,}|[4-9]) \(requests at \+0 ms, \+\d+ ms, \+\d+ ms, \+\d+ ms")
 
     def test_the_sdks_own_retries_of_a_quota_are_named(self) -> None:
-        """openai-python retries every 429, an exhausted quota's too: the correct helper still shows 3 requests."""
+        """openai-python retries every 429, a spent quota's too: the correct helper still shows 3 requests."""
         self.script("openai-chat", "quota")
         run = self.run_app(openai_answer)
         self.assertIsInstance(run.error, openai.RateLimitError)
@@ -193,7 +193,7 @@ class AnthropicApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertIsInstance(run.error, anthropic.BadRequestError)
 
     def test_retrying_a_spend_cap_forever_is_caught(self) -> None:
-        """The planted loop on RateLimitError meets a spend cap's 429: retry-permanent names the request times."""
+        """The planted loop on RateLimitError meets a spend cap's 429: retry-permanent names the times."""
         self.script("anthropic", "quota", variant="tier-cap-429")
         run = self.run_app(anthropic_asks_until_answered)
         self.assertIn("retry-permanent", run.checks, run.report())
