@@ -139,7 +139,7 @@ class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertIn("sunny", run.result)
 
     def test_a_stalled_stream_is_timed_out(self) -> None:
-        """A stream stalled halfway is closed by the read timeout; the SDK raises it (it retries no stream)."""
+        """A stream stalled halfway is closed by the read timeout, and the SDK raises the timeout."""
         self.script("openai-chat", "stall", read_timeout=0.5)
         run = self.assertAppConforms(openai_stream_with_a_read_timeout)
         self.assertIsInstance(run.error, openai.APITimeoutError)
@@ -152,7 +152,7 @@ class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertIsInstance(run.error, asyncio.CancelledError)
 
     def test_retrying_a_quota_forever_is_caught_with_the_request_times(self) -> None:
-        """The planted loop on RateLimitError meets a spent quota: retry-permanent names each request's time."""
+        """The planted loop on RateLimitError meets a spent quota: retry-permanent names the times."""
         self.script("openai-chat", "quota")
         run = self.run_app(openai_asks_until_answered)
         self.assertIn("retry-permanent", run.checks, run.report())
