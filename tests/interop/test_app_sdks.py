@@ -200,5 +200,96 @@ class AnthropicApplication(AppConformanceTestCase, unittest.TestCase):
         self.assertRegex(run.report(), r"\(requests at \+0 ms, \+\d+ ms, \+\d+ ms, \+\d+ ms")
 
 
+def _installed(*modules: str) -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+def gemini_answer() -> str:
+    from google import genai
+
+    client = genai.Client()
+    try:
+        return client.models.generate_content(model="gemini-2.5-flash", contents="What is the weather?").text or ""
+    finally:
+        client.close()
+
+
+def cohere_answer() -> str:
+    import os
+
+    import cohere
+    import httpx
+
+    # cohere reads CO_API_URL as a default argument, once, when it is imported: an
+    # application that imports it before the environment is set must pass it on.
+    with httpx.Client(timeout=10.0) as http:
+        client = cohere.ClientV2(base_url=os.environ["CO_API_URL"], httpx_client=http)
+        reply = client.chat(model="command-a-03-2025", messages=[{"role": "user", "content": "What is the weather?"}])
+    return reply.message.content[0].text  # type: ignore[index, union-attr]
+
+
+def ollama_answer() -> str:
+    import ollama
+
+    client = ollama.Client()
+    try:
+        reply = client.chat(model="llama3.2", messages=[{"role": "user", "content": "hi"}], stream=False)
+    finally:
+        client.close()
+    return reply.message.content or ""
+
+
+def bedrock_answer() -> str:
+    import boto3
+
+    client = boto3.client("bedrock-runtime")
+    reply = client.converse(modelId="anthropic.claude-3-haiku", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    return str(reply["output"]["message"]["content"][0]["text"])
+
+
+class EverySDKFindsTheProvider(AppConformanceTestCase, unittest.TestCase):
+    """Each official SDK, built with no base URL and no key, reaches the provider through the environment."""
+
+    app_summary = False
+
+    def _answers(self, wire: str, app: Any, route: str) -> None:
+        self.provider_environment.reset()  # type: ignore[union-attr]
+        self.script(wire, "text")
+        run = self.assertAppConforms(app)
+        self.assertIn("sunny", run.result)
+        self.assertTrue(all(r.path.startswith(route) for r in run.requests), [str(r) for r in run.requests])
+
+    @unittest.skipUnless(_installed("openai"), "the openai package is not installed")
+    def test_openai_and_azure(self) -> None:
+        """OPENAI_BASE_URL and OPENAI_API_KEY; AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY, OPENAI_API_VERSION."""
+        self._answers("openai-chat", openai_answer, "/openai/v1/chat/completions")
+        self._answers("azure-openai-chat", azure_answer, "/azure/openai/deployments/")
+
+    @unittest.skipUnless(_installed("anthropic"), "the anthropic package is not installed")
+    def test_anthropic(self) -> None:
+        """ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY."""
+        self._answers("anthropic", anthropic_answer, "/anthropic/v1/messages")
+
+    @unittest.skipUnless(_installed("google.genai"), "the google-genai package is not installed")
+    def test_gemini(self) -> None:
+        """GOOGLE_GEMINI_BASE_URL and GEMINI_API_KEY."""
+        self._answers("gemini", gemini_answer, "/gemini/")
+
+    @unittest.skipUnless(_installed("cohere"), "the cohere package is not installed")
+    def test_cohere(self) -> None:
+        """CO_API_URL (read at import: passed on here) and CO_API_KEY."""
+        self._answers("cohere", cohere_answer, "/cohere/v2/chat")
+
+    @unittest.skipUnless(_installed("ollama"), "the ollama package is not installed")
+    def test_ollama(self) -> None:
+        """OLLAMA_HOST, with the route's path in it."""
+        self._answers("ollama", ollama_answer, "/ollama/api/chat")
+
+    @unittest.skipUnless(_installed("boto3"), "boto3 is not installed")
+    def test_bedrock(self) -> None:
+        """AWS_ENDPOINT_URL_BEDROCK_RUNTIME, the AWS test credentials and region."""
+        self._answers("bedrock-converse", bedrock_answer, "/bedrock/model/")
+
+
 if __name__ == "__main__":
     unittest.main()
