@@ -209,7 +209,8 @@ def gemini_answer() -> str:
 
     client = genai.Client()
     try:
-        return client.models.generate_content(model="gemini-2.5-flash", contents="What is the weather?").text or ""
+        reply = client.models.generate_content(model="gemini-2.5-flash", contents="What is the weather?")
+        return reply.text or ""
     finally:
         client.close()
 
@@ -224,7 +225,8 @@ def cohere_answer() -> str:
     # application that imports it before the environment is set must pass it on.
     with httpx.Client(timeout=10.0) as http:
         client = cohere.ClientV2(base_url=os.environ["CO_API_URL"], httpx_client=http)
-        reply = client.chat(model="command-a-03-2025", messages=[{"role": "user", "content": "What is the weather?"}])
+        question = [{"role": "user", "content": "What is the weather?"}]
+        reply = client.chat(model="command-a-03-2025", messages=question)  # type: ignore[arg-type]
     return reply.message.content[0].text  # type: ignore[index, union-attr]
 
 
@@ -243,7 +245,8 @@ def bedrock_answer() -> str:
     import boto3
 
     client = boto3.client("bedrock-runtime")
-    reply = client.converse(modelId="anthropic.claude-3-haiku", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    question = [{"role": "user", "content": [{"text": "hi"}]}]
+    reply = client.converse(modelId="anthropic.claude-3-haiku", messages=question)
     return str(reply["output"]["message"]["content"][0]["text"])
 
 
@@ -261,7 +264,7 @@ class EverySDKFindsTheProvider(AppConformanceTestCase, unittest.TestCase):
 
     @unittest.skipUnless(_installed("openai"), "the openai package is not installed")
     def test_openai_and_azure(self) -> None:
-        """OPENAI_BASE_URL and OPENAI_API_KEY; AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY, OPENAI_API_VERSION."""
+        """OPENAI_BASE_URL, OPENAI_API_KEY; AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY, OPENAI_API_VERSION."""
         self._answers("openai-chat", openai_answer, "/openai/v1/chat/completions")
         self._answers("azure-openai-chat", azure_answer, "/azure/openai/deployments/")
 
