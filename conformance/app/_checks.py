@@ -23,7 +23,15 @@ from .._checks import CHECKS, Problem, Seen
 from .._checks._seen import Check, describe
 from .script import ProviderScript
 
-__all__ = ["APP_CHECKS", "KIND_CHECKS", "READ_TIMEOUT_SLACK", "ROWS", "AppSeen", "run_app_checks"]
+__all__ = [
+    "APP_CHECKS",
+    "KIND_CHECKS",
+    "READ_TIMEOUT_SLACK",
+    "ROWS",
+    "AppSeen",
+    "run_app_checks",
+    "stalled_at",
+]
 
 #: How much later than its read timeout a stalled connection may close: the client's
 #: timer, its event loop, and the moment between the close and the provider noting it.
@@ -76,7 +84,7 @@ def _retry_after_cut(checked: Seen) -> List[str]:
     ]
 
 
-def _stalled_at(request: Any) -> float:
+def stalled_at(request: Any) -> float:
     """When the provider stopped sending to ``request``: its last chunk's write, or its arrival."""
     log = request.response
     return log.times[-1] if log is not None and log.times else float(request.received_at)
@@ -90,7 +98,7 @@ def _read_timeout(checked: Seen) -> List[str]:
     bound = script.read_timeout + READ_TIMEOUT_SLACK
     problems = []
     for number, request in enumerate(seen.generations()[: script.relent], 1):
-        stalled = _stalled_at(request)
+        stalled = stalled_at(request)
         closed = request.closed_at
         if closed is not None and closed - stalled <= bound:
             continue

@@ -303,6 +303,8 @@ class FakeProviderEnvironment:
             self._cancel = None
         run = AppRun(outcome.response, outcome.error, outcome.ended, requests)
         for script in scripts.values():
+            if script.kind == "stall":
+                _await_stalled_closes(script, requests)
             seen = self._seen(script, driver, requests, replies.get(script.wire.name, []), ended)
             if seen is None:
                 continue
@@ -380,6 +382,19 @@ def summary_of(findings: List[Finding]) -> str:
     lines = [f"conformance app mode: {len(findings)} finding{'s' if len(findings) > 1 else ''}"]
     lines += [f"  {finding}" for finding in findings]
     return "\n".join(lines)
+
+
+def _await_stalled_closes(script: ProviderScript, requests: List[RecordedRequest]) -> None:
+    """Give each stalled request's close its bound before it is judged: an application that
+    raised its read timeout may close the connection a moment after it returned."""
+    from ._checks import READ_TIMEOUT_SLACK, stalled_at
+
+    bound = script.read_timeout + READ_TIMEOUT_SLACK
+    stalled = [r for r in requests if script.wire.is_generation(r) and route_of(r.path) is not None]
+    for request in stalled[: script.relent]:
+        left = stalled_at(request) + bound - time.monotonic()
+        if left > 0 and not request.closed:
+            request.wait_closed(left)
 
 
 def _no_backend(url: str) -> Any:

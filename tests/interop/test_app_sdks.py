@@ -264,7 +264,7 @@ class EverySDKFindsTheProvider(AppConformanceTestCase, unittest.TestCase):
 
     @unittest.skipUnless(_installed("openai"), "the openai package is not installed")
     def test_openai_and_azure(self) -> None:
-        """OPENAI_BASE_URL, OPENAI_API_KEY; AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY, OPENAI_API_VERSION."""
+        """OPENAI_BASE_URL, OPENAI_API_KEY; AZURE_OPENAI_ENDPOINT and _API_KEY, OPENAI_API_VERSION."""
         self._answers("openai-chat", openai_answer, "/openai/v1/chat/completions")
         self._answers("azure-openai-chat", azure_answer, "/azure/openai/deployments/")
 
