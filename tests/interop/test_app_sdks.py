@@ -288,6 +288,18 @@ class EverySDKFindsTheProvider(AppConformanceTestCase, unittest.TestCase):
         """OLLAMA_HOST, with the route's path in it."""
         self._answers("ollama", ollama_answer, "/ollama/api/chat")
 
+    @unittest.skipUnless(_installed("google.genai", "ollama"), "google-genai or ollama is missing")
+    def test_the_sdks_without_default_retries_leave_a_retry_to_the_application(self) -> None:
+        """google-genai and ollama retry nothing by default: a helper leaving it to them fails retry-relent."""
+        plays = (("gemini", "rate-limit", gemini_answer), ("ollama", "server-error", ollama_answer))
+        for wire, what, app in plays:
+            with self.subTest(wire=wire):
+                self.provider_environment.reset()  # type: ignore[union-attr]
+                self.script(wire, what)
+                run = self.run_app(app)
+                self.assertEqual(run.checks, ["retry-relent"], run.report())
+                self.assertEqual(len(run.requests), 1)
+
     @unittest.skipUnless(_installed("boto3"), "boto3 is not installed")
     def test_bedrock(self) -> None:
         """AWS_ENDPOINT_URL_BEDROCK_RUNTIME, the AWS test credentials and region."""
