@@ -290,7 +290,7 @@ class EverySDKFindsTheProvider(AppConformanceTestCase, unittest.TestCase):
 
     @unittest.skipUnless(_installed("google.genai", "ollama"), "google-genai or ollama is missing")
     def test_the_sdks_without_default_retries_leave_a_retry_to_the_application(self) -> None:
-        """google-genai and ollama retry nothing by default: a helper leaving it to them fails retry-relent."""
+        """google-genai and ollama retry nothing by default: leaving it to them fails retry-relent."""
         plays = (("gemini", "rate-limit", gemini_answer), ("ollama", "server-error", ollama_answer))
         for wire, what, app in plays:
             with self.subTest(wire=wire):
