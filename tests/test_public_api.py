@@ -99,7 +99,7 @@ class PublicApiTests(unittest.TestCase):
             app.FakeProviderEnviron  # noqa: B018
 
     def test_the_app_mode_import_loads_neither_asyncio_nor_pytest(self) -> None:
-        """import conformance.app, and its mixin, leave asyncio and pytest unloaded: pytest loads its plugin."""
+        """import conformance.app and its mixin leave asyncio and pytest unloaded: pytest loads its plugin."""
         code = (
             "import sys, conformance.app; from conformance.app import AppConformanceTestCase; "
             "print([m for m in ('asyncio', 'pytest', 'conformance.app.pytest_plugin') if m in sys.modules])"
