@@ -101,8 +101,9 @@ class FakeProviderEnvironment:
     ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` and the rest of
     :data:`~conformance.app.SDK_ENVIRONMENT` name the provider, with test credentials;
     the variables of :data:`~conformance.app.CLEARED` are removed. ``timeout`` bounds each
-    run in seconds; ``http2`` serves h2c beside HTTP/1.1; ``environ`` is the mapping to
-    set (``os.environ`` by default).
+    run in seconds. The provider serves HTTP/1.1 and h2c (prior knowledge or ``Upgrade``) on
+    one port; ``http2=True`` serves h2c only, for a client that must be seen to speak it.
+    ``environ`` is the mapping to set (``os.environ`` by default).
     """
 
     def __init__(

@@ -24,7 +24,7 @@ class AppConformanceTestCase:
     """Mix into :class:`unittest.TestCase` to hold an application's own code to the provider's contract.
 
     Class settings: ``app_timeout`` (seconds each run is given), ``app_http2`` (serve
-    h2c beside HTTP/1.1), ``app_summary`` (write the findings to standard error at class
+    h2c only; by default HTTP/1.1 and h2c on one port), ``app_summary`` (write the findings to standard error at class
     teardown). The environment is ``cls.provider_environment``.
     """
 
