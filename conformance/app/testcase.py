@@ -24,8 +24,9 @@ class AppConformanceTestCase:
     """Mix into :class:`unittest.TestCase` to hold an application's own code to the provider's contract.
 
     Class settings: ``app_timeout`` (seconds each run is given), ``app_http2`` (serve
-    h2c only; by default HTTP/1.1 and h2c on one port), ``app_summary`` (write the findings to standard error at class
-    teardown). The environment is ``cls.provider_environment``.
+    h2c only; by default HTTP/1.1 and h2c on one port), ``app_summary`` (write the
+    findings to standard error at class teardown). The environment is
+    ``cls.provider_environment``.
     """
 
     app_timeout: ClassVar[float] = 10.0
