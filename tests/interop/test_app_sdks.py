@@ -29,6 +29,17 @@ if HAVE_ANTHROPIC:
     import anthropic
 
 
+def _installed(*modules: str) -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+# Imported here, not in the functions: the first import of an SDK takes seconds on a
+# loaded machine, which is no part of a run's bound.
+for _sdk in ("google.genai", "cohere", "httpx", "ollama", "boto3"):
+    if _installed(_sdk):
+        importlib.import_module(_sdk)
+
+
 # -- the application's own functions ------------------------------------------------------------
 
 
@@ -108,7 +119,7 @@ def anthropic_asks_until_answered() -> Any:
 class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
     """openai-python's defaults (max_retries=2), pointed at the provider by the environment."""
 
-    app_timeout = 8.0
+    app_timeout = 15.0
     app_summary = False
 
     def test_a_rate_limit_then_the_answer(self) -> None:
@@ -172,7 +183,7 @@ class OpenAIApplication(AppConformanceTestCase, unittest.TestCase):
 class AnthropicApplication(AppConformanceTestCase, unittest.TestCase):
     """anthropic-sdk-python's defaults (max_retries=2), pointed at the provider by the environment."""
 
-    app_timeout = 8.0
+    app_timeout = 15.0
     app_summary = False
 
     def test_a_rate_limit_then_the_answer(self) -> None:
@@ -198,10 +209,6 @@ class AnthropicApplication(AppConformanceTestCase, unittest.TestCase):
         run = self.run_app(anthropic_asks_until_answered)
         self.assertIn("retry-permanent", run.checks, run.report())
         self.assertRegex(run.report(), r"\(requests at \+0 ms, \+\d+ ms, \+\d+ ms, \+\d+ ms")
-
-
-def _installed(*modules: str) -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in modules)
 
 
 def gemini_answer() -> str:
@@ -253,6 +260,7 @@ def bedrock_answer() -> str:
 class EverySDKFindsTheProvider(AppConformanceTestCase, unittest.TestCase):
     """Each official SDK, built with no base URL and no key, reaches the provider through the environment."""
 
+    app_timeout = 30.0
     app_summary = False
 
     def _answers(self, wire: str, app: Any, route: str) -> None:
