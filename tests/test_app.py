@@ -95,6 +95,45 @@ class EnvironmentTests(unittest.TestCase):
             FakeProviderEnvironment(timeout=0)
 
 
+class TransportTests(unittest.TestCase):
+    def test_a_run_over_h2c_is_judged_alike(self) -> None:
+        """With http2=True the provider speaks h2c only; a client speaking it is judged as over HTTP/1.1."""
+        try:
+            import httpx
+        except ImportError:
+            self.skipTest("httpx is not installed (it is in the test extra)")
+
+        def ask() -> str:
+            with httpx.Client(http1=False, http2=True, timeout=5.0) as client:
+                reply = client.post(
+                    f"{os.environ['OPENAI_BASE_URL']}/chat/completions",
+                    json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+                    headers={"authorization": f"Bearer {os.environ['OPENAI_API_KEY']}"},
+                )
+            if reply.status_code == 429:
+                raise RuntimeError("rate limited")
+            return str(reply.json()["choices"][0]["message"]["content"])
+
+        with FakeProviderEnvironment(http2=True, environ=os.environ) as env:
+            env.script("openai-chat", "text")
+            run = env.run(ask)
+            self.assertEqual(run.problems, [], run.report())
+            self.assertEqual([r.http_version for r in run.requests], ["HTTP/2"])
+            env.script("openai-chat", "rate-limit")
+            run = env.run(ask)
+            self.assertEqual(run.checks, ["retry-relent"], run.report())
+
+    def test_a_function_left_running_is_named_in_the_next_runs_report(self) -> None:
+        """A run given up on at its bound is named in the report of a run it overlaps."""
+        with FakeProviderEnvironment(environ=os.environ, timeout=0.5) as env:
+            env.script("openai-chat", "stall", read_timeout=0.1, after_chunks=0)
+            first = env.run(app_zoo.no_read_timeout, timeout=1.2)
+            self.assertFalse(first.ended)
+            env.script("openai-chat", "text")
+            second = env.run(app_zoo.asks_twice)
+            self.assertIn("no_read_timeout of an earlier run was still running", second.report())
+
+
 class ZooTests(unittest.TestCase):
     """The correct application function passes every script; each broken one is caught for its own reason."""
 

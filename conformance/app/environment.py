@@ -63,6 +63,9 @@ class AppRun:
     requests: List[RecordedRequest]
     #: What the checks found, per scripted wire, each with its check id.
     problems: List[Tuple[str, Problem]] = field(default_factory=list)
+    #: The functions of earlier runs still running when this one began (given up on at
+    #: their bound): what they sent meanwhile is among this run's requests.
+    overlapped: List[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +87,11 @@ class AppRun:
         lines += [f"  - {label}: {problem}" for label, problem in self.problems]
         shown = ", ".join(str(r) for r in self.requests) or "none"
         lines.append(f"  requests seen: {shown}")
+        if self.overlapped:
+            lines.append(
+                f"  note: {', '.join(self.overlapped)} of an earlier run was still running when this run "
+                "began; what it sent since is counted here"
+            )
         return "\n".join(lines)
 
     def raise_for_problems(self) -> None:
@@ -286,6 +294,10 @@ class FakeProviderEnvironment:
                     f"{script.label()}: the run's timeout ({bound:g} s) must leave the read timeout "
                     f"({script.read_timeout:g} s) a second more to fire; raise timeout= or lower read_timeout"
                 )
+        # A sync function given up on keeps its thread: the run's task ended, the thread did not.
+        overlapped = [
+            d.name for d in self._drivers if not d.finished.is_set() or any(t.is_alive() for t in d.threads)
+        ]
         start = len(provider.requests)
         call = functools.partial(app, *args, **kwargs) if args or kwargs else app
         if cancel is not None and (args or kwargs):
@@ -302,7 +314,7 @@ class FakeProviderEnvironment:
         with self._lock:
             replies = {name: list(sent) for name, sent in self._replies.items()}
             self._cancel = None
-        run = AppRun(outcome.response, outcome.error, outcome.ended, requests)
+        run = AppRun(outcome.response, outcome.error, outcome.ended, requests, overlapped=overlapped)
         for script in scripts.values():
             if script.kind == "stall":
                 _await_stalled_closes(script, requests)
