@@ -315,14 +315,12 @@ class FakeProviderEnvironment:
             replies = {name: list(sent) for name, sent in self._replies.items()}
             self._cancel = None
         run = AppRun(outcome.response, outcome.error, outcome.ended, requests, overlapped=overlapped)
+        from ._checks import run_app_checks
+
         for script in scripts.values():
             if script.kind == "stall":
                 _await_stalled_closes(script, requests)
             seen = self._seen(script, driver, requests, replies.get(script.wire.name, []), ended)
-            if seen is None:
-                continue
-            from ._checks import run_app_checks
-
             for problem in run_app_checks(seen):
                 run.problems.append((script.label(), problem))
                 self._found(script.label(), problem)
@@ -335,7 +333,7 @@ class FakeProviderEnvironment:
         requests: List[RecordedRequest],
         replies: List[Reply],
         ended: float,
-    ) -> Optional[AppSeen]:
+    ) -> AppSeen:
         from .._case import BackendCase, BackendConformanceTarget
         from ._checks import AppSeen
 

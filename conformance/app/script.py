@@ -91,7 +91,7 @@ class ProviderScript:
             raise ProviderInputError(
                 f"a script for {self.wire.name} cannot play {self.what!r}: {_did_you_mean(self.what)}"
             )
-        if self.variant and self.what in KINDS and self.kind in ("reply", "relent", "permanent"):
+        if self.variant and self.kind in ("reply", "relent", "permanent"):
             names = {v.name for mode in ("chat", "stream") for v in self.wire.variants(self.what, mode)}
             if self.variant not in names:
                 shown = ", ".join(sorted(n for n in names if n)) or "none"
@@ -144,9 +144,8 @@ class ProviderScript:
         wire = self.wire
         mode = "stream" if wire.wants_stream(request) else "chat"
         kind = self.kind
-        if kind == "reply":
-            return self._or_absent(wire.reply(self.what, mode, request, self.variant), mode)
-        if kind == "permanent":
+        if kind in ("reply", "permanent"):
+            # A reply, or a failure that will not come back: every request gets it.
             return self._or_absent(wire.reply(self.what, mode, request, self.variant), mode)
         if kind == "cancel":
             return self._or_absent(wire.reply("abort", mode, request), mode)
