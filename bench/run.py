@@ -18,7 +18,12 @@ rotating order) and reported as the median over rounds of the per-round medians:
 * ``case``: the cost of one conformance case beside what its backend spends alone,
   with the OpenAI Chat reference backend and a trivial in-process backend;
 * ``matrix``: the default matrix (``python -m conformance``) at 1x, 2x and 4x its
-  cases, and at ``--jobs`` 1, 2, 4 and 8.
+  cases, and at ``--jobs`` 1, 2, 4 and 8;
+* ``app``: one scripted fault (Azure OpenAI's 429 asking for 200 ms, twice, then the
+  answer) through openai-python's ``AzureOpenAI`` with its default retries, run in app
+  mode (the client built from the environment, the run judged from the request log)
+  beside the same fault through the backend suite (``retries = True``, a backend over
+  the same SDK), with the SDK's own time in each.
 
 Every loop is bounded in count and in time; everything runs on 127.0.0.1. The load
 average is printed with each section: on a loaded machine read the ratios, which are
@@ -51,7 +56,10 @@ GOAL_FLOOR_RATIO = 1.3
 GOAL_STREAM_FLOOR_RATIO = 1.1
 GOAL_PEER_SPEEDUP = 2.0
 GOAL_CASE_OVERHEAD_MS = 10.0
-SECTIONS = ("latency", "startstop", "load", "case", "matrix")
+#: App mode's run of a fault may cost at most this much more wall time than the backend
+#: suite's case of the same fault (both wait the same 400 ms the provider asks for).
+GOAL_APP_RATIO = 1.25
+SECTIONS = ("latency", "startstop", "load", "case", "matrix", "app")
 
 #: (column, client kind, path, most requests per cell) per transport.
 WORKLOADS: Dict[str, List[Tuple[str, str, str, int]]] = {
@@ -478,6 +486,123 @@ def _versions() -> str:
     return ", ".join(found)
 
 
+# -- app mode beside the backend suite ----------------------------------------------------------
+
+_APP_MODEL = "gpt-4o-mini"
+
+
+class _AzureSDKBackend:
+    """A backend over openai-python's ``AzureOpenAI``, its default retries on, for the suite's side."""
+
+    def __init__(self, url: str) -> None:
+        import openai
+
+        started = time.perf_counter()
+        self.client = openai.AzureOpenAI(azure_endpoint=url, api_key="test", api_version="2024-10-21")
+        self.took = time.perf_counter() - started
+
+    def chat(self, request: Any) -> Any:
+        from conformance import ChatResponse, Usage
+
+        tools = [
+            {"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": dict(t.parameters)}}
+            for t in request.tools
+        ]
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        started = time.perf_counter()
+        reply = self.client.chat.completions.create(model=request.model, messages=messages, tools=tools)
+        self.took += time.perf_counter() - started
+        usage = reply.usage
+        return ChatResponse(
+            content=reply.choices[0].message.content or "",
+            finish_reason=reply.choices[0].finish_reason,
+            usage=Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) if usage else None,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _app_answer(took: List[float]) -> str:
+    import openai
+
+    started = time.perf_counter()
+    with openai.AzureOpenAI() as client:
+        reply = client.chat.completions.create(
+            model=_APP_MODEL, messages=[{"role": "user", "content": "What is the weather?"}]
+        )
+    took.append(time.perf_counter() - started)
+    return reply.choices[0].message.content or ""
+
+
+def section_app(rounds: int) -> Dict[str, Any]:
+    """App mode's run of a 429 with retry-after beside the backend suite's case of it, interleaved."""
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        print("left out: openai is not installed (pip install openai)")
+        return {"met": True}
+    from conformance.app import FakeProviderEnvironment
+    from conformance.cases import BackendConformanceTarget, ConformanceCase
+    from conformance.wires import WIRES
+
+    backends: List[_AzureSDKBackend] = []
+
+    def create(url: str) -> _AzureSDKBackend:
+        backends.append(_AzureSDKBackend(url))
+        return backends[-1]
+
+    wire = WIRES["azure-openai-chat"]
+    # The suite plays every shape of a 429 in turn; the app run plays the first that asks
+    # for a delay, and so does the suite's side here.
+    others = [v.name for v in wire.variants("rate-limit", "chat") if v.name != "retry-after"]
+    target = BackendConformanceTarget(
+        "openai-python AzureOpenAI, default retries", wire, create, model=_APP_MODEL, retries=True,
+        skip={f"rate-limit:{name}": "the app run plays the retry-after shape alone" for name in others},
+    )
+    case = ConformanceCase(target, "rate-limit", "chat")
+    app_ms: List[float] = []
+    app_sdk_ms: List[float] = []
+    suite_ms: List[float] = []
+    suite_sdk_ms: List[float] = []
+    failed: List[str] = []
+    with FakeProviderEnvironment(timeout=10.0) as env:
+        for index in range(rounds):
+            for side in _rotate(("app", "suite"), index):
+                if side == "app":
+                    took: List[float] = []
+                    env.script("azure-openai-chat", "rate-limit")
+                    started = time.perf_counter()
+                    run = env.run(_app_answer, took)
+                    app_ms.append(1000 * (time.perf_counter() - started))
+                    app_sdk_ms.append(1000 * took[0] if took else float("nan"))
+                    if not run.ok:
+                        failed.append(f"app mode: {run.report()}")
+                else:
+                    started = time.perf_counter()
+                    try:
+                        case.run()
+                    except AssertionError as error:
+                        failed.append(f"suite: {error}")
+                    suite_ms.append(1000 * (time.perf_counter() - started))
+                    suite_sdk_ms.append(1000 * backends[-1].took)
+            gc.collect()
+    app, suite = statistics.median(app_ms), statistics.median(suite_ms)
+    app_sdk, suite_sdk = statistics.median(app_sdk_ms), statistics.median(suite_sdk_ms)
+    print(f"One 429 asking for 200 ms, twice, then the answer, through openai-python {openai.__version__} "
+          f"AzureOpenAI (default retries); median ms over {rounds} round(s)")
+    print(f"{'':<34}{'whole':>9}{'SDK':>10}{'on top':>9}   (SDK: the client built and called)")
+    print(f"{'app mode (env.run, judged)':<34}{app:>9.1f}{app_sdk:>10.1f}{app - app_sdk:>9.1f}")
+    print(f"{'backend suite (case.run)':<34}{suite:>9.1f}{suite_sdk:>10.1f}{suite - suite_sdk:>9.1f}")
+    ratio = app / suite if suite > 0 else float("inf")
+    met = ratio <= GOAL_APP_RATIO and not failed
+    print(f"app mode / suite: {ratio:.2f}x (goal <= {GOAL_APP_RATIO}x): {'met' if met else 'NOT MET'}")
+    for line in failed[:2]:
+        print(f"  failed: {line}")
+    return {"met": met, "app_ms": app, "suite_ms": suite, "ratio": ratio}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds for latency, start/stop, case")
@@ -526,6 +651,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         _heading("The default matrix, interleaved")
         section_matrix(1 if args.quick else 3, 1 if args.quick else 7,
                        (1, 2) if args.quick else (1, 2, 4), (1, 2, 4, 8))
+    if "app" in sections:
+        _heading("App mode beside the backend suite, one fault, interleaved")
+        goals["app"] = section_app(rounds)["met"]
     print(f"\nat end: {_load_average()}; bench took {time.perf_counter() - begun:.0f} s")
     print("goals: " + ", ".join(f"{k} {'met' if v else 'NOT MET'}" for k, v in goals.items()))
     return 0

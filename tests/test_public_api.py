@@ -83,6 +83,30 @@ class PublicApiTests(unittest.TestCase):
         with self.assertRaisesRegex(AttributeError, "has no attribute 'ReferenceLop'"):
             gate.ReferenceLop  # noqa: B018
 
+    def test_the_app_mode_names_are_its_modules_own(self) -> None:
+        """Each name conformance.app lists loads from the module defining it; a typo is an AttributeError."""
+        import importlib
+
+        import conformance.app as app
+
+        self.assertEqual(sorted(app.__all__), sorted(app._EXPORTS))
+        for name, module in app._EXPORTS.items():
+            with self.subTest(name=name):
+                defined = getattr(importlib.import_module(f"conformance.app.{module}"), name)
+                self.assertIs(getattr(app, name), defined)
+        self.assertLessEqual(set(app.__all__), set(dir(app)))
+        with self.assertRaisesRegex(AttributeError, "has no attribute 'FakeProviderEnviron'"):
+            app.FakeProviderEnviron  # noqa: B018
+
+    def test_the_app_mode_import_loads_neither_asyncio_nor_pytest(self) -> None:
+        """import conformance.app and its mixin leave asyncio and pytest unloaded: pytest loads its plugin."""
+        code = (
+            "import sys, conformance.app; from conformance.app import AppConformanceTestCase; "
+            "print([m for m in ('asyncio', 'pytest', 'conformance.app.pytest_plugin') if m in sys.modules])"
+        )
+        done = _fresh_python(code)
+        self.assertEqual(done.stdout.strip(), "[]", done.stderr)
+
     def test_naming_a_wire_loads_only_what_its_definitions_need(self) -> None:
         """The tutorial's import with any wire leaves replies, encoders, turns and other wires unloaded."""
         # What a case needs once it runs, not a test module when it is imported.
