@@ -126,12 +126,16 @@ class WatchTests(unittest.TestCase):
                     began = time.monotonic()
                     worker = threading.Thread(target=work, args=(0.4,))
                     worker.start()
-                    # This thread runs Python meanwhile, noting when it could: a loaded
-                    # machine stalls the whole process now and then, which stops this thread
-                    # too, while what the worker does never holds it up for long.
+                    # This thread wakes as often as it can meanwhile, noting when it did: a
+                    # loaded machine stalls the whole process now and then, which stops this
+                    # thread too, while what the worker does never holds it up for long. It
+                    # sleeps between looks, as the watch does, so that it waits for the CPU
+                    # and the GIL as the watch waits: a thread that computed here instead
+                    # would hold the GIL that the watch, woken, waits for, and the watch
+                    # would see a wait this thread never had.
                     stamps = [began]
                     while worker.is_alive():
-                        sum(range(100))
+                        time.sleep(0.001)
                         stamps.append(time.monotonic())
                     worker.join()
                     ended = time.monotonic()
