@@ -26,6 +26,7 @@ from conformance._checks import (
     cut,
     ending,
     failures,
+    latency,
     reasoning,
     replies,
     requests,
@@ -39,6 +40,7 @@ from conformance.wires import WIRES
 
 from . import mutants as zoo
 from .mutants import Mutant, zoo_wires
+from .mutants.latency import ZOO_READ_TIMEOUT
 from .reporting_sites import CheckSites
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
@@ -73,7 +75,9 @@ MUTANTS = load_mutants()
 #: module's tests run, so that each can be taken out alone. ``_shown`` formats calls for
 #: a message: its words are no problem of their own.
 SITES = CheckSites(
-    (cut, ending, failures, reasoning, replies, requests, retries, tool_calls), CHECKS, helpers=("_shown",)
+    (cut, ending, failures, latency, reasoning, replies, requests, retries, tool_calls),
+    CHECKS,
+    helpers=("_shown",),
 )
 _installed = contextlib.ExitStack()
 
@@ -105,6 +109,9 @@ TRANSPORT_CHECKS = frozenset(
         "cut-kind",
         "cut-finish",
         "cut-tool-call",
+        "read-timeout",
+        "timeout-kind",
+        "in-time",
     }
 )
 
@@ -128,6 +135,7 @@ def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCa
         timeout=HUNG_TIMEOUT if "finished" in mutant.checks else TIMEOUT,
         http2=transport == "h2",
         retries=mutant.retries,
+        read_timeout=ZOO_READ_TIMEOUT,
     )
     for case in backend_conformance_cases(target):
         if case.name == case_name:
@@ -171,7 +179,7 @@ def expected_verdict(mutant: Mutant, case: str, transport: str) -> Optional[Set[
 #: idle for a second or more, so about 130 of them at 48 at once take about three
 #: rounds of that; with asyncio's debug mode (CONFORMANCE_LONG_TESTS=1) each costs
 #: more, and they run 16 at once.
-WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly"})
+WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly", "read-timeout"})
 WAITING_JOBS = 16 if LONG_TESTS else 48
 
 
@@ -236,7 +244,9 @@ def case_names(wire: str) -> Set[str]:
     """The cases of the zoo's ``wire`` that run (not skipped by the wire itself)."""
     played = ZOO_WIRES[wire]
     reference = REFERENCE_BACKENDS[played.name]
-    target = BackendConformanceTarget("names", played, lambda url: reference(url, False))
+    target = BackendConformanceTarget(
+        "names", played, lambda url: reference(url, False), read_timeout=ZOO_READ_TIMEOUT
+    )
     return {case.name for case in backend_conformance_cases(target) if not case.skip}
 
 

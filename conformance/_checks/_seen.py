@@ -75,8 +75,11 @@ class Seen:
 
     @property
     def scenario(self) -> str:
-        """The case's scenario; ``text`` where the provider relented, whose reply is then judged."""
-        return "text" if self.relented else self.case.scenario
+        """The case's scenario; ``text`` where the provider relented, or answered a slow first
+        token in time, whose reply is then judged."""
+        if self.relented or self.case.scenario == "slow-first-token":
+            return "text"
+        return self.case.scenario
 
     @property
     def wire(self) -> Wire:

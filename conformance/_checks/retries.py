@@ -2,8 +2,8 @@
 
 Strategy: where the target says its backend retries, the failures that can come back
 relent as the provider's would (:data:`RELENTS`: a 429 twice, an overload, a server
-error or a cut once, then the reply), each asking for a short delay in the wire's own
-form (:data:`RETRY_ASKED`). The case then reads the reply as the ``text`` scenario's
+error, a cut or a stall once, then the reply), each asking for a short delay in the
+wire's own form (:data:`RETRY_ASKED`). The case then reads the reply as the ``text`` scenario's
 (``Seen.relented``), and these checks read the times in the request log: each retry
 waits what the failure asked (``retry-wait``) or, where it asked nothing, at least
 :data:`RETRY_FLOOR` (``retry-backoff``); the layer goes on to the reply
@@ -33,8 +33,15 @@ __all__ = [
 
 #: The failures that can come back, and how many times each is sent before the provider
 #: relents with the reply: a rate limit is still there on the next try (twice, so the
-#: wait is judged more than once), an overload, a server error and a cut pass at once.
-RELENTS: Mapping[str, int] = {"rate-limit": 2, "overloaded": 1, "server-error": 1, "stream-cut": 1}
+#: wait is judged more than once), an overload, a server error, a cut and a stall pass
+#: at once.
+RELENTS: Mapping[str, int] = {
+    "rate-limit": 2,
+    "overloaded": 1,
+    "server-error": 1,
+    "stream-cut": 1,
+    "stall": 1,
+}
 
 #: The failures that will not come back: an exhausted quota, a refused key, a request
 #: the provider cannot take. A retry layer sends each once.
@@ -78,8 +85,10 @@ def _sent(request: RecordedRequest) -> float:
     return log.times[-1] if log is not None and log.times else request.received_at
 
 
-def _waits(seen: Seen) -> List[Tuple[int, float, Optional[float]]]:
-    """``(attempt, waited, asked)`` for each retry of a relenting failure."""
+def _timed_waits(seen: Seen) -> List[Tuple[int, float, float, Optional[float]]]:
+    """``(attempt, measured, stalled, asked)`` for each retry of a relenting failure: the
+    seconds from the failure's last byte to the retry's arrival, and how much of that the
+    whole process could not run (``conformance._stall``)."""
     from .._stall import WATCH
 
     if not seen.relent:
@@ -90,11 +99,17 @@ def _waits(seen: Seen) -> List[Tuple[int, float, Optional[float]]]:
         if index >= len(seen.replies) or index >= seen.relent:
             break
         sent = _sent(failed)
-        # A stall of the whole process between the failure and the retry is given back to
-        # the backend: it could not have sent sooner.
-        waited = after.received_at - sent + WATCH.between(sent, after.received_at)
-        out.append((index, waited, seen.wire.retry_after_sent(seen.replies[index])))
+        measured = after.received_at - sent
+        stalled = WATCH.between(sent, after.received_at)
+        out.append((index, measured, stalled, seen.wire.retry_after_sent(seen.replies[index])))
     return out
+
+
+def _waits(seen: Seen) -> List[Tuple[int, float, Optional[float]]]:
+    """``(attempt, waited, asked)`` for each retry of a relenting failure."""
+    # A stall of the whole process between the failure and the retry is given back to the
+    # backend: it could not have sent sooner.
+    return [(index, measured + stalled, asked) for index, measured, stalled, asked in _timed_waits(seen)]
 
 
 def _retry_wait(seen: Seen) -> List[str]:

@@ -250,6 +250,10 @@ class Wire:
             return self._history_variants()
         if scenario == "corrupt-arguments":
             return UNPARSED_VARIANTS
+        if scenario in ("slow-first-token", "stall"):
+            from ._latency import LATENCY_VARIANTS
+
+            return LATENCY_VARIANTS.get(f"{scenario}/{mode or 'stream'}") or LATENCY_VARIANTS[scenario]
         return (Variant("", retry_after=self.retry_after_for(scenario), call_id=self.call_id(scenario)),)
 
     def variant(self, scenario: str, mode: str, name: str) -> Variant:
