@@ -179,7 +179,9 @@ def expected_verdict(mutant: Mutant, case: str, transport: str) -> Optional[Set[
 #: idle for a second or more, so about 130 of them at 48 at once take about three
 #: rounds of that; with asyncio's debug mode (CONFORMANCE_LONG_TESTS=1) each costs
 #: more, and they run 16 at once.
-WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly", "read-timeout"})
+WAITING_CHECKS = frozenset(
+    {"finished", "connection-closed", "abort-promptly", "read-timeout", "retry-growth"}
+)
 WAITING_JOBS = 16 if LONG_TESTS else 48
 
 

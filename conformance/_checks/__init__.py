@@ -106,6 +106,7 @@ _ORDER = (
     "retry-relent",
     "retry-wait",
     "retry-backoff",
+    "retry-growth",
     "retry-permanent",
     "retry-no-repeat",
     # requests

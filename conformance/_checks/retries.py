@@ -6,7 +6,9 @@ error, a cut or a stall once, then the reply), each asking for a short delay in 
 wire's own form (:data:`RETRY_ASKED`). The case then reads the reply as the ``text`` scenario's
 (``Seen.relented``), and these checks read the times in the request log: each retry
 waits what the failure asked (``retry-wait``) or, where it asked nothing, at least
-:data:`RETRY_FLOOR` (``retry-backoff``); the layer goes on to the reply
+:data:`RETRY_FLOOR` (``retry-backoff``) and, after a second such failure, longer than
+the time before (``retry-growth``: :data:`RETRY_GROWTH` times it, less a slack load
+cannot exceed unseen); the layer goes on to the reply
 (``retry-relent``); it never asks again after a failure that will not come back
 (``retry-permanent``); and a stream retried after it yielded hands on nothing of the
 failed attempt (``retry-no-repeat``). Without the setting none of this applies, and
@@ -25,6 +27,8 @@ __all__ = [
     "RELENTS",
     "RETRY_ASKED",
     "RETRY_FLOOR",
+    "RETRY_GROWTH",
+    "RETRY_GROWTH_SLACK",
     "RETRY_TOLERANCE",
     "ROWS",
     "repeated_text",
@@ -60,6 +64,19 @@ RETRY_FLOOR = 0.02
 #: How much sooner than asked a retry may come: the clocks' resolution, and the moment
 #: between the provider writing the failure and noting the time.
 RETRY_TOLERANCE = 0.02
+
+#: Where two failures in a row asked for no delay, the second wait is at least this many
+#: times the first, less :data:`RETRY_GROWTH_SLACK`: longer each time. A layer that
+#: doubles passes with room, as do the official SDKs' (0.5 s, then 1 s, each less up to
+#: a quarter of jitter: at worst 1.5 times); one that waits the same each time fails.
+RETRY_GROWTH = 1.25
+
+#: What the first of those waits may have been lengthened by, beyond what stalled the
+#: whole process (which is taken off it): a thread kept waiting for the GIL or the CPU on
+#: a loaded machine, up to the stall watch's own threshold (``conformance._stall.LATE``).
+#: Load only lengthens a wait, so the second is never held to less than it measured,
+#: and a shrinking or constant wait of any length worth the name still shows.
+RETRY_GROWTH_SLACK = 0.1
 
 
 def retried_scenario(retries: bool, scenario: str) -> int:
@@ -137,6 +154,29 @@ def _retry_backoff(seen: Seen) -> List[str]:
     return problems
 
 
+def _retry_growth(seen: Seen) -> List[str]:
+    problems = []
+    waits = _timed_waits(seen)
+    for (index, measured, stalled, asked), later in zip(waits, waits[1:]):
+        _, next_measured, next_stalled, next_asked = later
+        if asked is not None or next_asked is not None:
+            continue
+        # Each side read in the backend's favour: the first wait less what stalled the
+        # process, the second with it given back.
+        first, second = measured - stalled, next_measured + next_stalled
+        least = RETRY_GROWTH * first - RETRY_GROWTH_SLACK
+        if second < least:
+            problems.append(
+                f"request {index + 3} came {1000 * next_measured:.0f} ms after the failure answering "
+                f"request {index + 2}, where the wait before it was {1000 * measured:.0f} ms, and "
+                f"neither failure asked for a delay ({_times(seen)}); wait longer each time, at least "
+                f"{RETRY_GROWTH:g} times the wait before less {1000 * RETRY_GROWTH_SLACK:.0f} ms "
+                f"({1000 * max(least, 0.0):.0f} ms here): a backoff that does not grow meets a "
+                "failing provider with a steady stream of requests"
+            )
+    return problems
+
+
 def _may_raise(seen: Seen) -> bool:
     """A stream that failed after its 200 (a cut, Bedrock's throttling frame): the stream was
     handed to the caller, and a retry would hand the answer on after whatever went out, so a
@@ -209,6 +249,7 @@ def _retry_no_repeat(seen: Seen) -> List[str]:
 ROWS: Dict[str, Check] = {
     "retry-wait": _retry_wait,
     "retry-backoff": _retry_backoff,
+    "retry-growth": _retry_growth,
     "retry-relent": _retry_relent,
     "retry-permanent": _retry_permanent,
     "retry-no-repeat": _retry_no_repeat,

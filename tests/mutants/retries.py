@@ -27,6 +27,14 @@ class RetriesAtOnce(RetryingBackend):
         return 0.0
 
 
+class ConstantBackoff(RetryingBackend):
+    """Waits the same second after every failure that names no delay: more than nothing, but
+    never longer, so a failing provider meets a steady stream of requests."""
+
+    def delay(self, error: LLMError, attempt: int) -> float:
+        return max(error.retry_after or 0.0, 1.0)
+
+
 class RetriesEverything(RetryingBackend):
     """Retries every failure, a quota and a refused key too, until its attempts run out."""
 
@@ -89,6 +97,16 @@ MUTANTS: List[Mutant] = [
         _layer("anthropic", RetriesAtOnce),
         checks=("retry-backoff",),
         cases=("overloaded/chat", "server-error/stream"),
+        retries=True,
+    ),
+    Mutant(
+        "retry-constant-backoff",
+        "a retry layer that waits one second after each 429 that names no delay, the second "
+        "wait no longer than the first",
+        "openai-chat",
+        _layer("openai-chat", ConstantBackoff),
+        checks=("retry-growth",),
+        cases=("rate-limit/chat", "rate-limit/stream"),
         retries=True,
     ),
     Mutant(
