@@ -137,8 +137,9 @@ SCENARIOS: Mapping[str, Scenario] = {
         ),
         Scenario(
             "slow-first-token",
-            "return the reply whole although the provider was silent, before its first byte, for "
-            "less than half the read timeout the target declares",
+            "return the reply whole although the provider was silent for 0.4 of the read timeout "
+            "the target declares at a time: before its first byte, or, where it keeps a stream "
+            "alive with pings, between them for longer than the timeout in all",
             "wait for the provider's next byte as long as the read timeout you declared (an "
             "HTTP client's read timeout, not a deadline for the whole reply), and no shorter",
             needs_read_timeout=True,

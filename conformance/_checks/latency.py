@@ -1,7 +1,8 @@
 """A provider slow to answer: the backend waits what it declared, and no longer.
 
 The target declares ``read_timeout``, how long its backend waits for the provider's next
-byte. Where the first byte comes in under half of that (``slow-first-token``), the reply
+byte. Where the provider is silent for under half of that at a time (``slow-first-token``:
+before its first byte, or between the pings of Anthropic's ``pinged`` shape), the reply
 is judged as the ``text`` case's, and a backend that gave up on it gave up sooner than it
 declared (``in-time``). Where the provider falls silent for good (``stall``), the backend
 gives up within its read timeout and a grace (:func:`~conformance._bounds.give_up_within`,
@@ -103,8 +104,8 @@ def _in_time(seen: Seen) -> List[str]:
     if not seen.ended or seen.error is None:
         return []
     return [
-        f"expected the reply, whose first byte came {in_time_silence(read_timeout):.2f} s after the "
-        f"request, well within the read_timeout of {read_timeout:g} s the target declares, got "
+        f"expected the reply, the provider never silent for more than {in_time_silence(read_timeout):.2f} "
+        f"s at a time, well within the read_timeout of {read_timeout:g} s the target declares, got "
         f"{describe(seen.error)}: the backend gave up sooner than it declared (a timeout for the "
         "whole reply, or a shorter one than the target says)"
     ]

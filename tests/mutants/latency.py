@@ -4,6 +4,7 @@ latency family. The zoo's targets declare :data:`ZOO_READ_TIMEOUT`."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, AsyncIterator, Callable, List
 
 from conformance.contract import ChatRequest, ChatResponse, LLMError, StreamChunk
@@ -42,6 +43,38 @@ class TimeoutNotRetryable:
                 yield chunk
         except LLMError as error:
             raise self.changed(error) from error
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+class ReadTimeoutAsDeadline:
+    """Gives the whole stream its read timeout as a deadline: a provider whose pings keep the
+    stream alive past it is given up on, though no read ever waited that long."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        response: ChatResponse = await self.backend.chat(request)
+        return response
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ZOO_READ_TIMEOUT
+        chunks = self.backend.chat_stream(request).__aiter__()
+        try:
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(chunks.__anext__(), max(0.0, deadline - loop.time()))
+                except StopAsyncIteration:
+                    return
+                except asyncio.TimeoutError:
+                    message = "the reply took longer than the read timeout"
+                    raise LLMError.from_kind("server_error", message) from None
+                yield chunk
+        finally:
+            await chunks.aclose()
 
     async def aclose(self) -> None:
         await self.backend.aclose()
@@ -93,4 +126,16 @@ MUTANTS: List[Mutant] = [mutant for wire in WIRES for mutant in _for(wire)] + [
     )
     # One wire of each framing: SSE, NDJSON, the AWS event stream.
     for wire in ("openai-chat", "ollama", "bedrock-converse")
+] + [
+    Mutant(
+        "latency-read-timeout-as-deadline",
+        f"a backend that gives the whole stream {ZOO_READ_TIMEOUT:g} s, its read timeout, as a "
+        "deadline: pings that keep the stream alive past it do not save the reply",
+        wire,
+        _reading(wire, ZOO_READ_TIMEOUT, ReadTimeoutAsDeadline),
+        checks=("in-time",),
+        cases=("slow-first-token/stream",),
+        variants=("pinged",),
+    )
+    for wire in ("anthropic", "anthropic-vertex")
 ]
