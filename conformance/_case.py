@@ -171,9 +171,11 @@ class BackendCase:
 
     @property
     def timed(self) -> bool:
-        """Whether a time bound of the contract (the abort's, the cancel's, a read timeout's)
-        judges this case: its run then does not count what stalled the whole process
-        (``conformance._stall``)."""
+        """Whether a time bound of the contract (the abort's, the cancel's, a read timeout's, a
+        retry layer's growing waits) judges this case: its run then does not count what
+        stalled the whole process (``conformance._stall``)."""
+        if self.target.retries and self.scenario == "rate-limit":
+            return True  # two failures in a row: retry-growth compares the waits
         return self.scenario in ("abort", "cancel", *LATENCY_SCENARIOS)
 
     @property

@@ -47,6 +47,8 @@ from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 #: A mutant's case is given up on after this many seconds: past the abort's one-second
 #: close window with room to spare on a busy machine.
 TIMEOUT = 3.0
+#: The bound for a retry layer that waits two seconds twice (caught by "retry-growth").
+GROWTH_TIMEOUT = 6.0
 #: The bound for a mutant declared to hang (caught by "finished"): it never ends, so a
 #: shorter wait proves as much.
 HUNG_TIMEOUT = 1.2
@@ -125,6 +127,13 @@ def transports_for(mutant: Mutant) -> Tuple[str, ...]:
     return ("h1",)
 
 
+def _bound(mutant: Mutant) -> float:
+    """The case bound a mutant's target declares."""
+    if "finished" in mutant.checks:
+        return HUNG_TIMEOUT
+    return GROWTH_TIMEOUT if "retry-growth" in mutant.checks else TIMEOUT
+
+
 def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCase:
     target = BackendConformanceTarget(
         name=f"mutant {mutant.name}",
@@ -132,7 +141,7 @@ def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCa
         create_backend=lambda url: mutant.create(url, transport == "h2"),
         headers=dict(mutant.headers),
         model=mutant.model,
-        timeout=HUNG_TIMEOUT if "finished" in mutant.checks else TIMEOUT,
+        timeout=_bound(mutant),
         http2=transport == "h2",
         retries=mutant.retries,
         read_timeout=ZOO_READ_TIMEOUT,

@@ -72,11 +72,14 @@ RETRY_TOLERANCE = 0.02
 RETRY_GROWTH = 1.25
 
 #: What the first of those waits may have been lengthened by, beyond what stalled the
-#: whole process (which is taken off it): a thread kept waiting for the GIL or the CPU on
-#: a loaded machine, up to the stall watch's own threshold (``conformance._stall.LATE``).
-#: Load only lengthens a wait, so the second is never held to less than it measured,
-#: and a shrinking or constant wait of any length worth the name still shows.
-RETRY_GROWTH_SLACK = 0.1
+#: whole process (which is taken off it: a retrying target's rate-limit case runs with the
+#: stall watch open): a thread kept waiting for the GIL or the CPU on a loaded machine.
+#: The reference layer's first wait of 50 ms was seen lengthened by 265 ms on two cores
+#: shared by five test processes, with no watch open; three times the watch's own
+#: threshold (``conformance._stall.LATE``) leaves room for that. Load only lengthens a
+#: wait, so the second is never held to less than it measured, and a constant or
+#: shrinking wait of a second or more still shows.
+RETRY_GROWTH_SLACK = 0.3
 
 
 def retried_scenario(retries: bool, scenario: str) -> int:

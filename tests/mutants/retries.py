@@ -27,12 +27,17 @@ class RetriesAtOnce(RetryingBackend):
         return 0.0
 
 
+#: The constant backoff's wait: long enough that a quarter of it is past retry-growth's
+#: slack (0.3 s) with room for load, so the mutant is caught however the machine is loaded.
+CONSTANT_WAIT = 2.0
+
+
 class ConstantBackoff(RetryingBackend):
-    """Waits the same second after every failure that names no delay: more than nothing, but
-    never longer, so a failing provider meets a steady stream of requests."""
+    """Waits the same two seconds after every failure that names no delay: more than nothing,
+    but never longer, so a failing provider meets a steady stream of requests."""
 
     def delay(self, error: LLMError, attempt: int) -> float:
-        return max(error.retry_after or 0.0, 1.0)
+        return max(error.retry_after or 0.0, CONSTANT_WAIT)
 
 
 class RetriesEverything(RetryingBackend):
@@ -101,7 +106,7 @@ MUTANTS: List[Mutant] = [
     ),
     Mutant(
         "retry-constant-backoff",
-        "a retry layer that waits one second after each 429 that names no delay, the second "
+        "a retry layer that waits two seconds after each 429 that names no delay, the second "
         "wait no longer than the first",
         "openai-chat",
         _layer("openai-chat", ConstantBackoff),
