@@ -87,11 +87,12 @@ PINGED_SILENCES = 3
 
 
 def latency_variants(wire: Any, scenario: str, mode: str) -> Tuple[Variant, ...]:
-    """The shapes ``wire`` plays a latency ``scenario`` in, in ``mode``."""
+    """The shapes ``wire`` plays a latency ``scenario`` in, in ``mode``: where a stream may
+    carry pings, the plain silence is named ``silent``, beside ``pinged``."""
     listed = LATENCY_VARIANTS.get(f"{scenario}/{mode}") or LATENCY_VARIANTS[scenario]
     keepalive: bytes = getattr(wire, "keepalive", b"")
     if scenario == "slow-first-token" and mode == "stream" and keepalive:
-        return (*listed, PINGED)
+        return (dataclasses.replace(listed[0], name="silent"), PINGED)
     return listed
 
 
