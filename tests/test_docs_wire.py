@@ -2,13 +2,16 @@
 
 The pages describe each provider's bytes (statuses, error types and codes, finish
 reasons, retry delays and the headers that carry them); the wires are what the fake
-provider actually sends. Two kinds of test hold them together. Each wire page's
+provider actually sends. Three kinds of test hold them together. Each wire page's
 "Scenario by scenario" table is read cell by cell: every ``key: "value"`` it quotes is
 in that scenario's replies, every 4xx or 5xx status it names is one of theirs, and every
-``retry-after: N`` or "no ``retry-after``" is what their headers carry. The prose claims
-elsewhere (troubleshooting, the gate's pages) are listed below, each with its words as
-the page writes them and the reading of the wire that decides it; a page reworded so
-that the words are gone fails too, so a claim cannot drift away from its test.
+``retry-after: N`` or "no ``retry-after``" is what their headers carry; its variant
+tables name the shapes the wire plays, with the kinds each accepts and the kind of its
+source. Each troubleshooting section of a scenario quotes only values and statuses some
+wire sends for it. The prose claims that name a provider (troubleshooting, the gate's
+pages) are listed below, each with its words as the page writes them and the reading
+of the wire that decides it; a page reworded so that the words are gone fails too, so a
+claim cannot drift away from its test.
 """
 
 from __future__ import annotations
@@ -547,6 +550,61 @@ class VariantTableTests(unittest.TestCase):
         """Each row names a shape the wire plays, the kinds it accepts and its kind of source; each
         named shape of the wire has its row (but the kit's own scripts, OWN_SHAPES)."""
         problems = [p for name in WIRES for p in variant_problems(name)]
+        self.assertEqual(problems, [], "\n".join(problems))
+
+
+#: Numbers a troubleshooting section names that are no claim about a provider: statuses a
+#: backend makes up, named as what it must not report.
+NOT_CLAIMS = {("stream-cut", "599"), ("stream-cut", "502")}
+
+
+def section_problems() -> List[str]:
+    """What each troubleshooting section of a played scenario quotes (``key: "value"``, a 4xx or
+    5xx status) that no wire sends for that scenario, the compatible servers' shapes included.
+    The example messages (fenced blocks) are left out: they quote broken backends."""
+    text = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+    servers = played_wire("openai-chat")
+    problems = []
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        scenario = section.split("\n", 1)[0].strip()
+        if scenario not in PLAYED:
+            continue
+        prose = re.sub(r"```.*?```", "", section, flags=re.S)
+        # A failure's section compares it with the others (Mistral's 429 beside its 401).
+        related = FAILURES if scenario in FAILURES else (scenario,)
+        shapes = [
+            r
+            for name in WIRES
+            for one in related
+            for mode in ("chat", "stream")
+            for _, r in replies(name, one, mode)
+        ]
+        for one in related:
+            for mode in ("chat", "stream"):
+                request = request_for("openai-chat", mode)
+                for variant in servers.variants(one, mode):  # type: ignore[attr-defined]
+                    shape = servers.reply(one, mode, request, variant.name)  # type: ignore[attr-defined]
+                    if shape is not None:
+                        shapes.append(shape)
+        said = "\n".join(sent(r) for r in shapes)
+        statuses = {getattr(r, "status", None) for r in shapes}
+        problems += [
+            f"troubleshooting.md#{scenario}: `{key}: \"{value}\"` is in no wire's reply"
+            for key, value in QUOTED.findall(prose)
+            if f'"{value}"' not in said and f'\\"{value}\\"' not in said
+        ]
+        problems += [
+            f"troubleshooting.md#{scenario}: status {number} is no wire's for it"
+            for number in STATUS.findall(prose)
+            if int(number) not in statuses and (scenario, number) not in NOT_CLAIMS
+        ]
+    return problems
+
+
+class TroubleshootingTests(unittest.TestCase):
+    def test_each_scenario_section_quotes_what_some_wire_sends(self) -> None:
+        """Every quoted value and failure status of a scenario's section is in some wire's reply to it."""
+        problems = section_problems()
         self.assertEqual(problems, [], "\n".join(problems))
 
 
