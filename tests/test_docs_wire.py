@@ -558,11 +558,12 @@ class VariantTableTests(unittest.TestCase):
 NOT_CLAIMS = {("stream-cut", "599"), ("stream-cut", "502")}
 
 
-def section_problems() -> List[str]:
+def section_problems(text: Optional[str] = None) -> List[str]:
     """What each troubleshooting section of a played scenario quotes (``key: "value"``, a 4xx or
     5xx status) that no wire sends for that scenario, the compatible servers' shapes included.
     The example messages (fenced blocks) are left out: they quote broken backends."""
-    text = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+    if text is None:
+        text = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
     servers = played_wire("openai-chat")
     problems = []
     for section in re.split(r"^## ", text, flags=re.M)[1:]:
@@ -606,6 +607,16 @@ class TroubleshootingTests(unittest.TestCase):
         """Every quoted value and failure status of a scenario's section is in some wire's reply to it."""
         problems = section_problems()
         self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_a_wrong_section_is_found(self) -> None:
+        """A section quoting a value or a status no wire sends for its scenario is reported, each."""
+        text = (
+            '## rate-limit\n\nA 418 with `error.type: "teapot"`; '
+            'OpenAI `error.code: "rate_limit_exceeded"`.\n'
+        )
+        problems = section_problems(text)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertTrue(any("418" in p for p in problems) and any("teapot" in p for p in problems))
 
 
 class ProseClaimTests(unittest.TestCase):
