@@ -38,6 +38,39 @@ class BoundTests(unittest.TestCase):
         self.assertTrue(BackendCase(target, "stall", "stream").timed)
 
 
+class InTimeTests(unittest.TestCase):
+    def judged(self, silent_for: float) -> list:
+        """What in-time finds of a backend that raised on a slow first token, where the provider's
+        log shows it silent ``silent_for`` seconds before the client left."""
+        from conformance._case import Outcome
+        from conformance._checks import Seen
+        from conformance._checks.latency import ROWS
+        from conformance.contract import LLMError
+        from conformance.provider import RecordedRequest
+
+        target = BackendConformanceTarget("t", WIRES["openai-chat"], lambda url: None, read_timeout=0.5)
+        case = BackendCase(target, "slow-first-token", "chat")
+        request = request_for("openai-chat", "chat")
+        left = RecordedRequest(
+            "POST", request.path, "", dict(request.headers), request.body, "HTTP/1.1",
+            received_at=100.0, closed_at=100.0 + silent_for,
+        )  # fmt: skip
+        error = LLMError.from_kind("server_error", "timed out")
+        outcome = Outcome(error=error, error_at=100.0 + silent_for, ended=True)
+        return ROWS["in-time"](Seen(case, outcome, [left], [], WIRES["openai-chat"].variants("text")[0]))
+
+    def test_giving_up_before_the_declared_timeout_fails(self) -> None:
+        """A backend that left after 0.125 s of a silence its 0.5 s read timeout should outlast fails."""
+        problems = self.judged(0.125)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("gave up sooner than it declared", problems[0])
+
+    def test_a_provider_late_past_the_timeout_excuses_the_give_up(self) -> None:
+        """Where the provider's own log shows it silent for the whole declared timeout (a loaded
+        machine held its write back), giving up was the backend's right."""
+        self.assertEqual(self.judged(0.6), [])
+
+
 class ReplyTests(unittest.TestCase):
     def test_every_wire_holds_its_text_reply_back(self) -> None:
         """On every wire, in both forms, each shape is the text case's reply held back or stalled."""

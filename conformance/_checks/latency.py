@@ -4,13 +4,15 @@ The target declares ``read_timeout``, how long its backend waits for the provide
 byte. Where the provider is silent for under half of that at a time (``slow-first-token``:
 before its first byte, or between the pings of Anthropic's ``pinged`` shape), the reply
 is judged as the ``text`` case's, and a backend that gave up on it gave up sooner than it
-declared (``in-time``). Where the provider falls silent for good (``stall``), the backend
-gives up within its read timeout and a grace (:func:`~conformance._bounds.give_up_within`,
-from the provider's last byte to the backend's error, or to its retry's close of the
-connection), never waiting on to the case's bound (``read-timeout``), and raises a
-retryable ``server_error`` or ``overloaded``: silence names no cause, as a cut names
-none, and the same request may well be answered (``timeout-kind``). What stalled this
-whole process meanwhile is not counted (``conformance._stall``).
+declared (``in-time``), unless the provider's own log shows a silence as long as the
+timeout (a loaded machine that held its writes back). Where the provider falls silent
+for good (``stall``), the backend gives up within its read timeout and a grace
+(:func:`~conformance._bounds.give_up_within`, from the provider's last byte to the
+backend's error, or to its retry's close of the connection), never waiting on to the
+case's bound (``read-timeout``), and raises a retryable ``server_error`` or
+``overloaded``: silence names no cause, as a cut names none, and the same request may
+well be answered (``timeout-kind``). What stalled this whole process meanwhile is not
+counted (``conformance._stall``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..contract import ERROR_KINDS
 from ..wires._variants import CUT_KINDS
 from ._seen import MISSING, Check, Seen, describe
 
-__all__ = ["ROWS", "silent_since"]
+__all__ = ["ROWS", "longest_silence", "silent_since"]
 
 
 def silent_since(seen: Seen) -> Optional[float]:
@@ -97,11 +99,31 @@ def _timeout_kind(seen: Seen) -> List[str]:
     ]
 
 
+def longest_silence(seen: Seen) -> Optional[float]:
+    """The longest the provider was silent on the case's first request, as its log says: from
+    the request's arrival, between its writes, and from the last one to the client's close
+    where the client left first; ``None`` where no request came."""
+    generations = seen.generations()
+    if not generations:
+        return None
+    first = generations[0]
+    log = first.response
+    marks = [first.received_at, *(log.times if log is not None else ())]
+    if first.closed_at is not None and (log is None or log.end is None):
+        marks.append(first.closed_at)  # the client left while the provider was still silent
+    return max((b - a for a, b in zip(marks, marks[1:])), default=0.0)
+
+
 def _in_time(seen: Seen) -> List[str]:
     read_timeout = seen.case.target.read_timeout
     if seen.case.scenario != "slow-first-token" or read_timeout is None:
         return []
     if not seen.ended or seen.error is None:
+        return []
+    silence = longest_silence(seen)
+    if silence is not None and silence >= read_timeout:
+        # The provider itself was late (a loaded machine held its writes back): the silence
+        # reached the declared timeout, so giving up was the backend's right.
         return []
     return [
         f"expected the reply, the provider never silent for more than {in_time_silence(read_timeout):.2f} "
