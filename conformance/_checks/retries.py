@@ -75,11 +75,11 @@ RETRY_GROWTH = 1.25
 #: whole process (which is taken off it: a retrying target's rate-limit case runs with the
 #: stall watch open): a thread kept waiting for the GIL or the CPU on a loaded machine.
 #: The reference layer's first wait of 50 ms was seen lengthened by 265 ms on two cores
-#: shared by five test processes, with no watch open; three times the watch's own
-#: threshold (``conformance._stall.LATE``) leaves room for that. Load only lengthens a
-#: wait, so the second is never held to less than it measured, and a constant or
-#: shrinking wait of a second or more still shows.
-RETRY_GROWTH_SLACK = 0.3
+#: shared by five test processes with no watch open, and by 370 ms with it open, on a
+#: machine so loaded that the whole test run took a quarter longer; half a second leaves
+#: room past that. Load only lengthens a wait, so the second is never held to less than
+#: it measured, and a constant or shrinking wait of a few seconds still shows.
+RETRY_GROWTH_SLACK = 0.5
 
 
 def retried_scenario(retries: bool, scenario: str) -> int:

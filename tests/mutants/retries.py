@@ -28,13 +28,17 @@ class RetriesAtOnce(RetryingBackend):
 
 
 #: The constant backoff's wait: long enough that a quarter of it is past retry-growth's
-#: slack (0.3 s) with room for load, so the mutant is caught however the machine is loaded.
-CONSTANT_WAIT = 2.0
+#: slack (0.5 s) with room for load, so the mutant is caught however the machine is loaded.
+CONSTANT_WAIT = 3.0
 
 
 class ConstantBackoff(RetryingBackend):
-    """Waits the same two seconds after every failure that names no delay: more than nothing,
+    """Waits the same three seconds after every failure that names no delay: more than nothing,
     but never longer, so a failing provider meets a steady stream of requests."""
+
+    def __init__(self, backend: Any, **options: Any) -> None:
+        # Its wait is longer than the reference layer's longest: it takes its own.
+        super().__init__(backend, **{"longest": CONSTANT_WAIT + 1.0, **options})
 
     def delay(self, error: LLMError, attempt: int) -> float:
         return max(error.retry_after or 0.0, CONSTANT_WAIT)
@@ -106,7 +110,7 @@ MUTANTS: List[Mutant] = [
     ),
     Mutant(
         "retry-constant-backoff",
-        "a retry layer that waits two seconds after each 429 that names no delay, the second "
+        "a retry layer that waits three seconds after each 429 that names no delay, the second "
         "wait no longer than the first",
         "openai-chat",
         _layer("openai-chat", ConstantBackoff),
