@@ -47,8 +47,8 @@ from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 #: A mutant's case is given up on after this many seconds: past the abort's one-second
 #: close window with room to spare on a busy machine.
 TIMEOUT = 3.0
-#: The bound for a retry layer that waits three seconds twice (caught by "retry-growth").
-GROWTH_TIMEOUT = 9.0
+#: The bound for a retry layer that waits four seconds twice (caught by "retry-growth").
+GROWTH_TIMEOUT = 12.0
 #: The bound for a mutant declared to hang (caught by "finished"): it never ends, so a
 #: shorter wait proves as much.
 HUNG_TIMEOUT = 1.2

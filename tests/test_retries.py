@@ -168,7 +168,7 @@ class MessageTests(unittest.TestCase):
             WIRES["openai-chat"],
             lambda url: ConstantBackoff(REFERENCE_BACKENDS["openai-chat"](url, False)),
             retries=True,
-            timeout=9.0,  # two waits of three seconds
+            timeout=12.0,  # two waits of four seconds
         )
         status, detail = outcome(ConformanceCase(target, "rate-limit", "chat"))
         self.assertEqual(status, "FAIL", detail)
