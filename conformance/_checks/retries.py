@@ -72,13 +72,14 @@ RETRY_TOLERANCE = 0.02
 RETRY_GROWTH = 1.25
 
 #: What the first of those waits may have been lengthened by, beyond what stalled the
-#: whole process (which is taken off it: a retrying target's rate-limit case runs with the
-#: stall watch open): a thread kept waiting for the GIL or the CPU on a loaded machine.
+#: whole process (which is taken off each wait: a retrying target's rate-limit case runs
+#: with the stall watch open): a thread kept waiting for the GIL or the CPU on a loaded
+#: machine.
 #: The reference layer's first wait of 50 ms was seen lengthened by 265 ms on two cores
 #: shared by five test processes with no watch open, and by 370 ms with it open, on a
 #: machine so loaded that the whole test run took a quarter longer; half a second leaves
-#: room past that. Load only lengthens a wait, so the second is never held to less than
-#: it measured, and a constant or shrinking wait of a few seconds still shows.
+#: room past that. Load only lengthens a wait, so a layer that doubles passes with room,
+#: and a constant or shrinking wait of a few seconds still shows.
 RETRY_GROWTH_SLACK = 0.5
 
 
@@ -164,9 +165,10 @@ def _retry_growth(seen: Seen) -> List[str]:
         _, next_measured, next_stalled, next_asked = later
         if asked is not None or next_asked is not None:
             continue
-        # Each side read in the backend's favour: the first wait less what stalled the
-        # process, the second with it given back.
-        first, second = measured - stalled, next_measured + next_stalled
+        # A stall of the whole process only lengthens a wait (the request goes out late), so
+        # each wait is taken less what stalled the process in it: what the layer chose,
+        # plus what load short of a stall added, which the slack covers on the first.
+        first, second = measured - stalled, next_measured - next_stalled
         least = RETRY_GROWTH * first - RETRY_GROWTH_SLACK
         if second < least:
             problems.append(
