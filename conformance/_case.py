@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
+from ._bounds import LATENCY_SCENARIOS, in_time_silence, latency_bound
 from .contract import ChatRequest
 from .errors import TargetDefinitionError
 from .scenarios import SCENARIOS, Scenario
@@ -22,6 +23,10 @@ from .wires._base import Variant, Wire
 __all__ = ["BackendCase", "BackendConformanceTarget", "ChatHook", "Outcome", "SubjectOutcome"]
 
 ChatHook = Callable[[Any, ChatRequest], Any]
+
+#: The longest read timeout a target may declare: the stall case holds the provider
+#: silent past it, and a suite of such cases should still end within minutes.
+MAX_READ_TIMEOUT = 30.0
 
 
 def _check_skip_keys(skip: Mapping[str, str], where: str, wire: Optional[Wire] = None) -> None:
@@ -72,6 +77,10 @@ class BackendConformanceTarget:
     official SDKs do by default: the provider then relents after a scripted number of
     failures and the retry layer is judged (its waits, its bound, what it never retries);
     left ``False``, the backend must send one request per answer (``no-retry``).
+    ``read_timeout`` is how long, in seconds, the backend waits for the provider's next byte
+    before it gives up (its HTTP client's read timeout): the latency cases
+    (``slow-first-token``, ``stall``) hold the provider silent for a share of it, and are
+    skipped, saying so, where it is ``None``.
     """
 
     name: str
@@ -86,6 +95,7 @@ class BackendConformanceTarget:
     timeout: float = 5.0
     client: Optional[str] = None
     retries: bool = False
+    read_timeout: Optional[float] = None
 
     def __post_init__(self) -> None:
         from .wires._adapt import as_wire
@@ -104,11 +114,30 @@ class BackendConformanceTarget:
                 f"target {self.name!r}: retries must be True (the backend retries what can come "
                 f"back) or False, got {self.retries!r}"
             )
+        read_timeout = self.read_timeout
+        if read_timeout is not None and (
+            isinstance(read_timeout, bool)
+            or not isinstance(read_timeout, (int, float))
+            or not 0 < read_timeout <= MAX_READ_TIMEOUT
+        ):
+            raise TargetDefinitionError(
+                f"target {self.name!r}: read_timeout must be the seconds the backend waits for the "
+                f"provider's next byte, above 0 and at most {MAX_READ_TIMEOUT:g} (the latency cases "
+                f"hold the provider silent for a share of it), or None; got {read_timeout!r}"
+            )
 
     def skip_reason(self, scenario: str, mode: str) -> Optional[str]:
-        """Why the case is skipped, or ``None``: the target's reason, then the wire's."""
+        """Why the case is skipped, or ``None``: the target's reason, then the wire's, then a
+        latency case's need of a declared ``read_timeout``."""
         skipped = self.skip.get(f"{scenario}/{mode}") or self.skip.get(scenario)
-        return skipped or self.wire.absent_in(scenario, mode)
+        skipped = skipped or self.wire.absent_in(scenario, mode)
+        if skipped is None and self.read_timeout is None and SCENARIOS[scenario].needs_read_timeout:
+            return (
+                f"{scenario} holds the provider silent for a share of the backend's read timeout: "
+                "declare read_timeout = the seconds your backend waits for the next byte (its HTTP "
+                "client's read timeout; a second or less keeps the case quick)"
+            )
+        return skipped
 
     def variant_skip_reason(self, scenario: str, mode: str, variant: str) -> Optional[str]:
         """Why one variant of a case is left out, or ``None``."""
@@ -142,9 +171,25 @@ class BackendCase:
 
     @property
     def timed(self) -> bool:
-        """Whether a time bound of the contract (the abort's, the cancel's) judges this case:
-        its run then does not count what stalled the whole process (``conformance._stall``)."""
-        return self.scenario in ("abort", "cancel")
+        """Whether a time bound of the contract (the abort's, the cancel's, a read timeout's, a
+        retry layer's growing waits) judges this case: its run then does not count what
+        stalled the whole process (``conformance._stall``)."""
+        if self.target.retries and self.scenario == "rate-limit":
+            return True  # two failures in a row: retry-growth compares the waits
+        return self.scenario in ("abort", "cancel", *LATENCY_SCENARIOS)
+
+    @property
+    def bound(self) -> float:
+        """Seconds the case waits for the backend before it gives up on it: the target's
+        ``timeout``; for a stall, a bound derived from the declared read timeout (a backend
+        still waiting then has waited well past it); for a slow first token, the target's
+        ``timeout`` after the silence."""
+        read_timeout = self.target.read_timeout
+        if read_timeout is None or self.scenario not in LATENCY_SCENARIOS:
+            return self.target.timeout
+        if self.scenario == "stall":
+            return latency_bound(read_timeout)
+        return self.target.timeout + in_time_silence(read_timeout)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.target.name} {self.target.wire.name} {self.name}>"

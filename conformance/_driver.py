@@ -59,7 +59,7 @@ class Driver(SubjectDriver):
             case.name,
             provider,
             target.create_backend,
-            timeout=target.timeout,
+            timeout=case.bound,
             timed=case.timed,
             outcome=Outcome(),
         )

@@ -29,8 +29,21 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
+from ._bounds import LATENCY_SCENARIOS
 from ._results import CaseRecord
 from .contract import ChatResponse, StreamChunk, ToolCall, Usage
 from .provider import JsonReply, RecordedRequest, Reply
@@ -292,8 +305,9 @@ class Session:
     def task(self) -> Dict[str, Any]:
         raise NotImplementedError
 
-    def answer(self, request: RecordedRequest) -> Reply:
-        """The provider's answer to a request outside :data:`JUDGE_PATH`."""
+    def answer(self, request: RecordedRequest) -> Union[Reply, Awaitable[Reply]]:
+        """The provider's answer to a request outside :data:`JUDGE_PATH` (held back, where a
+        latency scenario holds it, as an awaitable of the reply already dressed)."""
         raise NotImplementedError
 
     def judge(
@@ -312,7 +326,9 @@ class Session:
             if self.started is None:
                 self.started = request.received_at
         if not request.path.startswith(JUDGE_PATH):
-            return self.dress(self.answer(request))
+            answer = self.answer(request)
+            # A held answer was dressed before it was held: it is sent as it comes.
+            return answer if isinstance(answer, Awaitable) else self.dress(answer)
         try:
             return self._route(request, request.path[len(JUDGE_PATH) :])
         finally:
@@ -513,11 +529,20 @@ class BackendSession(Session):
     kind = "backend"
 
     def __init__(
-        self, wire: Wire, scenario: str, mode: str, variant: Variant, toolset: GateToolset, **kw: Any
+        self,
+        wire: Wire,
+        scenario: str,
+        mode: str,
+        variant: Variant,
+        toolset: GateToolset,
+        read_timeout: Optional[float] = None,
+        **kw: Any,
     ) -> None:
         super().__init__(wire, mode, toolset, **kw)
         self.scenario = scenario
         self.variant = variant
+        #: The client's read timeout, which a latency scenario's silence is scaled from.
+        self.read_timeout = read_timeout
         self.replies: List[Reply] = []
         self.refusals: List[str] = []
         #: Why the provider would never send this shape to the request that came.
@@ -552,6 +577,7 @@ class BackendSession(Session):
             # Ask for reasoning (Anthropic's thinking, Gemini's includeThoughts, Ollama's think).
             "thinking": asks_thinking(self.wire, self.scenario, self.variant.name),
             "history": self.history(),
+            "read_timeout": self.read_timeout,
             "judged": self.scenario not in NOT_JUDGED,
         }
 
@@ -565,7 +591,7 @@ class BackendSession(Session):
 
         return [dataclasses.asdict(m) for m in expected_history(self.wire, self.variant.name)]
 
-    def answer(self, request: RecordedRequest) -> Reply:
+    def answer(self, request: RecordedRequest) -> Union[Reply, Awaitable[Reply]]:
         from .cases import scenario_reply
 
         wire = self.wire
@@ -575,6 +601,16 @@ class BackendSession(Session):
         if reason:
             self.unasked.append(reason)
             return _refuse(501, reason)
+        if self.read_timeout is not None and self.scenario in LATENCY_SCENARIOS:
+            from .provider import held
+            from .wires._latency import latency_reply
+
+            played = latency_reply(wire, self.scenario, request, self.variant.name, self.read_timeout)
+            if played is None:
+                return _refuse(501, f"{wire.name} has no text case to hold back")
+            kept, hold = played
+            self.replies.append(kept)
+            return held(self.dress(kept), hold) if hold else kept
         reply = scenario_reply(wire, self.scenario, self.mode, request, self.variant.name, self.refusals)
         if reply is None:
             reason = f"{wire.name} has no {self.scenario} case"
@@ -595,7 +631,13 @@ class BackendSession(Session):
         if self.unasked:
             return self._record("skip", self.unasked[0], (), ended)
         target = BackendConformanceTarget(
-            CLIENT, self.wire, elsewhere, model=self.model, http2=self.http2, timeout=self.timeout
+            CLIENT,
+            self.wire,
+            elsewhere,
+            model=self.model,
+            http2=self.http2,
+            timeout=self.timeout,
+            read_timeout=self.read_timeout,
         )
         case = BackendCase(target, self.scenario, self.mode)
         seen = Seen(case, outcome, requests, list(self.replies), self.variant, list(self.refusals))

@@ -143,13 +143,17 @@ def timed_outcome(case: AnyCase) -> Tuple[str, str, float]:
 
 
 def _reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
-    return create(url, http2)
+    from .reference import REFERENCE_READ_TIMEOUT
+
+    backend = create(url, http2)
+    backend.timeout = REFERENCE_READ_TIMEOUT  # what its target declares
+    return backend
 
 
 def _retrying_reference(create: Callable[[str, bool], Any], url: str, *, http2: bool) -> Any:
     from .reference.retrying import RetryingBackend
 
-    return RetryingBackend(create(url, http2))
+    return RetryingBackend(_reference(create, url, http2=http2))
 
 
 def reference_targets(
@@ -162,7 +166,7 @@ def reference_targets(
     """Each wire's reference backend, per transport (the backend suite); ``settings`` configure a
     shipped wire as the command line's wire options do (``{"openai-chat": {"servers": [...]}}``);
     ``retries``, each inside the reference retry layer, on a target that says it retries."""
-    from .reference import REFERENCE_BACKENDS
+    from .reference import REFERENCE_BACKENDS, REFERENCE_READ_TIMEOUT
 
     build = _retrying_reference if retries else _reference
     label = " with retries" if retries else ""
@@ -179,6 +183,7 @@ def reference_targets(
                         create_backend=functools.partial(build, REFERENCE_BACKENDS[name], http2=http2),
                         http2=http2,
                         retries=retries,
+                        read_timeout=REFERENCE_READ_TIMEOUT,
                     ),
                 )
             )

@@ -14,11 +14,11 @@ naming its variant. The provider is closed whatever happened.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Awaitable, List, Optional, Tuple, Union
 
-from ._bounds import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, ConformanceAbort
+from ._bounds import ABORT_CLOSE_WITHIN, ABORT_DELAY, ABORT_RAISE_WITHIN, LATENCY_SCENARIOS, ConformanceAbort
 from ._case import BackendCase, BackendConformanceTarget
-from .provider import JsonReply, RecordedRequest, Reply
+from .provider import JsonReply, RecordedRequest, Reply, held
 from .scenarios import MODES, SCENARIOS
 from .wires._base import Variant, Wire
 from .wires._variants import BY_LENGTH, CLEAN_ENDS
@@ -92,7 +92,7 @@ class ConformanceCase(BackendCase):
         # For a target that retries: the failures sent before the provider relents.
         relent = retried_scenario(target.retries, self.scenario)
 
-        def handler(request: RecordedRequest) -> Reply:
+        def handler(request: RecordedRequest) -> Union[Reply, Awaitable[Reply]]:
             if target.wire.is_generation(request):
                 reason = target.wire.unasked(variant, request)
                 if reason:
@@ -103,6 +103,10 @@ class ConformanceCase(BackendCase):
                     reply = self._relented(request, absent)
                     replies.append(reply)
                     return reply
+            if self.scenario in LATENCY_SCENARIOS and target.wire.is_generation(request):
+                reply, hold = self._latency(request, absent, variant.name)
+                replies.append(reply)
+                return held(reply, hold) if hold else reply
             reply = self._reply(request, absent, variant.name, refusals)
             if target.wire.is_generation(request):
                 if relent and isinstance(reply, JsonReply):
@@ -136,6 +140,20 @@ class ConformanceCase(BackendCase):
             absent.append(reason)
             return JsonReply({"error": {"message": reason}}, status=501)
         return reply
+
+    def _latency(self, request: RecordedRequest, absent: List[str], variant: str) -> Tuple[Reply, float]:
+        """A latency case's reply (the ``text`` case's, held back or stalled), and how long the
+        provider holds all of it back."""
+        from .wires._latency import latency_reply
+
+        read_timeout = self.target.read_timeout
+        assert read_timeout is not None  # the case is skipped without one
+        played = latency_reply(self.target.wire, self.scenario, request, variant, read_timeout)
+        if played is None:
+            reason = f"{self.target.wire.name} has no text case to hold back"
+            absent.append(reason)
+            return JsonReply({"error": {"message": reason}}, status=501), 0.0
+        return played
 
     def _reply(
         self,

@@ -30,6 +30,9 @@ class Scenario:
     async_only: bool = False
     #: Only wires that list it in ``Wire.optional_scenarios`` get this case.
     optional: bool = False
+    #: Only targets that declare their backend's ``read_timeout`` get this case: the
+    #: provider's silence is scaled from it.
+    needs_read_timeout: bool = False
 
     @property
     def method_stem(self) -> str:
@@ -131,6 +134,25 @@ SCENARIOS: Mapping[str, Scenario] = {
             "decoding its headers or payload",
             modes=("stream",),
             optional=True,
+        ),
+        Scenario(
+            "slow-first-token",
+            "return the reply whole although the provider was silent for 0.4 of the read timeout "
+            "the target declares at a time: before its first byte, or, where it keeps a stream "
+            "alive with pings, between them for longer than the timeout in all",
+            "wait for the provider's next byte as long as the read timeout you declared (an "
+            "HTTP client's read timeout, not a deadline for the whole reply), and no shorter",
+            needs_read_timeout=True,
+        ),
+        Scenario(
+            "stall",
+            "give up once the provider has been silent for the read timeout the target declares, "
+            "with a retryable server_error (or overloaded), never waiting on past it; in a stream "
+            "yield no finish reason or tool call first",
+            "set the HTTP client's read timeout (httpx.Timeout(read=...), aiohttp's sock_read) to "
+            "what the target declares, and raise its timeout as a retryable server_error: silence "
+            "names no cause, and the same request may well be answered",
+            needs_read_timeout=True,
         ),
         Scenario(
             "abort",

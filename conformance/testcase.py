@@ -23,7 +23,18 @@ if TYPE_CHECKING:
 __all__ = ["BackendConformanceTestCase"]
 
 #: The class attributes a subclass may set.
-SETTINGS = ("wire", "model", "headers", "skip", "http2", "timeout", "client", "retries", "abstract")
+SETTINGS = (
+    "wire",
+    "model",
+    "headers",
+    "skip",
+    "http2",
+    "timeout",
+    "read_timeout",
+    "client",
+    "retries",
+    "abstract",
+)
 
 
 def _make_test(scenario: str, mode: str) -> Callable[[Any], None]:
@@ -46,9 +57,11 @@ class BackendConformanceTestCase:
     Set ``wire`` and implement ``create_backend(url)``; optionally ``model``,
     ``headers`` (sent by the backend on every request), ``skip`` (scenario, or
     ``"scenario/mode"``, to a reason), ``http2`` (serve h2c only), ``timeout``
-    (seconds per case), ``client`` (the client package the backend is built on, whose
-    version the release report states), ``retries`` (the backend retries what can come
-    back: the provider relents after scripted failures and the retry layer is judged).
+    (seconds per case), ``read_timeout`` (seconds the backend waits for the provider's
+    next byte: the latency cases run only where it is declared), ``client`` (the client
+    package the backend is built on, whose version the release report states),
+    ``retries`` (the backend retries what can come back: the provider relents after
+    scripted failures and the retry layer is judged).
     Override ``chat(backend, request)`` or
     ``stream(backend, request)`` when the backend's surface differs from
     ``backend.chat(request)`` and ``backend.chat_stream(request)``. A shared base
@@ -61,6 +74,7 @@ class BackendConformanceTestCase:
     skip: ClassVar[Mapping[str, str]] = {}
     http2: ClassVar[bool] = False
     timeout: ClassVar[float] = 5.0
+    read_timeout: ClassVar[Optional[float]] = None
     client: ClassVar[Optional[str]] = None
     retries: ClassVar[bool] = False
     abstract: ClassVar[bool] = False
@@ -164,6 +178,7 @@ class BackendConformanceTestCase:
             skip=dict(cls.skip),
             http2=cls.http2,
             timeout=cls.timeout,
+            read_timeout=cls.read_timeout,
             client=cls.client,
             retries=cls.retries,
             **hooks,

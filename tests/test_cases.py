@@ -129,10 +129,30 @@ class CaseListTests(unittest.TestCase):
                 "content-filter/chat": "no safety system",
                 "content-filter/stream": "no safety system",
                 "abort/stream": "no streaming abort",
+                **{
+                    f"{s}/{m}": t.skip_reason(s, m)
+                    for s in ("slow-first-token", "stall")
+                    for m in ("chat", "stream")
+                },
             },
         )
         with self.assertRaises(unittest.SkipTest):
             ConformanceCase(t, "abort", "stream").run()
+
+    def test_a_latency_case_without_a_read_timeout_says_what_to_declare(self) -> None:
+        """A target that declares no read_timeout gets the latency cases skipped, naming the setting."""
+        for scenario in ("slow-first-token", "stall"):
+            with self.subTest(scenario=scenario):
+                reason = target().skip_reason(scenario, "stream") or ""
+                self.assertIn("declare read_timeout", reason)
+                self.assertIsNone(target(read_timeout=0.5).skip_reason(scenario, "stream"))
+
+    def test_a_read_timeout_out_of_range_is_refused(self) -> None:
+        """A read_timeout of zero, below it, past the bound, or not a number fails at declaration."""
+        for bad in (0, -1.0, 31.0, "1", True):
+            with self.subTest(read_timeout=bad):
+                with self.assertRaisesRegex(TargetDefinitionError, "read_timeout"):
+                    target(read_timeout=bad)
 
     def test_misspelt_skip_key_suggests_the_scenario(self) -> None:
         """An unknown scenario in skip is refused with a did-you-mean."""

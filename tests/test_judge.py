@@ -502,7 +502,16 @@ class SameVerdictTests(unittest.TestCase):
 
 #: What a client in another process cannot show the judge: how its backend lives and ends.
 OWN_LIFE = frozenset(
-    {"finished", "abort-reason", "abort-promptly", "cancel-propagates", "connection-closed", "backend-closed"}
+    {
+        "finished",
+        "abort-reason",
+        "abort-promptly",
+        "cancel-propagates",
+        "connection-closed",
+        "backend-closed",
+        # A client that waits on past its read timeout reports nothing until serve's own bound.
+        "read-timeout",
+    }
 )
 #: The bugs a client driven by serve cannot show the judge: its task hands it the second
 #: turn's history, built from the provider's own call, where the Python suite builds it
@@ -593,6 +602,18 @@ def backend_report(backend: Any, request: Any, stream: bool) -> Dict[str, Any]:
     return asyncio.run(asyncio.wait_for(run(), BOUND))
 
 
+def _reading(create: Any) -> Any:
+    """``create``, its backend given the zoo's read timeout (what serve's latency scenarios are told)."""
+    from tests.mutants.latency import ZOO_READ_TIMEOUT
+
+    def reading(url: str, http2: bool) -> Any:
+        backend = create(url, http2)
+        backend.timeout = ZOO_READ_TIMEOUT
+        return backend
+
+    return reading
+
+
 class SameBackendVerdictTests(unittest.TestCase):
     """A backend judged through serve gets the verdict the Python suite gives it."""
 
@@ -602,10 +623,15 @@ class SameBackendVerdictTests(unittest.TestCase):
         self, scenario: str, mode: str, variant: str, create: Any, model: str = "conformance-model"
     ) -> Any:
         from conformance._multiturn import multi_turn_request
+        from conformance.scenarios import SCENARIOS
+        from tests.mutants.latency import ZOO_READ_TIMEOUT
 
+        # The latency scenarios need the client's read timeout: the zoo's, which its backends use.
+        latency = SCENARIOS[scenario].needs_read_timeout
         serve = Serve(
             "--wire", self.wire, "--scenario", scenario, "--mode", mode, "--model", model,
             *(("--variant", variant) if variant else ()),
+            *(("--read-timeout", str(ZOO_READ_TIMEOUT)) if latency else ()),
         )  # fmt: skip
         request = multi_turn_request(WIRES[self.wire], scenario, variant, model, None)
         report = backend_report(create(serve.url, False), request, mode == "stream")
@@ -625,7 +651,8 @@ class SameBackendVerdictTests(unittest.TestCase):
             for mode in row.modes:
                 for variant in wire.variants(scenario, mode):
                     with self.subTest(scenario=scenario, mode=mode, variant=variant.name):
-                        verdict = self.judged(scenario, mode, variant.name, REFERENCE_BACKENDS[self.wire])
+                        create = _reading(REFERENCE_BACKENDS[self.wire])
+                        verdict = self.judged(scenario, mode, variant.name, create)
                         self.assertEqual(verdict["verdict"], "pass", verdict["detail"])
 
     def test_every_mutant_is_caught_by_the_checks_it_declares(self) -> None:

@@ -351,6 +351,14 @@ class ServeTests(unittest.TestCase):
             usage_error(["serve", "--wire", "openai-chat", "--scenario", "stream-error"]),
         )
 
+    def test_serve_asks_a_latency_scenario_for_the_read_timeout(self) -> None:
+        """slow-first-token and stall need --read-timeout, in range: refused without it, saying so."""
+        for scenario in ("slow-first-token", "stall"):
+            with self.subTest(scenario=scenario):
+                argv = ["serve", "--wire", "openai-chat", "--scenario", scenario]
+                self.assertIn("pass --read-timeout SECONDS", usage_error(argv))
+                self.assertIn("--read-timeout must be above 0", usage_error([*argv, "--read-timeout", "0"]))
+
     def test_serve_list_shows_every_variant_with_its_source(self) -> None:
         """serve --list names each scenario's variants per mode, the default first, and their sources."""
         out = io.StringIO()

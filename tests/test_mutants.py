@@ -26,6 +26,7 @@ from conformance._checks import (
     cut,
     ending,
     failures,
+    latency,
     reasoning,
     replies,
     requests,
@@ -39,12 +40,15 @@ from conformance.wires import WIRES
 
 from . import mutants as zoo
 from .mutants import Mutant, zoo_wires
+from .mutants.latency import ZOO_READ_TIMEOUT
 from .reporting_sites import CheckSites
 from .test_provider_support import LONG_TESTS, asyncio_debug_in_long_runs_only
 
 #: A mutant's case is given up on after this many seconds: past the abort's one-second
 #: close window with room to spare on a busy machine.
 TIMEOUT = 3.0
+#: The bound for a retry layer that waits four seconds twice (caught by "retry-growth").
+GROWTH_TIMEOUT = 12.0
 #: The bound for a mutant declared to hang (caught by "finished"): it never ends, so a
 #: shorter wait proves as much.
 HUNG_TIMEOUT = 1.2
@@ -73,7 +77,9 @@ MUTANTS = load_mutants()
 #: module's tests run, so that each can be taken out alone. ``_shown`` formats calls for
 #: a message: its words are no problem of their own.
 SITES = CheckSites(
-    (cut, ending, failures, reasoning, replies, requests, retries, tool_calls), CHECKS, helpers=("_shown",)
+    (cut, ending, failures, latency, reasoning, replies, requests, retries, tool_calls),
+    CHECKS,
+    helpers=("_shown",),
 )
 _installed = contextlib.ExitStack()
 
@@ -105,6 +111,9 @@ TRANSPORT_CHECKS = frozenset(
         "cut-kind",
         "cut-finish",
         "cut-tool-call",
+        "read-timeout",
+        "timeout-kind",
+        "in-time",
     }
 )
 
@@ -118,6 +127,13 @@ def transports_for(mutant: Mutant) -> Tuple[str, ...]:
     return ("h1",)
 
 
+def _bound(mutant: Mutant) -> float:
+    """The case bound a mutant's target declares."""
+    if "finished" in mutant.checks:
+        return HUNG_TIMEOUT
+    return GROWTH_TIMEOUT if "retry-growth" in mutant.checks else TIMEOUT
+
+
 def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCase:
     target = BackendConformanceTarget(
         name=f"mutant {mutant.name}",
@@ -125,9 +141,10 @@ def mutant_case(mutant: Mutant, case_name: str, transport: str) -> ConformanceCa
         create_backend=lambda url: mutant.create(url, transport == "h2"),
         headers=dict(mutant.headers),
         model=mutant.model,
-        timeout=HUNG_TIMEOUT if "finished" in mutant.checks else TIMEOUT,
+        timeout=_bound(mutant),
         http2=transport == "h2",
         retries=mutant.retries,
+        read_timeout=ZOO_READ_TIMEOUT,
     )
     for case in backend_conformance_cases(target):
         if case.name == case_name:
@@ -171,7 +188,9 @@ def expected_verdict(mutant: Mutant, case: str, transport: str) -> Optional[Set[
 #: idle for a second or more, so about 130 of them at 48 at once take about three
 #: rounds of that; with asyncio's debug mode (CONFORMANCE_LONG_TESTS=1) each costs
 #: more, and they run 16 at once.
-WAITING_CHECKS = frozenset({"finished", "connection-closed", "abort-promptly"})
+WAITING_CHECKS = frozenset(
+    {"finished", "connection-closed", "abort-promptly", "read-timeout", "retry-growth"}
+)
 WAITING_JOBS = 16 if LONG_TESTS else 48
 
 
@@ -236,7 +255,9 @@ def case_names(wire: str) -> Set[str]:
     """The cases of the zoo's ``wire`` that run (not skipped by the wire itself)."""
     played = ZOO_WIRES[wire]
     reference = REFERENCE_BACKENDS[played.name]
-    target = BackendConformanceTarget("names", played, lambda url: reference(url, False))
+    target = BackendConformanceTarget(
+        "names", played, lambda url: reference(url, False), read_timeout=ZOO_READ_TIMEOUT
+    )
     return {case.name for case in backend_conformance_cases(target) if not case.skip}
 
 

@@ -6,13 +6,21 @@ import asyncio
 import importlib.util
 import math
 import socket
+import struct
 import threading
 import time
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
 
 from conformance.errors import ProviderInputError
-from conformance.provider import FakeProvider, JsonReply, RecordedRequest, StreamReply, start_fake_provider
+from conformance.provider import (
+    FakeProvider,
+    JsonReply,
+    RecordedRequest,
+    StreamReply,
+    held,
+    start_fake_provider,
+)
 from conformance.provider.events import ResponseLog
 
 from .test_provider_support import H2Client, H2Response, StallWatched, http1_request
@@ -294,6 +302,43 @@ class TestHttp1Pauses(Http1TestCase):
         self.assertLess(self.unstalled(began), 2.0)
         _, how = read_timed(sock, b"", limit=3)
         self.assertIn(how, ("eof", "reset"))
+
+
+class TestHttp1Held(Http1TestCase):
+    def test_held_sends_nothing_then_the_whole_reply(self) -> None:
+        """A held reply's status line comes only after the hold, then the reply whole."""
+        self.provider.reply(lambda request: held(JsonReply({"ok": 1}), PAUSE))
+        sock = self.connect()
+        sock.sendall(http1_request("POST", "/v1/chat", b"{}"))
+        request = self.provider.next_request(timeout=5)
+        reads, how = read_timed(sock, b'{"ok":1}')
+        self.assertEqual(how, "done")
+        self.assertGreaterEqual(arrival(reads, b"200 OK") - request.received_at, PAUSE - SLACK)
+
+    def test_held_ends_when_the_connection_is_lost(self) -> None:
+        """A client that resets its connection during a 30 s hold ends it: nothing is written,
+        no task is left. (Its EOF alone is a half-close: the reply is still owed.)"""
+        self.provider.reply(lambda request: held(JsonReply({"ok": 1}), 30))
+        sock = self.connect()
+        sock.sendall(http1_request("POST", "/v1/chat", b"{}"))
+        request = self.provider.next_request(timeout=5)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        self.assertTrue(request.wait_closed(2))
+        self.assertTrue(wait_tasks_done(self.provider), "the held reply's task did not end")
+        self.assertIsNone(request.response)
+
+    def test_held_bad_values_name_what_was_wrong(self) -> None:
+        """A hold out of range, or of something that is not a reply, is refused with what to give."""
+        for reply, seconds, words in (
+            (JsonReply({}), -1, "0 to 60"),
+            (JsonReply({}), 61, "0 to 60"),
+            (JsonReply({}), True, "0 to 60"),
+            ({"ok": 1}, 1, "takes a JsonReply"),
+        ):
+            with self.subTest(reply=reply, seconds=seconds):
+                with self.assertRaisesRegex(ProviderInputError, words):
+                    held(reply, seconds)  # type: ignore[arg-type]
 
 
 class TestHttp1Endings(Http1TestCase):

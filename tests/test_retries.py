@@ -9,7 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, List, Tuple
 
 from conformance import BackendConformanceTestCase
-from conformance._checks.retries import PERMANENT, RELENTS, RETRY_FLOOR
+from conformance._checks.retries import (
+    PERMANENT,
+    RELENTS,
+    RETRY_FLOOR,
+    RETRY_GROWTH,
+    RETRY_GROWTH_SLACK,
+)
 from conformance._loops import kept_loops
 from conformance._targets import outcome, reference_targets
 from conformance.cases import BackendConformanceTarget, ConformanceCase, backend_conformance_cases
@@ -153,6 +159,24 @@ class MessageTests(unittest.TestCase):
         self.assertIn("which asked for a retry delay of 200 ms", detail)
         self.assertIn("the provider fails twice, then answers", detail)
 
+    def test_a_wait_that_does_not_grow_is_named_with_both_waits_and_the_bound(self) -> None:
+        """retry-growth's message names the two waits, the request times and the least it wanted."""
+        from .mutants.retries import ConstantBackoff
+
+        target = BackendConformanceTarget(
+            "constant backoff",
+            WIRES["openai-chat"],
+            lambda url: ConstantBackoff(REFERENCE_BACKENDS["openai-chat"](url, False)),
+            retries=True,
+            timeout=12.0,  # two waits of four seconds
+        )
+        status, detail = outcome(ConformanceCase(target, "rate-limit", "chat"))
+        self.assertEqual(status, "FAIL", detail)
+        self.assertRegex(detail, r"request 3 came \d+ ms after the failure answering request 2, where the")
+        least = f"at least {RETRY_GROWTH:g} times the wait before less {1000 * RETRY_GROWTH_SLACK:.0f} ms"
+        self.assertIn(least, detail)
+        self.assertIn("[retry-growth]", detail)
+
 
 def _run(case: ConformanceCase) -> Tuple[str, str, str]:
     status, detail = outcome(case)
@@ -177,6 +201,21 @@ class ReferenceWithRetriesTests(unittest.TestCase):
         self.assertEqual(failed, [], "\n".join(failed))
         played = {name for name, status, _ in results if status == "pass"}
         self.assertTrue(any("rate-limit/stream" in name for name in played))
+
+    def test_the_reference_layer_grows_its_waits_run_after_run(self) -> None:
+        """The reference layer's doubling backoff passes retry-growth every time, in 48 bounded runs
+        four at a time, where two 429s in a row name no delay (OpenAI Chat), over HTTP/1.1 and h2c."""
+        targets = [target for _, target in reference_targets(["openai-chat"], ("h1", "h2c"), retries=True)]
+        cases = [
+            ConformanceCase(target, "rate-limit", mode)
+            for _ in range(12)
+            for target in targets
+            for mode in ("chat", "stream")
+        ]
+        with kept_loops(), ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(_run, cases))
+        failed = [f"{name}: {status}\n{detail}" for name, status, detail in results if status != "pass"]
+        self.assertEqual(failed, [], "\n".join(failed))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ from conformance.scenarios import SCENARIOS
 class ReferenceConformance(BackendConformanceTestCase, unittest.TestCase):
     wire = openai_chat_wire
     skip = {"content-filter/stream": "left out to show a skip by mode"}
+    read_timeout = 0.5
 
     def create_backend(self, url: str) -> OpenAIChatBackend:
-        return OpenAIChatBackend(f"{url}/v1")
+        return OpenAIChatBackend(f"{url}/v1", timeout=self.read_timeout)
 
 
 class HookedConformance(BackendConformanceTestCase, unittest.TestCase):

@@ -440,6 +440,8 @@ class CheckRequestTests(unittest.TestCase):
         """The wire answers every scenario, whole and streamed; none is unsupported."""
         self.assertEqual(dict(WIRE.unsupported), {})
         for name, row in SCENARIOS.items():
+            if SCENARIOS[name].needs_read_timeout:
+                continue  # played from the text reply by the case, held back (tests/test_latency.py)
             for stream in (False, True) if "chat" in row.modes or name == "stream-error" else (True,):
                 with self.subTest(scenario=name, stream=stream):
                     mode = "stream" if stream else "chat"

@@ -101,6 +101,8 @@ class ShapeTest(unittest.TestCase):
         """Every scenario but the safety stop and a tool turn ending COMPLETE has both answers."""
         self.assertEqual(sorted(wire.unsupported), ["content-filter", "tool-call-with-stop"])
         for name, row in SCENARIOS.items():
+            if SCENARIOS[name].needs_read_timeout:
+                continue  # played from the text reply by the case, held back (tests/test_latency.py)
             if row.optional:
                 self.assertIn("nothing to corrupt", str(wire.absent(name)))
                 continue

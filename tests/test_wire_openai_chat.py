@@ -60,6 +60,8 @@ class ReplyTests(unittest.TestCase):
     def test_every_scenario_answers_in_both_forms(self) -> None:
         """Each scenario the wire has (all but optional ones it does not list) answers in both forms."""
         for scenario in SCENARIOS:
+            if SCENARIOS[scenario].needs_read_timeout:
+                continue  # played from the text reply by the case, held back (tests/test_latency.py)
             if WIRE.absent(scenario) is not None:
                 continue  # an optional scenario only the wires that list it have
             for stream in (False, True):

@@ -14,7 +14,8 @@ the table: how the backend ended (:mod:`.ending`: in time, the abort and the
 cancellation, the connection closed, the backend closed); a reply's text, finish
 reason and usage (:mod:`.replies`); tool calls and unparsed arguments
 (:mod:`.tool_calls`); reasoning (:mod:`.reasoning`); errors and their retry delay
-(:mod:`.failures`); a stream cut or damaged (:mod:`.cut`); the requests
+(:mod:`.failures`); a stream cut or damaged (:mod:`.cut`); a provider slow to
+answer or silent for good (:mod:`.latency`); the requests
 (:mod:`.requests`); a target's retry layer, from the request log (:mod:`.retries`).
 A new check goes into its family's module and ``ROWS``, and its
 id into :data:`_ORDER`, where it takes its place among the problems a message lists.
@@ -25,7 +26,7 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Tuple
 
 from ..provider import events_around
-from . import cut, ending, failures, reasoning, replies, requests, retries, tool_calls
+from . import cut, ending, failures, latency, reasoning, replies, requests, retries, tool_calls
 from ._seen import Check, Problem, Seen
 from ._words import case_words
 from .tool_calls import CALL_ID_SEPARATORS, carries_id
@@ -48,8 +49,13 @@ _ORDER = (
     "abort-promptly",
     "cancel-propagates",
     "connection-closed",
+    # latency
+    "read-timeout",
     # replies
     "reply",
+    # latency
+    "in-time",
+    # replies
     "content",
     "tool-turn-content",
     "finish-reason",
@@ -90,6 +96,8 @@ _ORDER = (
     "cut-kind",
     "cut-finish",
     "cut-tool-call",
+    # latency
+    "timeout-kind",
     # requests
     "headers",
     "headers-later",
@@ -98,6 +106,7 @@ _ORDER = (
     "retry-relent",
     "retry-wait",
     "retry-backoff",
+    "retry-growth",
     "retry-permanent",
     "retry-no-repeat",
     # requests
@@ -144,6 +153,7 @@ CHECKS: Dict[str, Check] = _table(
     cut.ROWS,
     requests.ROWS,
     retries.ROWS,
+    latency.ROWS,
 )
 
 

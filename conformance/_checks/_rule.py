@@ -21,7 +21,7 @@ from ..wires._variants import CUT_KINDS, EitherRule
 if TYPE_CHECKING:
     from ..wires._base import Variant, Wire
 
-__all__ = ["FINISH", "REPLY_SCENARIOS", "TEXT_FINISH", "Rule", "rule_of"]
+__all__ = ["FINISH", "REPLY_SCENARIOS", "SILENT_AS_CUT", "TEXT_FINISH", "Rule", "rule_of"]
 
 #: Scenarios whose turn ends normally, with a reply the checks read.
 REPLY_SCENARIOS = (
@@ -35,6 +35,11 @@ REPLY_SCENARIOS = (
     "content-filter",
     "reasoning",
 )
+
+#: The scenarios whose failure names no cause, so that a careful client may report either
+#: of :data:`~conformance.wires._variants.CUT_KINDS`: a connection cut, and a provider
+#: silent past the client's read timeout.
+SILENT_AS_CUT = ("stream-cut", "stall")
 
 #: The finish reason of the turns that end with their text. They are judged apart from
 #: the others (``text-finish`` beside ``finish-reason``), so each table is proven by a
@@ -113,19 +118,21 @@ def rule_of(wire: Wire, scenario: str, variant: Variant) -> Rule:
     """The rule for ``variant`` of ``scenario`` on ``wire``: the variant's where it says one, else
     the scenario's."""
     own_kind = SCENARIOS[scenario].error_kind if scenario in SCENARIOS else None
-    if scenario == "stream-cut":
+    if scenario in SILENT_AS_CUT:
         kinds = variant.error_kinds or CUT_KINDS
     else:
         kinds = variant.accepted_kinds(own_kind)
-    reply = scenario in REPLY_SCENARIOS
-    finish = variant.finish_reasons or FINISH.get(scenario) or TEXT_FINISH.get(scenario, ())
+    # A first token that comes late but in time is a text turn, judged as one.
+    judged = "text" if scenario == "slow-first-token" else scenario
+    reply = judged in REPLY_SCENARIOS
+    finish = variant.finish_reasons or FINISH.get(judged) or TEXT_FINISH.get(judged, ())
     return Rule(
         reply=reply,
         finish_reasons=finish if reply else (),
         error_kinds=kinds,
         either=variant.either,
         may_fail=variant.may_fail,
-        text=wire.texts.get(scenario) if variant.text is None else variant.text,
+        text=wire.texts.get(judged) if variant.text is None else variant.text,
         undeclared_call=variant.undeclared_call,
         reports_usage=variant.reports_usage,
         usage_unasked=variant.usage_unasked,

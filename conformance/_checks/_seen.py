@@ -72,10 +72,12 @@ class Seen:
 
     @property
     def scenario(self) -> str:
-        """The case's scenario; ``text`` where the provider relented, whose reply is then judged."""
+        """The case's scenario; ``text`` where the provider relented, or answered a slow first
+        token in time, whose reply is then judged."""
         # Read by nearly every check, and fixed once the variant ran: worked out once.
         if self._scenario is None:
-            self._scenario = "text" if self.relented else self.case.scenario
+            in_time = self.relented or self.case.scenario == "slow-first-token"
+            self._scenario = "text" if in_time else self.case.scenario
         return self._scenario
 
     @property

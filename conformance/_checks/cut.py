@@ -98,7 +98,7 @@ def _cut_kind(seen: Seen) -> List[str]:
 
 
 def _cut_finish(seen: Seen) -> List[str]:
-    if seen.scenario != "stream-cut" or seen.case.mode != "stream":
+    if seen.scenario not in ("stream-cut", "stall") or seen.case.mode != "stream":
         return []
     for index, chunk in enumerate(seen.outcome.chunks):
         reason = getattr(chunk, "finish_reason", None)
@@ -111,7 +111,7 @@ def _cut_finish(seen: Seen) -> List[str]:
 
 
 def _cut_tool_call(seen: Seen) -> List[str]:
-    if seen.scenario != "stream-cut" or seen.case.mode != "stream":
+    if seen.scenario not in ("stream-cut", "stall") or seen.case.mode != "stream":
         return []
     for index, chunk in enumerate(seen.outcome.chunks):
         calls = list(getattr(chunk, "tool_calls", None) or ())

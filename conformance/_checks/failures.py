@@ -51,7 +51,7 @@ def _erred(seen: Seen) -> bool:
     A cut's kind is the cut family's to judge, but its delay and its status are held to
     the rule every error is: none the provider did not send.
     """
-    cut = seen.scenario == "stream-cut" and seen.ended and seen.error is not None
+    cut = seen.scenario in ("stream-cut", "stall") and seen.ended and seen.error is not None
     return cut or _failed(seen)
 
 
@@ -105,7 +105,7 @@ def _error_details(seen: Seen) -> List[str]:
 
 def _error_status(seen: Seen) -> List[str]:
     status = seen.reply_status()
-    if seen.scenario == "stream-cut" and _erred(seen):
+    if seen.scenario in ("stream-cut", "stall") and _erred(seen):
         # The provider answered with a status (a 200) and then the body ended short: it
         # sent no error status. None says so, and the 200 is what came; nothing else did.
         got = getattr(seen.error, "status", None)

@@ -2,11 +2,13 @@
 
 Strategy: where the target says its backend retries, the failures that can come back
 relent as the provider's would (:data:`RELENTS`: a 429 twice, an overload, a server
-error or a cut once, then the reply), each asking for a short delay in the wire's own
-form (:data:`RETRY_ASKED`). The case then reads the reply as the ``text`` scenario's
+error, a cut or a stall once, then the reply), each asking for a short delay in the
+wire's own form (:data:`RETRY_ASKED`). The case then reads the reply as the ``text`` scenario's
 (``Seen.relented``), and these checks read the times in the request log: each retry
 waits what the failure asked (``retry-wait``) or, where it asked nothing, at least
-:data:`RETRY_FLOOR` (``retry-backoff``); the layer goes on to the reply
+:data:`RETRY_FLOOR` (``retry-backoff``) and, after a second such failure, longer than
+the time before (``retry-growth``: :data:`RETRY_GROWTH` times it, less a slack load
+cannot exceed unseen); the layer goes on to the reply
 (``retry-relent``); it never asks again after a failure that will not come back
 (``retry-permanent``); and a stream retried after it yielded hands on nothing of the
 failed attempt (``retry-no-repeat``). Without the setting none of this applies, and
@@ -25,6 +27,8 @@ __all__ = [
     "RELENTS",
     "RETRY_ASKED",
     "RETRY_FLOOR",
+    "RETRY_GROWTH",
+    "RETRY_GROWTH_SLACK",
     "RETRY_TOLERANCE",
     "ROWS",
     "repeated_text",
@@ -33,8 +37,15 @@ __all__ = [
 
 #: The failures that can come back, and how many times each is sent before the provider
 #: relents with the reply: a rate limit is still there on the next try (twice, so the
-#: wait is judged more than once), an overload, a server error and a cut pass at once.
-RELENTS: Mapping[str, int] = {"rate-limit": 2, "overloaded": 1, "server-error": 1, "stream-cut": 1}
+#: wait is judged more than once), an overload, a server error, a cut and a stall pass
+#: at once.
+RELENTS: Mapping[str, int] = {
+    "rate-limit": 2,
+    "overloaded": 1,
+    "server-error": 1,
+    "stream-cut": 1,
+    "stall": 1,
+}
 
 #: The failures that will not come back: an exhausted quota, a refused key, a request
 #: the provider cannot take. A retry layer sends each once.
@@ -53,6 +64,23 @@ RETRY_FLOOR = 0.02
 #: How much sooner than asked a retry may come: the clocks' resolution, and the moment
 #: between the provider writing the failure and noting the time.
 RETRY_TOLERANCE = 0.02
+
+#: Where two failures in a row asked for no delay, the second wait is at least this many
+#: times the first, less :data:`RETRY_GROWTH_SLACK`: longer each time. A layer that
+#: doubles passes with room, as do the official SDKs' (0.5 s, then 1 s, each less up to
+#: a quarter of jitter: at worst 1.5 times); one that waits the same each time fails.
+RETRY_GROWTH = 1.25
+
+#: What the first of those waits may have been lengthened by, beyond what stalled the
+#: whole process (which is taken off each wait: a retrying target's rate-limit case runs
+#: with the stall watch open): a thread kept waiting for the GIL or the CPU on a loaded
+#: machine.
+#: The reference layer's first wait of 50 ms was seen lengthened by 265 ms on two cores
+#: shared by five test processes with no watch open, and by 370 ms with it open, on a
+#: machine so loaded that the whole test run took a quarter longer; half a second leaves
+#: room past that. Load only lengthens a wait, so a layer that doubles passes with room,
+#: and a constant or shrinking wait of a few seconds still shows.
+RETRY_GROWTH_SLACK = 0.5
 
 
 def retried_scenario(retries: bool, scenario: str) -> int:
@@ -78,8 +106,10 @@ def _sent(request: RecordedRequest) -> float:
     return log.times[-1] if log is not None and log.times else request.received_at
 
 
-def _waits(seen: Seen) -> List[Tuple[int, float, Optional[float]]]:
-    """``(attempt, waited, asked)`` for each retry of a relenting failure."""
+def _timed_waits(seen: Seen) -> List[Tuple[int, float, float, Optional[float]]]:
+    """``(attempt, measured, stalled, asked)`` for each retry of a relenting failure: the
+    seconds from the failure's last byte to the retry's arrival, and how much of that the
+    whole process could not run (``conformance._stall``)."""
     from .._stall import WATCH
 
     if not seen.relent:
@@ -90,11 +120,17 @@ def _waits(seen: Seen) -> List[Tuple[int, float, Optional[float]]]:
         if index >= len(seen.replies) or index >= seen.relent:
             break
         sent = _sent(failed)
-        # A stall of the whole process between the failure and the retry is given back to
-        # the backend: it could not have sent sooner.
-        waited = after.received_at - sent + WATCH.between(sent, after.received_at)
-        out.append((index, waited, seen.wire.retry_after_sent(seen.replies[index])))
+        measured = after.received_at - sent
+        stalled = WATCH.between(sent, after.received_at)
+        out.append((index, measured, stalled, seen.wire.retry_after_sent(seen.replies[index])))
     return out
+
+
+def _waits(seen: Seen) -> List[Tuple[int, float, Optional[float]]]:
+    """``(attempt, waited, asked)`` for each retry of a relenting failure."""
+    # A stall of the whole process between the failure and the retry is given back to the
+    # backend: it could not have sent sooner.
+    return [(index, measured + stalled, asked) for index, measured, stalled, asked in _timed_waits(seen)]
 
 
 def _retry_wait(seen: Seen) -> List[str]:
@@ -118,6 +154,30 @@ def _retry_backoff(seen: Seen) -> List[str]:
                 f"request {index + 2} came {1000 * waited:.0f} ms after the failure answering request "
                 f"{index + 1}, which asked for no delay ({_times(seen)}); back off at least "
                 f"{1000 * RETRY_FLOOR:.0f} ms before a retry, longer each time, never at once"
+            )
+    return problems
+
+
+def _retry_growth(seen: Seen) -> List[str]:
+    problems = []
+    waits = _timed_waits(seen)
+    for (index, measured, stalled, asked), later in zip(waits, waits[1:]):
+        _, next_measured, next_stalled, next_asked = later
+        if asked is not None or next_asked is not None:
+            continue
+        # A stall of the whole process only lengthens a wait (the request goes out late), so
+        # each wait is taken less what stalled the process in it: what the layer chose,
+        # plus what load short of a stall added, which the slack covers on the first.
+        first, second = measured - stalled, next_measured - next_stalled
+        least = RETRY_GROWTH * first - RETRY_GROWTH_SLACK
+        if second < least:
+            problems.append(
+                f"request {index + 3} came {1000 * next_measured:.0f} ms after the failure answering "
+                f"request {index + 2}, where the wait before it was {1000 * measured:.0f} ms, and "
+                f"neither failure asked for a delay ({_times(seen)}); wait longer each time, at least "
+                f"{RETRY_GROWTH:g} times the wait before less {1000 * RETRY_GROWTH_SLACK:.0f} ms "
+                f"({1000 * max(least, 0.0):.0f} ms here): a backoff that does not grow meets a "
+                "failing provider with a steady stream of requests"
             )
     return problems
 
@@ -192,6 +252,7 @@ def _retry_no_repeat(seen: Seen) -> List[str]:
 ROWS: Dict[str, Check] = {
     "retry-wait": _retry_wait,
     "retry-backoff": _retry_backoff,
+    "retry-growth": _retry_growth,
     "retry-relent": _retry_relent,
     "retry-permanent": _retry_permanent,
     "retry-no-repeat": _retry_no_repeat,

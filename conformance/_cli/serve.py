@@ -11,6 +11,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
+from .._case import MAX_READ_TIMEOUT
 from .._targets import UsageError
 from .._wire_options import add_options, configured, extra_variants, flags_of
 from ..scenarios import MODES, SCENARIOS
@@ -233,9 +234,22 @@ def _serve_session(args: argparse.Namespace, wire: Any, toolset: Any) -> Tuple[A
     absent = wire.absent(args.scenario)
     if absent is not None:
         raise UsageError(f"{wire.name} has no {args.scenario} scenario: {absent}")
+    read_timeout = getattr(args, "read_timeout", None)
+    if SCENARIOS[args.scenario].needs_read_timeout and read_timeout is None:
+        raise UsageError(
+            f"{args.scenario} holds the provider silent for a share of the client's read timeout: "
+            "pass --read-timeout SECONDS, the seconds your client waits for the next byte (a second "
+            "or less keeps the run quick)"
+        )
+    if read_timeout is not None and not 0 < read_timeout <= MAX_READ_TIMEOUT:
+        raise UsageError(
+            f"--read-timeout must be above 0 and at most {MAX_READ_TIMEOUT:g} seconds, got {read_timeout:g}"
+        )
     variant = chosen_variant(wire, args.scenario, args.mode, args.variant)
     shape = f" [{variant.name}: {variant.title}]" if variant.name else ""
-    session = BackendSession(wire, args.scenario, args.mode, variant, toolset, **common)
+    session = BackendSession(
+        wire, args.scenario, args.mode, variant, toolset, read_timeout=read_timeout, **common
+    )
     return session, f"{args.scenario}/{args.mode}{shape}"
 
 
@@ -372,6 +386,13 @@ def _serve_parser(sub: Any, wires: str) -> argparse.ArgumentParser:
         help="end the run after this long even if no outcome was reported (then judged as a client still "
         f"running); also the run's bound, of which the task's max_seconds is 80%% (default "
         f"{DEFAULT_CLIENT_TIMEOUT:g} s, and no end)",
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="the client's read timeout: the latency scenarios (slow-first-token, stall) hold the "
+        "provider silent for a share of it, and need it",
     )
     serve.add_argument("--model", default="conformance-model", help="the model the client must name")
     serve.add_argument(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .replies import DropReply, Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply
+from .replies import DropReply, Handler, HangReply, JsonReply, RecordedRequest, Reply, StreamReply, held
 
 if TYPE_CHECKING:
     from ._server import FakeProvider, start_fake_provider
@@ -24,6 +24,7 @@ __all__ = [
     "StreamReply",
     "WireEvent",
     "events_around",
+    "held",
     "start_fake_provider",
 ]
 

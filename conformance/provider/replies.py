@@ -37,6 +37,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "StreamReply",
+    "held",
 ]
 
 
@@ -275,6 +276,35 @@ class DropReply:
 
 
 Reply = Union[JsonReply, StreamReply, HangReply, DropReply]
+
+#: The longest a reply may be held back (:func:`held`), as a stream's pause may.
+MAX_HOLD = 60.0
+
+
+def held(reply: Reply, seconds: float) -> Awaitable[Reply]:
+    """``reply``, sent only after ``seconds`` in which the provider sends nothing at all: no
+    status line, no headers (a model slow to its first token, a whole reply long in coming).
+
+    A handler returns it in place of the reply. The hold ends early when the connection
+    (h2: the stream) is lost or the provider closes; nothing is sent then. Over HTTP/1.1 a
+    client's EOF alone is a half-close, and the reply is still owed, as to any handler.
+    To hold a stream after its status line and headers, or between two of its chunks,
+    give it ``pauses`` instead.
+    """
+    if not isinstance(reply, (JsonReply, StreamReply, HangReply, DropReply)):
+        raise ProviderInputError(
+            f"held() takes a JsonReply, StreamReply, HangReply or DropReply, got {type(reply).__name__}"
+        )
+    if not (isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds <= MAX_HOLD):
+        raise ProviderInputError(f"held() holds a reply 0 to {MAX_HOLD:g} seconds, got {seconds!r}")
+    return _hold(reply, float(seconds))
+
+
+async def _hold(reply: Reply, seconds: float) -> Reply:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return reply
 
 
 class _Watch:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REFERENCE_BACKENDS",
+    "REFERENCE_READ_TIMEOUT",
     "AnthropicBackend",
     "AnthropicVertexBackend",
     "AzureOpenAIChatBackend",
@@ -95,6 +96,11 @@ def _cohere(url: str, http2: bool) -> Any:
 def _bedrock_invoke(url: str, http2: bool) -> Any:
     return BedrockInvokeBackend(url, http2=http2)
 
+
+#: The read timeout (seconds) the command line's reference targets declare and give their
+#: backends: short, so that the latency cases, whose silence is scaled from it, stay quick;
+#: long beside what any other case keeps the provider silent for (an abort's quarter second).
+REFERENCE_READ_TIMEOUT = 0.5
 
 #: By wire name: ``create(provider_url, http2)`` builds the reference backend.
 REFERENCE_BACKENDS: Dict[str, Callable[[str, bool], Any]] = {

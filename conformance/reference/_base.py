@@ -81,15 +81,20 @@ class ReferenceBackend(ABC):
     async def send(self, chat: ChatRequest, stream: bool) -> Response:
         """Send the request; a failure status becomes an :class:`LLMError` here."""
         payload = json.dumps(self.body(chat, stream), ensure_ascii=False).encode("utf-8")
-        response = await request(
-            self.url(chat, stream),
-            "POST",
-            headers=self.headers(stream),
-            body=payload,
-            http2=self.http2,
-            signal=chat.signal,
-            timeout=self.timeout,
-        )
+        try:
+            response = await request(
+                self.url(chat, stream),
+                "POST",
+                headers=self.headers(stream),
+                body=payload,
+                http2=self.http2,
+                signal=chat.signal,
+                timeout=self.timeout,
+            )
+        except TransportError as error:
+            # No answer at all: the provider silent past the timeout, or the connection
+            # gone before a status line. Nothing names a cause, as in a cut.
+            raise self.cut_error(error) from error
         if response.status >= 400:
             try:
                 raw = await response.read()
@@ -106,12 +111,13 @@ class ReferenceBackend(ABC):
         """The error for a failure status; ``raw`` is the whole body, JSON or not."""
 
     def cut_error(self, error: TransportError) -> BaseException:
-        """The error for a body the connection cut short (a stream before its terminal
-        event, a whole body before its Content-Length, an h2 stream reset): a retryable
-        ``server_error``. Nothing in the bytes says more: no status, no error type."""
+        """The error for an answer that did not come whole (a stream before its terminal
+        event, a whole body before its Content-Length, an h2 stream reset, no byte for the
+        timeout): a retryable ``server_error``. Nothing in the bytes says more: no status,
+        no error type."""
         return self.build_error(
             "server_error",
-            f"the response was cut short: {error}",
+            f"the answer did not come whole: {error}",
             status=None,
             details={"transport": str(error)},
         )

@@ -142,6 +142,10 @@ class Wire:
         "tool-result": CONFORMANCE_FIXTURE.tool_result_answer,
         "reasoning": CONFORMANCE_FIXTURE.text,
     }
+    #: The event a provider sends in a stream while it thinks, to keep it alive
+    #: (Anthropic's ``ping``), as bytes; empty where it documents none. Where it has one,
+    #: ``slow-first-token`` has a ``pinged`` shape: the silence filled with it.
+    keepalive: bytes = b""
     #: What ends a streamed turn on this wire, for messages: ``data: [DONE]``. A stream
     #: that stops before it was cut (``stream-cut``).
     terminal_event: str = "the provider's terminal event"
@@ -250,6 +254,10 @@ class Wire:
             return self._history_variants()
         if scenario == "corrupt-arguments":
             return UNPARSED_VARIANTS
+        if scenario in ("slow-first-token", "stall"):
+            from ._latency import latency_variants
+
+            return latency_variants(self, scenario, mode or "stream")
         return (Variant("", retry_after=self.retry_after_for(scenario), call_id=self.call_id(scenario)),)
 
     def variant(self, scenario: str, mode: str, name: str) -> Variant:

@@ -385,6 +385,14 @@ class _Gather:
 # -- the sync backend ----------------------------------------------------------------------
 
 
+def _timeout(read_timeout: Optional[float]) -> Any:
+    """The client's timeout: ten seconds, and ``read_timeout`` for each read where given (the
+    latency cases' setting; httpx's read timeout is per read, as the cases mean it)."""
+    if read_timeout is None:
+        return 10.0
+    return openai.Timeout(10.0, read=read_timeout)  # the SDK's own httpx's Timeout
+
+
 class SyncOpenAIChatBackend:
     """A sync backend over ``openai.OpenAI().chat.completions``.
 
@@ -393,14 +401,19 @@ class SyncOpenAIChatBackend:
     """
 
     def __init__(
-        self, base_url: str, headers: Optional[Mapping[str, str]] = None, *, strict: bool = True
+        self,
+        base_url: str,
+        headers: Optional[Mapping[str, str]] = None,
+        *,
+        strict: bool = True,
+        read_timeout: Optional[float] = None,
     ) -> None:
         self.sockets = TracedSockets()
         self.client = openai.OpenAI(
             api_key="test",
             base_url=base_url,
             max_retries=0,
-            timeout=10.0,
+            timeout=_timeout(read_timeout),
             _strict_response_validation=strict,
             default_headers=dict(headers or {}),
             http_client=openai.DefaultHttpxClient(event_hooks={"request": [self.sockets.on_request]}),
@@ -469,12 +482,13 @@ class AsyncOpenAIChatBackend:
         *,
         strict: bool = True,
         max_retries: int = 0,
+        read_timeout: Optional[float] = None,
     ) -> None:
         self.client = openai.AsyncOpenAI(
             api_key="test",
             base_url=base_url,
             max_retries=max_retries,
-            timeout=10.0,
+            timeout=_timeout(read_timeout),
             _strict_response_validation=strict,
             default_headers=dict(headers or {}),
         )

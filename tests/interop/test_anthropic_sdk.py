@@ -122,15 +122,21 @@ class _Sockets:
             shutdown_socket(stream.get_extra_info("socket"))
 
 
-def _sync_http_client(sockets: _Sockets, http2: bool) -> Any:
+def _timeout(read_timeout: Optional[float]) -> Any:
+    """Ten seconds, and ``read_timeout`` for each read where given (the latency cases' setting)."""
+    return 10.0 if read_timeout is None else httpx2.Timeout(10.0, read=read_timeout)
+
+
+def _sync_http_client(sockets: _Sockets, http2: bool, read_timeout: Optional[float] = None) -> Any:
     transport = httpx2.HTTPTransport(http1=not http2, http2=http2)
     # The pool is rebuilt around the recording backend: httpx has no public hook for it.
     transport._pool = httpcore2.ConnectionPool(network_backend=sockets, http1=not http2, http2=http2)
-    return httpx2.Client(transport=transport, timeout=10.0)
+    return httpx2.Client(transport=transport, timeout=_timeout(read_timeout))
 
 
-def _async_http_client(http2: bool) -> Any:
-    return httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(http1=not http2, http2=http2), timeout=10.0)
+def _async_http_client(http2: bool, read_timeout: Optional[float] = None) -> Any:
+    transport = httpx2.AsyncHTTPTransport(http1=not http2, http2=http2)
+    return httpx2.AsyncClient(transport=transport, timeout=_timeout(read_timeout))
 
 
 def assistant_blocks(message: Message) -> List[ContentBlockParam]:
@@ -391,9 +397,16 @@ class SyncAnthropicBackend:
     #: The contract's error for one of the SDK's ``APIStatusError``.
     error = staticmethod(error_from)
 
-    def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        http2: bool = False,
+        read_timeout: Optional[float] = None,
+    ) -> None:
         self.sockets = _Sockets()
-        self.client = self.client_for(base_url, dict(headers), _sync_http_client(self.sockets, http2))
+        http_client = _sync_http_client(self.sockets, http2, read_timeout)
+        self.client = self.client_for(base_url, dict(headers), http_client)
 
     def client_for(self, base_url: str, headers: Dict[str, str], http_client: Any) -> Any:
         return anthropic.Anthropic(
@@ -455,8 +468,14 @@ class AsyncAnthropicBackend:
 
     error = staticmethod(error_from)
 
-    def __init__(self, base_url: str, headers: Mapping[str, str], http2: bool = False) -> None:
-        self.client = self.client_for(base_url, dict(headers), _async_http_client(http2))
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        http2: bool = False,
+        read_timeout: Optional[float] = None,
+    ) -> None:
+        self.client = self.client_for(base_url, dict(headers), _async_http_client(http2, read_timeout))
 
     def client_for(self, base_url: str, headers: Dict[str, str], http_client: Any) -> Any:
         return anthropic.AsyncAnthropic(
@@ -524,9 +543,10 @@ class AnthropicSyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     wire = anthropic_wire
     headers = HEADERS
+    read_timeout = 0.5  # httpx's read timeout, per read, as the latency cases mean it
 
     def create_backend(self, url: str) -> SyncAnthropicBackend:
-        return SyncAnthropicBackend(url, self.headers, http2=self.http2)
+        return SyncAnthropicBackend(url, self.headers, http2=self.http2, read_timeout=self.read_timeout)
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
@@ -535,9 +555,10 @@ class AnthropicAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
 
     wire = anthropic_wire
     headers = HEADERS
+    read_timeout = 0.5
 
     def create_backend(self, url: str) -> AsyncAnthropicBackend:
-        return AsyncAnthropicBackend(url, self.headers, http2=self.http2)
+        return AsyncAnthropicBackend(url, self.headers, http2=self.http2, read_timeout=self.read_timeout)
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)

@@ -37,9 +37,10 @@ class OpenAIChatSyncConformance(BackendConformanceTestCase, unittest.TestCase):
     wire = openai_chat_wire
     headers = {"x-gateway-key": "test"}
     skip = SYNC_SKIPS
+    read_timeout = 0.5  # the SDK's own, per read (httpx.Timeout(10, read=0.5)): the latency cases run
 
     def create_backend(self, url: str) -> SyncOpenAIChatBackend:
-        return SyncOpenAIChatBackend(f"{url}/v1", self.headers)
+        return SyncOpenAIChatBackend(f"{url}/v1", self.headers, read_timeout=self.read_timeout)
 
 
 @unittest.skipUnless(HAVE_OPENAI, SKIP_REASON)
@@ -49,9 +50,10 @@ class OpenAIChatAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
     wire = openai_chat_wire
     headers = {"x-gateway-key": "test"}
     skip = DONE_UNSEEN
+    read_timeout = 0.5
 
     def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
-        return AsyncOpenAIChatBackend(f"{url}/v1", self.headers)
+        return AsyncOpenAIChatBackend(f"{url}/v1", self.headers, read_timeout=self.read_timeout)
 
 
 #: The cases a retry layer changes; the others are run without retries by the suites above.

@@ -27,6 +27,24 @@ class RetriesAtOnce(RetryingBackend):
         return 0.0
 
 
+#: The constant backoff's wait: long enough that a quarter of it is past retry-growth's
+#: slack (0.5 s) by as much again, so that load lengthening its second wait (by 250 ms,
+#: seen in a whole test run with 48 such cases waiting at once) does not hide it.
+CONSTANT_WAIT = 4.0
+
+
+class ConstantBackoff(RetryingBackend):
+    """Waits the same four seconds after every failure that names no delay: more than nothing,
+    but never longer, so a failing provider meets a steady stream of requests."""
+
+    def __init__(self, backend: Any, **options: Any) -> None:
+        # Its wait is longer than the reference layer's longest: it takes its own.
+        super().__init__(backend, **{"longest": CONSTANT_WAIT + 1.0, **options})
+
+    def delay(self, error: LLMError, attempt: int) -> float:
+        return max(error.retry_after or 0.0, CONSTANT_WAIT)
+
+
 class RetriesEverything(RetryingBackend):
     """Retries every failure, a quota and a refused key too, until its attempts run out."""
 
@@ -89,6 +107,16 @@ MUTANTS: List[Mutant] = [
         _layer("anthropic", RetriesAtOnce),
         checks=("retry-backoff",),
         cases=("overloaded/chat", "server-error/stream"),
+        retries=True,
+    ),
+    Mutant(
+        "retry-constant-backoff",
+        "a retry layer that waits four seconds after each 429 that names no delay, the second "
+        "wait no longer than the first",
+        "openai-chat",
+        _layer("openai-chat", ConstantBackoff),
+        checks=("retry-growth",),
+        cases=("rate-limit/chat", "rate-limit/stream"),
         retries=True,
     ),
     Mutant(

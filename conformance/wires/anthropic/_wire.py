@@ -70,6 +70,10 @@ class AnthropicWire(Wire):
         ),
     )
 
+    #: Anthropic's keep-alive event: "Event streams may also include any number of ping
+    #: events" (https://docs.anthropic.com/en/docs/build-with-claude/streaming#event-types),
+    #: written with the space the real streams carry.
+    keepalive = b'event: ping\ndata: {"type": "ping"}\n\n'
     name = "anthropic"
     interleaves_calls = True
     provider = "anthropic"

@@ -27,6 +27,7 @@ GOOGLE_JSON = "application/json; charset=UTF-8"
 class AnthropicVertexWire(HostedWire):
     """Claude on Google Vertex AI: ``rawPredict`` and ``streamRawPredict``."""
 
+    #: Anthropic's ``ping`` (its ``keepalive``) is inherited: Vertex's streams carry it too.
     name = "anthropic-vertex"
     provider = "anthropic"
     title = "Claude on Vertex AI"

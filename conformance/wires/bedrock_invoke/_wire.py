@@ -28,6 +28,8 @@ CORRUPT_FRAME = "corrupt-frame"
 class BedrockInvokeWire(HostedWire):
     """Amazon Bedrock InvokeModel and InvokeModelWithResponseStream, for Claude."""
 
+    #: Bedrock sends no ``ping`` (none in any InvokeModel stream recorded), so no keep-alive.
+    keepalive = b""
     name = "bedrock-invoke"
     provider = "bedrock"
     title = "Amazon Bedrock InvokeModel (Claude)"
