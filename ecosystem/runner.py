@@ -1,6 +1,7 @@
 """Run every adapter of the conformance table, each in a process of its own, and write the table.
 
     python -m ecosystem.runner [--only ADAPTER]... [--check] [--jobs N]
+    python -m ecosystem.runner --only ADAPTER --explain CASE [--target TEXT]
 
 Strategy: an adapter is a module of ``ecosystem/adapters`` that names its library
 (``LIBRARY``, the distribution whose version the table shows), its suite (``KIND``:
@@ -244,6 +245,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         action="store_true",
         help="render docs/ecosystem.md from the committed results.json, run nothing",
     )
+    parser.add_argument(
+        "--explain",
+        metavar="CASE",
+        help="with one --only: run this case (text/chat) and print what the library raised or returned",
+    )
+    parser.add_argument("--target", default="", metavar="TEXT", help="with --explain: targets whose name has TEXT")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -253,6 +260,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     wrong = [name for name in args.only if name not in known]
     if wrong:
         parser.error(f"no such adapter: {', '.join(wrong)}; known: {', '.join(known)}")
+    if args.explain:
+        if len(args.only) != 1:
+            parser.error("--explain runs one adapter's case: name the adapter with one --only")
+        from .explain import explain
+
+        return explain(args.only[0], args.explain, args.target)
     chosen = args.only or known
     classifications = table.load_classifications(CLASSIFICATIONS)
     committed = table.read_results(RESULTS)

@@ -394,6 +394,75 @@ class StreamEndTest(unittest.TestCase):
         self.assertEqual([r.signature for r in got[-1].tool_calls[0].reasoning], ["c2ln"])
 
 
+class ExplainTest(unittest.TestCase):
+    """--explain prints what the library raised, its chain and fields, without changing what the case sees."""
+
+    def test_an_exception_is_described_with_its_chain_and_fields(self) -> None:
+        """The raised class, the fields a library keeps its provider's answer in, and each cause."""
+        from ecosystem.explain import describe_exception
+
+        class APIStatusError(Exception):
+            status_code = 529
+            body = {"type": "error", "error": {"type": "overloaded_error"}}
+
+        try:
+            try:
+                raise ConnectionResetError("reset by peer")
+            except ConnectionResetError as cause:
+                raise APIStatusError("Overloaded") from cause
+        except APIStatusError as exc:
+            lines = describe_exception(exc)
+        text = "\n".join(lines)
+        self.assertIn("<locals>.APIStatusError: 'Overloaded'", text)
+        self.assertIn(".status_code = 529", text)
+        self.assertIn("'overloaded_error'", text)
+        self.assertIn("from builtins.ConnectionResetError: 'reset by peer'", text)
+
+    def test_the_witness_keeps_each_methods_kind_and_passes_results_through(self) -> None:
+        """An async backend stays async (the driver probes it), and its chunks and errors pass unchanged."""
+        import asyncio
+        import inspect
+
+        from ecosystem.explain import Witness
+
+        class Backend:
+            async def chat(self, request: Any) -> str:
+                raise KeyError(request)
+
+            async def chat_stream(self, request: Any) -> Any:
+                yield "a"
+                yield "b"
+
+        out = io.StringIO()
+        witness = Witness(Backend(), out, "run 1 ")
+        self.assertTrue(inspect.iscoroutinefunction(witness.chat))
+        self.assertTrue(inspect.isasyncgenfunction(witness.chat_stream))
+
+        async def use() -> List[str]:
+            with self.assertRaises(KeyError):
+                await witness.chat("q")
+            return [c async for c in witness.chat_stream("q")]
+
+        self.assertEqual(asyncio.run(use()), ["a", "b"])
+        printed = out.getvalue()
+        self.assertIn("run 1 call 1 raised:\n  raised builtins.KeyError: \"'q'\"", printed)
+        self.assertIn("  chunk 'a'", printed)
+        self.assertIn("run 1 call 2 ended normally", printed)
+
+        class Sync:
+            def chat(self, request: Any) -> str:
+                return "done"
+
+        self.assertFalse(inspect.iscoroutinefunction(Witness(Sync(), out).chat))
+        self.assertEqual(Witness(Sync(), out).chat("q"), "done")
+
+    def test_explain_needs_one_adapter(self) -> None:
+        """--explain without exactly one --only is refused with what to do."""
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+            runner.main(["--explain", "text/chat"])
+        self.assertIn("name the adapter with one --only", err.getvalue())
+
+
 class CodeLineTest(unittest.TestCase):
     def test_each_bugs_quoted_line_is_in_the_installed_library(self) -> None:
         """Each library bug's quoted code is found in the pinned version's installed file."""
