@@ -107,6 +107,10 @@ class Classification:
     #: text quoted from it; a test opens the installed file and finds the text.
     code_file: str = ""
     code_text: str = ""
+    #: Where the provider's shape or rule the verdict rests on is shown: a capture, or the
+    #: provider's docs (a library bug always names it; so does any entry whose failures came
+    #: on a variant, a shape the provider sends, which a test checks against the results).
+    source: str = ""
 
     def matches(self, failure: Failure) -> bool:
         return (
@@ -157,6 +161,11 @@ def _check_bug(path: Path, item: Classification) -> None:
         )
     if not (item.code_file and item.code_text):
         raise ValueError(f"{path.name}: {item.id}: a library bug quotes its code line (code_file, code_text)")
+    if not item.source.strip():
+        raise ValueError(
+            f"{path.name}: {item.id}: a library bug names the capture or provider doc that shows what the "
+            "provider sends and what it means (source)"
+        )
 
 
 def kit_bugs_fixed(path: Path) -> List[Dict[str, str]]:
@@ -167,13 +176,20 @@ def kit_bugs_fixed(path: Path) -> List[Dict[str, str]]:
 
 def problems_in(message: str) -> List[Tuple[str, str]]:
     """Each (check id, one-line reason) in a case's failure message, in order, once each."""
-    seen: Dict[str, str] = {}
+    return [(check, reason) for check, reason, _ in shaped_problems_in(message)]
+
+
+def shaped_problems_in(message: str) -> List[Tuple[str, str, str]]:
+    """Each (check id, one-line reason, the variant it failed on or ``""``) in a case's failure
+    message, in order, once each (the first line of a check names its variant)."""
+    seen: Dict[str, Tuple[str, str]] = {}
     for line in message.splitlines():
         match = _PROBLEM.match(line)
         if match and match.group("check") not in seen:
             reason = match.group("text").strip()
-            seen[match.group("check")] = reason if len(reason) <= 240 else reason[:237] + "..."
-    return list(seen.items())
+            shown = reason if len(reason) <= 240 else reason[:237] + "..."
+            seen[match.group("check")] = (shown, match.group("variant") or "")
+    return [(check, reason, variant) for check, (reason, variant) in seen.items()]
 
 
 def failures_of(rows: Iterable[Mapping[str, Any]]) -> List[Failure]:
@@ -350,6 +366,7 @@ def render_page(
         "",
         *_library_lines(rows, found),
         *ADAPTER_RULES,
+        *_transport_lines(),
         "## Reproduce it",
         "",
         "```",
@@ -398,6 +415,7 @@ def render_page(
         if report.exists():
             filed += f" Report to file: [ecosystem/reports/{bug.id}.md](../ecosystem/reports/{bug.id}.md)."
         lines.append(f"  Code: {bug.where}.{filed}")
+        lines.append(f"  The provider's side: {bug.source}.")
         seen = next(f for f, c in found.items() if c is bug)
         lines.append(
             f"  Reproduce: `python3 dev.py ecosystem --only {seen.adapter}`, case `{seen.case}` of "
@@ -423,7 +441,11 @@ def render_page(
     choices = [c for c in used if c.kind == "design-choice"]
     if choices:
         lines += ["## Documented design choices", ""]
-        lines += [f"- **{c.library}** (`{c.id}`): {c.summary} Knob: {c.knob}." for c in choices]
+        lines += [
+            f"- **{c.library}** (`{c.id}`): {c.summary} Knob: {c.knob}."
+            + (f" The provider's side: {c.source}." if c.source else "")
+            for c in choices
+        ]
         lines.append("")
     if unclassified:
         lines += ["## Unclassified", "", f"{len(unclassified)} failures have no classification yet.", ""]
@@ -459,20 +481,44 @@ ADAPTER_RULES = [
     "  exception exposes (its status, headers and body), the kit reads the kind as the reference",
     "  backend for that wire reads it. A library fails on an error only where its exception lost",
     "  what a careful user needs, or names a class the library documents as meaning something else.",
-    "- **Transports.** A connection that failed or a body cut short, raised as the library's own",
-    "  connection error or its transport's (httpx, httpcore, aiohttp, urllib3, botocore), is read",
-    "  as the contract's retryable `server_error`; only a library that promises its own class for it",
-    "  (the openai and anthropic SDKs' `APIConnectionError`) and lets the transport's through is",
-    "  filed for it. ChatBedrockConverse's own signal for a stream without `messageStop`, Python's",
-    "  `ConnectionError`, is read alike.",
+    "- **Transports.** One rule, in the shared adapter code (`LIBRARY_TRANSPORTS` in",
+    "  `ecosystem/adapters/_kit.py`), the table below: a library that documents a class of its own",
+    "  for a connection that failed or a body cut short is held to it, and its transport's error",
+    "  reaching the user raw is filed against it (its user, who catches what the docs name, misses",
+    "  it); a library that documents none hands its transport's errors on as its interface, and",
+    "  those are read, as a documented class is, as the contract's retryable `server_error`. Only",
+    "  the exception the library raised counts, not one it was raised while handling. A library",
+    "  that hands on its provider SDK's errors (any-llm with its provider exceptions, a LangChain",
+    "  integration that wraps none) is judged by that SDK's rule.",
     "- **Requests ask as a user would.** Where a shape comes only to a request that asks (thinking,",
     "  fine-grained tool streaming on Claude), the adapter asks through the library's own setting",
     "  where it has one; where it has none, the case skips that shape and says why.",
-    "- **Modes.** Each row runs the library in its default mode, and a setting the adapter needs",
-    "  is named in the adapter. any-llm runs with `ANY_LLM_UNIFIED_EXCEPTIONS` unset, its default",
-    "  today (its own exception classes only where it raises them, the provider SDK's elsewhere).",
+    "- **Modes.** Each row runs the library in the mode it recommends, and a setting the adapter",
+    "  needs is named in the adapter. any-llm recommends `ANY_LLM_UNIFIED_EXCEPTIONS` (its",
+    "  deprecation warning says the unified exceptions become the default): its rows named",
+    "  *(unified exceptions)* run with it set, read as every row's exception is (the provider's",
+    "  answer as the SDK under it kept it, in `original_exception`, else what the class states);",
+    "  its rows named *(provider exceptions)* run with it unset, only on the scenarios where an",
+    "  exception is raised, since elsewhere the mode changes nothing.",
     "",
 ]
+
+
+def _transport_lines() -> List[str]:
+    """The transport rule, library by library, from the shared adapter code's own table."""
+    from .adapters._kit import LIBRARY_TRANSPORTS, TRANSPORTS
+
+    lines = [
+        "| library | its transports | its own class for a connection failure | a raw transport error is "
+        "| where it says so |",
+        "|---|---|---|---|---|",
+    ]
+    for library, rule in sorted(LIBRARY_TRANSPORTS.items()):
+        modules = ", ".join(m for t in rule.transports for m in TRANSPORTS[t][:1])
+        own = ", ".join(f"`{m}.{n}`" for m, n in sorted(rule.own)) or "none"
+        verdict = "filed: a leak" if rule.own else "read as `server_error`"
+        lines.append(f"| {library} | {modules} | {own} | {verdict} | {rule.source} |")
+    return lines + [""]
 
 
 def _library_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Classification]) -> List[str]:

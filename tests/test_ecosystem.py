@@ -56,6 +56,7 @@ def classification(**changes: Any) -> table.Classification:
         "severity": "harmful",
         "code_file": "somelib/stream.py",
         "code_text": "yield call",
+        "source": "https://platform.openai.com/docs/api-reference/chat/object (finish_reason length)",
     }
     fields.update(changes)
     return table.Classification(**fields)
@@ -276,6 +277,7 @@ class RunnerTest(unittest.TestCase):
             ({"check": "stream-*"}, "never a wildcard"),
             ({"severity": "bad"}, "severity must be one of"),
             ({"code_text": ""}, "quotes its code line"),
+            ({"source": " "}, "names the capture or provider doc"),
         ):
             with self.subTest(change=change), tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / "classifications.json"
@@ -287,6 +289,37 @@ class RunnerTest(unittest.TestCase):
         """The classifications beside the adapters are well formed, each with its class's field."""
         loaded = table.load_classifications(runner.CLASSIFICATIONS)
         self.assertEqual(len({c.id for c in loaded}), len(loaded))
+
+    def test_a_verdict_on_a_shape_names_where_the_provider_sends_it(self) -> None:
+        """Each bug or design choice that classifies a failure on a variant (a shape the provider
+        sends) names the capture or doc that shows it, and the page shows it."""
+        committed = table.read_results(runner.RESULTS)
+        assert committed is not None
+        loaded = table.load_classifications(runner.CLASSIFICATIONS)
+        found, _, _ = table.classify(table.failures_of(committed["rows"]), loaded)
+        shaped = {
+            (row["adapter"], row["target"], item["case"], item["check"])
+            for row in committed["rows"]
+            for item in row["failures"]
+            if item.get("variant")
+        }
+        page = runner.PAGE.read_text(encoding="utf-8")
+        for failure, entry in found.items():
+            key = (failure.adapter, failure.target, failure.case, failure.check)
+            if entry.kind == "kit-bug" or key not in shaped:
+                continue
+            with self.subTest(entry=entry.id, case=failure.case):
+                self.assertTrue(entry.source.strip(), f"{entry.id}: a verdict on a shape names its source")
+                self.assertIn(entry.source, page)
+
+    def test_a_variant_is_kept_with_its_failure(self) -> None:
+        """The shape a check failed on is recorded beside the failure, for the source it rests on."""
+        with mock.patch.object(runner, "_cases", return_value=[_Case("text/chat", AssertionError(MESSAGE))]):
+            found = runner.run_target("a", "somelib", "1.0", "backend", _Target())
+        self.assertEqual(
+            [(f["check"], f.get("variant")) for f in found["failures"]],
+            [("stream-dropped-truncated", "cut-mid-string"), ("finish-reason", None)],
+        )
 
 
 def _site_packages() -> Optional[Path]:
@@ -336,6 +369,70 @@ class PublicErrorTest(unittest.TestCase):
         self.assertIs(stood, limited)
         read = public_error("openai-chat", status=500, headers={}, body=None, signalled=limited)
         self.assertIs(read, limited)
+
+
+def _raised_from(module: str, name: str, *bases: type) -> type:
+    """An exception class as ``module`` defines it (the transport rule reads module and name)."""
+    return type(name, bases or (Exception,), {"__module__": module})
+
+
+class TransportRuleTest(unittest.TestCase):
+    """One rule for a transport failure: a documented class of the library's own, or its raw transport's
+    error where it documents none, is read as the contract's retryable server_error; a leak is not."""
+
+    def test_a_leak_is_read_only_where_the_library_documents_no_class_of_its_own(self) -> None:
+        from ecosystem.adapters._kit import transport_error
+
+        httpx_error = _raised_from("httpx._exceptions", "RemoteProtocolError")("cut")
+        httpx2_error = _raised_from("httpx2._exceptions", "RemoteProtocolError")("cut")
+        for library, exc in (("ollama", httpx_error), ("google-genai", httpx_error), ("cohere", httpx_error)):
+            with self.subTest(library=library):
+                read = transport_error(exc, "w", library)
+                self.assertIsNotNone(read)
+                assert read is not None
+                self.assertEqual((read.kind, read.retryable, read.status), ("server_error", True, None))
+        for library in ("anthropic", "openai", "langchain-anthropic"):
+            with self.subTest(library=library):
+                self.assertIsNone(transport_error(httpx2_error, "w", library))
+
+    def test_a_documented_class_passes_and_its_subclass_too(self) -> None:
+        from ecosystem.adapters._kit import transport_error
+
+        own = _raised_from("anthropic._exceptions", "APIConnectionError")
+        wrapped = _raised_from("langchain_anthropic.chat_models", "AnthropicConnectionError", own)
+        self.assertIsNotNone(transport_error(own("Connection error."), "anthropic", "anthropic"))
+        read = transport_error(wrapped("Connection error."), "anthropic", "langchain-anthropic")
+        self.assertIsNotNone(read)
+        self.assertIsNotNone(transport_error(ConnectionError("Incomplete stream"), "w", "langchain-aws"))
+
+    def test_only_the_raised_exception_counts(self) -> None:
+        """A crash raised while handling a transport error is that crash, not a transport failure."""
+        from ecosystem.adapters._kit import transport_error
+
+        try:
+            try:
+                raise _raised_from("httpx._exceptions", "ReadError")("reset")
+            except Exception:
+                raise KeyError("done")  # noqa: B904 - raised while handling, as a crashing library does
+        except KeyError as exc:
+            self.assertIsNone(transport_error(exc, "ollama", "ollama"))
+        self.assertIsNone(transport_error(ValueError("not json"), "ollama", "ollama"))
+
+    def test_a_library_without_a_rule_is_refused_by_name(self) -> None:
+        from ecosystem.adapters._kit import transport_error
+
+        with self.assertRaisesRegex(ValueError, "no transport rule for 'newlib': add its transports"):
+            transport_error(OSError(), "w", "newlib")
+
+    def test_the_page_shows_each_librarys_rule(self) -> None:
+        """The page's transport table is rendered from the rule the adapters apply."""
+        from ecosystem.adapters._kit import LIBRARY_TRANSPORTS
+
+        page = table.render_page(results([row()]), [classification()])
+        for library, rule in LIBRARY_TRANSPORTS.items():
+            with self.subTest(library=library):
+                self.assertIn(f"| {library} |", page)
+                self.assertIn(rule.source, page)
 
 
 class StreamEndTest(unittest.TestCase):
