@@ -58,7 +58,8 @@ def describe_exception(exc: BaseException) -> List[str]:
         klass = type(current)
         how = "raised" if depth == 0 else ("from" if current is _link(exc, depth) else "while handling")
         lines.append(f"  {how} {klass.__module__}.{klass.__qualname__}: {_short(str(current))}")
-        mro = [f"{k.__module__}.{k.__qualname__}" for k in klass.__mro__[1:] if k not in (object, BaseException)]
+        bases = [k for k in klass.__mro__[1:] if k not in (object, BaseException)]
+        mro = [f"{k.__module__}.{k.__qualname__}" for k in bases]
         lines.append(f"    bases: {', '.join(mro[:6]) or '-'}")
         for name in _FIELDS:
             value = getattr(current, name, None)
@@ -230,7 +231,8 @@ def _witnessed(target: Any, kind: str, out: TextIO) -> Any:
     def run(loop: Any, task: Any) -> Any:
         return Witness(None, out, label()).hooked(hook)(loop, task)
 
-    return dataclasses.replace(target, run=run if not inspect.iscoroutinefunction(hook) else _arun(hook, out, label))
+    hooked = _arun(hook, out, label) if inspect.iscoroutinefunction(hook) else run
+    return dataclasses.replace(target, run=hooked)
 
 
 def _arun(hook: Callable[..., Any], out: TextIO, label: Callable[[], str]) -> Callable[..., Any]:
@@ -253,7 +255,8 @@ def explain(adapter: str, case_name: str, target_text: str = "", out: TextIO = s
         return 2
     status = 0
     for target in targets:
-        cases = [c for c in runner._cases(_witnessed(target, module.KIND, out), module.KIND) if c.name == case_name]
+        witnessed = _witnessed(target, module.KIND, out)
+        cases = [c for c in runner._cases(witnessed, module.KIND) if c.name == case_name]
         if not cases:
             known = sorted({c.name for c in runner._cases(target, module.KIND)})
             print(f"{target.name}: no case {case_name!r}; its cases: {', '.join(known)}", file=out)

@@ -84,10 +84,14 @@ def run_case(case: Any) -> Tuple[str, List[Dict[str, str]]]:
     except unittest.SkipTest:
         return "skip", []
     except AssertionError as error:
-        problems = table.problems_in(str(error)) or [("unparsed", str(error).splitlines()[0][:240])]
-        return "fail", [
-            {"case": case.name, "check": check, "reason": steady(reason)} for check, reason in problems
-        ]
+        text = str(error)
+        problems = table.shaped_problems_in(text) or [("unparsed", text.splitlines()[0][:240], "")]
+        found = []
+        for check, reason, variant in problems:
+            found.append({"case": case.name, "check": check, "reason": steady(reason)})
+            if variant:
+                found[-1]["variant"] = variant
+        return "fail", found
     except Exception as error:  # noqa: BLE001 - a crash is a verdict here, recorded with its type
         text = (str(error).splitlines() or [""])[0][:200]
         return "error", [{"case": case.name, "check": f"error:{type(error).__name__}", "reason": text}]
@@ -250,7 +254,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         metavar="CASE",
         help="with one --only: run this case (text/chat) and print what the library raised or returned",
     )
-    parser.add_argument("--target", default="", metavar="TEXT", help="with --explain: targets whose name has TEXT")
+    parser.add_argument(
+        "--target", default="", metavar="TEXT", help="with --explain: the targets whose name has TEXT"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
