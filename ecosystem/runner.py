@@ -38,6 +38,8 @@ from . import table
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results.json"
+#: The same adapters' run against each library's newest release (``--latest``).
+RESULTS_LATEST = HERE / "results-latest.json"
 CLASSIFICATIONS = HERE / "classifications.json"
 PAGE = ROOT / "docs" / "ecosystem.md"
 #: An adapter's process is ended past this many seconds (its cases are bounded each,
@@ -257,6 +259,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--target", default="", metavar="TEXT", help="with --explain: the targets whose name has TEXT"
     )
+    parser.add_argument(
+        "--latest",
+        action="store_true",
+        help="this environment holds the newest releases: write results-latest.json and the page's "
+        "section on what changed since the pins (python3 dev.py ecosystem --latest builds it)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -274,13 +282,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return explain(args.only[0], args.explain, args.target)
     chosen = args.only or known
     classifications = table.load_classifications(CLASSIFICATIONS)
-    committed = table.read_results(RESULTS)
+    pinned = table.read_results(RESULTS)
+    latest = table.read_results(RESULTS_LATEST)
+    if args.latest and args.check:
+        parser.error("--latest --check: the newest releases are not compared with a committed table")
+    committed = latest if args.latest else pinned
     if args.page_only:
-        if committed is None:
+        if pinned is None:
             parser.error("--page-only: there is no results.json yet")
-        page = table.render_page(committed, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
-        PAGE.write_text(page, encoding="utf-8")
-        return report(committed, classifications, None, False)
+        write_page(pinned, classifications, latest)
+        return report(pinned, classifications, None, False)
     started = time.perf_counter()
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else ""
     rows: List[Dict[str, Any]] = []
@@ -305,10 +316,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for failure in table.failures_of(rows):
             print(f"  {failure.target} {failure.case} [{failure.check}]: {failure.reason}")
     if not args.no_write:
-        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        page = table.render_page(results, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
-        PAGE.write_text(page, encoding="utf-8")
+        out = RESULTS_LATEST if args.latest else RESULTS
+        out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        if args.latest and pinned is not None:
+            write_page(pinned, classifications, results)
+        elif not args.latest:
+            write_page(results, classifications, latest)
     return status
+
+
+def write_page(pinned: Dict[str, Any], classifications: Sequence[table.Classification], latest: Any) -> None:
+    """docs/ecosystem.md from the pinned run, with the newest releases' section from ``latest``."""
+    page = table.render_page(pinned, classifications, table.kit_bugs_fixed(CLASSIFICATIONS), latest)
+    PAGE.write_text(page, encoding="utf-8")
 
 
 if __name__ == "__main__":

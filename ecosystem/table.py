@@ -333,12 +333,61 @@ def _failure_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Cl
     return lines
 
 
+def latest_lines(pinned: Mapping[str, Any], latest: Optional[Mapping[str, Any]]) -> List[str]:
+    """The page's section on the newest releases: each library's pinned and newest version, and
+    each verdict that differs between the two runs, named with the release it was seen in."""
+    lines = ["## The newest releases", ""]
+    if latest is None:
+        return lines + [
+            "Not run yet: `python3 dev.py ecosystem --latest` runs the same adapters against each",
+            "library's newest release (in `.venv-ecosystem-latest`, installed without the lock) and",
+            "writes `ecosystem/results-latest.json`, which this section reads.",
+            "",
+        ]
+    versions: Dict[str, Tuple[str, str]] = {}
+    for row in pinned.get("rows", []):
+        versions.setdefault(row["library"], (row["version"], "—"))
+    for row in latest.get("rows", []):
+        old = versions.get(row["library"], ("—", "—"))[0]
+        versions[row["library"]] = (old, row["version"])
+    before, after = _verdicts(pinned), _verdicts(latest)
+    library_of = {(r["adapter"], r["target"]): r["library"] for r in latest.get("rows", [])}
+    changed: List[str] = []
+    for key in sorted(set(before) & set(after)):
+        if before[key] != after[key]:
+            library = library_of[(key[0], key[1])]
+            pin, new = versions[library]
+            changed.append(
+                f"- *{key[1]}* `{key[2]}`: {before[key]} at the pin ({library} {pin}), "
+                f"{after[key]} in {library} {new}"
+            )
+    new_cases = sorted(set(after) - set(before))
+    lines += [
+        f"Run {latest.get('generated', '?')} against each library's newest release, installed without",
+        "the lock. A verdict that differs from the pinned run's names the release it was seen in (the",
+        "change came in that release or one between it and the pin).",
+        "",
+        "| library | pinned | newest | verdicts changed |",
+        "|---|---|---|---|",
+    ]
+    for library, (pin, new) in sorted(versions.items()):
+        count = sum(1 for line in changed if f"({library} {pin})" in line)
+        lines.append(f"| {library} | {pin} | {new} | {count if new != '—' else '—'} |")
+    lines.append("")
+    lines += changed or ["No verdict changed."]
+    if new_cases:
+        lines += ["", f"{len(new_cases)} cases ran only against the newest releases (new targets or cases)."]
+    return lines + [""]
+
+
 def render_page(
     results: Mapping[str, Any],
     classifications: Sequence[Classification],
     kit_fixed: Sequence[Mapping[str, str]] = (),
+    latest: Optional[Mapping[str, Any]] = None,
 ) -> str:
-    """``docs/ecosystem.md``: how to reproduce it, the versions, the bugs found, the matrices."""
+    """``docs/ecosystem.md``: how to reproduce it, the versions, the bugs found, the matrices, and
+    (from ``latest``, a run against the newest releases) what changed since the pins."""
     rows = results["rows"]
     found, unclassified, _ = classify(failures_of(rows), classifications)
     versions: Dict[str, str] = {}
@@ -373,6 +422,8 @@ def render_page(
         "python3 dev.py ecosystem            # every adapter; writes ecosystem/results.json and this page",
         "python3 dev.py ecosystem --check    # the same; fail on a verdict the committed table does not show",
         "python3 dev.py ecosystem --only openai_sdk --only anthropic_sdk   # some adapters",
+        "python3 dev.py ecosystem --latest   # the same adapters on each library's newest release",
+        "python3 dev.py ecosystem --only anthropic_sdk --explain stream-cut/stream   # one case, raw",
         "```",
         "",
         "The command builds `.venv-ecosystem` with the versions pinned in `ecosystem/requirements.txt`;",
@@ -449,6 +500,7 @@ def render_page(
         lines.append("")
     if unclassified:
         lines += ["## Unclassified", "", f"{len(unclassified)} failures have no classification yet.", ""]
+    lines += latest_lines(results, latest)
     for kind, word, title in (("backend", "scenario", "Backends"), ("loop", "stage", "Agent loops")):
         mine = [row for row in rows if row["kind"] == kind]
         if not mine:

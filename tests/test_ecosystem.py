@@ -560,6 +560,62 @@ class ExplainTest(unittest.TestCase):
         self.assertIn("name the adapter with one --only", err.getvalue())
 
 
+class LatestTest(unittest.TestCase):
+    """--latest: the same adapters on the newest releases, and the page's section on what changed."""
+
+    def test_a_changed_verdict_names_the_release_it_was_seen_in(self) -> None:
+        """Versions side by side, one line per changed verdict with both verdicts and the new release."""
+        pinned = results([row(), {**row(outcome="pass"), "target": "somelib stream"}])
+        newer = results(
+            [
+                {**row(outcome="pass"), "version": "1.4"},
+                {**row(outcome="pass"), "target": "somelib stream", "version": "1.4"},
+            ]
+        )
+        lines = "\n".join(table.latest_lines(pinned, newer))
+        self.assertIn("| somelib | 1.0 | 1.4 | 1 |", lines)
+        self.assertIn(
+            "- *somelib chat* `truncated-tool-call/stream`: fail stream-dropped-truncated at the pin "
+            "(somelib 1.0), pass in somelib 1.4",
+            lines,
+        )
+        self.assertNotIn("*somelib stream*", lines)
+        same = "\n".join(table.latest_lines(pinned, results([{**row(), "version": "1.4"}])))
+        self.assertIn("No verdict changed.", same)
+        self.assertIn("Not run yet", "\n".join(table.latest_lines(pinned, None)))
+
+    def test_a_latest_run_writes_its_own_results_and_leaves_the_pinned_ones(self) -> None:
+        """The newest releases' rows go to results-latest.json; results.json and --check are the pins'."""
+        with tempfile.TemporaryDirectory() as folder:
+            here = Path(folder)
+            (here / "classifications.json").write_text(
+                json.dumps({"classifications": [classification().__dict__]}), encoding="utf-8"
+            )
+            pinned = results([row()])
+            (here / "results.json").write_text(json.dumps(pinned), encoding="utf-8")
+            patches = [
+                mock.patch.object(runner, "CLASSIFICATIONS", here / "classifications.json"),
+                mock.patch.object(runner, "RESULTS", here / "results.json"),
+                mock.patch.object(runner, "RESULTS_LATEST", here / "results-latest.json"),
+                mock.patch.object(runner, "PAGE", here / "ecosystem.md"),
+                mock.patch.object(runner, "adapters", return_value=["somelib_adapter"]),
+                mock.patch.object(
+                    runner, "run_adapter", return_value=[{**row(outcome="pass"), "version": "2.0"}]
+                ),
+                mock.patch.object(runner.metadata, "version", return_value="0.0"),
+            ]
+            with contextlib.ExitStack() as stack, contextlib.redirect_stdout(io.StringIO()):
+                for patch in patches:
+                    stack.enter_context(patch)
+                self.assertEqual(runner.main(["--latest"]), 0)
+            self.assertEqual(json.loads((here / "results.json").read_text(encoding="utf-8")), pinned)
+            latest = json.loads((here / "results-latest.json").read_text(encoding="utf-8"))
+            self.assertEqual(latest["rows"][0]["version"], "2.0")
+            page = (here / "ecosystem.md").read_text(encoding="utf-8")
+            self.assertIn("| somelib | 1.0 | 2.0 | 1 |", page)
+            self.assertIn("pass in somelib 2.0", page)
+
+
 class CodeLineTest(unittest.TestCase):
     def test_each_bugs_quoted_line_is_in_the_installed_library(self) -> None:
         """Each library bug's quoted code is found in the pinned version's installed file."""

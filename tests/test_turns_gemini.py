@@ -214,8 +214,8 @@ class HistoryCheckTest(unittest.TestCase):
         import dataclasses
 
         from conformance._multiturn import expected_history, history_problems
-        from conformance.wires.openai_chat import openai_chat_wire
         from conformance.wires._script import History
+        from conformance.wires.openai_chat import openai_chat_wire
 
         def without_ids(wire: Any, call_id: str) -> List[str]:
             turn, result = expected_history(wire, "result")
