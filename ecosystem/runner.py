@@ -50,6 +50,12 @@ KINDS = ("backend", "loop")
 #: that builds its client on first use (botocore, LangChain's integrations) can take
 #: the kit's default 5 s to send its first request while other adapters run beside it.
 BACKEND_SECONDS = 15.0
+#: The same for each agent-loop case: a framework that runs its client's blocking calls in
+#: threads (LangChain's Bedrock agent, on boto3) can take longer than the kit's default 5 s
+#: to end a prompt run when the two cores run ten processes; the stall watch excuses a
+#: stall of the whole process, not a share of the cores. A stage's own budget (``timeout``,
+#: the retry stages) still bounds it as before; only the hung verdict moves out.
+LOOP_SECONDS = 15.0
 #: The gate's fixture ids (``fx-<run id>-0001``) carry a random run id of each case's
 #: toolset; in a reason it is shown as ``fx-<run>-0001``, so that a page made again
 #: from the same verdicts reads the same.
@@ -67,15 +73,16 @@ def adapters() -> List[str]:
 
 
 def _cases(target: Any, kind: str) -> List[Any]:
-    if kind == "backend":
-        import dataclasses
+    import dataclasses
 
+    if kind == "backend":
         from conformance import backend_conformance_cases
 
         target = dataclasses.replace(target, timeout=max(target.timeout, BACKEND_SECONDS))
         return list(backend_conformance_cases(target))
     from conformance.gate import agent_loop_cases
 
+    target = dataclasses.replace(target, timeout=max(target.timeout, LOOP_SECONDS))
     return list(agent_loop_cases(target))
 
 
