@@ -363,11 +363,13 @@ def latest_lines(pinned: Mapping[str, Any], latest: Optional[Mapping[str, Any]])
             )
     new_cases = sorted(set(after) - set(before))
     lines += [
-        f"Run {latest.get('generated', '?')} against each library's newest release, installed without",
-        "the lock. A verdict that differs from the pinned run's names the release it was seen in (the",
-        "change came in that release or one between it and the pin).",
+        f"Run {latest.get('generated', '?')} against the releases a fresh install of the table's libraries",
+        "resolves to without the lock: each library's newest that fits the others' requirements, which",
+        "can be older than the pin where another library caps it. A verdict that differs from the pinned",
+        "run's names the release it was seen in (the change came in that release or one between it and",
+        "the pin).",
         "",
-        "| library | pinned | newest | verdicts changed |",
+        "| library | pinned | without the lock | verdicts changed |",
         "|---|---|---|---|",
     ]
     for library, (pin, new) in sorted(versions.items()):

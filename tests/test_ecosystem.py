@@ -640,14 +640,23 @@ class CodeLineTest(unittest.TestCase):
                 self.assertIn(bug.code_file.split("/")[0], bug.where, f"{bug.id}: where names another file")
 
     def test_each_bug_has_a_report_to_file(self) -> None:
-        """Each library bug without an upstream link has its ready-to-file text in ecosystem/reports."""
+        """Each library bug has its ready-to-file text in ecosystem/reports: the pinned version, the code
+        line, what the provider sends (its source), and a reproduction on `serve` with what it printed."""
+        pins = _pins()
         for bug in table.load_classifications(runner.CLASSIFICATIONS):
-            if bug.kind == "library-bug" and not bug.upstream:
+            if bug.kind == "library-bug":
                 with self.subTest(bug=bug.id):
                     report = table.REPORTS / f"{bug.id}.md"
                     self.assertTrue(report.is_file(), f"{bug.id}: no {report.name}")
                     text = report.read_text(encoding="utf-8")
-                    self.assertIn("python -m conformance serve", text)
+                    pinned = f"{bug.library} {pins[_canonical(bug.library)]}"
+                    self.assertIn(pinned, text, "the pinned version")
+                    self.assertIn(bug.code_file, text)
+                    self.assertIn(bug.code_text.strip(), text, "the quoted code line")
+                    self.assertIn(bug.source, text, "what the provider sends, and where that is shown")
+                    self.assertRegex(text, r"```\npython -m conformance serve --wire \S+ --(scenario|stage) ")
+                    self.assertRegex(text, r"(?s)## Reproduce.*```python\n.+```")
+                    self.assertRegex(text, r"(?s)It prints.*```\n.+```")
 
 
 if __name__ == "__main__":
