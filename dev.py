@@ -4,6 +4,7 @@
     python3 dev.py test [NAMES]      the tests: python -X dev -W error -m unittest (all, or NAMES)
     python3 dev.py test --latest     the same tests against the newest releases, not the lock
     python3 dev.py ecosystem [ARGS]  the conformance table: python -m ecosystem.runner ARGS
+    python3 dev.py ecosystem --latest  the same adapters on each library's newest release
     python3 dev.py lock              the locks (locks/*.txt) resolved anew, dated
 
 Each creates a virtual environment beside this file on first use (``.venv``, or the one
@@ -105,6 +106,10 @@ NOISE = re.compile(
 def environment(command: str = "") -> Path:
     if command == "ecosystem":
         return Path(os.environ.get("CONFORMANCE_ECOSYSTEM_VENV") or ROOT / ".venv-ecosystem").resolve()
+    if command == "ecosystem-latest":
+        return Path(
+            os.environ.get("CONFORMANCE_ECOSYSTEM_LATEST_VENV") or ROOT / ".venv-ecosystem-latest"
+        ).resolve()
     if command == "latest":
         return Path(os.environ.get("CONFORMANCE_LATEST_VENV") or ROOT / ".venv-latest").resolve()
     if command == "tools":
@@ -295,6 +300,11 @@ def ecosystem_requirements(only: Sequence[str]) -> List[str]:
             "nor locks/ecosystem.txt has: pin it in the one, then run python3 dev.py lock"
         )
     return sorted(pinned.get(name, name) for name in wanted)
+
+
+def unpinned(line: str) -> str:
+    """A requirement line without its version: ``litellm[proxy]==1.2`` is ``litellm[proxy]``."""
+    return re.split(r"[=<>~!; ]", line.strip(), maxsplit=1)[0]
 
 
 def only_adapters(args: Sequence[str]) -> List[str]:
@@ -591,6 +601,14 @@ def main(argv: List[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "lock":
         return lock()
+    if command == "ecosystem" and "--latest" in rest:
+        # The same adapters against each library's newest release: the requirements' names
+        # without their pins, in an environment of their own, installed without the lock.
+        names = [unpinned(line) for line in ecosystem_requirements(only_adapters(rest))]
+        python = ensure((), names, "ecosystem-latest", None)
+        args = ["-m", "ecosystem.runner", *rest]
+        print(f"== {command}: python {' '.join(args)} (the newest releases)", flush=True)
+        return subprocess.run([str(python), *args], cwd=ROOT).returncode
     if command == "ecosystem":
         requirements = ecosystem_requirements(only_adapters(rest))
         python = ensure((), requirements, command, ECOSYSTEM_LOCK)

@@ -192,7 +192,7 @@ def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wi
     if got is None:
         return [f"expected result {index + 1} to be a tool result, got none"]
     problems = []
-    if wire.sends_call_ids and got.call_id != want.call_id:
+    if wire.sends_call_ids and got.call_id != want.call_id and not _paired_by_name(wire, got.call_id):
         problems.append(
             f"expected the result to answer call {want.call_id!r} (the call's own id), got {got.call_id!r}"
             f"{_suffix_kept(want.call_id, got.call_id)}"
@@ -220,6 +220,13 @@ def _result_problems(index: int, want: ToolResult, got: Optional[ToolResult], wi
         shown = f"an error {got.error!r}" if got.is_error else repr(got.content)
         problems.append(f"expected the result content {want.content!r} unaltered, got {shown}")
     return problems
+
+
+def _paired_by_name(wire: Wire, sent: str) -> bool:
+    """Whether an id left out is how the provider takes it: where it pairs a result sent without
+    an id with the call to its function (Gemini, whose own SDK's automatic function calling
+    sends its results so), the wire's history reader pairs it, and so does this check."""
+    return wire.pairs_results_by_name and not sent
 
 
 def _suffix_kept(issued: str, sent: object) -> str:
@@ -270,7 +277,7 @@ def _turn_problems(want: Message, got: Message, wire: Wire, turn_reasoning: bool
     if len(got_calls) != 1:
         return [f"expected the assistant turn to carry one call, got {len(got_calls)}"]
     call = got_calls[0]
-    if wire.sends_call_ids and call.id != want_call.id:
+    if wire.sends_call_ids and call.id != want_call.id and not _paired_by_name(wire, call.id):
         problems.append(
             f"expected the call's id {want_call.id!r} sent back as the provider gave it, got {call.id!r}"
             f"{_suffix_kept(want_call.id, call.id)}"

@@ -1,6 +1,7 @@
 """Run every adapter of the conformance table, each in a process of its own, and write the table.
 
     python -m ecosystem.runner [--only ADAPTER]... [--check] [--jobs N]
+    python -m ecosystem.runner --only ADAPTER --explain CASE [--target TEXT]
 
 Strategy: an adapter is a module of ``ecosystem/adapters`` that names its library
 (``LIBRARY``, the distribution whose version the table shows), its suite (``KIND``:
@@ -37,6 +38,8 @@ from . import table
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results.json"
+#: The same adapters' run against each library's newest release (``--latest``).
+RESULTS_LATEST = HERE / "results-latest.json"
 CLASSIFICATIONS = HERE / "classifications.json"
 PAGE = ROOT / "docs" / "ecosystem.md"
 #: An adapter's process is ended past this many seconds (its cases are bounded each,
@@ -47,6 +50,12 @@ KINDS = ("backend", "loop")
 #: that builds its client on first use (botocore, LangChain's integrations) can take
 #: the kit's default 5 s to send its first request while other adapters run beside it.
 BACKEND_SECONDS = 15.0
+#: The same for each agent-loop case: a framework that runs its client's blocking calls in
+#: threads (LangChain's Bedrock agent, on boto3) can take longer than the kit's default 5 s
+#: to end a prompt run when the two cores run ten processes; the stall watch excuses a
+#: stall of the whole process, not a share of the cores. A stage's own budget (``timeout``,
+#: the retry stages) still bounds it as before; only the hung verdict moves out.
+LOOP_SECONDS = 15.0
 #: The gate's fixture ids (``fx-<run id>-0001``) carry a random run id of each case's
 #: toolset; in a reason it is shown as ``fx-<run>-0001``, so that a page made again
 #: from the same verdicts reads the same.
@@ -64,15 +73,16 @@ def adapters() -> List[str]:
 
 
 def _cases(target: Any, kind: str) -> List[Any]:
-    if kind == "backend":
-        import dataclasses
+    import dataclasses
 
+    if kind == "backend":
         from conformance import backend_conformance_cases
 
         target = dataclasses.replace(target, timeout=max(target.timeout, BACKEND_SECONDS))
         return list(backend_conformance_cases(target))
     from conformance.gate import agent_loop_cases
 
+    target = dataclasses.replace(target, timeout=max(target.timeout, LOOP_SECONDS))
     return list(agent_loop_cases(target))
 
 
@@ -83,10 +93,14 @@ def run_case(case: Any) -> Tuple[str, List[Dict[str, str]]]:
     except unittest.SkipTest:
         return "skip", []
     except AssertionError as error:
-        problems = table.problems_in(str(error)) or [("unparsed", str(error).splitlines()[0][:240])]
-        return "fail", [
-            {"case": case.name, "check": check, "reason": steady(reason)} for check, reason in problems
-        ]
+        text = str(error)
+        problems = table.shaped_problems_in(text) or [("unparsed", text.splitlines()[0][:240], "")]
+        found = []
+        for check, reason, variant in problems:
+            found.append({"case": case.name, "check": check, "reason": steady(reason)})
+            if variant:
+                found[-1]["variant"] = variant
+        return "fail", found
     except Exception as error:  # noqa: BLE001 - a crash is a verdict here, recorded with its type
         text = (str(error).splitlines() or [""])[0][:200]
         return "error", [{"case": case.name, "check": f"error:{type(error).__name__}", "reason": text}]
@@ -244,6 +258,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         action="store_true",
         help="render docs/ecosystem.md from the committed results.json, run nothing",
     )
+    parser.add_argument(
+        "--explain",
+        metavar="CASE",
+        help="with one --only: run this case (text/chat) and print what the library raised or returned",
+    )
+    parser.add_argument(
+        "--target", default="", metavar="TEXT", help="with --explain: the targets whose name has TEXT"
+    )
+    parser.add_argument(
+        "--latest",
+        action="store_true",
+        help="this environment holds the newest releases: write results-latest.json and the page's "
+        "section on what changed since the pins (python3 dev.py ecosystem --latest builds it)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -253,15 +281,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     wrong = [name for name in args.only if name not in known]
     if wrong:
         parser.error(f"no such adapter: {', '.join(wrong)}; known: {', '.join(known)}")
+    if args.explain:
+        if len(args.only) != 1:
+            parser.error("--explain runs one adapter's case: name the adapter with one --only")
+        from .explain import explain
+
+        return explain(args.only[0], args.explain, args.target)
     chosen = args.only or known
     classifications = table.load_classifications(CLASSIFICATIONS)
-    committed = table.read_results(RESULTS)
+    pinned = table.read_results(RESULTS)
+    latest = table.read_results(RESULTS_LATEST)
+    if args.latest and args.check:
+        parser.error("--latest --check: the newest releases are not compared with a committed table")
+    committed = latest if args.latest else pinned
     if args.page_only:
-        if committed is None:
+        if pinned is None:
             parser.error("--page-only: there is no results.json yet")
-        page = table.render_page(committed, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
-        PAGE.write_text(page, encoding="utf-8")
-        return report(committed, classifications, None, False)
+        write_page(pinned, classifications, latest)
+        return report(pinned, classifications, None, False)
     started = time.perf_counter()
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else ""
     rows: List[Dict[str, Any]] = []
@@ -286,10 +323,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for failure in table.failures_of(rows):
             print(f"  {failure.target} {failure.case} [{failure.check}]: {failure.reason}")
     if not args.no_write:
-        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        page = table.render_page(results, classifications, table.kit_bugs_fixed(CLASSIFICATIONS))
-        PAGE.write_text(page, encoding="utf-8")
+        out = RESULTS_LATEST if args.latest else RESULTS
+        out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        if args.latest and pinned is not None:
+            write_page(pinned, classifications, results)
+        elif not args.latest:
+            write_page(results, classifications, latest)
     return status
+
+
+def write_page(pinned: Dict[str, Any], classifications: Sequence[table.Classification], latest: Any) -> None:
+    """docs/ecosystem.md from the pinned run, with the newest releases' section from ``latest``."""
+    page = table.render_page(pinned, classifications, table.kit_bugs_fixed(CLASSIFICATIONS), latest)
+    PAGE.write_text(page, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,10 @@ class Classification:
     #: text quoted from it; a test opens the installed file and finds the text.
     code_file: str = ""
     code_text: str = ""
+    #: Where the provider's shape or rule the verdict rests on is shown: a capture, or the
+    #: provider's docs (a library bug always names it; so does any entry whose failures came
+    #: on a variant, a shape the provider sends, which a test checks against the results).
+    source: str = ""
 
     def matches(self, failure: Failure) -> bool:
         return (
@@ -157,6 +161,11 @@ def _check_bug(path: Path, item: Classification) -> None:
         )
     if not (item.code_file and item.code_text):
         raise ValueError(f"{path.name}: {item.id}: a library bug quotes its code line (code_file, code_text)")
+    if not item.source.strip():
+        raise ValueError(
+            f"{path.name}: {item.id}: a library bug names the capture or provider doc that shows what the "
+            "provider sends and what it means (source)"
+        )
 
 
 def kit_bugs_fixed(path: Path) -> List[Dict[str, str]]:
@@ -167,13 +176,20 @@ def kit_bugs_fixed(path: Path) -> List[Dict[str, str]]:
 
 def problems_in(message: str) -> List[Tuple[str, str]]:
     """Each (check id, one-line reason) in a case's failure message, in order, once each."""
-    seen: Dict[str, str] = {}
+    return [(check, reason) for check, reason, _ in shaped_problems_in(message)]
+
+
+def shaped_problems_in(message: str) -> List[Tuple[str, str, str]]:
+    """Each (check id, one-line reason, the variant it failed on or ``""``) in a case's failure
+    message, in order, once each (the first line of a check names its variant)."""
+    seen: Dict[str, Tuple[str, str]] = {}
     for line in message.splitlines():
         match = _PROBLEM.match(line)
         if match and match.group("check") not in seen:
             reason = match.group("text").strip()
-            seen[match.group("check")] = reason if len(reason) <= 240 else reason[:237] + "..."
-    return list(seen.items())
+            shown = reason if len(reason) <= 240 else reason[:237] + "..."
+            seen[match.group("check")] = (shown, match.group("variant") or "")
+    return [(check, reason, variant) for check, (reason, variant) in seen.items()]
 
 
 def failures_of(rows: Iterable[Mapping[str, Any]]) -> List[Failure]:
@@ -317,12 +333,63 @@ def _failure_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Cl
     return lines
 
 
+def latest_lines(pinned: Mapping[str, Any], latest: Optional[Mapping[str, Any]]) -> List[str]:
+    """The page's section on the newest releases: each library's pinned and newest version, and
+    each verdict that differs between the two runs, named with the release it was seen in."""
+    lines = ["## The newest releases", ""]
+    if latest is None:
+        return lines + [
+            "Not run yet: `python3 dev.py ecosystem --latest` runs the same adapters against each",
+            "library's newest release (in `.venv-ecosystem-latest`, installed without the lock) and",
+            "writes `ecosystem/results-latest.json`, which this section reads.",
+            "",
+        ]
+    versions: Dict[str, Tuple[str, str]] = {}
+    for row in pinned.get("rows", []):
+        versions.setdefault(row["library"], (row["version"], "—"))
+    for row in latest.get("rows", []):
+        old = versions.get(row["library"], ("—", "—"))[0]
+        versions[row["library"]] = (old, row["version"])
+    before, after = _verdicts(pinned), _verdicts(latest)
+    library_of = {(r["adapter"], r["target"]): r["library"] for r in latest.get("rows", [])}
+    changed: List[str] = []
+    for key in sorted(set(before) & set(after)):
+        if before[key] != after[key]:
+            library = library_of[(key[0], key[1])]
+            pin, new = versions[library]
+            changed.append(
+                f"- *{key[1]}* `{key[2]}`: {before[key]} at the pin ({library} {pin}), "
+                f"{after[key]} in {library} {new}"
+            )
+    new_cases = sorted(set(after) - set(before))
+    lines += [
+        f"Run {latest.get('generated', '?')} against the releases a fresh install of the table's libraries",
+        "resolves to without the lock: each library's newest that fits the others' requirements, which",
+        "can be older than the pin where another library caps it. A verdict that differs from the pinned",
+        "run's names the release it was seen in (the change came in that release or one between it and",
+        "the pin).",
+        "",
+        "| library | pinned | without the lock | verdicts changed |",
+        "|---|---|---|---|",
+    ]
+    for library, (pin, new) in sorted(versions.items()):
+        count = sum(1 for line in changed if f"({library} {pin})" in line)
+        lines.append(f"| {library} | {pin} | {new} | {count if new != '—' else '—'} |")
+    lines.append("")
+    lines += changed or ["No verdict changed."]
+    if new_cases:
+        lines += ["", f"{len(new_cases)} cases ran only against the newest releases (new targets or cases)."]
+    return lines + [""]
+
+
 def render_page(
     results: Mapping[str, Any],
     classifications: Sequence[Classification],
     kit_fixed: Sequence[Mapping[str, str]] = (),
+    latest: Optional[Mapping[str, Any]] = None,
 ) -> str:
-    """``docs/ecosystem.md``: how to reproduce it, the versions, the bugs found, the matrices."""
+    """``docs/ecosystem.md``: how to reproduce it, the versions, the bugs found, the matrices, and
+    (from ``latest``, a run against the newest releases) what changed since the pins."""
     rows = results["rows"]
     found, unclassified, _ = classify(failures_of(rows), classifications)
     versions: Dict[str, str] = {}
@@ -350,12 +417,15 @@ def render_page(
         "",
         *_library_lines(rows, found),
         *ADAPTER_RULES,
+        *_transport_lines(),
         "## Reproduce it",
         "",
         "```",
         "python3 dev.py ecosystem            # every adapter; writes ecosystem/results.json and this page",
         "python3 dev.py ecosystem --check    # the same; fail on a verdict the committed table does not show",
         "python3 dev.py ecosystem --only openai_sdk --only anthropic_sdk   # some adapters",
+        "python3 dev.py ecosystem --latest   # the same adapters on each library's newest release",
+        "python3 dev.py ecosystem --only anthropic_sdk --explain stream-cut/stream   # one case, raw",
         "```",
         "",
         "The command builds `.venv-ecosystem` with the versions pinned in `ecosystem/requirements.txt`;",
@@ -398,6 +468,7 @@ def render_page(
         if report.exists():
             filed += f" Report to file: [ecosystem/reports/{bug.id}.md](../ecosystem/reports/{bug.id}.md)."
         lines.append(f"  Code: {bug.where}.{filed}")
+        lines.append(f"  The provider's side: {bug.source}.")
         seen = next(f for f, c in found.items() if c is bug)
         lines.append(
             f"  Reproduce: `python3 dev.py ecosystem --only {seen.adapter}`, case `{seen.case}` of "
@@ -423,10 +494,15 @@ def render_page(
     choices = [c for c in used if c.kind == "design-choice"]
     if choices:
         lines += ["## Documented design choices", ""]
-        lines += [f"- **{c.library}** (`{c.id}`): {c.summary} Knob: {c.knob}." for c in choices]
+        lines += [
+            f"- **{c.library}** (`{c.id}`): {c.summary} Knob: {c.knob}."
+            + (f" The provider's side: {c.source}." if c.source else "")
+            for c in choices
+        ]
         lines.append("")
     if unclassified:
         lines += ["## Unclassified", "", f"{len(unclassified)} failures have no classification yet.", ""]
+    lines += latest_lines(results, latest)
     for kind, word, title in (("backend", "scenario", "Backends"), ("loop", "stage", "Agent loops")):
         mine = [row for row in rows if row["kind"] == kind]
         if not mine:
@@ -459,20 +535,44 @@ ADAPTER_RULES = [
     "  exception exposes (its status, headers and body), the kit reads the kind as the reference",
     "  backend for that wire reads it. A library fails on an error only where its exception lost",
     "  what a careful user needs, or names a class the library documents as meaning something else.",
-    "- **Transports.** A connection that failed or a body cut short, raised as the library's own",
-    "  connection error or its transport's (httpx, httpcore, aiohttp, urllib3, botocore), is read",
-    "  as the contract's retryable `server_error`; only a library that promises its own class for it",
-    "  (the openai and anthropic SDKs' `APIConnectionError`) and lets the transport's through is",
-    "  filed for it. ChatBedrockConverse's own signal for a stream without `messageStop`, Python's",
-    "  `ConnectionError`, is read alike.",
+    "- **Transports.** One rule, in the shared adapter code (`LIBRARY_TRANSPORTS` in",
+    "  `ecosystem/adapters/_kit.py`), the table below: a library that documents a class of its own",
+    "  for a connection that failed or a body cut short is held to it, and its transport's error",
+    "  reaching the user raw is filed against it (its user, who catches what the docs name, misses",
+    "  it); a library that documents none hands its transport's errors on as its interface, and",
+    "  those are read, as a documented class is, as the contract's retryable `server_error`. Only",
+    "  the exception the library raised counts, not one it was raised while handling. A library",
+    "  that hands on its provider SDK's errors (any-llm with its provider exceptions, a LangChain",
+    "  integration that wraps none) is judged by that SDK's rule.",
     "- **Requests ask as a user would.** Where a shape comes only to a request that asks (thinking,",
     "  fine-grained tool streaming on Claude), the adapter asks through the library's own setting",
     "  where it has one; where it has none, the case skips that shape and says why.",
-    "- **Modes.** Each row runs the library in its default mode, and a setting the adapter needs",
-    "  is named in the adapter. any-llm runs with `ANY_LLM_UNIFIED_EXCEPTIONS` unset, its default",
-    "  today (its own exception classes only where it raises them, the provider SDK's elsewhere).",
+    "- **Modes.** Each row runs the library in the mode it recommends, and a setting the adapter",
+    "  needs is named in the adapter. any-llm recommends `ANY_LLM_UNIFIED_EXCEPTIONS` (its",
+    "  deprecation warning says the unified exceptions become the default): its rows named",
+    "  *(unified exceptions)* run with it set, read as every row's exception is (the provider's",
+    "  answer as the SDK under it kept it, in `original_exception`, else what the class states);",
+    "  its rows named *(provider exceptions)* run with it unset, only on the scenarios where an",
+    "  exception is raised, since elsewhere the mode changes nothing.",
     "",
 ]
+
+
+def _transport_lines() -> List[str]:
+    """The transport rule, library by library, from the shared adapter code's own table."""
+    from .adapters._kit import LIBRARY_TRANSPORTS, TRANSPORTS
+
+    lines = [
+        "| library | its transports | its own class for a connection failure | a raw transport error is "
+        "| where it says so |",
+        "|---|---|---|---|---|",
+    ]
+    for library, rule in sorted(LIBRARY_TRANSPORTS.items()):
+        modules = ", ".join(m for t in rule.transports for m in TRANSPORTS[t][:1])
+        own = ", ".join(f"`{m}.{n}`" for m, n in sorted(rule.own)) or "none"
+        verdict = "filed: a leak" if rule.own else "read as `server_error`"
+        lines.append(f"| {library} | {modules} | {own} | {verdict} | {rule.source} |")
+    return lines + [""]
 
 
 def _library_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Classification]) -> List[str]:

@@ -540,6 +540,26 @@ class StopsWithoutAWord(ReferenceLoop):
         raise RuntimeError() from error
 
 
+class TimesOutWithoutAWord(ReferenceLoop):
+    """At a failed request, gives up with a bare ``TimeoutError()``, also where nothing timed out."""
+
+    def _retry_pause(self, error: BaseException, task: LoopTask, started: float, sent: int) -> Any:
+        if task.signal.aborted:
+            return None
+        raise TimeoutError() from error
+
+
+class RaisesABareTimeout(ReferenceLoop):
+    """Where its time runs out, raises a bare ``TimeoutError()`` (as aiohttp's total timeout does)
+    instead of stopping with ``stopped="budget"``: no bug, its class says what happened."""
+
+    async def run(self, task: LoopTask) -> LoopResult:
+        result = await super().run(task)
+        if str(getattr(result.stopped, "value", result.stopped)) == "budget":
+            raise TimeoutError()
+        return result
+
+
 class DropsUsage(ReferenceLoop):
     """Reads no usage from its turns, and so reports it unavailable (``usage=None``)."""
 

@@ -10,7 +10,7 @@ import re
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stderr
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import ModuleType
 from unittest import mock
@@ -349,6 +349,24 @@ class LockTests(unittest.TestCase):
             kept = dev.departures_from_lock(Path(sys.executable), lock)
         self.assertEqual(moved, [f"pip {pip} (the lock has 0.0.1 or 0.0.2)"])
         self.assertEqual(kept, [])
+
+    def test_the_tables_newest_releases_are_asked_for_by_name(self) -> None:
+        """`ecosystem --latest` installs each requirement unpinned, extras kept, into a venv of its own."""
+        dev = _dev()
+        extras = "any-llm-sdk[openai,anthropic]"
+        self.assertEqual(dev.unpinned(f"{extras}==1.27.0"), extras)
+        self.assertEqual(dev.unpinned("openai==3.57.0"), "openai")
+        self.assertEqual(dev.environment("ecosystem-latest").name, ".venv-ecosystem-latest")
+        done = mock.Mock(returncode=0)
+        with mock.patch.object(dev, "ensure", return_value=Path("python")) as ensure, mock.patch.object(
+            dev.subprocess, "run", return_value=done
+        ) as run, redirect_stdout(io.StringIO()):
+            self.assertEqual(dev.main(["ecosystem", "--latest", "--only", "openai_sdk"]), 0)
+        extras, names, command, lock = ensure.call_args[0]
+        self.assertEqual((extras, command, lock), ((), "ecosystem-latest", None))
+        self.assertIn("openai", names)
+        wanted = ["-m", "ecosystem.runner", "--latest", "--only", "openai_sdk"]
+        self.assertEqual(run.call_args[0][0][1:], wanted)
 
     def test_every_adapter_declares_what_it_imports_and_the_locks_have_it(self) -> None:
         """Each table adapter's REQUIRES names distributions the requirements or the table's lock fix."""

@@ -56,6 +56,7 @@ def classification(**changes: Any) -> table.Classification:
         "severity": "harmful",
         "code_file": "somelib/stream.py",
         "code_text": "yield call",
+        "source": "https://platform.openai.com/docs/api-reference/chat/object (finish_reason length)",
     }
     fields.update(changes)
     return table.Classification(**fields)
@@ -276,6 +277,7 @@ class RunnerTest(unittest.TestCase):
             ({"check": "stream-*"}, "never a wildcard"),
             ({"severity": "bad"}, "severity must be one of"),
             ({"code_text": ""}, "quotes its code line"),
+            ({"source": " "}, "names the capture or provider doc"),
         ):
             with self.subTest(change=change), tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / "classifications.json"
@@ -287,6 +289,37 @@ class RunnerTest(unittest.TestCase):
         """The classifications beside the adapters are well formed, each with its class's field."""
         loaded = table.load_classifications(runner.CLASSIFICATIONS)
         self.assertEqual(len({c.id for c in loaded}), len(loaded))
+
+    def test_a_verdict_on_a_shape_names_where_the_provider_sends_it(self) -> None:
+        """Each bug or design choice that classifies a failure on a variant (a shape the provider
+        sends) names the capture or doc that shows it, and the page shows it."""
+        committed = table.read_results(runner.RESULTS)
+        assert committed is not None
+        loaded = table.load_classifications(runner.CLASSIFICATIONS)
+        found, _, _ = table.classify(table.failures_of(committed["rows"]), loaded)
+        shaped = {
+            (row["adapter"], row["target"], item["case"], item["check"])
+            for row in committed["rows"]
+            for item in row["failures"]
+            if item.get("variant")
+        }
+        page = runner.PAGE.read_text(encoding="utf-8")
+        for failure, entry in found.items():
+            key = (failure.adapter, failure.target, failure.case, failure.check)
+            if entry.kind == "kit-bug" or key not in shaped:
+                continue
+            with self.subTest(entry=entry.id, case=failure.case):
+                self.assertTrue(entry.source.strip(), f"{entry.id}: a verdict on a shape names its source")
+                self.assertIn(entry.source, page)
+
+    def test_a_variant_is_kept_with_its_failure(self) -> None:
+        """The shape a check failed on is recorded beside the failure, for the source it rests on."""
+        with mock.patch.object(runner, "_cases", return_value=[_Case("text/chat", AssertionError(MESSAGE))]):
+            found = runner.run_target("a", "somelib", "1.0", "backend", _Target())
+        self.assertEqual(
+            [(f["check"], f.get("variant")) for f in found["failures"]],
+            [("stream-dropped-truncated", "cut-mid-string"), ("finish-reason", None)],
+        )
 
 
 def _site_packages() -> Optional[Path]:
@@ -336,6 +369,70 @@ class PublicErrorTest(unittest.TestCase):
         self.assertIs(stood, limited)
         read = public_error("openai-chat", status=500, headers={}, body=None, signalled=limited)
         self.assertIs(read, limited)
+
+
+def _raised_from(module: str, name: str, *bases: type) -> type:
+    """An exception class as ``module`` defines it (the transport rule reads module and name)."""
+    return type(name, bases or (Exception,), {"__module__": module})
+
+
+class TransportRuleTest(unittest.TestCase):
+    """One rule for a transport failure: a documented class of the library's own, or its raw transport's
+    error where it documents none, is read as the contract's retryable server_error; a leak is not."""
+
+    def test_a_leak_is_read_only_where_the_library_documents_no_class_of_its_own(self) -> None:
+        from ecosystem.adapters._kit import transport_error
+
+        httpx_error = _raised_from("httpx._exceptions", "RemoteProtocolError")("cut")
+        httpx2_error = _raised_from("httpx2._exceptions", "RemoteProtocolError")("cut")
+        for library, exc in (("ollama", httpx_error), ("google-genai", httpx_error), ("cohere", httpx_error)):
+            with self.subTest(library=library):
+                read = transport_error(exc, "w", library)
+                self.assertIsNotNone(read)
+                assert read is not None
+                self.assertEqual((read.kind, read.retryable, read.status), ("server_error", True, None))
+        for library in ("anthropic", "openai", "langchain-anthropic"):
+            with self.subTest(library=library):
+                self.assertIsNone(transport_error(httpx2_error, "w", library))
+
+    def test_a_documented_class_passes_and_its_subclass_too(self) -> None:
+        from ecosystem.adapters._kit import transport_error
+
+        own = _raised_from("anthropic._exceptions", "APIConnectionError")
+        wrapped = _raised_from("langchain_anthropic.chat_models", "AnthropicConnectionError", own)
+        self.assertIsNotNone(transport_error(own("Connection error."), "anthropic", "anthropic"))
+        read = transport_error(wrapped("Connection error."), "anthropic", "langchain-anthropic")
+        self.assertIsNotNone(read)
+        self.assertIsNotNone(transport_error(ConnectionError("Incomplete stream"), "w", "langchain-aws"))
+
+    def test_only_the_raised_exception_counts(self) -> None:
+        """A crash raised while handling a transport error is that crash, not a transport failure."""
+        from ecosystem.adapters._kit import transport_error
+
+        try:
+            try:
+                raise _raised_from("httpx._exceptions", "ReadError")("reset")
+            except Exception:
+                raise KeyError("done")  # noqa: B904 - raised while handling, as a crashing library does
+        except KeyError as exc:
+            self.assertIsNone(transport_error(exc, "ollama", "ollama"))
+        self.assertIsNone(transport_error(ValueError("not json"), "ollama", "ollama"))
+
+    def test_a_library_without_a_rule_is_refused_by_name(self) -> None:
+        from ecosystem.adapters._kit import transport_error
+
+        with self.assertRaisesRegex(ValueError, "no transport rule for 'newlib': add its transports"):
+            transport_error(OSError(), "w", "newlib")
+
+    def test_the_page_shows_each_librarys_rule(self) -> None:
+        """The page's transport table is rendered from the rule the adapters apply."""
+        from ecosystem.adapters._kit import LIBRARY_TRANSPORTS
+
+        page = table.render_page(results([row()]), [classification()])
+        for library, rule in LIBRARY_TRANSPORTS.items():
+            with self.subTest(library=library):
+                self.assertIn(f"| {library} |", page)
+                self.assertIn(rule.source, page)
 
 
 class StreamEndTest(unittest.TestCase):
@@ -394,6 +491,131 @@ class StreamEndTest(unittest.TestCase):
         self.assertEqual([r.signature for r in got[-1].tool_calls[0].reasoning], ["c2ln"])
 
 
+class ExplainTest(unittest.TestCase):
+    """--explain prints what the library raised, its chain and fields, without changing what the case sees."""
+
+    def test_an_exception_is_described_with_its_chain_and_fields(self) -> None:
+        """The raised class, the fields a library keeps its provider's answer in, and each cause."""
+        from ecosystem.explain import describe_exception
+
+        class APIStatusError(Exception):
+            status_code = 529
+            body = {"type": "error", "error": {"type": "overloaded_error"}}
+
+        try:
+            try:
+                raise ConnectionResetError("reset by peer")
+            except ConnectionResetError as cause:
+                raise APIStatusError("Overloaded") from cause
+        except APIStatusError as exc:
+            lines = describe_exception(exc)
+        text = "\n".join(lines)
+        self.assertIn("<locals>.APIStatusError: 'Overloaded'", text)
+        self.assertIn(".status_code = 529", text)
+        self.assertIn("'overloaded_error'", text)
+        self.assertIn("from builtins.ConnectionResetError: 'reset by peer'", text)
+
+    def test_the_witness_keeps_each_methods_kind_and_passes_results_through(self) -> None:
+        """An async backend stays async (the driver probes it), and its chunks and errors pass unchanged."""
+        import asyncio
+        import inspect
+
+        from ecosystem.explain import Witness
+
+        class Backend:
+            async def chat(self, request: Any) -> str:
+                raise KeyError(request)
+
+            async def chat_stream(self, request: Any) -> Any:
+                yield "a"
+                yield "b"
+
+        out = io.StringIO()
+        witness = Witness(Backend(), out, "run 1 ")
+        self.assertTrue(inspect.iscoroutinefunction(witness.chat))
+        self.assertTrue(inspect.isasyncgenfunction(witness.chat_stream))
+
+        async def use() -> List[str]:
+            with self.assertRaises(KeyError):
+                await witness.chat("q")
+            return [c async for c in witness.chat_stream("q")]
+
+        self.assertEqual(asyncio.run(use()), ["a", "b"])
+        printed = out.getvalue()
+        self.assertIn("run 1 call 1 raised:\n  raised builtins.KeyError: \"'q'\"", printed)
+        self.assertIn("  chunk 'a'", printed)
+        self.assertIn("run 1 call 2 ended normally", printed)
+
+        class Sync:
+            def chat(self, request: Any) -> str:
+                return "done"
+
+        self.assertFalse(inspect.iscoroutinefunction(Witness(Sync(), out).chat))
+        self.assertEqual(Witness(Sync(), out).chat("q"), "done")
+
+    def test_explain_needs_one_adapter(self) -> None:
+        """--explain without exactly one --only is refused with what to do."""
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+            runner.main(["--explain", "text/chat"])
+        self.assertIn("name the adapter with one --only", err.getvalue())
+
+
+class LatestTest(unittest.TestCase):
+    """--latest: the same adapters on the newest releases, and the page's section on what changed."""
+
+    def test_a_changed_verdict_names_the_release_it_was_seen_in(self) -> None:
+        """Versions side by side, one line per changed verdict with both verdicts and the new release."""
+        pinned = results([row(), {**row(outcome="pass"), "target": "somelib stream"}])
+        newer = results(
+            [
+                {**row(outcome="pass"), "version": "1.4"},
+                {**row(outcome="pass"), "target": "somelib stream", "version": "1.4"},
+            ]
+        )
+        lines = "\n".join(table.latest_lines(pinned, newer))
+        self.assertIn("| somelib | 1.0 | 1.4 | 1 |", lines)
+        self.assertIn(
+            "- *somelib chat* `truncated-tool-call/stream`: fail stream-dropped-truncated at the pin "
+            "(somelib 1.0), pass in somelib 1.4",
+            lines,
+        )
+        self.assertNotIn("*somelib stream*", lines)
+        same = "\n".join(table.latest_lines(pinned, results([{**row(), "version": "1.4"}])))
+        self.assertIn("No verdict changed.", same)
+        self.assertIn("Not run yet", "\n".join(table.latest_lines(pinned, None)))
+
+    def test_a_latest_run_writes_its_own_results_and_leaves_the_pinned_ones(self) -> None:
+        """The newest releases' rows go to results-latest.json; results.json and --check are the pins'."""
+        with tempfile.TemporaryDirectory() as folder:
+            here = Path(folder)
+            (here / "classifications.json").write_text(
+                json.dumps({"classifications": [classification().__dict__]}), encoding="utf-8"
+            )
+            pinned = results([row()])
+            (here / "results.json").write_text(json.dumps(pinned), encoding="utf-8")
+            patches = [
+                mock.patch.object(runner, "CLASSIFICATIONS", here / "classifications.json"),
+                mock.patch.object(runner, "RESULTS", here / "results.json"),
+                mock.patch.object(runner, "RESULTS_LATEST", here / "results-latest.json"),
+                mock.patch.object(runner, "PAGE", here / "ecosystem.md"),
+                mock.patch.object(runner, "adapters", return_value=["somelib_adapter"]),
+                mock.patch.object(
+                    runner, "run_adapter", return_value=[{**row(outcome="pass"), "version": "2.0"}]
+                ),
+                mock.patch.object(runner.metadata, "version", return_value="0.0"),
+            ]
+            with contextlib.ExitStack() as stack, contextlib.redirect_stdout(io.StringIO()):
+                for patch in patches:
+                    stack.enter_context(patch)
+                self.assertEqual(runner.main(["--latest"]), 0)
+            self.assertEqual(json.loads((here / "results.json").read_text(encoding="utf-8")), pinned)
+            latest = json.loads((here / "results-latest.json").read_text(encoding="utf-8"))
+            self.assertEqual(latest["rows"][0]["version"], "2.0")
+            page = (here / "ecosystem.md").read_text(encoding="utf-8")
+            self.assertIn("| somelib | 1.0 | 2.0 | 1 |", page)
+            self.assertIn("pass in somelib 2.0", page)
+
+
 class CodeLineTest(unittest.TestCase):
     def test_each_bugs_quoted_line_is_in_the_installed_library(self) -> None:
         """Each library bug's quoted code is found in the pinned version's installed file."""
@@ -418,14 +640,23 @@ class CodeLineTest(unittest.TestCase):
                 self.assertIn(bug.code_file.split("/")[0], bug.where, f"{bug.id}: where names another file")
 
     def test_each_bug_has_a_report_to_file(self) -> None:
-        """Each library bug without an upstream link has its ready-to-file text in ecosystem/reports."""
+        """Each library bug has its ready-to-file text in ecosystem/reports: the pinned version, the code
+        line, what the provider sends (its source), and a reproduction on `serve` with what it printed."""
+        pins = _pins()
         for bug in table.load_classifications(runner.CLASSIFICATIONS):
-            if bug.kind == "library-bug" and not bug.upstream:
+            if bug.kind == "library-bug":
                 with self.subTest(bug=bug.id):
                     report = table.REPORTS / f"{bug.id}.md"
                     self.assertTrue(report.is_file(), f"{bug.id}: no {report.name}")
                     text = report.read_text(encoding="utf-8")
-                    self.assertIn("python -m conformance serve", text)
+                    pinned = f"{bug.library} {pins[_canonical(bug.library)]}"
+                    self.assertIn(pinned, text, "the pinned version")
+                    self.assertIn(bug.code_file, text)
+                    self.assertIn(bug.code_text.strip(), text, "the quoted code line")
+                    self.assertIn(bug.source, text, "what the provider sends, and where that is shown")
+                    self.assertRegex(text, r"```\npython -m conformance serve --wire \S+ --(scenario|stage) ")
+                    self.assertRegex(text, r"(?s)## Reproduce.*```python\n.+```")
+                    self.assertRegex(text, r"(?s)It prints.*```\n.+```")
 
 
 if __name__ == "__main__":

@@ -324,6 +324,10 @@ MUTANTS: Tuple[LoopMutant, ...] = (
     LoopMutant(
         "stops-without-a-word", zoo.StopsWithoutAWord, both("close-after-execution", {"error-message"})
     ),
+    # A bare TimeoutError says what happened only where the provider never answered.
+    LoopMutant(
+        "times-out-without-a-word", zoo.TimesOutWithoutAWord, both("close-after-execution", {"error-message"})
+    ),
     # The fault stages: a loop that mishandles what the provider broke.
     LoopMutant(
         "executes-a-partial-call",
@@ -675,6 +679,14 @@ class LoopZooTests(unittest.TestCase):
         with kept_loops(), ThreadPoolExecutor(max_workers=JOBS) as pool:
             caught = [c for c in pool.map(lambda item: sabotaged(*item), sorted(guards.items())) if c]
         self.assertEqual(caught, [], "\n".join(caught))
+
+    def test_a_bare_timeout_error_passes_where_the_provider_never_answered(self) -> None:
+        """Python's TimeoutError, with no message, says by its class that the request timed out."""
+        timing_out = LoopMutant("raises-a-bare-timeout", zoo.RaisesABareTimeout, {})
+        for wire in ("openai-chat", "gemini"):
+            for case in ("timeout/chat", "timeout/stream"):
+                with self.subTest(wire=wire, case=case):
+                    self.assertIsNone(verdict(mutant_case(Job(timing_out, wire, case, False))))
 
     def test_every_case_that_runs_is_declared_by_a_mutant(self) -> None:
         """On every wire, each gate case that runs is one some broken loop must fail."""

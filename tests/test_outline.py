@@ -131,6 +131,25 @@ class OneOutlineTests(unittest.TestCase):
                 self.assertIsInstance(outcome.close_error, TimeoutError)
                 self.assertIn("close() was still running", str(outcome.close_error))
 
+    def test_the_bound_is_stretched_by_what_stalled_the_whole_process(self) -> None:
+        """A subject that finishes late only by the time the whole process stood still is not given up on;
+        one that runs on past the stalls is, and no stall stretches the bound by more than MAX_EXCUSED."""
+        from conformance._stall import MAX_EXCUSED
+
+        driver = SubjectDriver("t", None, lambda url: None, timeout=0.05, timed=False, outcome=mock.Mock())
+        driver.window = mock.Mock()
+        threading.Timer(0.15, driver.finished.set).start()
+        driver.window.between.return_value = 0.3
+        self.assertTrue(driver._finished_within(0.0))
+        driver.finished.clear()
+        driver.window.between.return_value = 0.0
+        self.assertFalse(driver._finished_within(0.0))
+        waits: List[float] = []
+        driver.finished = mock.Mock(wait=lambda seconds: waits.append(seconds) or False)
+        driver.window.between.side_effect = [2.0, 4.0, 9.0, 9.0]
+        self.assertFalse(driver._finished_within(0.0))
+        self.assertEqual(waits, [0.05, 2.0, 2.0, MAX_EXCUSED - 4.0])
+
     def test_a_prompt_stretch_does_not_wait_for_the_stall_watch(self) -> None:
         """A stretch within its bound is never read from the watch: nothing of it needs leaving out."""
         window = StallWindow(True)

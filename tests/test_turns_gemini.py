@@ -204,6 +204,36 @@ class RoundTripTest(unittest.TestCase):
         self.assertEqual([r.tool_result.content for r in read.results], ["r", "e"])
 
 
+class HistoryCheckTest(unittest.TestCase):
+    """The tool-result case's history check takes ids as the wire's reader does: one rule, every side."""
+
+    def test_ids_left_out_pass_where_gemini_pairs_by_name_and_fail_elsewhere(self) -> None:
+        """A call and its result sent back without ids pass on Gemini, which pairs them by name (its own
+        SDK's automatic function calling sends results so); a wrong id, or ids left out on a wire that
+        needs them, still fail."""
+        import dataclasses
+
+        from conformance._multiturn import expected_history, history_problems
+        from conformance.wires._script import History
+        from conformance.wires.openai_chat import openai_chat_wire
+
+        def without_ids(wire: Any, call_id: str) -> List[str]:
+            turn, result = expected_history(wire, "result")
+            assert result.tool_result is not None
+            turn = dataclasses.replace(
+                turn, tool_calls=tuple(dataclasses.replace(c, id=call_id) for c in turn.tool_calls)
+            )
+            result = dataclasses.replace(
+                result, tool_result=dataclasses.replace(result.tool_result, call_id=call_id)
+            )
+            variant = next(v for v in wire.variants("tool-result", "chat") if v.name == "result")
+            return history_problems(wire, variant, History((turn, result)))
+
+        self.assertEqual(without_ids(gemini_wire, ""), [])
+        self.assertEqual(len(without_ids(gemini_wire, "not-the-call")), 2)
+        self.assertEqual(len(without_ids(openai_chat_wire, "")), 2)
+
+
 def _call_turn(body: Dict[str, Any]) -> Dict[str, Any]:
     return body["contents"][1]
 

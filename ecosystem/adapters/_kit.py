@@ -16,7 +16,9 @@ surfaces as it came and a retry the library makes on its own shows in the table.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional
+import sys
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from conformance import (
     ERROR_KINDS,
@@ -33,7 +35,9 @@ from conformance import (
 )
 
 __all__ = [
-    "TRANSPORT_ERRORS",
+    "LIBRARY_TRANSPORTS",
+    "TRANSPORTS",
+    "TransportRule",
     "ANTHROPIC_STOP",
     "AsyncAdapter",
     "anthropic_body",
@@ -127,44 +131,159 @@ def stream_error(wire: str, body: Any) -> LLMError:
     return provider_error(wire, body)
 
 
-#: The libraries' own classes for a connection that failed or a body cut short, by module
-#: and name: each library treats them as worth a retry (openai and anthropic retry their
-#: APIConnectionError by default), and a careful backend built on it reports them as the
-#: contract's retryable server_error. Matched by name so no library need be installed.
-#: httpx2, the transport of the openai and anthropic SDKs, is left out on purpose: both
-#: SDKs promise their own APIConnectionError for a connection that fails, and a caller
-#: written to their documentation catches that; one that lets httpx2's error through
-#: (anthropic, inside a stream: anthropic/_streaming.py) breaks the promise, which the
-#: table shows rather than repairs.
-TRANSPORT_ERRORS = {
-    ("openai", "APIConnectionError"),
-    ("anthropic", "APIConnectionError"),
-    ("httpx", "TransportError"),
-    ("httpcore", "ReadError"),
-    ("httpcore", "RemoteProtocolError"),
-    ("aiohttp", "ClientPayloadError"),
-    ("aiohttp", "ClientConnectionError"),
-    ("urllib3", "ProtocolError"),
-    ("botocore", "ResponseStreamingError"),
-    ("botocore", "IncompleteReadError"),
+#: The transports the table's libraries send through, each by the top-level modules its
+#: errors are raised from (httpx2 and httpcore2: the fork the openai and anthropic SDKs
+#: ship on; requests: urllib3's; botocore: its own sender over urllib3).
+TRANSPORTS: Mapping[str, Tuple[str, ...]] = {
+    "httpx": ("httpx", "httpcore", "h11", "h2"),
+    "httpx2": ("httpx2", "httpcore2", "h11", "h2"),
+    "aiohttp": ("aiohttp",),
+    "urllib3": ("urllib3", "requests"),
+    "botocore": ("botocore", "urllib3"),
 }
 
 
-def transport_error(exc: BaseException, wire: str) -> Optional[LLMError]:
-    """The contract's retryable server_error where ``exc`` (or what it wraps) is the library's
-    connection error, else ``None``."""
-    seen = 0
-    current: Optional[BaseException] = exc
-    while current is not None and seen < 8:
-        for klass in type(current).__mro__:
-            top = klass.__module__.split(".")[0]
-            if (top, klass.__name__) in TRANSPORT_ERRORS:
-                message = f"the connection failed or was cut short: {type(current).__name__}: {current}"
-                details = {"kind": "server_error", "transport": True}
-                return LLMError.from_kind("server_error", message, provider=wire, details=details)
-        current = current.__cause__ or current.__context__
-        seen += 1
-    return None
+@dataclass(frozen=True)
+class TransportRule:
+    """How a library is judged where a connection fails or a body is cut short.
+
+    ``transports`` are the keys of :data:`TRANSPORTS` it sends through. ``own`` are the
+    classes (module, name; a subclass counts) its documentation tells its user to catch
+    for a connection failure. Where it names some, a transport's error that reaches the
+    user raw breaks that promise: the adapter lets it through unread and the case fails
+    (a library bug, filed). Where it names none, its transports' errors are its interface:
+    read, like its own, as the contract's retryable ``server_error``. ``raises`` are classes
+    its code raises for a connection failure without documenting them, read alike. ``source``
+    is where the library says so.
+    """
+
+    transports: Tuple[str, ...]
+    own: FrozenSet[Tuple[str, str]]
+    source: str
+    raises: FrozenSet[Tuple[str, str]] = frozenset()
+
+
+_OPENAI_DOC = (
+    "openai's README, Handling errors: a connection failure raises a subclass of "
+    "openai.APIConnectionError, and in a stream an HTTPX failure raises APIConnectionError, "
+    '"Catch these SDK exceptions instead of raw HTTPX exceptions"'
+)
+_ANTHROPIC_DOC = (
+    "anthropic's README and API reference, Handling errors: when the library cannot connect "
+    "(network problems or a timeout) a subclass of anthropic.APIConnectionError is raised"
+)
+_LANGCHAIN_DOC = (
+    "langchain_core/exceptions.py: ModelConnectionError, raised when a model provider cannot be "
+    "reached (is_retryable); the integration's own classes also inherit the SDK's"
+)
+_BOTOCORE_DOC = (
+    "botocore/exceptions.py: HTTPClientError (ResponseStreamingError, ConnectionClosedError, "
+    "ReadTimeoutError) and ConnectionError (EndpointConnectionError), raised for urllib3's failures"
+)
+_BOTOCORE_OWN = frozenset(
+    {("botocore", "HTTPClientError"), ("botocore", "ConnectionError"), ("botocore", "IncompleteReadError")}
+)
+#: Each library's rule, by the name its adapter gives (``transport_rule``; by default the
+#: adapter module's ``LIBRARY``). A library that hands on its provider SDK's errors (any-llm's
+#: default mode, a LangChain integration that wraps none) is judged by that SDK's rule.
+LIBRARY_TRANSPORTS: Mapping[str, TransportRule] = {
+    "openai": TransportRule(("httpx2",), frozenset({("openai", "APIConnectionError")}), _OPENAI_DOC),
+    "anthropic": TransportRule(("httpx2",), frozenset({("anthropic", "APIConnectionError")}), _ANTHROPIC_DOC),
+    "ollama": TransportRule(
+        ("httpx",),
+        frozenset(),
+        "ollama's README, Errors: ResponseError for an error status or an error detected while "
+        "streaming, and no class for a connection failure (its client turns only httpx.ConnectError "
+        "into Python's ConnectionError, ollama/_client.py:148-149)",
+        raises=frozenset({("builtins", "ConnectionError")}),
+    ),
+    "google-genai": TransportRule(
+        ("httpx", "aiohttp"),
+        frozenset(),
+        "google-genai's README, Error Handling: APIError for errors raised by the model service; "
+        "its retry options retry httpx's and aiohttp's own connection errors "
+        "(google/genai/_api_client.py:73-82)",
+    ),
+    "cohere": TransportRule(
+        ("httpx",),
+        frozenset(),
+        "cohere's client raises ApiError for an error status and lets httpx's errors through, which "
+        "its retry option names (cohere/core/http_client.py:537, retry_remote_protocol_errors)",
+    ),
+    "boto3": TransportRule(
+        ("botocore",),
+        _BOTOCORE_OWN,
+        _BOTOCORE_DOC,
+    ),
+    "litellm": TransportRule(
+        ("httpx", "aiohttp"),
+        frozenset(
+            {("litellm", "APIConnectionError"), ("litellm", "Timeout"), ("openai", "APIConnectionError")}
+        ),
+        "LiteLLM's exception mapping docs: every provider's failure is raised as one of its "
+        "OpenAI-compatible classes, APIConnectionError for a connection failure "
+        "(litellm/exceptions.py)",
+    ),
+    "any-llm-sdk": TransportRule(
+        ("httpx", "httpx2", "aiohttp"),
+        frozenset({("any_llm", "AnyLLMError")}),
+        "any_llm/exceptions.py: AnyLLMError, the base of every error any-llm raises with "
+        "ANY_LLM_UNIFIED_EXCEPTIONS set (the original kept in original_exception)",
+    ),
+    "langchain-anthropic": TransportRule(
+        ("httpx2",),
+        frozenset({("anthropic", "APIConnectionError"), ("langchain_core", "ModelConnectionError")}),
+        _LANGCHAIN_DOC + "; " + _ANTHROPIC_DOC,
+    ),
+    "langchain-openai": TransportRule(
+        ("httpx2",),
+        frozenset({("openai", "APIConnectionError"), ("langchain_core", "ModelConnectionError")}),
+        _LANGCHAIN_DOC + "; " + _OPENAI_DOC,
+    ),
+    "langchain-aws": TransportRule(
+        ("botocore",),
+        _BOTOCORE_OWN | {("builtins", "ConnectionError")},
+        _BOTOCORE_DOC + "; ChatBedrockConverse raises Python's ConnectionError for a stream that "
+        "ended before messageStop (langchain_aws/chat_models/bedrock_converse.py, \"Incomplete "
+        "Bedrock response stream\")",
+    ),
+}
+LIBRARY_TRANSPORTS = {
+    **LIBRARY_TRANSPORTS,
+    # ChatGoogleGenerativeAI wraps only google-genai's status errors: a transport failure
+    # reaches its user as google-genai hands it over.
+    "langchain-google-genai": LIBRARY_TRANSPORTS["google-genai"],
+}
+
+
+def _classes(exc: BaseException) -> List[Tuple[str, str]]:
+    return [(k.__module__.split(".")[0], k.__name__) for k in type(exc).__mro__]
+
+
+def transport_error(exc: BaseException, wire: str, library: str) -> Optional[LLMError]:
+    """The contract's retryable ``server_error`` where ``exc``, as ``library`` raised it, is a
+    transport failure its rule (:data:`LIBRARY_TRANSPORTS`) reads as one, else ``None``.
+
+    Only the exception the library raised counts, not what it was raised while handling: a
+    crash on the way out of a broken stream is that crash.
+    """
+    try:
+        rule = LIBRARY_TRANSPORTS[library]
+    except KeyError:
+        raise ValueError(
+            f"no transport rule for {library!r}: add its transports and the class it documents for a "
+            f"connection failure to LIBRARY_TRANSPORTS (known: {', '.join(sorted(LIBRARY_TRANSPORTS))})"
+        ) from None
+    classes = _classes(exc)
+    if any(c in rule.own or c in rule.raises for c in classes):
+        how = "the library's own connection error"
+    elif not rule.own and classes[0][0] in {m for t in rule.transports for m in TRANSPORTS[t]}:
+        how = "its transport's error, which the library documents no class of its own for"
+    else:
+        return None
+    message = f"the connection failed or was cut short ({how}): {type(exc).__name__}: {exc}"
+    details = {"kind": "server_error", "transport": True}
+    return LLMError.from_kind("server_error", message, provider=wire, details=details)
 
 
 def parse_arguments(raw: Any) -> Dict[str, Any]:
@@ -263,13 +382,17 @@ class AsyncAdapter:
 
     #: The wire this adapter's library speaks, for the errors it maps.
     wire = ""
+    #: The library whose rule (:data:`LIBRARY_TRANSPORTS`) judges a transport failure; by
+    #: default the adapter module's ``LIBRARY``.
+    transport_rule = ""
 
     def _mapped(self, request: ChatRequest, exc: BaseException) -> Optional[BaseException]:
         if _is_abort(request, exc):
             return None
         mapped = self.error(exc)
         if mapped is None or mapped is exc:
-            return transport_error(exc, self.wire)
+            library = self.transport_rule or getattr(sys.modules[type(self).__module__], "LIBRARY", "")
+            return transport_error(exc, self.wire, library)
         return mapped
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

@@ -1,7 +1,13 @@
 """any-llm as the user's backend: ``any_llm.acompletion``, whole and streamed, on each wire it routes to.
 
-any-llm answers in the Chat Completions shape whatever the provider, and raises its
-own exception classes, each keeping the provider SDK's exception it came from.
+any-llm answers in the Chat Completions shape whatever the provider. Its exceptions
+come in two modes, and each row names its mode. With ``ANY_LLM_UNIFIED_EXCEPTIONS`` set,
+the mode any-llm recommends and says will become the default (its deprecation warning,
+any_llm/utils/exception_handler.py), every failure is one of its own classes, keeping
+the provider SDK's exception in ``original_exception``: those rows are
+``any_llm_unified``'s. Unset, its own classes come only where it raises them and the
+provider SDK's exception passes through elsewhere: this module's rows, which run only
+the scenarios where an exception is raised (elsewhere the mode changes nothing).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from conformance import (
     BackendConformanceTarget,
     ChatRequest,
     ChatResponse,
+    LLMError,
     StreamChunk,
     anthropic_wire,
     gemini_wire,
@@ -49,6 +56,36 @@ KINDS = (
     (errors.UpstreamProviderError, "server_error"),
     (errors.InvalidRequestError, "invalid_request"),
 )
+#: With unified exceptions on, also the classes any-llm uses where the SDK's exception has no
+#: status it keys (ProviderError: "the provider encounters an internal error", a 5xx, and the
+#: class of a failure nothing else matched: a timeout or a broken connection).
+UNIFIED_KINDS = (
+    *KINDS,
+    (errors.ModelNotFoundError, "invalid_request"),
+    (errors.ProviderError, "server_error"),
+)
+
+
+def unified_error(wire: str, exc: BaseException) -> Optional[BaseException]:
+    """any-llm's unified exception read whole, as every row's is: the provider's answer as the SDK
+    under it kept it (``original_exception``, which any-llm documents as public) where it kept
+    one, else what its class states (a failure with no status and no body: a cut, a timeout)."""
+    if not isinstance(exc, errors.AnyLLMError):
+        return None
+    original = exc.original_exception
+    if original is not None and not isinstance(original, errors.AnyLLMError):
+        read = sdk_error(wire, original)
+        if isinstance(read, LLMError) and read.details.get("transport") is None:
+            return read
+    kind = next((k for cls, k in UNIFIED_KINDS if isinstance(exc, cls)), None)
+    if kind is None:
+        return None
+    seconds = None
+    if kind == "rate_limit":
+        response = getattr(original, "response", None)
+        headers = getattr(response, "headers", None) or {}
+        seconds = retry_after({str(k).lower(): str(v) for k, v in headers.items()})
+    return class_error(wire, kind, str(exc), exc.status_code, seconds)
 
 
 def any_llm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
@@ -83,6 +120,11 @@ def sdk_error(wire: str, exc: BaseException) -> Optional[BaseException]:
 
 class Completion(AsyncAdapter):
     wire, provider, path = "openai-chat", "openai", "/v1"
+    #: Whether this row runs with ANY_LLM_UNIFIED_EXCEPTIONS set (``any_llm_unified``).
+    unified = False
+    #: Unset, a transport failure reaches the user as the provider SDK hands it over: judged by
+    #: that SDK's rule.
+    transport_rule = "openai"
 
     def __init__(self, url: str) -> None:
         self.base = f"{url}{self.path}"
@@ -106,7 +148,7 @@ class Completion(AsyncAdapter):
         return {"max_retries": 0}
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
-        return any_llm_error(self.wire, exc)
+        return unified_error(self.wire, exc) if self.unified else any_llm_error(self.wire, exc)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         return openai_turn(await any_llm.acompletion(**self.params(request)), "as-given")
@@ -121,10 +163,12 @@ class Completion(AsyncAdapter):
 
 class AnthropicCompletion(Completion):
     wire, provider, path = "anthropic", "anthropic", ""
+    transport_rule = "anthropic"
 
 
 class GeminiCompletion(Completion):
     wire, provider, path = "gemini", "gemini", ""
+    transport_rule = "google-genai"
 
     def client_args(self) -> Dict[str, Any]:
         return {}
@@ -132,6 +176,7 @@ class GeminiCompletion(Completion):
 
 class OllamaCompletion(Completion):
     wire, provider, path = "ollama", "ollama", ""
+    transport_rule = "ollama"
 
     def client_args(self) -> Dict[str, Any]:
         return {}
@@ -140,23 +185,52 @@ class OllamaCompletion(Completion):
 NOT_MAPPED = "the adapter does not read any-llm's reasoning field yet"
 
 
-def targets() -> List[BackendConformanceTarget]:
-    return [
-        BackendConformanceTarget(
-            f"any-llm acompletion {kind.provider}",
-            wire,
-            kind,
-            skip={"reasoning": NOT_MAPPED, "tool-result:reasoning": NOT_MAPPED}
-            if kind is OllamaCompletion
-            else {"reasoning": NOT_MAPPED, "tool-result:reasoning-then-call": NOT_MAPPED}
-            if kind in (AnthropicCompletion, GeminiCompletion)
-            else {"reasoning": NOT_MAPPED},
-            client="any-llm-sdk",
+#: The scenarios where no exception is raised, whose verdicts the mode of any-llm's
+#: exceptions cannot change: the rows with it unset skip them, the unified rows judge them.
+NO_EXCEPTION = (
+    "text",
+    "tool-call",
+    "tool-call-with-stop",
+    "tool-result",
+    "parallel-tool-calls",
+    "truncated-tool-call",
+    "corrupt-arguments",
+    "content-filter",
+    "reasoning",
+    "abort",
+    "cancel",
+)
+SAME_IN_BOTH_MODES = (
+    "no exception is raised here, so ANY_LLM_UNIFIED_EXCEPTIONS changes nothing: the row "
+    "with it set (unified exceptions) judges this"
+)
+
+
+def targets(unified: bool = False) -> List[BackendConformanceTarget]:
+    """One row per wire, in the mode named: unified exceptions (the recommended) or the provider's."""
+    rows = []
+    for kind, wire in (
+        (Completion, openai_chat_wire),
+        (AnthropicCompletion, anthropic_wire),
+        (GeminiCompletion, gemini_wire),
+        (OllamaCompletion, ollama_wire),
+    ):
+        if unified:
+            fields = {"unified": True, "transport_rule": "any-llm-sdk"}
+            kind = type(f"Unified{kind.__name__}", (kind,), fields)
+            skip = (
+                {"reasoning": NOT_MAPPED, "tool-result:reasoning": NOT_MAPPED}
+                if kind.wire == "ollama"
+                else {"reasoning": NOT_MAPPED, "tool-result:reasoning-then-call": NOT_MAPPED}
+                if kind.wire in ("anthropic", "gemini")
+                else {"reasoning": NOT_MAPPED}
+            )
+        else:
+            skip = {scenario: SAME_IN_BOTH_MODES for scenario in NO_EXCEPTION}
+        mode = "unified exceptions" if unified else "provider exceptions"
+        rows.append(
+            BackendConformanceTarget(
+                f"any-llm acompletion {kind.provider} ({mode})", wire, kind, skip=skip, client="any-llm-sdk"
+            )
         )
-        for kind, wire in (
-            (Completion, openai_chat_wire),
-            (AnthropicCompletion, anthropic_wire),
-            (GeminiCompletion, gemini_wire),
-            (OllamaCompletion, ollama_wire),
-        )
-    ]
+    return rows

@@ -192,7 +192,7 @@ class Converse:
         except ClientError as exc:
             raise bedrock_error(exc) from exc
         except Exception as exc:
-            cut = transport_error(exc, "bedrock-converse")
+            cut = transport_error(exc, "bedrock-converse", LIBRARY)
             if cut is None:
                 raise
             raise cut from exc

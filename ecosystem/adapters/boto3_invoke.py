@@ -52,7 +52,7 @@ class Invoke(Converse):
         """botocore's error as the contract's, or as it came where it is none the adapter knows."""
         if isinstance(exc, ClientError):
             return bedrock_error(exc, WIRE)
-        return transport_error(exc, WIRE) or exc
+        return transport_error(exc, WIRE, LIBRARY) or exc
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         try:

@@ -8,7 +8,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from langchain_aws import ChatBedrockConverse
 
-from conformance import BackendConformanceTarget, LLMError, bedrock_converse_wire
+from conformance import BackendConformanceTarget, bedrock_converse_wire
 
 from ._langchain import LangChainChat
 from .boto3_converse import NO_ABORT, bedrock_error
@@ -36,16 +36,8 @@ class Chat(LangChainChat):
         )
 
     def error(self, exc: BaseException) -> Optional[BaseException]:
-        if type(exc) is ConnectionError:
-            # ChatBedrockConverse's own signal for a stream that ended before messageStop
-            # (langchain_aws/chat_models/bedrock_converse.py, "Incomplete Bedrock response
-            # stream"): Python's connection-failure class, which a caller retries.
-            return LLMError.from_kind(
-                "server_error",
-                f"the stream was cut short: {exc}",
-                provider=self.wire,
-                details={"kind": "server_error", "transport": True},
-            )
+        # ChatBedrockConverse's ConnectionError for a stream without messageStop is read by
+        # the shared transport rule (_kit.LIBRARY_TRANSPORTS), as every library's is.
         return bedrock_error(exc) if isinstance(exc, ClientError) else None
 
 

@@ -82,7 +82,7 @@ def litellm_error(wire: str, exc: BaseException) -> Optional[BaseException]:
         if kind_of(original) is None and isinstance(body, dict):  # the provider SDK's own mid-stream error
             inner = body.get("error", body) if isinstance(body.get("error"), dict) else body
             return public_error(wire, status=None, headers={}, body=inner)
-        cut = transport_error(original, wire) if kind_of(original) is None else None
+        cut = transport_error(original, wire, LIBRARY) if kind_of(original) is None else None
         if cut is not None:
             # A connection error (LiteLLM's APIConnectionError, as for a stream cut or ended
             # before its finish reason): retryable, with the status its user reads on it.

@@ -243,6 +243,10 @@ def check_error_message(seen: LoopSeen) -> List[LoopProblem]:
         return []
     faulted = seen.faulted()
     where = faulted[0] if faulted else (seen.exchanges[-1] if seen.exchanges else None)
+    if isinstance(o.error, TimeoutError) and where is not None and where.fault == "hang":
+        # Where the provider never answered, Python's own class for a timeout says what
+        # happened by its type (asyncio's and aiohttp's carry no message): a type is no wording.
+        return []
     at = f" after request {where.index + 1} got {_fault_words(where.fault)}" if where is not None else ""
     return [
         LoopProblem(
