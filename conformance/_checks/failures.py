@@ -15,6 +15,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..contract import ERROR_KINDS
 from ..fixture import CONFORMANCE_FIXTURE as FX
+from ._rule import SILENT_AS_CUT
 from ._seen import MISSING, Check, Seen, describe
 
 __all__ = ["ROWS"]
@@ -24,9 +25,10 @@ def _error_kinds_of(seen: Seen) -> Tuple[str, ...]:
     """The kinds the backend may report: the variant's, else the scenario's; empty where it must not fail.
 
     A cut stream's kinds are its variant's too, but the cut family judges them, in words
-    that say why a cut is a failure (:mod:`~conformance._checks.cut`).
+    that say why a cut is a failure (:mod:`~conformance._checks.cut`), and a stall's the
+    latency family (``timeout-kind``), in words that name the read timeout.
     """
-    if seen.scenario == "stream-cut":
+    if seen.scenario in SILENT_AS_CUT:
         return ()
     return seen.rule.error_kinds
 
