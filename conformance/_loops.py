@@ -462,12 +462,18 @@ def give_back(worker: SubjectLoop, clean: bool) -> None:
 
 @contextlib.contextmanager
 def kept_loops() -> Iterator[None]:
-    """Keep the subjects' event loops for the next case while this lasts; close them after."""
+    """Keep the subjects' event loops for the next case while this lasts; close them after.
+
+    The stall watch is kept running meanwhile too: every case opens a window on it, and a
+    watch that ended with each case's window would start a thread again for the next.
+    """
     with _KEPT.lock:
         _KEPT.keeping += 1
+    WATCH.start()
     try:
         yield
     finally:
+        WATCH.stop()
         with _KEPT.lock:
             _KEPT.keeping -= 1
             left = _KEPT.idle if not _KEPT.keeping else []
