@@ -28,6 +28,7 @@ from conformance import (
     ollama_wire,
     openai_chat_wire,
 )
+from conformance._checks._rule import REPLY_SCENARIOS
 
 from ._kit import (
     AsyncAdapter,
@@ -187,19 +188,7 @@ NOT_MAPPED = "the adapter does not read any-llm's reasoning field yet"
 
 #: The scenarios where no exception is raised, whose verdicts the mode of any-llm's
 #: exceptions cannot change: the rows with it unset skip them, the unified rows judge them.
-NO_EXCEPTION = (
-    "text",
-    "tool-call",
-    "tool-call-with-stop",
-    "tool-result",
-    "parallel-tool-calls",
-    "truncated-tool-call",
-    "corrupt-arguments",
-    "content-filter",
-    "reasoning",
-    "abort",
-    "cancel",
-)
+NO_EXCEPTION = (*REPLY_SCENARIOS, "abort", "cancel")
 SAME_IN_BOTH_MODES = (
     "no exception is raised here, so ANY_LLM_UNIFIED_EXCEPTIONS changes nothing: the row "
     "with it set (unified exceptions) judges this"
