@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import warnings
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 from conformance.abort import shutdown_socket
 
@@ -21,6 +21,31 @@ HTTPX_H2_KEEPS_STREAM = (
 )
 #: The skips of an async SDK target over h2c.
 HTTPX_H2_SKIPS = {"abort": HTTPX_H2_KEEPS_STREAM, "cancel": HTTPX_H2_KEEPS_STREAM}
+
+#: The cases a retry layer changes; an SDK's default-retries suite runs these alone, and
+#: its suites without retries run the rest.
+RETRY_SCENARIOS = (
+    "rate-limit",
+    "overloaded",
+    "server-error",
+    "stream-cut",
+    "quota",
+    "auth",
+    "context-overflow",
+)
+
+
+def retries_only(quota_reason: str) -> Dict[str, str]:
+    """The skips of an SDK's default-retries suite: every case a retry layer does not change,
+    and the quota case, which the SDK's own retries send again (``quota_reason`` says so, and
+    the suite's own test holds it to that)."""
+    from conformance.scenarios import SCENARIOS
+
+    skip = {
+        name: "run without retries by the suites above" for name in SCENARIOS if name not in RETRY_SCENARIOS
+    }
+    skip["quota"] = quota_reason
+    return skip
 
 
 #: (top-level package, class name) of the errors an SDK lets out, or wraps, when the

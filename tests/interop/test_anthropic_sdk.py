@@ -45,13 +45,12 @@ from conformance.contract import (
     ToolChoice,
     Usage,
 )
-from conformance.scenarios import SCENARIOS
 from conformance.testcase import BackendConformanceTestCase
 from conformance.wires.anthropic import anthropic_wire
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
-from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, shared_between
+from ._support import HTTPX_H2_SKIPS, broken_connection, cut_error, retries_only, shared_between
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
 setUpModule, tearDownModule = asyncio_debug_off_for_module()
@@ -583,16 +582,6 @@ class AsyncAnthropicRetryingBackend(AsyncAnthropicBackend):
 #: case's bound.
 SDK_RETRIES_QUOTA = "anthropic-sdk-python's default retries send a spend cap's 429 again (asserted below)"
 
-#: The cases a retry layer changes; the others are run without retries by the suites above.
-RETRY_SCENARIOS = (
-    "rate-limit",
-    "overloaded",
-    "server-error",
-    "stream-cut",
-    "quota",
-    "auth",
-    "context-overflow",
-)
 
 
 @unittest.skipUnless(HAVE_ANTHROPIC, SKIP_REASON)
@@ -602,14 +591,7 @@ class AnthropicAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCase
     wire = anthropic_wire
     headers = HEADERS
     retries = True
-    skip = {
-        **{
-            name: "run without retries by the suites above"
-            for name in SCENARIOS
-            if name not in RETRY_SCENARIOS
-        },
-        "quota": SDK_RETRIES_QUOTA,
-    }
+    skip = retries_only(SDK_RETRIES_QUOTA)
 
     def create_backend(self, url: str) -> AsyncAnthropicBackend:
         return AsyncAnthropicRetryingBackend(url, self.headers, http2=self.http2)

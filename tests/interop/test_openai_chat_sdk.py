@@ -19,6 +19,7 @@ from conformance.wires.openai_chat._servers import SERVER_ROWS
 
 from ..test_provider_support import asyncio_debug_off_for_module
 from ._roundtrip import AdapterRoundTrip
+from ._support import retries_only
 from .openai_chat_adapter import DONE_UNSEEN, HAVE_OPENAI, AsyncOpenAIChatBackend, SyncOpenAIChatBackend
 
 #: The suites here run without asyncio's debug mode unless CONFORMANCE_LONG_TESTS=1.
@@ -56,16 +57,6 @@ class OpenAIChatAsyncConformance(BackendConformanceTestCase, unittest.TestCase):
         return AsyncOpenAIChatBackend(f"{url}/v1", self.headers, read_timeout=self.read_timeout)
 
 
-#: The cases a retry layer changes; the others are run without retries by the suites above.
-RETRY_SCENARIOS = (
-    "rate-limit",
-    "overloaded",
-    "server-error",
-    "stream-cut",
-    "quota",
-    "auth",
-    "context-overflow",
-)
 #: openai-python retries every 429, an exhausted quota's too (``insufficient_quota``): its
 #: default retries fail the quota case, which the test below holds it to.
 SDK_RETRIES_QUOTA = "openai-python's default retries send a 429 insufficient_quota again (asserted below)"
@@ -78,15 +69,7 @@ class OpenAIChatAsyncDefaultRetries(BackendConformanceTestCase, unittest.TestCas
     wire = openai_chat_wire
     headers = {"x-gateway-key": "test"}
     retries = True
-    skip = {
-        **{
-            name: "run without retries by the suites above"
-            for name in SCENARIOS
-            if name not in RETRY_SCENARIOS
-        },
-        "quota": SDK_RETRIES_QUOTA,
-        **DONE_UNSEEN,
-    }
+    skip = {**retries_only(SDK_RETRIES_QUOTA), **DONE_UNSEEN}
 
     def create_backend(self, url: str) -> AsyncOpenAIChatBackend:
         return AsyncOpenAIChatBackend(f"{url}/v1", self.headers, max_retries=2)
