@@ -24,7 +24,8 @@ runs with every older object frozen (:func:`gc.freeze`) and ends with a collecti
 then costs only what the test itself made: what it leaked is freed, and warns, before the
 next test starts. What is still open when the process exits (held by a module-level cache,
 say, where the interpreter's own teardown would warn unheard) is listed then, and the
-process exits with status 1.
+process exits with status 1. Run with ``-X tracemalloc=N`` and a leaked object's report
+says where it was made, N frames deep.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import sys
 import threading
 import time
 import traceback
+import tracemalloc
 import unittest
 from typing import Any, Callable, Iterator, List, Optional
 
@@ -88,7 +90,20 @@ def _unraisable(unraisable: Any) -> None:
         what += f" ({unraisable.err_msg or 'Exception ignored in'}: {unraisable.object!r})"
     if unraisable.exc_type is not ResourceWarning and unraisable.exc_traceback is not None:
         what += "\n" + "".join(traceback.format_tb(unraisable.exc_traceback)).rstrip()
+    made = _allocated_at(unraisable.object)
+    if made:
+        what += "\n    made at (tracemalloc, most recent call last):\n" + made
     _note(what)
+
+
+def _allocated_at(thing: Any) -> str:
+    """Where ``thing`` was made, when the run traces allocations (``-X tracemalloc=N``)."""
+    if thing is None or not tracemalloc.is_tracing():
+        return ""
+    made = tracemalloc.get_object_traceback(thing)
+    if made is None:
+        return ""
+    return "\n".join(f"      {_short(frame.filename)}:{frame.lineno}" for frame in made)
 
 
 def _thread_exception(args: Any) -> None:
@@ -254,7 +269,8 @@ def _still_open() -> List[str]:
     for thing in gc.get_objects():
         try:
             if isinstance(thing, socket.socket) and thing.fileno() != -1:
-                found.append(f"an open socket: {thing!r}")
+                made = _allocated_at(thing)
+                found.append(f"an open socket: {thing!r}" + (f"\n    made at:\n{made}" if made else ""))
             elif isinstance(thing, asyncio.AbstractEventLoop) and not thing.is_closed():
                 found.append(f"an event loop never closed: {thing!r}")
         except Exception:  # noqa: BLE001 - a half-built object: not one of ours to judge
