@@ -10,11 +10,15 @@ read by the kit's :func:`~conformance.provider_error` (as the reference backend 
 that wire reads it), so a row fails on an error only where the library lost what a
 careful user needs.
 Retries are turned off through each library's own knob, so that each answer
-surfaces as it came and a retry the library makes on its own shows in the table.
+surfaces as it came and a retry the library makes on its own shows in the table. A
+library that retries by default has a second row, ``(default retries)``, built as it
+ships (:func:`default_retries`): the kit's faults then relent as a provider's would, and
+its retry layer is judged on the scenarios a retry changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -22,6 +26,7 @@ from typing import Any, AsyncIterator, Dict, FrozenSet, List, Mapping, Optional,
 
 from conformance import (
     ERROR_KINDS,
+    BackendConformanceTarget,
     ChatRequest,
     ChatResponse,
     LLMError,
@@ -35,6 +40,8 @@ from conformance import (
 )
 
 __all__ = [
+    "RETRY_SCENARIOS",
+    "default_retries",
     "LIBRARY_TRANSPORTS",
     "TRANSPORTS",
     "TransportRule",
@@ -681,3 +688,39 @@ def anthropic_body(request: ChatRequest) -> Dict[str, Any]:
     if request.thinking:
         body["thinking"] = {"type": "adaptive"}
     return body
+
+
+def _retry_scenarios() -> FrozenSet[str]:
+    from conformance._checks.retries import PERMANENT, RELENTS
+
+    return frozenset((*RELENTS, *PERMANENT))
+
+
+#: The scenarios a retry layer changes: the failures that can come back (the provider
+#: relents after a scripted number) and those that cannot (one request, then the error).
+RETRY_SCENARIOS: FrozenSet[str] = _retry_scenarios()
+
+
+def default_retries(target: BackendConformanceTarget, create_backend: Any) -> BackendConformanceTarget:
+    """``target``'s library with its retry layer as it ships: a row of its own.
+
+    ``create_backend`` builds the library's client with no retry setting of the
+    adapter's. The row says it retries (``retries=True``), so the kit's faults relent as
+    a provider's would and the layer is judged: its waits, its bound, and that it never
+    sends a failure that will not come back again. It runs only the scenarios a retry
+    changes; every other case is the row without retries', whose name the skip gives.
+    """
+    from conformance.scenarios import SCENARIOS
+
+    why = f"the same with retries off: the row {target.name!r}"
+    skip = {name: why for name in SCENARIOS if name not in RETRY_SCENARIOS}
+    for key, reason in target.skip.items():
+        if key.split("/")[0].split(":")[0] in RETRY_SCENARIOS:
+            skip[key] = reason
+    return dataclasses.replace(
+        target,
+        name=f"{target.name} (default retries)",
+        create_backend=create_backend,
+        retries=True,
+        skip=skip,
+    )

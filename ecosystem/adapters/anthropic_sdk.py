@@ -26,7 +26,16 @@ from conformance import (
 )
 
 from ._kit import ANTHROPIC_STOP as STOP
-from ._kit import AsyncAdapter, anthropic_body, last_chunk, public_error, response, stream_error, usage
+from ._kit import (
+    AsyncAdapter,
+    anthropic_body,
+    default_retries,
+    last_chunk,
+    public_error,
+    response,
+    stream_error,
+    usage,
+)
 
 LIBRARY = "anthropic"
 KIND = "backend"
@@ -60,9 +69,12 @@ def anthropic_error(wire: str, exc: BaseException, carried: Any = None) -> Optio
 
 class Messages(AsyncAdapter):
     wire = "anthropic"
+    #: The SDK's retries: off, or ``None`` for its default (the "(default retries)" row).
+    max_retries: Optional[int] = 0
 
     def __init__(self, url: str) -> None:
-        self.client = anthropic.AsyncAnthropic(base_url=url, api_key="test", max_retries=0)
+        retries = {} if self.max_retries is None else {"max_retries": self.max_retries}
+        self.client = anthropic.AsyncAnthropic(base_url=url, api_key="test", **retries)
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -173,11 +185,17 @@ def exception_frame(error: Any) -> Any:
     return {"__type": error.get("type", ""), "message": error.get("message", "")}
 
 
+class MessagesAsShipped(Messages):
+    max_retries = None
+
+
 def targets() -> List[BackendConformanceTarget]:
+    messages = BackendConformanceTarget(
+        "anthropic AsyncAnthropic messages", anthropic_wire, Messages, client="anthropic"
+    )
     return [
-        BackendConformanceTarget(
-            "anthropic AsyncAnthropic messages", anthropic_wire, Messages, client="anthropic"
-        ),
+        messages,
+        default_retries(messages, MessagesAsShipped),
         BackendConformanceTarget(
             "anthropic AsyncAnthropicVertex messages",
             anthropic_vertex_wire,

@@ -25,7 +25,7 @@ from conformance import (
     bedrock_converse_wire,
 )
 
-from ._kit import last_chunk, public_error, response, transport_error, usage
+from ._kit import default_retries, last_chunk, public_error, response, transport_error, usage
 
 LIBRARY = "boto3"
 KIND = "backend"
@@ -91,14 +91,20 @@ def bedrock_error(exc: ClientError, wire: str = "bedrock-converse") -> LLMError:
 
 
 class Converse:
+    #: botocore's retries: one attempt, or ``False`` for the client as it ships (no retry
+    #: configuration: the mode and attempts botocore defaults to; the "(default retries)" row).
+    one_attempt = True
+
     def __init__(self, url: str) -> None:
+        one = Config(retries={"total_max_attempts": 1, "mode": "standard"})
+        config = {"config": one} if self.one_attempt else {}
         self.client = boto3.client(
             "bedrock-runtime",
             endpoint_url=url,
             region_name="us-east-1",
             aws_access_key_id="test",
             aws_secret_access_key="test",
-            config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+            **config,
         )
 
     def close(self) -> None:
@@ -246,13 +252,16 @@ def reasoning_of(block: Dict[str, Any]) -> Reasoning:
 NO_ABORT = "boto3's client is synchronous and takes no abort signal; no public API reaches its socket"
 
 
+class ConverseAsShipped(Converse):
+    one_attempt = False
+
+
 def targets() -> List[BackendConformanceTarget]:
-    return [
-        BackendConformanceTarget(
-            "boto3 bedrock-runtime converse",
-            bedrock_converse_wire,
-            Converse,
-            skip={"abort": NO_ABORT},
-            client="boto3",
-        )
-    ]
+    converse = BackendConformanceTarget(
+        "boto3 bedrock-runtime converse",
+        bedrock_converse_wire,
+        Converse,
+        skip={"abort": NO_ABORT},
+        client="boto3",
+    )
+    return [converse, default_retries(converse, ConverseAsShipped)]

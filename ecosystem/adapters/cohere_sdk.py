@@ -25,7 +25,16 @@ from conformance import (
     cohere_wire,
 )
 
-from ._kit import AsyncAdapter, last_chunk, openai_tools, public_error, response, stream_error, usage
+from ._kit import (
+    AsyncAdapter,
+    default_retries,
+    last_chunk,
+    openai_tools,
+    public_error,
+    response,
+    stream_error,
+    usage,
+)
 
 LIBRARY = "cohere"
 KIND = "backend"
@@ -79,12 +88,14 @@ def tokens(used: Any) -> Any:
 
 class Chat(AsyncAdapter):
     wire = "cohere"
+    #: The SDK's retries: off, or ``None`` for its default (two; the "(default retries)" row).
+    max_retries: Optional[int] = 0
 
     def __init__(self, url: str) -> None:
         # The client has no close of its own: it is given an httpx client the adapter closes.
         self.http = httpx.AsyncClient(timeout=60.0)
         self.client = cohere.AsyncClientV2(
-            api_key="test", base_url=url, max_retries=0, httpx_client=self.http
+            api_key="test", base_url=url, max_retries=self.max_retries, httpx_client=self.http
         )
 
     async def aclose(self) -> None:
@@ -156,5 +167,10 @@ class Chat(AsyncAdapter):
         yield last_chunk(finish, [tuple(calls[i]) for i in sorted(calls)], tokens(end.usage), reasoning)
 
 
+class ChatAsShipped(Chat):
+    max_retries = None
+
+
 def targets() -> List[BackendConformanceTarget]:
-    return [BackendConformanceTarget("cohere AsyncClientV2 chat", cohere_wire, Chat, client="cohere")]
+    chat = BackendConformanceTarget("cohere AsyncClientV2 chat", cohere_wire, Chat, client="cohere")
+    return [chat, default_retries(chat, ChatAsShipped)]

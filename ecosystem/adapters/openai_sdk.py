@@ -24,6 +24,7 @@ from conformance import (
 
 from ._kit import (
     AsyncAdapter,
+    default_retries,
     openai_chunks,
     openai_messages,
     openai_tools,
@@ -57,11 +58,19 @@ def openai_error(wire: str, exc: BaseException) -> Optional[BaseException]:
 AZURE_API_VERSION = "2024-10-21"
 
 
+def retries(max_retries: Optional[int]) -> Dict[str, Any]:
+    """The client's retry setting: none of the SDK's (``max_retries=0``), or, for ``None``,
+    the default it ships with (two retries), by leaving the argument out."""
+    return {} if max_retries is None else {"max_retries": max_retries}
+
+
 class Chat(AsyncAdapter):
     wire = "openai-chat"
+    #: The SDK's retries: off, or ``None`` for its default (the "(default retries)" rows).
+    max_retries: Optional[int] = 0
 
     def __init__(self, url: str) -> None:
-        self.client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="test", max_retries=0)
+        self.client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="test", **retries(self.max_retries))
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -199,6 +208,14 @@ def azure(url: str) -> openai.AsyncAzureOpenAI:
     )
 
 
+class ChatAsShipped(Chat):
+    max_retries = None
+
+
+class ResponsesAsShipped(Responses):
+    max_retries = None
+
+
 class AzureChat(Chat):
     wire = "azure-openai-chat"
 
@@ -214,13 +231,17 @@ class AzureResponses(Responses):
 
 
 def targets() -> List[BackendConformanceTarget]:
+    chat = BackendConformanceTarget(
+        "openai AsyncOpenAI chat.completions", openai_chat_wire, Chat, client="openai"
+    )
+    responses = BackendConformanceTarget(
+        "openai AsyncOpenAI responses", openai_responses_wire, Responses, client="openai"
+    )
     return [
-        BackendConformanceTarget(
-            "openai AsyncOpenAI chat.completions", openai_chat_wire, Chat, client="openai"
-        ),
-        BackendConformanceTarget(
-            "openai AsyncOpenAI responses", openai_responses_wire, Responses, client="openai"
-        ),
+        chat,
+        responses,
+        default_retries(chat, ChatAsShipped),
+        default_retries(responses, ResponsesAsShipped),
         BackendConformanceTarget(
             "openai AsyncAzureOpenAI chat.completions", azure_openai_chat_wire, AzureChat, client="openai"
         ),
