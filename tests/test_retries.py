@@ -178,6 +178,102 @@ class MessageTests(unittest.TestCase):
         self.assertIn("[retry-growth]", detail)
 
 
+class _Hangs:
+    """A backend that sends the request, then never returns: a retry layer waiting forever."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    async def chat(self, request: ChatRequest) -> Any:
+        try:
+            await self.backend.chat(request)
+        except LLMError:
+            await asyncio.sleep(3600)
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        await self.chat(request)
+        yield StreamChunk(content="never")
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+class _NeverAsks:
+    """A backend that waits before its first request, forever."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+
+    async def chat(self, request: ChatRequest) -> Any:
+        await asyncio.sleep(3600)
+
+    async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamChunk]:
+        await asyncio.sleep(3600)
+        yield StreamChunk(content="never")
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+class LongRetryAfterTests(unittest.TestCase):
+    """A spend limit sent as a 429 rate_limit_error with a retry-after of minutes reads as a rate
+    limit too: a layer still waiting it out when the case ends is not failed for that alone."""
+
+    def _case(
+        self, scenario: str, make: Any, retries: bool, only: str = "", wire_name: str = "anthropic"
+    ) -> ConformanceCase:
+        wire = WIRES[wire_name]
+        skip = {f"{scenario}:{v.name}": "another variant" for v in wire.variants(scenario) if v.name != only}
+        target = BackendConformanceTarget(
+            "long wait",
+            wire,
+            lambda url: make(REFERENCE_BACKENDS[wire_name](url, False)),
+            retries=retries,
+            timeout=1.0,
+            skip=skip if only else {},
+        )
+        return ConformanceCase(target, scenario, "chat")
+
+    def test_a_layer_obeying_a_retry_after_longer_than_the_case_passes(self) -> None:
+        """The reference layer told to wait up to 1000 s waits the 900 s asked: finished says nothing."""
+        case = self._case(
+            "quota", lambda b: RetryingBackend(b, longest=1000.0), True, only="subscription-spend-429"
+        )
+        status, detail = outcome(case)
+        self.assertEqual(status, "pass", detail)
+
+    def test_without_the_retries_setting_the_same_wait_fails_finished(self) -> None:
+        """A target that does not say it retries has no wait to wait out: still running fails finished."""
+        case = self._case(
+            "quota", lambda b: RetryingBackend(b, longest=1000.0), False, only="subscription-spend-429"
+        )
+        status, detail = outcome(case)
+        self.assertEqual(status, "FAIL", detail)
+        self.assertIn("[finished]", detail)
+
+    def test_a_layer_still_running_past_a_short_delay_fails_finished(self) -> None:
+        """Where the failure asked for less than the case lasted (a 200 ms retry-after), still
+        running at the end is a hang: finished names it, with retries on."""
+        status, detail = outcome(self._case("rate-limit", _Hangs, True))
+        self.assertEqual(status, "FAIL", detail)
+        self.assertIn("[finished]", detail)
+
+    def test_a_layer_that_never_asks_fails_finished(self) -> None:
+        """No request, so no delay asked: still running at the end fails finished, with retries on."""
+        status, detail = outcome(self._case("quota", _NeverAsks, True, only="subscription-spend-429"))
+        self.assertEqual(status, "FAIL", detail)
+        self.assertIn("[finished]", detail)
+
+    def test_a_wait_after_a_failure_that_reads_only_as_a_quota_fails_finished(self) -> None:
+        """Gemini's per-day quota asks for a delay of hours (RetryInfo) but reads only as a quota,
+        which is never retried: a layer still waiting at the end fails finished."""
+        case = self._case("quota", _Hangs, True, wire_name="gemini")
+        self.assertGreater(case.target.wire.variants("quota")[0].retry_after or 0.0, 3600.0)
+        status, detail = outcome(case)
+        self.assertEqual(status, "FAIL", detail)
+        self.assertIn("[finished]", detail)
+
+
 def _run(case: ConformanceCase) -> Tuple[str, str, str]:
     status, detail = outcome(case)
     return f"{case.target.name} {case.name}", status, detail

@@ -33,6 +33,7 @@ __all__ = [
     "ROWS",
     "repeated_text",
     "retried_scenario",
+    "waiting_as_asked",
 ]
 
 #: The failures that can come back, and how many times each is sent before the provider
@@ -224,6 +225,24 @@ def _retry_permanent(seen: Seen) -> List[str]:
         f"({_times(seen)}); never retry a quota, an auth failure or an invalid request: raise its "
         "error at once"
     ]
+
+
+def waiting_as_asked(seen: Seen) -> Optional[float]:
+    """The delay the provider's last failure asked for, where a retrying backend that was still
+    running at the case's end may be obeying it; else ``None``.
+
+    That is where the failure also reads as one that can come back (a spend limit sent as a
+    429 rate limit with a retry-after of minutes) and the delay it asked for is longer than
+    the whole case lasted: the bytes allow the wait, which no bound of the case can see end.
+    """
+    if not seen.case.target.retries or not seen.replies:
+        return None
+    if not any(k in _RETRYABLE for k in seen.rule.error_kinds):
+        return None
+    asked = seen.wire.retry_after_sent(seen.replies[-1])
+    if asked is None or asked <= seen.outcome.waited:
+        return None
+    return asked
 
 
 def repeated_text(seen: Seen) -> Optional[str]:
