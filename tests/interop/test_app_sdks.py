@@ -282,7 +282,12 @@ def bedrock_answer() -> str:
 
     client = boto3.client("bedrock-runtime")
     question = [{"role": "user", "content": [{"text": "hi"}]}]
-    reply = client.converse(modelId="anthropic.claude-3-haiku", messages=question)
+    try:
+        reply = client.converse(modelId="anthropic.claude-3-haiku", messages=question)
+    finally:
+        # Its pool's sockets closed now, not when the collector frees the client: a botocore
+        # client sits in reference cycles, and a pooled socket freed there may warn unclosed.
+        client.close()
     return str(reply["output"]["message"]["content"][0]["text"])
 
 
