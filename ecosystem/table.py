@@ -69,6 +69,9 @@ class Failure:
     case: str
     check: str
     reason: str
+    #: The variant (the provider's shape) the check first failed on; ``""`` where the case
+    #: plays one shape only.
+    variant: str = ""
 
 
 def matches_pattern(value: str, pattern: str) -> bool:
@@ -82,8 +85,8 @@ def matches_pattern(value: str, pattern: str) -> bool:
 
 @dataclass(frozen=True)
 class Classification:
-    """What a set of failures is, matched by library, target, case and check (``fnmatch``
-    patterns, alternatives split by ``|``)."""
+    """What a set of failures is, matched by library, target, case, check and variant
+    (``fnmatch`` patterns, alternatives split by ``|``)."""
 
     id: str
     library: str
@@ -111,6 +114,10 @@ class Classification:
     #: provider's docs (a library bug always names it; so does any entry whose failures came
     #: on a variant, a shape the provider sends, which a test checks against the results).
     source: str = ""
+    #: The variants, by name, the failure must have failed on first: where a case plays
+    #: several of the provider's shapes and the finding is one shape's (a spend cap's 429,
+    #: not a spend limit's). ``*``, the default, is any, and a case of one shape.
+    variant: str = "*"
 
     def matches(self, failure: Failure) -> bool:
         return (
@@ -118,6 +125,7 @@ class Classification:
             and matches_pattern(failure.target, self.target)
             and matches_pattern(failure.case, self.case)
             and matches_pattern(failure.check, self.check)
+            and matches_pattern(failure.variant, self.variant)
         )
 
 
@@ -195,7 +203,15 @@ def shaped_problems_in(message: str) -> List[Tuple[str, str, str]]:
 def failures_of(rows: Iterable[Mapping[str, Any]]) -> List[Failure]:
     """Every failure in ``rows``, in row and case order."""
     return [
-        Failure(row["adapter"], row["library"], row["target"], item["case"], item["check"], item["reason"])
+        Failure(
+            row["adapter"],
+            row["library"],
+            row["target"],
+            item["case"],
+            item["check"],
+            item["reason"],
+            item.get("variant", ""),
+        )
         for row in rows
         for item in row["failures"]
     ]
@@ -436,7 +452,8 @@ def render_page(
         "--check` exits 0): a failing case is run once more before it is believed, and a library's own",
         "race is marked intermittent and left out of the comparison. A run that adds failures prints each",
         "as `UNCLASSIFIED <target> <case> [<check>]`; each gets an entry in the classifications, keyed by",
-        "library, target, case and check (`fnmatch` patterns, `|` between alternatives).",
+        "library, target, case and check, and by the variant where the finding is one of the provider's",
+        "shapes a case plays (`fnmatch` patterns, `|` between alternatives).",
         "",
         "Each adapter uses its library as its documentation shows, with the library's own retries",
         "turned off through its own knob, so that every answer surfaces as it came. The official SDKs",
@@ -467,6 +484,8 @@ def render_page(
         lines.append(f"- **{bug.library}** (`{bug.id}`, {bug.severity}): {bug.summary}")
         if bug.conditions:
             lines.append(f"  When: {bug.conditions}.")
+        if bug.variant != "*":
+            lines.append(f"  On the provider's shapes: {_variants(bug)}.")
         report = REPORTS / f"{bug.id}.md"
         filed = f" Upstream: {bug.upstream}." if bug.upstream else ""
         if report.exists():
@@ -500,6 +519,7 @@ def render_page(
         lines += ["## Documented design choices", ""]
         lines += [
             f"- **{c.library}** (`{c.id}`): {c.summary} Knob: {c.knob}."
+            + (f" On the provider's shapes: {_variants(c)}." if c.variant != "*" else "")
             + (f" The provider's side: {c.source}." if c.source else "")
             for c in choices
         ]
@@ -577,6 +597,11 @@ def _transport_lines() -> List[str]:
         verdict = "filed: a leak" if rule.own else "read as `server_error`"
         lines.append(f"| {library} | {modules} | {own} | {verdict} | {rule.source} |")
     return lines + [""]
+
+
+def _variants(entry: Classification) -> str:
+    """An entry's variants, as the page names them: ``tier-cap-429`` or ``a, b``."""
+    return ", ".join(f"`{name}`" for name in entry.variant.split("|"))
 
 
 def _library_lines(rows: Sequence[Mapping[str, Any]], found: Mapping[Failure, Classification]) -> List[str]:

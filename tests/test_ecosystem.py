@@ -122,6 +122,29 @@ class TableTest(unittest.TestCase):
         self.assertFalse(either.matches(table.failures_of([row(check="usage")])[0]))
         self.assertFalse(classification(case="text/*|abort/*").matches(table.failures_of([row()])[0]))
 
+    def test_a_variant_keyed_entry_matches_that_shape_alone(self) -> None:
+        """An entry keyed to one variant matches a failure on it, not one on another shape or on
+        none; an entry with no variant matches all three, and the page names the shape."""
+        def on(name: str) -> Dict[str, Any]:
+            return {**row(), "failures": [{**row()["failures"][0], "variant": name}]}
+
+        failures = {name: table.failures_of([on(name)])[0] for name in ("cut-mid-string", "cut-mid-key")}
+        failures[""] = table.failures_of([row()])[0]
+        keyed = classification(variant="cut-mid-string")
+        self.assertTrue(keyed.matches(failures["cut-mid-string"]))
+        self.assertFalse(keyed.matches(failures["cut-mid-key"]))
+        self.assertFalse(keyed.matches(failures[""]))
+        self.assertTrue(all(classification().matches(f) for f in failures.values()))
+        found, unclassified, _ = table.classify(list(failures.values()), [keyed])
+        self.assertEqual(len(found), 1)
+        self.assertEqual(len(unclassified), 2)
+        both = classification(variant="cut-mid-string|cut-mid-key")
+        page = table.render_page(results([on("cut-mid-key")]), [both])
+        self.assertIn("On the provider's shapes: `cut-mid-string`, `cut-mid-key`.", page)
+        chosen = classification(kind="design-choice", knob="its setting", variant="cut-mid-key")
+        page = table.render_page(results([on("cut-mid-key")]), [chosen])
+        self.assertIn("Knob: its setting. On the provider's shapes: `cut-mid-key`.", page)
+
     def test_a_class_without_its_field_is_refused(self) -> None:
         """A library bug that cites no code, or an unknown kind, is refused when the file loads."""
         for entry, problem in (
