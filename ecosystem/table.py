@@ -322,7 +322,10 @@ def _matrix(rows: Sequence[Mapping[str, Any]], word: str) -> List[str]:
     lines.append("")
     if retried:
         shown = ", ".join(retried)
-        lines.append(f"Failed once and passed when run again (a timing bound under load): {shown}.")
+        lines.append(
+            "Failed once and passed when run again (a timing bound missed under load, or a race or "
+            f"a random wait in the library): {shown}."
+        )
         lines.append("")
     lines.append(
         f"Each cell is the {word}'s chat then stream verdict (one mark where it runs in one mode): "
