@@ -13,7 +13,7 @@ import unittest
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from conformance.__main__ import main
 from conformance._judge import BackendSession, reported_error
@@ -44,25 +44,35 @@ class Serve:
     """``main(["serve", ...])`` in a thread: its URL, its output and its exit status."""
 
     def __init__(self, *argv: str) -> None:
-        self.out = io.StringIO()
+        self.out = self._output()
         self.status: Optional[int] = None
+        self.error: Optional[BaseException] = None
         self.thread = threading.Thread(target=self._run, args=(["serve", *argv],), daemon=True)
         self.thread.start()
         deadline = time.monotonic() + BOUND
         while time.monotonic() < deadline and self.thread.is_alive():
-            match = re.search(r" at (http://[\d.:]+)", self.out.getvalue())
+            # The URL ends where the line goes on ("; POST ..."): an IPv6 host keeps its brackets.
+            match = re.search(r" at (http://[^\s;]+);", self.text())
             if match:
                 self.url = match.group(1)
                 return
             time.sleep(0.01)
-        raise AssertionError(f"serve printed no URL: {self.out.getvalue()}")
+        raise AssertionError(f"serve printed no URL: {self.text()} {self.error!r}")
+
+    def _output(self) -> TextIO:
+        self._printed = io.StringIO()
+        return self._printed
+
+    def text(self) -> str:
+        """What serve printed so far."""
+        return self._printed.getvalue()
 
     def _run(self, argv: List[str]) -> None:
         self.status = main(argv, out=self.out)
 
     def end(self, bound: float = BOUND) -> int:
         self.thread.join(bound)
-        assert self.status is not None, self.out.getvalue()
+        assert self.status is not None, self.text()
         return self.status
 
 

@@ -6,18 +6,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import unittest
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, TextIO, Tuple
 
 from conformance.__main__ import main
 from conformance._judge import DETAIL_MAX_CHARS, JUDGE_MAX_BODY_BYTES
@@ -25,7 +22,7 @@ from conformance.gate._remote import StageSession
 from conformance.gate.tools import GateToolset
 from conformance.provider import start_fake_provider
 from conformance.wires import WIRES
-from tests.test_judge import BOUND, call, chat_loop
+from tests.test_judge import BOUND, Serve, call, chat_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,40 +39,27 @@ def post_raw(url: str, path: str, data: bytes) -> Tuple[int, Any]:
         return error.code, json.loads(body) if body.startswith(b"{") else body.decode("latin-1")
 
 
-class StrictServe:
+class StrictServe(Serve):
     """``main(["serve", ...])`` in a thread, printing to a UTF-8 stream that refuses what UTF-8
-    cannot hold, as a terminal's does."""
+    cannot hold, as a terminal's does; a crash is kept for the assertion."""
 
-    def __init__(self, *argv: str) -> None:
+    def _output(self) -> TextIO:
         self.raw = io.BytesIO()
-        self.out = io.TextIOWrapper(self.raw, encoding="utf-8", errors="strict", write_through=True)
-        self.status: Optional[int] = None
-        self.error: Optional[BaseException] = None
-        self.thread = threading.Thread(target=self._run, args=(["serve", *argv],), daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + BOUND
-        while time.monotonic() < deadline and self.thread.is_alive():
-            match = re.search(r" at (http://[^\s;]+);", self.text())
-            if match:
-                self.url = match.group(1)
-                return
-            time.sleep(0.01)
-        raise AssertionError(f"serve printed no URL: {self.text()} {self.error!r}")
-
-    def _run(self, argv: List[str]) -> None:
-        try:
-            self.status = main(argv, out=self.out)
-        except BaseException as exc:  # what a crash would be: kept for the assertion
-            self.error = exc
+        return io.TextIOWrapper(self.raw, encoding="utf-8", errors="strict", write_through=True)
 
     def text(self) -> str:
         return self.raw.getvalue().decode("utf-8", "replace")
 
-    def end(self) -> int:
-        self.thread.join(BOUND)
+    def _run(self, argv: List[str]) -> None:
+        try:
+            super()._run(argv)
+        except BaseException as exc:  # what a crash would be: kept for the assertion
+            self.error = exc
+
+    def end(self, bound: float = BOUND) -> int:
+        self.thread.join(bound)
         assert self.error is None, f"serve raised {self.error!r}: {self.text()}"
-        assert self.status is not None, self.text()
-        return self.status
+        return super().end(0)
 
 
 class ReportTextTests(unittest.TestCase):
