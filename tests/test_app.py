@@ -5,15 +5,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import io
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import textwrap
 import unittest
-import urllib.error
-import urllib.request
 from contextlib import redirect_stderr
 from pathlib import Path
 from typing import Any, Dict, List, Set
@@ -24,21 +21,12 @@ from conformance.errors import ProviderInputError
 
 from . import app_zoo
 from .reporting_sites import CheckSites
+from .test_judge import call
 
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Every reporting site of app mode's own checks (``tests/reporting_sites.py``).
 SITES = CheckSites((app_checks,), app_checks.APP_CHECKS)
-
-
-def _post(url: str, body: Dict[str, Any]) -> Any:
-    request = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, json.loads(error.read())
 
 
 class EnvironmentTests(unittest.TestCase):
@@ -59,11 +47,10 @@ class EnvironmentTests(unittest.TestCase):
         """An unscripted wire gets the plain answer; a path under no SDK's route a 404 naming the routes."""
         environ: Dict[str, str] = {}
         with FakeProviderEnvironment(environ=environ) as env:
-            status, body = _post(
-                f"{environ['ANTHROPIC_BASE_URL']}/v1/messages", {"model": "m", "max_tokens": 9}
-            )
+            claude = environ["ANTHROPIC_BASE_URL"]
+            status, body = call(claude, "/v1/messages", {"model": "m", "max_tokens": 9})
             self.assertEqual((status, body["type"], body["stop_reason"]), (200, "message", "end_turn"))
-            status, body = _post(f"{env.url}/v1/chat/completions", {"model": "m"})
+            status, body = call(env.url, "/v1/chat/completions", {"model": "m"})
             self.assertEqual(status, 404)
             self.assertIn("/openai", body["error"]["message"])
             self.assertIn("build the client from the environment", body["error"]["message"])
