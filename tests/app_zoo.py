@@ -185,18 +185,7 @@ def never_asks() -> str:
 async def correct_async() -> str:
     """The streamed answer read on a thread, its connection closed when the task is cancelled."""
     connection, path = _connection(5.0)
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[str] = loop.create_future()
-
-    def read() -> None:
-        try:
-            connection.request("POST", path, json.dumps(BODY), _headers(False))
-            text = connection.getresponse().read().decode("utf-8", "replace")
-            _hand_on(loop, done, text, None)
-        except BaseException as error:  # noqa: BLE001 - handed to the task
-            _hand_on(loop, done, None, error)
-
-    threading.Thread(target=read, daemon=True).start()
+    done = _read_on_a_thread(connection, path, close=False)
     try:
         return await done
     finally:
@@ -215,6 +204,21 @@ async def correct_async() -> str:
 async def keeps_reading_after_cancel() -> str:
     """Lets the cancellation through, but leaves its reading thread, and the connection, open."""
     connection, path = _connection(2.0)
+    return await _read_on_a_thread(connection, path, close=True)
+
+
+async def swallows_the_cancel() -> str:
+    """Turns the cancellation into a normal end, with a fallback answer."""
+    try:
+        return await correct_async()
+    except asyncio.CancelledError:
+        return "fallback"
+
+
+def _read_on_a_thread(connection: http.client.HTTPConnection, path: str, close: bool) -> asyncio.Future[str]:
+    """Ask the question on ``connection`` from a thread of its own; the future, on the running
+    loop, settles with the answer's text or the error. ``close``: the thread closes the
+    connection when it is done (else the caller does, which is what wakes the thread)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[str] = loop.create_future()
 
@@ -226,18 +230,11 @@ async def keeps_reading_after_cancel() -> str:
         except BaseException as error:  # noqa: BLE001 - handed to the task
             _hand_on(loop, done, None, error)
         finally:
-            connection.close()
+            if close:
+                connection.close()
 
     threading.Thread(target=read, daemon=True).start()
-    return await done
-
-
-async def swallows_the_cancel() -> str:
-    """Turns the cancellation into a normal end, with a fallback answer."""
-    try:
-        return await correct_async()
-    except asyncio.CancelledError:
-        return "fallback"
+    return done
 
 
 def _hand_on(
